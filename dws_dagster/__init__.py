@@ -1,0 +1,69 @@
+"""dws_dagster: Data Workspaces lineage made native to Dagster and PySpark.
+
+Names are imported on first use, so the command line and scripts that only need the workspace
+layer never pay for importing Dagster or Spark.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Workspace": "dws_dagster.workspace.config",
+    "Resource": "dws_dagster.workspace.config",
+    "ResourceRef": "dws_dagster.workspace.refs",
+    "LineageBuilder": "dws_dagster.workspace.lineage_api",
+    "Lineage": "dws_dagster.workspace.lineage_api",
+    "ResultsLineage": "dws_dagster.workspace.lineage_api",
+    "LineageRecord": "dws_dagster.workspace.records",
+    "DwsError": "dws_dagster.errors",
+    "LineageConsistencyError": "dws_dagster.errors",
+    "LineageConflictError": "dws_dagster.errors",
+    "InvalidResourceRefError": "dws_dagster.errors",
+    "UnknownResourceError": "dws_dagster.errors",
+    "UnknownRefStateError": "dws_dagster.errors",
+    "SnapshotNotFoundError": "dws_dagster.errors",
+    "SnapshotError": "dws_dagster.errors",
+    "InvalidParameterError": "dws_dagster.errors",
+    "LineageApiError": "dws_dagster.errors",
+    "WorkspaceConfigError": "dws_dagster.errors",
+    "WorkspaceNotFoundError": "dws_dagster.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .errors import (
+        DwsError,
+        InvalidParameterError,
+        InvalidResourceRefError,
+        LineageApiError,
+        LineageConflictError,
+        LineageConsistencyError,
+        SnapshotError,
+        SnapshotNotFoundError,
+        UnknownRefStateError,
+        UnknownResourceError,
+        WorkspaceConfigError,
+        WorkspaceNotFoundError,
+    )
+    from .workspace.config import Resource, Workspace
+    from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
+    from .workspace.records import LineageRecord
+    from .workspace.refs import ResourceRef
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dws_dagster' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,393 @@
+"""`dws-dagster`: the workspace from the command line.
+
+Only the workspace layer is imported here, never dagster or pyspark, so lineage and status
+commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import DwsError
+from .workspace.config import ROLES, VERSIONING_MODES, RemoteDataError, Workspace
+from .workspace.versions import DataNotFoundError, short
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _open(args: argparse.Namespace) -> Workspace:
+    return Workspace.open(args.workspace)
+
+
+def _progress(total: int | None, desc: str, unit: str = "it", **kwargs: Any) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
+                disable=None, **kwargs)
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    ws = Workspace.init(args.directory, name=args.name)
+    print(f"initialised workspace '{ws.name}' in {ws.root}")
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    ws = _open(args)
+    resource = ws.add_resource(args.name, args.role, path=args.path, uri=args.uri,
+                               versioning=args.versioning, description=args.description or "")
+    print(f"added {resource.role} resource '{resource.name}' at {resource.location}")
+    return 0
+
+
+def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
+    rows = []
+    items = ws.store.items()
+    bar = _progress(len(items), "verifying") if verify else None
+    for ref, state in items:
+        latest = state.latest or {}
+        row: dict[str, Any] = {
+            "ref": ref, "version": state.version, "status": state.status,
+            "step": state.owner, "finished": latest.get("end_time"),
+        }
+        if state.attempt is not None:
+            row["error"] = state.attempt.get("error")
+        if verify:
+            try:
+                actual = ws.version_of(ref)
+            except DataNotFoundError:
+                actual = None
+            except (RemoteDataError, DwsError):
+                actual = "unchecked"
+            row["data"] = ("unchecked" if actual == "unchecked" else "missing" if actual is None
+                           else "matches" if actual == state.version else "changed")
+            bar.update(1)
+        rows.append(row)
+    if bar is not None:
+        bar.close()
+    return rows
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    ws = _open(args)
+    rows = _status_rows(ws, args.verify)
+    resources = []
+    for res in ws.resources.values():
+        count = sum(1 for row in rows if row["ref"].split("/", 1)[0] == res.name)
+        resources.append({**res.to_json(), "refs": count})
+    if args.format == "json":
+        _print_json({"workspace": ws.name, "root": str(ws.root), "resources": resources,
+                     "refs": rows})
+        return 0
+    print(f"Workspace {ws.name} ({ws.root})")
+    print("\nResources:")
+    if not resources:
+        print("  (none: add one with 'dws-dagster add')")
+    for res in resources:
+        print(f"  {res['name']:<20} {res['role']:<18} {res.get('path') or res.get('uri')}"
+              f"  [{res['refs']} ref{'s' if res['refs'] != 1 else ''}]")
+    print("\nRefs:")
+    if not rows:
+        print("  (no lineage yet)")
+    width = max((len(row["ref"]) for row in rows), default=10)
+    for row in rows:
+        extra = f"  data {row['data']}" if "data" in row else ""
+        error = f"  error: {row['error']}" if row.get("error") else ""
+        print(f"  {row['ref']:<{width}}  {short(row['version']):<12}  {row['status']:<8} "
+              f"{row['step'] or '-':<20} {row['finished'] or '-'}{extra}{error}")
+    attention = [row for row in rows if row["status"] in ("unknown", "failed")]
+    if attention:
+        print(f"\n{len(attention)} ref(s) need attention: "
+              + ", ".join(f"{row['ref']} ({row['status']})" for row in attention))
+    return 0
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from .workspace import render
+    from .workspace.graph import SnapshotView, build_graph
+    from .workspace.refs import ResourceRef
+    from .workspace.snapshots import resolve_snapshot
+    from .workspace.store import read_snapshot_manifest
+
+    ws = _open(args)
+    ref = ws.check_ref(ResourceRef.parse(args.ref))
+    roles = {name: res.role for name, res in ws.resources.items()}
+    if args.snapshot:
+        info = resolve_snapshot(ws, args.snapshot)
+        view: Any = SnapshotView(read_snapshot_manifest(ws, info.hash), ws.store)
+        graph = build_graph(view, ref, roles, snapshot=info.name)
+    else:
+        graph = build_graph(ws.store, ref, roles)
+    renderers: dict[str, Callable[[Any], Any]] = {
+        "text": render.render_text, "dot": render.render_dot,
+        "mermaid": render.render_mermaid, "html": render.render_html,
+    }
+    if args.format == "json":
+        output = orjson.dumps(render.render_json(graph), option=orjson.OPT_INDENT_2).decode()
+    else:
+        output = renderers[args.format](graph)
+    if args.output:
+        Path(args.output).write_text(output + ("" if output.endswith("\n") else "\n"),
+                                     encoding="utf-8")
+        print(f"wrote {args.format} lineage of {ref} to {args.output}")
+    else:
+        sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from .workspace.snapshots import take_snapshot
+
+    ws = _open(args)
+    outcome = take_snapshot(ws, args.tag, args.message or "")
+    info = outcome.info
+    if args.format == "json":
+        _print_json({"created": outcome.created, "tag_added": outcome.tag_added,
+                     "warnings": outcome.warnings, **info.to_json()})
+        return 0
+    for warning in outcome.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if outcome.created:
+        tags = f" tagged {', '.join(info.tags)}" if info.tags else ""
+        print(f"took snapshot {info.hash[:12]}{tags}")
+        for entry in info.results:
+            print(f"  archived results {entry['ref']} in {entry['folder']}/ (with lineage.json)")
+        if info.metrics:
+            print("  metrics: " + ", ".join(f"{k}={v}" for k, v in info.metrics.items()))
+    elif outcome.tag_added:
+        print(f"nothing changed since snapshot {info.hash[:12]}; added tag {args.tag} to it")
+    else:
+        print(f"nothing changed since snapshot {info.name} ({info.hash[:12]}); nothing written")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from .workspace.snapshots import restore_snapshot
+
+    ws = _open(args)
+    bar = _progress(None, "restoring", unit="ref")
+    try:
+        report = restore_snapshot(ws, args.snapshot, progress=lambda ref: bar.update(1))
+    finally:
+        bar.close()
+    if args.format == "json":
+        _print_json({"snapshot": report.info.to_json(),
+                     "lineage_restored": report.lineage_restored,
+                     "lineage_removed": report.lineage_removed,
+                     "data_unchanged": report.data_unchanged,
+                     "data_restored": report.data_restored,
+                     "not_restored": [{"ref": r, "reason": why} for r, why in report.not_restored]})
+        return 0
+    print(f"restored lineage of snapshot {report.info.name} ({report.info.hash[:12]}): "
+          f"{len(report.lineage_restored)} ref(s)")
+    for ref in report.data_restored:
+        print(f"  data restored:  {ref}")
+    for ref in report.data_unchanged:
+        print(f"  data unchanged: {ref}")
+    for ref in report.lineage_removed:
+        print(f"  lineage removed (not in snapshot): {ref}")
+    for ref, why in report.not_restored:
+        print(f"  NOT restored:   {ref}: {why}; marked unknown")
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .workspace.snapshots import diff_states, lineage_state
+
+    ws = _open(args)
+    changes = diff_states(lineage_state(ws, args.a), lineage_state(ws, args.b))
+    if args.format == "json":
+        _print_json([{"ref": c.ref, "kind": c.kind, "changes": c.changes} for c in changes])
+        return 0
+    if not changes:
+        print(f"no differences between {args.a} and {args.b}")
+    for change in changes:
+        print(f"{change.kind:<8} {change.ref}")
+        for line in change.changes:
+            print(f"           {line}")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from .workspace.snapshots import list_snapshots
+
+    ws = _open(args)
+    infos = list(reversed(list_snapshots(ws)))
+    if args.format == "json":
+        _print_json([info.to_json() for info in infos])
+        return 0
+    if not infos:
+        print("no snapshots yet: take one with 'dws-dagster snapshot TAG'")
+    for info in infos:
+        tags = ",".join(info.tags) or "-"
+        metrics = " ".join(f"{k}={v}" for k, v in (info.metrics or {}).items())
+        print(f"{info.hash[:12]}  {info.created:<25}  {tags:<16}  {info.message}"
+              f"{'  ' + metrics if metrics else ''}")
+    return 0
+
+
+def cmd_delete_snapshot(args: argparse.Namespace) -> int:
+    from .workspace.snapshots import delete_snapshot
+
+    ws = _open(args)
+    info = delete_snapshot(ws, args.snapshot, remove_results=args.remove_results)
+    print(f"deleted snapshot {info.name} ({info.hash[:12]})")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from .workspace.refs import ResourceRef
+
+    ws = _open(args)
+    ref = ws.check_ref(ResourceRef.parse(args.ref))
+    if ws.store.forget(ref):
+        print(f"forgot the lineage of {ref}; its data is untouched")
+    else:
+        print(f"{ref} has no lineage; nothing to forget")
+    return 0
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    from .workspace.refs import ResourceRef
+    from .workspace.versions import data_size
+
+    ws = _open(args)
+    ref = ws.check_ref(ResourceRef.parse(args.ref))
+    path = ws.local_path(ref)
+    total = data_size(path) if path.exists() else None
+    bar = _progress(total, f"hashing {ref}", unit="B", unit_scale=True)
+    try:
+        version = ws.version_of(ref, progress=bar.update)
+    finally:
+        bar.close()
+    state = ws.store.get(ref)
+    recorded = state.version if state is not None else None
+    if args.format == "json":
+        _print_json({"ref": str(ref), "version": version, "recorded": recorded})
+    else:
+        note = "" if recorded is None else (" (matches its lineage)" if recorded == version
+                                            else f" (lineage says {recorded})")
+        print(f"{ref}@{version}{note}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(Path(args.directory))
+
+
+# ------------------------------------------------------------------------ parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", "-w", metavar="DIR", default=argparse.SUPPRESS,
+                        help="workspace folder (default: search upward from the current one)")
+    fmt = argparse.ArgumentParser(add_help=False)
+    fmt.add_argument("--format", choices=("text", "json"), default="text")
+
+    parser = argparse.ArgumentParser(
+        prog="dws-dagster", parents=[common],
+        description="Data Workspaces lineage for Dagster and PySpark: resources, versions, "
+                    "lineage and snapshots.")
+    parser.set_defaults(workspace=None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, handler: Handler, help_text: str, *, formats: bool = False
+            ) -> argparse.ArgumentParser:
+        parents = [common, fmt] if formats else [common]
+        command = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
+        command.set_defaults(handler=handler)
+        return command
+
+    p = add("init", cmd_init, "create .dataworkspace/ in DIR (default: here)")
+    p.add_argument("directory", nargs="?", default=".", metavar="DIR")
+    p.add_argument("--name", help="workspace name (default: the folder's name)")
+
+    p = add("add", cmd_add, "register a resource of the workspace")
+    p.add_argument("name")
+    p.add_argument("--role", required=True, choices=ROLES)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--path", help="local folder (stored relative to the workspace root)")
+    where.add_argument("--uri", help="object-store or HDFS URI (s3a://, abfss://, hdfs://, ...)")
+    p.add_argument("--versioning", choices=VERSIONING_MODES, default="content",
+                   help="content: hash the bytes (default); listing: names, sizes and times")
+    p.add_argument("--description")
+
+    p = add("status", cmd_status, "resources, refs, versions, failed and unknown refs",
+            formats=True)
+    p.add_argument("--verify", action="store_true",
+                   help="re-hash local data and compare with the recorded versions")
+
+    p = add("lineage", cmd_lineage, "upstream, downstream and last run of a ref")
+    p.add_argument("ref", metavar="REF", help="RESOURCE or RESOURCE/SUBPATH")
+    p.add_argument("--snapshot", metavar="S", help="from a snapshot instead of the current state")
+    p.add_argument("--format", choices=("text", "json", "dot", "mermaid", "html"),
+                   default="text")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = add("snapshot", cmd_snapshot, "snapshot the workspace's lineage (and results)",
+            formats=True)
+    p.add_argument("tag", nargs="?", metavar="TAG")
+    p.add_argument("-m", "--message", default="")
+
+    p = add("restore", cmd_restore, "bring back a snapshot's lineage (and data where kept)",
+            formats=True)
+    p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
+
+    p = add("diff", cmd_diff, "what changed between two snapshots", formats=True)
+    p.add_argument("a", metavar="A", help="snapshot tag, hash or prefix")
+    p.add_argument("b", metavar="B", nargs="?", default="current",
+                   help="snapshot, or 'current' (default)")
+
+    add("history", cmd_history, "list snapshots, newest first", formats=True)
+
+    p = add("delete-snapshot", cmd_delete_snapshot, "delete a snapshot")
+    p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
+    p.add_argument("--remove-results", action="store_true",
+                   help="also delete the snapshot's results copies")
+
+    p = add("forget", cmd_forget, "drop a ref's lineage so another step may write it")
+    p.add_argument("ref", metavar="REF")
+
+    p = add("demo", cmd_demo, "build and run a small example workspace in DIR")
+    p.add_argument("directory", nargs="?", default="dws-demo", metavar="DIR")
+
+    p = add("version", cmd_version, "content version of a ref's data now", formats=True)
+    p.add_argument("ref", metavar="REF")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except DwsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Drop-in replacement for `dataworkspaces.lineage`: change the import, keep the code.
+
+    from dws_dagster.lineage import LineageBuilder   # was: from dataworkspaces.lineage import ...
+"""
+
+from __future__ import annotations
+
+from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage, infer_step_name
+from .workspace.lineage_params import (
+    BooleanParameter,
+    ChoiceParameter,
+    CmdLineParameter,
+    ConstantParameter,
+    LineageParameter,
+    add_lineage_parameters_to_arg_parser,
+    get_lineage_parameter_values,
+)
+from .workspace.refs import ResourceRef
+
+__all__ = [
+    "BooleanParameter",
+    "ChoiceParameter",
+    "CmdLineParameter",
+    "ConstantParameter",
+    "Lineage",
+    "LineageBuilder",
+    "LineageParameter",
+    "ResourceRef",
+    "ResultsLineage",
+    "add_lineage_parameters_to_arg_parser",
+    "get_lineage_parameter_values",
+    "infer_step_name",
+]

@@ -1,0 +1,368 @@
+"""The workspace: `.dataworkspace/` layout, `resources.json`, and path <-> ref resolution."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from filelock import FileLock
+
+from ..errors import (
+    DwsError,
+    InvalidResourceRefError,
+    UnknownResourceError,
+    WorkspaceConfigError,
+    WorkspaceNotFoundError,
+)
+from .files import atomic_write_json, read_json_file
+from .refs import ResourceRef, as_ref, validate_resource_name
+from .versions import DataNotFoundError, content_version, listing_version
+
+if TYPE_CHECKING:
+    from .store import LineageStore
+
+WORKSPACE_DIR = ".dataworkspace"
+CONFIG_FORMAT = 1
+ROLES = ("source-data", "intermediate-data", "code", "results")
+VERSIONING_MODES = ("content", "listing")
+#: Inside a results resource this folder holds the per-snapshot copies of results.
+RESULTS_SNAPSHOT_DIR = "snapshots"
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+class RemoteDataError(DwsError):
+    """The workspace layer cannot read data in a remote (object-store) resource."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A named part of the workspace: a local folder (`path`) or an object-store prefix (`uri`)."""
+
+    name: str
+    role: str
+    path: str | None = None
+    uri: str | None = None
+    versioning: str = "content"
+    description: str = ""
+
+    @property
+    def location(self) -> str:
+        return self.uri if self.uri is not None else str(self.path)
+
+    @property
+    def is_local(self) -> bool:
+        return self.uri is None or self.uri.startswith("file://")
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "role": self.role,
+                                "versioning": self.versioning}
+        data["uri" if self.uri is not None else "path"] = self.location
+        if self.description:
+            data["description"] = self.description
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: Path) -> Resource:
+        if not isinstance(data, dict) or "name" not in data or "role" not in data:
+            raise WorkspaceConfigError(
+                f"{source}: each resource needs 'name' and 'role', got {data!r}; fix the file"
+            )
+        try:
+            return make_resource(data["name"], data["role"], path=data.get("path"),
+                                 uri=data.get("uri"),
+                                 versioning=data.get("versioning", "content"),
+                                 description=data.get("description", ""))
+        except (InvalidResourceRefError, WorkspaceConfigError) as exc:
+            raise WorkspaceConfigError(f"{source}: {exc}") from None
+
+
+def make_resource(name: str, role: str, *, path: str | None = None, uri: str | None = None,
+                  versioning: str = "content", description: str = "") -> Resource:
+    """Validate the parts of a resource definition and build it."""
+    validate_resource_name(name)
+    if role not in ROLES:
+        raise WorkspaceConfigError(
+            f"resource '{name}': unknown role {role!r}; choose one of {', '.join(ROLES)}"
+        )
+    if (path is None) == (uri is None):
+        raise WorkspaceConfigError(f"resource '{name}': give exactly one of a path or a URI")
+    if versioning not in VERSIONING_MODES:
+        raise WorkspaceConfigError(
+            f"resource '{name}': unknown versioning {versioning!r}; "
+            f"choose one of {', '.join(VERSIONING_MODES)}"
+        )
+    if uri is not None:
+        if not _URI_SCHEME.match(uri):
+            raise WorkspaceConfigError(
+                f"resource '{name}': {uri!r} is not a URI (expected scheme://...); "
+                "use a path for local folders"
+            )
+        parts = urlsplit(uri)
+        if parts.username is not None or parts.password is not None:
+            raise WorkspaceConfigError(
+                f"resource '{name}': the URI carries credentials (user-info); remove them and "
+                "configure credentials through Spark/Hadoop settings or the environment"
+            )
+        uri = uri.rstrip("/") or uri
+    if path is not None and ("\x00" in path or not path.strip()):
+        raise WorkspaceConfigError(f"resource '{name}': invalid path {path!r}")
+    return Resource(name, role, path, uri, versioning, description)
+
+
+@dataclass
+class Workspace:
+    """A Data Workspace: a root folder with `.dataworkspace/` and its named resources."""
+
+    root: Path
+    name: str
+    resources: dict[str, Resource] = field(default_factory=dict)
+    _store: LineageStore | None = field(default=None, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ opening
+
+    @property
+    def meta_dir(self) -> Path:
+        return self.root / WORKSPACE_DIR
+
+    @classmethod
+    def init(cls, directory: str | os.PathLike[str] = ".", *, name: str | None = None,
+             exist_ok: bool = False) -> Workspace:
+        """Create `.dataworkspace/` in `directory` (created if needed) and open it."""
+        root = Path(directory).absolute()
+        meta = root / WORKSPACE_DIR
+        if (meta / "config.json").exists():
+            if exist_ok:
+                return cls.open(root)
+            raise WorkspaceConfigError(
+                f"{root} is already a workspace ({meta} exists); open it instead"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        meta.mkdir(exist_ok=True)
+        ws_name = name or root.name or "workspace"
+        atomic_write_json(meta / "resources.json", {"format": CONFIG_FORMAT, "resources": []})
+        atomic_write_json(meta / "config.json", {"format": CONFIG_FORMAT, "name": ws_name})
+        return cls.open(root)
+
+    @classmethod
+    def find_root(cls, start: str | os.PathLike[str] | None = None) -> Path:
+        """The nearest folder at or above `start` (default: the current one) holding a workspace."""
+        here = Path(start if start is not None else os.getcwd()).absolute()
+        for candidate in (here, *here.parents):
+            if (candidate / WORKSPACE_DIR / "config.json").is_file():
+                return candidate
+        raise WorkspaceNotFoundError(
+            f"no {WORKSPACE_DIR}/ found at or above {here}: run 'dws-dagster init' there, "
+            "or pass --workspace DIR"
+        )
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str] | None = None, *,
+             search_parents: bool = True) -> Workspace:
+        """Open the workspace at `directory` (or the nearest one above it)."""
+        if search_parents:
+            root = cls.find_root(directory)
+        else:
+            root = Path(directory or ".").absolute()
+            if not (root / WORKSPACE_DIR / "config.json").is_file():
+                raise WorkspaceNotFoundError(
+                    f"{root} is not a workspace (no {WORKSPACE_DIR}/config.json): "
+                    "run 'dws-dagster init' there"
+                )
+        config = read_json_file(root / WORKSPACE_DIR / "config.json", what="workspace config")
+        _check_format(config, root / WORKSPACE_DIR / "config.json")
+        ws = cls(root=root, name=str(config.get("name") or root.name))
+        ws.resources = ws._load_resources()
+        return ws
+
+    def _load_resources(self) -> dict[str, Resource]:
+        path = self.meta_dir / "resources.json"
+        data = read_json_file(path, what="resources file")
+        _check_format(data, path)
+        items = data.get("resources")
+        if not isinstance(items, list):
+            raise WorkspaceConfigError(f"{path}: 'resources' must be a list; fix the file")
+        resources: dict[str, Resource] = {}
+        for item in items:
+            resource = Resource.from_json(item, source=path)
+            if resource.name in resources:
+                raise WorkspaceConfigError(
+                    f"{path}: resource '{resource.name}' is defined twice; remove one"
+                )
+            resources[resource.name] = resource
+        return resources
+
+    def _config_lock(self) -> FileLock:
+        return FileLock(str(self.meta_dir / "config.lock"))
+
+    # ---------------------------------------------------------------- resources
+
+    def add_resource(self, name: str, role: str, *, path: str | os.PathLike[str] | None = None,
+                     uri: str | None = None, versioning: str = "content",
+                     description: str = "", create: bool = True) -> Resource:
+        """Register a resource; a local path is stored relative to the workspace root."""
+        rel_path = None
+        if path is not None:
+            absolute = Path(path)
+            if not absolute.is_absolute():
+                absolute = self.root / absolute
+            rel_path = Path(os.path.relpath(os.path.normpath(absolute), self.root)).as_posix()
+        resource = make_resource(name, role, path=rel_path, uri=uri, versioning=versioning,
+                                 description=description)
+        with self._config_lock():
+            self.resources = self._load_resources()
+            if name in self.resources:
+                raise WorkspaceConfigError(
+                    f"resource '{name}' already exists in workspace {self.root}; "
+                    "choose another name"
+                )
+            if resource.is_local:
+                self._check_no_overlap(resource)
+            if rel_path is not None and create:
+                self.resource_root(resource).mkdir(parents=True, exist_ok=True)
+            resources = {**self.resources, name: resource}
+            atomic_write_json(self.meta_dir / "resources.json", {
+                "format": CONFIG_FORMAT,
+                "resources": [r.to_json() for r in resources.values()],
+            })
+            self.resources = resources
+        return resource
+
+    def _check_no_overlap(self, new: Resource) -> None:
+        new_root = os.path.realpath(self.resource_root(new))
+        meta = os.path.realpath(self.meta_dir)
+        if _path_within(meta, new_root) or _path_within(new_root, meta):
+            raise WorkspaceConfigError(
+                f"resource '{new.name}' at {new.location!r} would contain or lie inside "
+                f"{WORKSPACE_DIR}/; give it its own folder"
+            )
+        for other in self.resources.values():
+            if not other.is_local:
+                continue
+            other_root = os.path.realpath(self.resource_root(other))
+            if _path_within(new_root, other_root) or _path_within(other_root, new_root):
+                raise WorkspaceConfigError(
+                    f"resource '{new.name}' at {new.location!r} overlaps resource "
+                    f"'{other.name}' at {other.location!r}; resources may not nest"
+                )
+
+    def resource(self, name: str) -> Resource:
+        try:
+            return self.resources[name]
+        except KeyError:
+            known = ", ".join(sorted(self.resources)) or "none yet"
+            raise UnknownResourceError(
+                f"unknown resource '{name}' in workspace {self.root} (known: {known}); "
+                f"add it with 'dws-dagster add {name} --role ROLE --path PATH'"
+            ) from None
+
+    def resource_root(self, resource: Resource | str) -> Path:
+        """Local folder of a resource (file:// URIs included)."""
+        res = self.resource(resource) if isinstance(resource, str) else resource
+        if res.uri is not None:
+            if not res.uri.startswith("file://"):
+                raise WorkspaceConfigError(
+                    f"resource '{res.name}' is remote ({res.uri}); it has no local folder"
+                )
+            return Path(urlsplit(res.uri).path)
+        return (self.root / str(res.path)).absolute()
+
+    # ---------------------------------------------------------------------- refs
+
+    def check_ref(self, ref: ResourceRef | str) -> ResourceRef:
+        """Validate a ref against this workspace: its resource exists, its subpath is allowed."""
+        resolved = as_ref(ref)
+        resource = self.resource(resolved.name)
+        if resource.role == "results" and resolved.parts[:1] == (RESULTS_SNAPSHOT_DIR,):
+            raise InvalidResourceRefError(
+                f"ref {resolved} lies in '{RESULTS_SNAPSHOT_DIR}/', which results resource "
+                f"'{resource.name}' keeps for snapshot copies; choose another subpath"
+            )
+        return resolved
+
+    def ref_for_path(self, path: str | os.PathLike[str]) -> ResourceRef:
+        """The ref of a local path that lies inside one of the workspace's resources."""
+        target = os.path.realpath(os.path.abspath(path))
+        for resource in self.resources.values():
+            if not resource.is_local:
+                continue
+            root = os.path.realpath(self.resource_root(resource))
+            if _path_within(target, root):
+                relative = os.path.relpath(target, root)
+                subpath = None if relative == "." else Path(relative).as_posix()
+                return self.check_ref(ResourceRef(resource.name, subpath))
+        raise UnknownResourceError(
+            f"path {os.fspath(path)!r} is not inside any local resource of workspace "
+            f"{self.root}; add its folder with 'dws-dagster add NAME --role ROLE --path PATH'"
+        )
+
+    def local_path(self, ref: ResourceRef | str) -> Path:
+        """Local filesystem path of a ref in a local resource."""
+        resolved = self.check_ref(ref)
+        root = self.resource_root(resolved.name)
+        return root if resolved.subpath is None else root / resolved.subpath
+
+    def location(self, ref: ResourceRef | str) -> str:
+        """Where a ref's data lives: a local path, or the resource URI joined with the subpath."""
+        resolved = self.check_ref(ref)
+        resource = self.resource(resolved.name)
+        if resource.uri is not None and not resource.uri.startswith("file://"):
+            if resolved.subpath is None:
+                return resource.uri
+            return f"{resource.uri}/{resolved.subpath}"
+        return str(self.local_path(resolved))
+
+    def version_of(self, ref: ResourceRef | str, *, at: Path | None = None,
+                   progress: Callable[[int], None] | None = None) -> str:
+        """The version of a local ref's data now, by its resource's versioning mode.
+
+        `at` versions data staged elsewhere as if it were at the ref (same rules).
+        """
+        resolved = self.check_ref(ref)
+        resource = self.resource(resolved.name)
+        if not resource.is_local:
+            raise RemoteDataError(
+                f"ref {resolved} lives in remote resource '{resource.name}' ({resource.uri}); "
+                "its version is computed where the data is written (the Spark IO manager)"
+            )
+        path = self.local_path(resolved) if at is None else at
+        exclude = (RESULTS_SNAPSHOT_DIR,) if resource.role == "results" \
+            and resolved.subpath is None else ()
+        try:
+            if resource.versioning == "listing":
+                return listing_version(path, exclude_top=exclude)
+            return content_version(path, exclude_top=exclude, progress=progress)
+        except DataNotFoundError:
+            raise DataNotFoundError(
+                f"ref {resolved} has no data at {path}: write it first, or check the path"
+            ) from None
+
+    # --------------------------------------------------------------------- store
+
+    @property
+    def store(self) -> LineageStore:
+        """The lineage store of this workspace (opened on first use)."""
+        if self._store is None:
+            from .store import LineageStore
+
+            self._store = LineageStore(self)
+        return self._store
+
+
+def _path_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _check_format(data: Any, path: Path) -> None:
+    if not isinstance(data, dict):
+        raise WorkspaceConfigError(f"{path} must hold a JSON object; fix or restore the file")
+    fmt = data.get("format")
+    if fmt != CONFIG_FORMAT:
+        raise WorkspaceConfigError(
+            f"{path} has format {fmt!r}; this dws_dagster reads format {CONFIG_FORMAT}: "
+            "upgrade dws_dagster or restore the file"
+        )

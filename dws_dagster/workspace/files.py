@@ -1,0 +1,75 @@
+"""Durable, atomic file writes and JSON encoding shared by the workspace store."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import WorkspaceConfigError
+
+
+def canonical_json(value: Any) -> bytes:
+    """Compact JSON with sorted keys: the byte form that hashes are taken over."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def pretty_json(value: Any) -> bytes:
+    """Indented JSON with sorted keys and a final newline: diffable files fit for git."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in `path` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data` so that readers and crashes see the old or the new file, whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
+    atomic_write_bytes(path, pretty_json(value), durable=durable)
+
+
+def read_json_file(path: Path, *, what: str) -> Any:
+    """Read a JSON file of the workspace, turning corruption into a WorkspaceConfigError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise WorkspaceConfigError(f"{what} {path} is missing") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise WorkspaceConfigError(
+            f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
+        ) from None

@@ -1,0 +1,163 @@
+"""Build the versioned lineage graph of a ref from current or snapshot lineage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..errors import DwsError
+from .graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
+from .records import LineageRecord
+from .refs import ResourceRef, as_ref
+from .store import LineageStore, RefState
+
+
+class NoLineageError(DwsError, LookupError):
+    """A ref has no recorded lineage to show."""
+
+
+class LineageView(Protocol):
+    """Read access to one state of the lineage (current, or a snapshot's)."""
+
+    def get(self, ref: ResourceRef | str) -> RefState | None: ...
+
+    def items(self) -> list[tuple[str, RefState]]: ...
+
+    def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None: ...
+
+
+class SnapshotView:
+    """The lineage as a snapshot manifest saved it; older versions come from the store."""
+
+    def __init__(self, manifest: Mapping[str, Any], store: LineageStore | None = None) -> None:
+        self.hash = str(manifest["hash"])
+        self._refs = {ref: RefState.from_json(data) for ref, data in manifest["refs"].items()}
+        self._store = store
+
+    def get(self, ref: ResourceRef | str) -> RefState | None:
+        return self._refs.get(str(ref))
+
+    def items(self) -> list[tuple[str, RefState]]:
+        return sorted(self._refs.items())
+
+    def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
+        state = self._refs.get(str(ref))
+        if state is not None and state.record is not None and state.version == version:
+            return state.record
+        return self._store.find_record(ref, version) if self._store is not None else None
+
+
+def _node(ref: str, version: str | None, record: dict[str, Any] | None, state: RefState | None,
+          role: str | None, *, status: str | None = None) -> GraphNode:
+    step = (record or {}).get("step") or {}
+    kind = step.get("kind")
+    if status is None:
+        if record is None:
+            status = "missing" if state is not None and state.owner is not None else "source"
+        elif kind == "observation":
+            status = "source"
+        else:
+            status = record.get("status", "ok")
+    if state is not None and state.unknown and state.version == version:
+        status = "unknown"
+    return GraphNode(
+        id=f"{ref}@{version}", ref=ref, version=version,
+        step=None if kind in (None, "observation") else step.get("name"), status=status,
+        current=state is None or state.version == version, role=role,
+        run_id=step.get("run_id"), start_time=(record or {}).get("start_time"),
+        end_time=(record or {}).get("end_time"))
+
+
+def build_graph(view: LineageView, ref: ResourceRef | str,
+                roles: Mapping[str, str] | None = None, *, snapshot: str | None = None,
+                max_nodes: int = 5000) -> LineageGraph:
+    """Upstream and downstream lineage of `ref` in `view`, every node a ref@version."""
+    key = str(as_ref(ref))
+    roles = roles or {}
+    state = view.get(key)
+    if state is None or state.latest is None:
+        raise NoLineageError(
+            f"ref {key} has no lineage{' in snapshot ' + snapshot if snapshot else ''}: no step "
+            "has written or read it; check the name with 'dws-dagster status'")
+    role_of = lambda r: roles.get(r.split("/", 1)[0])  # noqa: E731
+    focus_record = state.record if state.record is not None else state.latest
+    focus = _node(key, focus_record.get("version"), focus_record, state, role_of(key),
+                  status=state.status if state.status != "pending" else None)
+    graph = LineageGraph(focus=focus.id, nodes={focus.id: focus}, snapshot=snapshot)
+    edges: set[GraphEdge] = set()
+
+    # Upstream: follow each record's inputs to the record that produced that version.
+    pending = [(focus.id, focus_record)]
+    while pending and len(graph.nodes) < max_nodes:
+        node_id, record = pending.pop()
+        for item in record.get("inputs", ()):
+            in_ref, in_version = item["ref"], item["version"]
+            in_state = view.get(in_ref)
+            in_record = view.find_record(in_ref, in_version)
+            in_node = _node(in_ref, in_version, in_record, in_state, role_of(in_ref))
+            edges.add(GraphEdge(in_node.id, node_id, stale=not in_node.current))
+            if in_node.id not in graph.nodes:
+                graph.nodes[in_node.id] = in_node
+                if in_record is not None:
+                    pending.append((in_node.id, in_record))
+
+    # Downstream: current records that read this ref (or a ref overlapping it), recursively.
+    readers: dict[str, list[tuple[str, RefState, dict[str, Any]]]] = {}
+    for other_ref, other_state in view.items():
+        other_record = other_state.record
+        if other_record is None:
+            continue
+        for item in other_record.get("inputs", ()):
+            readers.setdefault(item["ref"], []).append((other_ref, other_state, item))
+    frontier = [(key, focus.id)]
+    seen_refs = {key}
+    while frontier and len(graph.nodes) < max_nodes:
+        current_ref, _ = frontier.pop()
+        current_parsed = as_ref(current_ref)
+        for read_ref, entries in readers.items():
+            if not as_ref(read_ref).overlaps(current_parsed):
+                continue
+            for out_ref, out_state, item in entries:
+                record = out_state.record
+                assert record is not None
+                out_node = _node(out_ref, record.get("version"), record, out_state,
+                                 role_of(out_ref))
+                graph.nodes.setdefault(out_node.id, out_node)
+                source_id = f"{read_ref}@{item['version']}"
+                if source_id not in graph.nodes:
+                    graph.nodes[source_id] = _node(read_ref, item["version"],
+                                                   view.find_record(read_ref, item["version"]),
+                                                   view.get(read_ref), role_of(read_ref))
+                edges.add(GraphEdge(source_id, out_node.id,
+                                    stale=not graph.nodes[source_id].current))
+                if out_ref not in seen_refs:
+                    seen_refs.add(out_ref)
+                    frontier.append((out_ref, out_node.id))
+    graph.edges = sorted(edges, key=lambda e: (e.source, e.target))
+    latest = state.latest
+    record = LineageRecord.from_json(latest)
+    graph.last_run = LastRun(step=record.step_name if not record.is_observation else None,
+                             status=state.status, run_id=record.step.run_id if record.step
+                             else None, start_time=record.start_time, end_time=record.end_time,
+                             duration_seconds=record.duration_seconds, error=record.error)
+    return graph
+
+
+def upstream_records(view: LineageView, ref: ResourceRef | str) -> list[dict[str, Any]]:
+    """Every record behind the current version of `ref` (itself first), for `lineage.json`."""
+    state = view.get(ref)
+    if state is None or state.record is None:
+        return []
+    found: dict[tuple[str, str | None], dict[str, Any]] = {}
+    pending = [state.record]
+    while pending:
+        record = pending.pop()
+        key = (record["ref"], record.get("version"))
+        if key in found:
+            continue
+        found[key] = record
+        for item in record.get("inputs", ()):
+            upstream = view.find_record(item["ref"], item["version"])
+            if upstream is not None:
+                pending.append(upstream)
+    return list(found.values())

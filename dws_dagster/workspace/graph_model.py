@@ -1,0 +1,65 @@
+"""The versioned lineage graph around one ref, as the `lineage` command shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One version of one ref: `id` is `ref@version`.
+
+    `status` is `ok`, `failed`, `unknown` (data may be partial), `source` (no step wrote this
+    version: data landed from outside or observed) or `missing` (a version some step read that
+    no record describes any more). `current` is False for a version that is no longer the ref's
+    current one (a stale input).
+    """
+
+    id: str
+    ref: str
+    version: str | None
+    step: str | None = None
+    status: str = "ok"
+    current: bool = True
+    role: str | None = None
+    run_id: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """`source` (an input version) was read by the step that produced `target`."""
+
+    source: str
+    target: str
+    #: True when the input version read is no longer the input ref's current version.
+    stale: bool = False
+
+
+@dataclass
+class LastRun:
+    step: str | None
+    status: str
+    run_id: str | None
+    start_time: str | None
+    end_time: str | None
+    duration_seconds: float | None
+    error: str | None = None
+
+
+@dataclass
+class LineageGraph:
+    """Nodes and edges upstream and downstream of `focus` (a node id)."""
+
+    focus: str
+    nodes: dict[str, GraphNode] = field(default_factory=dict)
+    edges: list[GraphEdge] = field(default_factory=list)
+    last_run: LastRun | None = None
+    snapshot: str | None = None
+
+    def inputs_of(self, node_id: str) -> list[GraphEdge]:
+        return [edge for edge in self.edges if edge.target == node_id]
+
+    def outputs_of(self, node_id: str) -> list[GraphEdge]:
+        return [edge for edge in self.edges if edge.source == node_id]

@@ -1,0 +1,454 @@
+"""Snapshots of the workspace's lineage: take, restore, diff, history, delete.
+
+A snapshot is a manifest of every ref's lineage state, stored as
+`.dataworkspace/snapshots/<hash>.json`; the hash covers what versions refs have and how they
+were made (never when, where or by whom), so it is the same on any machine. `index.json` beside
+the manifests lists snapshots with their tags, message, time and metrics; it is written last,
+which makes taking a snapshot all or nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from ..errors import SnapshotError, SnapshotNotFoundError, WorkspaceConfigError
+from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
+from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
+from .graph import SnapshotView, upstream_records
+from .records import LineageRecord
+from .refs import as_ref
+from .store import RefState, read_snapshot_manifest, snapshot_manifest_path
+from .swap import copy_data, kept_version_path, staging_path, swap_into_place
+from .versions import DataNotFoundError, is_ignored_name, short
+
+INDEX_FORMAT = 1
+_HEXISH = re.compile(r"^[0-9a-f]{6,}$")
+CURRENT = "current"
+
+
+@dataclass
+class SnapshotInfo:
+    """An entry of the snapshot index."""
+
+    hash: str
+    tags: list[str] = field(default_factory=list)
+    message: str = ""
+    created: str = ""
+    metrics: dict[str, Any] | None = None
+    results: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.tags[0] if self.tags else self.hash[:12]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hash": self.hash, "tags": self.tags, "message": self.message,
+                "created": self.created, "metrics": self.metrics, "results": self.results}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SnapshotInfo:
+        return cls(hash=data["hash"], tags=list(data.get("tags", [])),
+                   message=data.get("message", ""), created=data.get("created", ""),
+                   metrics=data.get("metrics"), results=list(data.get("results", [])))
+
+
+@dataclass
+class SnapshotOutcome:
+    info: SnapshotInfo
+    created: bool
+    tag_added: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RestoreReport:
+    info: SnapshotInfo
+    data_unchanged: list[str] = field(default_factory=list)
+    data_restored: list[str] = field(default_factory=list)
+    not_restored: list[tuple[str, str]] = field(default_factory=list)
+    lineage_restored: list[str] = field(default_factory=list)
+    lineage_removed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RefChange:
+    ref: str
+    kind: str  # added | removed | changed
+    changes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- index
+
+
+def _index_path(ws: Workspace) -> Path:
+    return ws.meta_dir / "snapshots" / "index.json"
+
+
+def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
+    """Snapshots, oldest first."""
+    path = _index_path(ws)
+    if not path.exists():
+        return []
+    data = read_json_file(path, what="snapshot index")
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT \
+            or not isinstance(data.get("snapshots"), list):
+        raise WorkspaceConfigError(f"snapshot index {path} is corrupt; restore it from git or "
+                                   "a backup")
+    try:
+        return [SnapshotInfo.from_json(item) for item in data["snapshots"]]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise WorkspaceConfigError(f"snapshot index {path} is corrupt ({exc!r}); restore it "
+                                   "from git or a backup") from None
+
+
+def _save_index(ws: Workspace, infos: list[SnapshotInfo]) -> None:
+    atomic_write_json(_index_path(ws), {"format": INDEX_FORMAT,
+                                        "snapshots": [info.to_json() for info in infos]})
+
+
+def resolve_snapshot(ws: Workspace, name: str) -> SnapshotInfo:
+    """Find a snapshot by tag, full hash, or unique hash prefix (at least 4 characters)."""
+    infos = list_snapshots(ws)
+    for info in infos:
+        if name in info.tags or name == info.hash:
+            return info
+    matches = [info for info in infos if len(name) >= 4 and info.hash.startswith(name)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise SnapshotNotFoundError(
+            f"snapshot prefix {name!r} is ambiguous: it matches "
+            f"{', '.join(m.hash[:16] for m in matches)}; give more characters")
+    known = ", ".join(i.name for i in infos[-5:]) or "none yet"
+    raise SnapshotNotFoundError(
+        f"no snapshot is tagged {name!r} or has a hash starting with it (recent: {known}); "
+        "see 'dws-dagster history'")
+
+
+def validate_tag(tag: str) -> str:
+    if not isinstance(tag, str) or not tag or len(tag) > 128 or any(
+            c.isspace() or c in "/\\\x00" for c in tag) or tag in (".", "..", CURRENT):
+        raise SnapshotError(f"invalid tag {tag!r}: use 1-128 characters without spaces or "
+                            f"slashes, other than '{CURRENT}'")
+    if _HEXISH.match(tag):
+        raise SnapshotError(f"tag {tag!r} looks like a snapshot hash; choose a tag that does "
+                            "not (for example 'v-{tag}')")
+    return tag
+
+
+# --------------------------------------------------------------------------- taking
+
+
+def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
+    """Deterministic, portable hash of a lineage state: no paths, hosts or timestamps."""
+    body = {
+        "resources": sorted([r.name, r.role] for r in ws.resources.values()),
+        "refs": {ref: {"status": state.status,
+                       "record": None if state.record is None
+                       else LineageRecord.from_json(state.record).identity()}
+                 for ref, state in sorted(states.items())},
+    }
+    return xxhash.xxh3_128_hexdigest(canonical_json(body))
+
+
+def _results_refs(ws: Workspace, states: dict[str, RefState]) -> list[str]:
+    order = {name: i for i, name in enumerate(ws.resources)}
+    refs = [ref for ref, state in states.items() if state.record is not None
+            and as_ref(ref).name in ws.resources
+            and ws.resource(as_ref(ref).name).role == "results"]
+    return sorted(refs, key=lambda r: (order[as_ref(r).name], r))
+
+
+def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> SnapshotOutcome:
+    """Snapshot the current lineage; results get a per-snapshot copy with `lineage.json`."""
+    if tag is not None:
+        validate_tag(tag)
+    store = ws.store
+    with store.locked():
+        states = store.state()
+        digest = snapshot_hash(ws, states)
+        infos = list_snapshots(ws)
+        owner = next((i for i in infos if tag is not None and tag in i.tags), None)
+        existing = next((i for i in infos if i.hash == digest), None)
+        if owner is not None and owner is not existing:
+            raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; choose "
+                                "another tag, or delete that snapshot first")
+        if existing is not None:
+            if tag is None or tag in existing.tags:
+                return SnapshotOutcome(existing, created=False)
+            existing.tags.append(tag)
+            _save_index(ws, infos)
+            return SnapshotOutcome(existing, created=False, tag_added=True)
+
+        info = SnapshotInfo(hash=digest, tags=[tag] if tag else [], message=message or "",
+                            created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        outcome = SnapshotOutcome(info, created=True)
+        results_refs = _results_refs(ws, states)
+        info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
+                             if (states[r].record or {}).get("metrics") is not None), None)
+        manifest = {"format": INDEX_FORMAT, "hash": digest,
+                    "resources": [r.to_json() for r in ws.resources.values()],
+                    "refs": {ref: state.to_json() for ref, state in sorted(states.items())}}
+        manifest_path = snapshot_manifest_path(ws, digest)
+        placed: list[Path] = []
+        wrote_manifest = False
+        try:
+            placed = _archive_results(ws, info, states, results_refs, manifest, outcome)
+            if not manifest_path.exists():
+                atomic_write_json(manifest_path, manifest)
+                wrote_manifest = True
+            _save_index(ws, [*infos, info])
+        except BaseException:
+            for folder in placed:
+                shutil.rmtree(folder, ignore_errors=True)
+            if wrote_manifest:
+                manifest_path.unlink(missing_ok=True)
+            raise
+        return outcome
+
+
+def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefState],
+                     results_refs: list[str], manifest: dict[str, Any],
+                     outcome: SnapshotOutcome) -> list[Path]:
+    """Copy each results ref with its lineage.json into `<resource>/snapshots/<name>/`."""
+    view = SnapshotView(manifest, ws.store)
+    staged: dict[str, Path] = {}
+    placed: list[Path] = []
+    try:
+        for ref in results_refs:
+            parsed = as_ref(ref)
+            resource = ws.resource(parsed.name)
+            if not resource.is_local:
+                outcome.warnings.append(f"results ref {ref} is remote; not archived")
+                continue
+            source = ws.local_path(parsed)
+            if not source.exists():
+                outcome.warnings.append(f"results ref {ref} has no data at {source}; "
+                                        "not archived")
+                continue
+            root = ws.resource_root(resource)
+            final = root / RESULTS_SNAPSHOT_DIR / info.name
+            if final.exists():
+                raise SnapshotError(f"{final} already exists; move it away or choose another "
+                                    "tag")
+            stage = staged.get(parsed.name)
+            if stage is None:
+                stage = staging_path(final)
+                stage.mkdir(parents=True)
+                staged[parsed.name] = stage
+            target = stage / parsed.subpath if parsed.subpath else stage
+            lineage = {"format": INDEX_FORMAT, "snapshot": info.hash, "ref": ref,
+                       "version": states[ref].version,
+                       "records": upstream_records(view, ref)}
+            if source.is_dir():
+                _copy_results_dir(source, target)
+                (target / "lineage.json").write_bytes(pretty_json(lineage))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+                target.with_name(target.name + ".lineage.json").write_bytes(pretty_json(lineage))
+            info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{info.name}"})
+        for name, stage in staged.items():
+            final = ws.resource_root(name) / RESULTS_SNAPSHOT_DIR / info.name
+            os.replace(stage, final)
+            placed.append(final)
+    except BaseException:
+        for stage in staged.values():
+            shutil.rmtree(stage, ignore_errors=True)
+        for folder in placed:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return placed
+
+
+def _copy_results_dir(source: Path, target: Path) -> None:
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        top = Path(directory) == source
+        return [n for n in names if is_ignored_name(n) or (top and n == RESULTS_SNAPSHOT_DIR)]
+    shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
+
+
+# -------------------------------------------------------------------------- restore
+
+
+def restore_snapshot(ws: Workspace, name: str,
+                     progress: Callable[[str], None] | None = None) -> RestoreReport:
+    """Make a snapshot's lineage current again, and its data where a copy was kept.
+
+    Data comes back from kept versions (`.dws/versions/` in the resource) or, for results, from
+    the snapshot's own copy; what is replaced is kept as a version in turn. Refs whose data
+    cannot be brought back are marked unknown, so nothing reads data that disagrees with its
+    lineage.
+    """
+    info = resolve_snapshot(ws, name)
+    manifest = read_snapshot_manifest(ws, info.hash)
+    report = RestoreReport(info)
+    store = ws.store
+    unknown: list[str] = []
+    with store.locked():
+        current = store.state()
+        for ref, raw in sorted(manifest["refs"].items()):
+            if progress is not None:
+                progress(ref)
+            state = RefState.from_json(raw)
+            report.lineage_restored.append(ref)
+            version = state.version
+            if version is None:
+                continue
+            problem = _restore_data(ws, info, ref, version, report)
+            if problem is not None:
+                report.not_restored.append((ref, problem))
+                unknown.append(ref)
+        report.lineage_removed = sorted(set(current) - set(manifest["refs"]))
+        store.reset(info.hash, unknown)
+    return report
+
+
+def _restore_data(ws: Workspace, info: SnapshotInfo, ref: str, version: str,
+                  report: RestoreReport) -> str | None:
+    """Bring `ref`'s data to `version`; returns why not, or None when it is there."""
+    parsed = as_ref(ref)
+    if parsed.name not in ws.resources:
+        return f"resource '{parsed.name}' no longer exists in the workspace"
+    resource = ws.resource(parsed.name)
+    try:
+        now: str | None = ws.version_of(parsed)
+    except DataNotFoundError:
+        now = None
+    except RemoteDataError:
+        return "remote data cannot be checked or restored from here"
+    if now == version:
+        report.data_unchanged.append(ref)
+        return None
+    root = ws.resource_root(resource)
+    candidates = [kept_version_path(root, parsed.subpath, version)]
+    for entry in info.results:
+        if entry["ref"] == ref:
+            folder = root / entry["folder"]
+            candidates.append(folder / parsed.subpath if parsed.subpath else folder)
+    target = ws.local_path(parsed)
+    for candidate in candidates:
+        if not candidate.exists():
+            continue
+        staging = staging_path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        copy_data(candidate, staging)
+        if candidate.is_dir() and candidate != candidates[0]:
+            (staging / "lineage.json").unlink(missing_ok=True)
+        try:
+            restored = ws.version_of(parsed, at=staging)
+        except DataNotFoundError:
+            restored = None
+        if restored != version:
+            _remove_path(staging)
+            continue
+        keep_old = kept_version_path(root, parsed.subpath, now) if now else None
+        swap_into_place(staging, target, keep_old_as=keep_old)
+        report.data_restored.append(ref)
+        return None
+    where = f"data is now at {short(now)}" if now else "its data is missing"
+    return f"version {short(version)} was not kept ({where}); re-run its step"
+
+
+# ----------------------------------------------------------------------------- diff
+
+
+def lineage_state(ws: Workspace, name: str) -> dict[str, RefState]:
+    """Lineage of a snapshot by name, or the current lineage for `current`."""
+    if name == CURRENT:
+        return ws.store.state()
+    info = resolve_snapshot(ws, name)
+    manifest = read_snapshot_manifest(ws, info.hash)
+    return {ref: RefState.from_json(data) for ref, data in manifest["refs"].items()}
+
+
+def diff_states(before: dict[str, RefState], after: dict[str, RefState]) -> list[RefChange]:
+    """Refs added, removed, or whose version, status, step, parameters, code or inputs
+    changed."""
+    changes = []
+    for ref in sorted(set(before) | set(after)):
+        a, b = before.get(ref), after.get(ref)
+        if a is None:
+            changes.append(RefChange(ref, "added", [f"version {short(b.version)}" if b else ""]))
+            continue
+        if b is None:
+            changes.append(RefChange(ref, "removed", [f"version {short(a.version)}"]))
+            continue
+        found = _record_changes(a, b)
+        if found:
+            changes.append(RefChange(ref, "changed", found))
+    return changes
+
+
+def _record_changes(a: RefState, b: RefState) -> list[str]:
+    found = []
+    if a.version != b.version:
+        found.append(f"version {short(a.version)} -> {short(b.version)}")
+    if a.status != b.status:
+        found.append(f"status {a.status} -> {b.status}")
+    ra, rb = a.record or {}, b.record or {}
+    sa, sb = ra.get("step") or {}, rb.get("step") or {}
+    if sa.get("name") != sb.get("name"):
+        found.append(f"step {sa.get('name')} -> {sb.get('name')}")
+    pa, pb = ra.get("parameters") or {}, rb.get("parameters") or {}
+    for key in sorted(set(pa) | set(pb)):
+        if pa.get(key) != pb.get(key):
+            found.append(f"parameter {key}: {_show(pa.get(key))} -> {_show(pb.get(key))}")
+    for key in ("code_version", "git_commit"):
+        if sa.get(key) != sb.get(key):
+            found.append(f"{key.replace('_', ' ')} {sa.get(key)} -> {sb.get(key)}")
+    ca = {c["ref"]: c["version"] for c in sa.get("code", ())}
+    cb = {c["ref"]: c["version"] for c in sb.get("code", ())}
+    for ref in sorted(set(ca) | set(cb)):
+        if ca.get(ref) != cb.get(ref):
+            found.append(f"code {ref} {short(ca.get(ref))} -> {short(cb.get(ref))}")
+    ia = {i["ref"]: i["version"] for i in ra.get("inputs", ())}
+    ib = {i["ref"]: i["version"] for i in rb.get("inputs", ())}
+    for ref in sorted(set(ia) | set(ib)):
+        if ia.get(ref) != ib.get(ref):
+            found.append(f"input {ref} {short(ia.get(ref))} -> {short(ib.get(ref))}")
+    if ra.get("metrics") != rb.get("metrics"):
+        found.append("metrics changed")
+    return found
+
+
+def _show(value: Any) -> str:
+    text = canonical_json(value).decode() if value is not None else "(unset)"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------------------- delete
+
+
+def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False) -> SnapshotInfo:
+    """Delete a snapshot (its manifest and index entry; its results copies if asked)."""
+    store = ws.store
+    with store.locked():
+        info = resolve_snapshot(ws, name)
+        store.compact()  # no journal tail may still refer to the manifest being deleted
+        infos = [i for i in list_snapshots(ws) if i.hash != info.hash]
+        _save_index(ws, infos)
+        snapshot_manifest_path(ws, info.hash).unlink(missing_ok=True)
+        if remove_results:
+            for entry in info.results:
+                parsed = as_ref(entry["ref"])
+                if parsed.name in ws.resources:
+                    shutil.rmtree(ws.resource_root(parsed.name) / entry["folder"],
+                                  ignore_errors=True)
+    return info
+
+
+def _remove_path(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,564 @@
+"""The lineage store: an append-only journal folded into the current lineage of every ref.
+
+Layout under `.dataworkspace/lineage/`:
+
+- `journal/NNNNNNNN.jsonl`: one JSON operation per line (`claim`, `record`, `fail`, `forget`,
+  `reset`), appended under `lock` and fsynced. Appending costs the same whatever the number of
+  refs; a torn last line (a crash mid-append) is ignored by readers and cut by the next writer.
+- `current.json`: the fold of the journal up to a position, rewritten atomically now and then
+  (compaction) so that readers replay only a short tail. Compaction starts a new segment; older
+  segments stay as the history of every record.
+
+Readers take no lock: they see `current.json` whole (atomic rename) and complete journal lines.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from filelock import FileLock
+from filelock import Timeout as LockTimeout
+
+from ..errors import (
+    DwsError,
+    LineageConflictError,
+    LineageConsistencyError,
+    UnknownRefStateError,
+    WorkspaceConfigError,
+)
+from .files import atomic_write_bytes, fsync_dir, read_json_file
+from .records import LineageRecord, StepInfo, now_iso
+from .refs import ResourceRef, as_ref
+from .versions import short
+
+if TYPE_CHECKING:
+    from .config import Workspace
+
+STORE_FORMAT = 1
+LOCK_TIMEOUT_SECONDS = 120.0
+#: Compact when the journal tail holds more operations than this, or than the number of refs.
+COMPACT_MIN_OPS = 2000
+
+
+class StoreLockError(DwsError):
+    """The workspace store's lock could not be taken in time."""
+
+
+@dataclass
+class RefState:
+    """The current lineage of one ref.
+
+    `record` is the last good materialization; `attempt` a failed attempt made after it;
+    `unknown` means the failed attempt may have left partial data, so the ref must be rewritten
+    before anything reads it. `owner` is the step that writes the ref (rule (a)).
+    """
+
+    owner: str | None = None
+    record: dict[str, Any] | None = None
+    attempt: dict[str, Any] | None = None
+    unknown: bool = False
+
+    @property
+    def status(self) -> str:
+        if self.unknown:
+            return "unknown"
+        if self.attempt is not None:
+            return "failed"
+        if self.record is not None:
+            return "ok" if self.owner is not None else "source"
+        return "pending"
+
+    @property
+    def version(self) -> str | None:
+        return None if self.record is None else self.record.get("version")
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        """The most recent record: the failed attempt if there is one, else the good one."""
+        return self.attempt if self.attempt is not None else self.record
+
+    def lineage_record(self) -> LineageRecord | None:
+        return None if self.record is None else LineageRecord.from_json(self.record)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"owner": self.owner, "record": self.record}
+        if self.attempt is not None:
+            data["attempt"] = self.attempt
+        if self.unknown:
+            data["unknown"] = True
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RefState:
+        return cls(owner=data.get("owner"), record=data.get("record"),
+                   attempt=data.get("attempt"), unknown=bool(data.get("unknown", False)))
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """What `LineageStore.check_inputs` found: the provenance closure, and drift warnings."""
+
+    provenance: dict[str, str]
+    warnings: list[str] = field(default_factory=list)
+
+
+class LineageStore:
+    """Current lineage of a workspace's refs, shared safely by many processes."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.dir = workspace.meta_dir / "lineage"
+        self.journal_dir = self.dir / "journal"
+        self.current_path = self.dir / "current.json"
+        self._lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT_SECONDS)
+        self._refs: dict[str, RefState] = {}
+        self._sorted_refs: list[str] = []
+        self._segment = 1
+        self._offset = 0
+        self._tail_ops = 0
+        self._loaded = False
+
+    # ------------------------------------------------------------------ locking
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's inter-process lock (re-entrant within one store object)."""
+        self.journal_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.acquire()
+        except LockTimeout:
+            raise StoreLockError(
+                f"could not lock the lineage store {self.dir} within {LOCK_TIMEOUT_SECONDS:.0f} "
+                "s: another process holds it; wait for it, or remove the lock file if that "
+                "process is gone"
+            ) from None
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    # ------------------------------------------------------------------ reading
+
+    def refresh(self) -> None:
+        """Bring the in-memory state up to date with what other processes wrote."""
+        if not self._loaded:
+            self._load_compacted()
+        self._read_tail()
+
+    def _load_compacted(self) -> None:
+        self._refs = {}
+        self._segment, self._offset, self._tail_ops = 1, 0, 0
+        if self.current_path.exists():
+            data = read_json_file(self.current_path, what="current lineage")
+            if not isinstance(data, dict) or data.get("format") != STORE_FORMAT:
+                raise WorkspaceConfigError(
+                    f"{self.current_path} is not a lineage store of format {STORE_FORMAT}; "
+                    "restore it from git or a backup"
+                )
+            try:
+                self._segment = int(data["position"]["segment"])
+                self._offset = int(data["position"]["offset"])
+                self._refs = {ref: RefState.from_json(state)
+                              for ref, state in data["refs"].items()}
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise WorkspaceConfigError(
+                    f"{self.current_path} is corrupt ({exc!r}); restore it from git or a backup"
+                ) from None
+        self._sorted_refs = sorted(self._refs)
+        self._loaded = True
+
+    def _segment_path(self, number: int) -> Path:
+        return self.journal_dir / f"{number:08d}.jsonl"
+
+    def _segments(self) -> list[int]:
+        if not self.journal_dir.is_dir():
+            return []
+        numbers = []
+        for entry in os.scandir(self.journal_dir):
+            stem, dot, ext = entry.name.partition(".")
+            if ext == "jsonl" and dot and stem.isdigit():
+                numbers.append(int(stem))
+        return sorted(numbers)
+
+    def _read_tail(self) -> None:
+        for number in [n for n in self._segments() if n >= self._segment]:
+            if number > self._segment:
+                self._segment, self._offset = number, 0
+            path = self._segment_path(number)
+            with open(path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+            end = data.rfind(b"\n") + 1
+            if not end:
+                continue
+            for index, line in enumerate(data[:end].splitlines()):
+                if not line.strip():
+                    continue
+                try:
+                    op = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    raise WorkspaceConfigError(
+                        f"journal {path} is corrupt at byte {self._offset} (line {index + 1} of "
+                        "the unread tail); restore the lineage folder from git or a backup"
+                    ) from None
+                self._apply(op)
+                self._tail_ops += 1
+            self._offset += end
+
+    def _set(self, ref: str, state: RefState) -> None:
+        if ref not in self._refs:
+            bisect.insort(self._sorted_refs, ref)
+        self._refs[ref] = state
+
+    def _apply(self, op: dict[str, Any]) -> None:
+        kind = op.get("op")
+        if kind == "record":
+            record = op["record"]
+            state = self._refs.get(record["ref"]) or RefState()
+            step = record.get("step") or {}
+            owner = state.owner if step.get("kind", "observation") == "observation" \
+                else step.get("name")
+            self._set(record["ref"], RefState(owner=owner, record=record))
+        elif kind == "fail":
+            record = op["record"]
+            state = self._refs.get(record["ref"]) or RefState()
+            self._set(record["ref"], RefState(
+                owner=(record.get("step") or {}).get("name", state.owner), record=state.record,
+                attempt=record, unknown=bool(op.get("unknown"))))
+        elif kind == "claim":
+            state = self._refs.get(op["ref"]) or RefState()
+            if state.owner is None:
+                self._set(op["ref"], RefState(owner=op["step"], record=state.record,
+                                              attempt=state.attempt, unknown=state.unknown))
+        elif kind == "forget":
+            if self._refs.pop(op["ref"], None) is not None:
+                self._sorted_refs.remove(op["ref"])
+        elif kind == "reset":
+            manifest = read_snapshot_manifest(self.workspace, op["snapshot"])
+            self._refs = {ref: RefState.from_json(state)
+                          for ref, state in manifest["refs"].items()}
+            for ref in op.get("unknown", ()):
+                if ref in self._refs:
+                    self._refs[ref].unknown = True
+            self._sorted_refs = sorted(self._refs)
+        else:
+            raise WorkspaceConfigError(
+                f"journal under {self.journal_dir} holds an operation {kind!r} this version of "
+                "dws_dagster does not know; upgrade dws_dagster"
+            )
+
+    def get(self, ref: ResourceRef | str) -> RefState | None:
+        self.refresh()
+        return self._refs.get(str(ref))
+
+    def items(self) -> list[tuple[str, RefState]]:
+        """Every ref with lineage, sorted by ref."""
+        self.refresh()
+        return [(ref, self._refs[ref]) for ref in self._sorted_refs]
+
+    def state(self) -> dict[str, RefState]:
+        self.refresh()
+        return dict(self._refs)
+
+    def overlapping(self, ref: ResourceRef) -> list[str]:
+        """Refs with lineage that are `ref`, contain it, or lie inside it."""
+        self.refresh()
+        found = [str(a) for a in ref.ancestors() if str(a) in self._refs]
+        text = str(ref)
+        if text in self._refs:
+            found.append(text)
+        prefix = text + "/"
+        start = bisect.bisect_left(self._sorted_refs, prefix)
+        for candidate in self._sorted_refs[start:]:
+            if not candidate.startswith(prefix):
+                break
+            found.append(candidate)
+        return found
+
+    def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
+        """The good record that produced `ref@version`: the current one, else from history."""
+        state = self.get(ref)
+        if state is not None and state.record is not None and state.version == version:
+            return state.record
+        found = None
+        for op in self.history():
+            record = op.get("record")
+            if op.get("op") == "record" and record["ref"] == str(ref) \
+                    and record.get("version") == version:
+                found = record
+        return found
+
+    def history(self) -> Iterator[dict[str, Any]]:
+        """Every operation of the journal, oldest first (complete lines only)."""
+        for number in self._segments():
+            with open(self._segment_path(number), "rb") as handle:
+                data = handle.read()
+            for line in data[: data.rfind(b"\n") + 1].splitlines():
+                if line.strip():
+                    yield orjson.loads(line)
+
+    # ------------------------------------------------------------------ writing
+
+    def _append(self, ops: list[dict[str, Any]]) -> None:
+        """Append operations durably; the caller holds the lock and has refreshed."""
+        if not ops:
+            return
+        segments = self._segments()
+        number = max(segments[-1] if segments else 1, self._segment)
+        path = self._segment_path(number)
+        payload = b"".join(orjson.dumps(op) + b"\n" for op in ops)
+        with open(path, "ab") as handle:
+            size = handle.tell()
+            if size > self._offset and number == self._segment:
+                # Bytes past what we read are a torn line from a writer that crashed.
+                handle.truncate(self._offset)
+                handle.seek(self._offset)
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if size == 0:
+            fsync_dir(self.journal_dir)
+        self._read_tail()
+        if self._tail_ops >= max(COMPACT_MIN_OPS, len(self._refs)):
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the journal into `current.json` and start a new journal segment."""
+        with self.locked():
+            self.refresh()
+            next_segment = self._segment + 1
+            self._segment_path(next_segment).touch()
+            fsync_dir(self.journal_dir)
+            body = orjson.dumps({
+                "format": STORE_FORMAT,
+                "position": {"segment": next_segment, "offset": 0},
+                "refs": {ref: self._refs[ref].to_json() for ref in self._sorted_refs},
+            })
+            atomic_write_bytes(self.current_path, body)
+            self._segment, self._offset, self._tail_ops = next_segment, 0, 0
+
+    # ------------------------------------------------------------------ rules
+
+    def conflicts(self, step: str, ref: ResourceRef) -> list[tuple[str, str]]:
+        """(ref, owner) of refs that overlap `ref` and belong to another step (rule (a))."""
+        found = []
+        for other in self.overlapping(ref):
+            owner = self._refs[other].owner
+            if owner is not None and owner != step:
+                found.append((other, owner))
+        return found
+
+    def claim(self, step: str, refs: Iterable[ResourceRef | str]) -> None:
+        """Make `step` the writer of `refs`, or refuse with LineageConflictError (rule (a))."""
+        wanted = [as_ref(ref) for ref in refs]
+        with self.locked():
+            self.refresh()
+            for ref in wanted:
+                clashes = self.conflicts(step, ref)
+                if clashes:
+                    raise LineageConflictError(conflict_message(step, ref, clashes))
+            self._append([{"op": "claim", "ref": str(ref), "step": step, "at": now_iso()}
+                          for ref in wanted
+                          if (state := self._refs.get(str(ref))) is None or state.owner is None])
+
+    def check_inputs(self, step: str, inputs: Collection[tuple[ResourceRef | str, str]],
+                     *, outputs: Iterable[ResourceRef | str] = ()) -> InputCheck:
+        """Provenance closure of a step's inputs, refusing unknown refs and mixed versions.
+
+        Raises UnknownRefStateError for an input whose data may be partial, and
+        LineageConsistencyError (rule (b)) when the inputs carry two versions of one ref.
+        """
+        self.refresh()
+        own = [as_ref(ref) for ref in outputs]
+        carriers: dict[str, dict[str, list[str]]] = {}
+        warnings: list[str] = []
+        for raw_ref, version in inputs:
+            ref = as_ref(raw_ref)
+            key = str(ref)
+            state = self._refs.get(key)
+            if state is not None and state.unknown:
+                raise UnknownRefStateError(_unknown_message(step, key, state))
+            closure = {key: version}
+            record = self.find_record(key, version) if state is not None else None
+            if record is not None:
+                closure.update(record.get("provenance", {}))
+            elif state is not None and state.version is not None and not _is_source(state):
+                warnings.append(
+                    f"input {key} is at version {short(version)}, but its lineage says "
+                    f"{short(state.version)} (written by step '{state.owner}'): the data changed "
+                    "outside any recorded step; re-run that step to bring its lineage back"
+                )
+            for dep_ref, dep_version in closure.items():
+                if any(o.overlaps(as_ref(dep_ref)) for o in own):
+                    continue
+                carriers.setdefault(dep_ref, {}).setdefault(dep_version, []).append(key)
+        direct = {str(as_ref(ref)): version for ref, version in inputs}
+        for dep_ref, versions in carriers.items():
+            if len(versions) > 1:
+                raise LineageConsistencyError(
+                    self._consistency_message(step, dep_ref, versions, direct.get(dep_ref)))
+        provenance = {ref: next(iter(versions)) for ref, versions in sorted(carriers.items())}
+        return InputCheck(provenance, warnings)
+
+    def _consistency_message(self, step: str, ref: str, versions: dict[str, list[str]],
+                             read_directly: str | None) -> str:
+        state = self._refs.get(ref)
+        # The version read directly is the data as it is now; else trust the lineage.
+        current = read_directly or (state.version if state is not None else None)
+        described = "; ".join(
+            f"{short(v)}{' (current)' if v == current else ''} through input(s) "
+            f"{', '.join(sorted(set(carriers)))}" for v, carriers in versions.items())
+        stale_steps: list[str] = []
+        for version, carriers in versions.items():
+            if version == current:
+                continue
+            for carrier in carriers:
+                for name in self._steps_built_from(carrier, ref, version, set()):
+                    if name not in stale_steps:
+                        stale_steps.append(name)
+        if current is not None and stale_steps:
+            advice = (f"re-run, in this order, {', '.join(repr(s) for s in stale_steps)} so that "
+                      f"they read {ref}@{short(current)}, then re-run '{step}'")
+        else:
+            advice = (f"re-run the steps that read an older version of {ref} so every input is "
+                      f"built from the same version, then re-run '{step}'")
+        return (f"step '{step}' would read two versions of ref {ref}: {described}. Mixing "
+                f"versions of one input is refused; {advice}")
+
+    def _steps_built_from(self, ref: str, stale_ref: str, stale_version: str,
+                          seen: set[str]) -> list[str]:
+        """Steps between `stale_ref@stale_version` and `ref`, upstream first."""
+        state = self._refs.get(ref)
+        if ref in seen or state is None or state.record is None:
+            return []
+        seen.add(ref)
+        record = state.record
+        if record.get("provenance", {}).get(stale_ref) != stale_version:
+            return []
+        steps: list[str] = []
+        for item in record.get("inputs", ()):
+            for name in self._steps_built_from(item["ref"], stale_ref, stale_version, seen):
+                if name not in steps:
+                    steps.append(name)
+        name = (record.get("step") or {}).get("name")
+        if name and name not in steps:
+            steps.append(name)
+        return steps
+
+    # ------------------------------------------------------------------ recording
+
+    def commit(self, records: Iterable[LineageRecord]) -> list[LineageRecord]:
+        """Record good materializations; a record equal to the current one is not written twice.
+
+        Rule (a) is checked again under the lock, so a writer that skipped `claim` cannot
+        overwrite another step's ref.
+        """
+        wanted = list(records)
+        with self.locked():
+            self.refresh()
+            ops = []
+            for record in wanted:
+                if record.step is not None and record.step.kind != "observation":
+                    clashes = self.conflicts(record.step.name, as_ref(record.ref))
+                    if clashes:
+                        raise LineageConflictError(
+                            conflict_message(record.step.name, as_ref(record.ref), clashes))
+                data = record.to_json()
+                state = self._refs.get(record.ref)
+                if state is not None and state.record == data and state.attempt is None:
+                    continue
+                ops.append({"op": "record", "record": data})
+            self._append(ops)
+        return wanted
+
+    def observe(self, ref: ResourceRef | str, version: str,
+                extra: dict[str, Any] | None = None) -> bool:
+        """Record the version of data no step wrote (source data); False if already known."""
+        key = str(as_ref(ref))
+        with self.locked():
+            self.refresh()
+            state = self._refs.get(key)
+            if state is not None and state.version == version:
+                return False
+            if state is not None and state.owner is not None:
+                return False  # a step writes this ref: drift is reported, not adopted
+            record = LineageRecord(ref=key, version=version,
+                                   step=StepInfo(name="observation", kind="observation"),
+                                   start_time=now_iso(), end_time=now_iso(),
+                                   extra=extra or {})
+            self._append([{"op": "record", "record": record.to_json()}])
+            return True
+
+    def fail(self, records: Iterable[LineageRecord], unknown: Iterable[str] = ()) -> None:
+        """Record failed attempts; the last good record stays, `unknown` refs become unreadable."""
+        partial = {str(as_ref(ref)) for ref in unknown}
+        with self.locked():
+            self.refresh()
+            self._append([{"op": "fail", "record": record.to_json(),
+                           "unknown": record.ref in partial} for record in records])
+
+    def forget(self, ref: ResourceRef | str) -> bool:
+        """Drop a ref's lineage (and its owner), e.g. to hand the ref to another step."""
+        key = str(as_ref(ref))
+        with self.locked():
+            self.refresh()
+            if key not in self._refs:
+                return False
+            self._append([{"op": "forget", "ref": key, "at": now_iso()}])
+            return True
+
+    def reset(self, snapshot_hash: str, unknown: Iterable[str] = ()) -> None:
+        """Make a snapshot's lineage the current lineage (restore), then compact."""
+        with self.locked():
+            self.refresh()
+            self._append([{"op": "reset", "snapshot": snapshot_hash,
+                           "unknown": sorted(set(unknown)), "at": now_iso()}])
+            self.compact()
+
+
+def _is_source(state: RefState) -> bool:
+    return state.owner is None
+
+
+def conflict_message(step: str, ref: ResourceRef, clashes: list[tuple[str, str]]) -> str:
+    parts = []
+    for other, owner in clashes:
+        relation = ("the same ref" if other == str(ref)
+                    else "which contains it" if as_ref(other).covers(ref) else "inside it")
+        parts.append(f"step '{owner}' writes {other} ({relation})")
+    return (f"step '{step}' may not write ref {ref}: {'; '.join(parts)}. Two steps writing one "
+            "ref, or nested refs, would make its lineage ambiguous: give this output its own "
+            f"subpath, or hand the ref over with 'dws-dagster forget {clashes[0][0]}'")
+
+
+def _unknown_message(step: str, ref: str, state: RefState) -> str:
+    attempt = state.attempt or {}
+    writer = (attempt.get("step") or {}).get("name") or state.owner or "its writer"
+    when = attempt.get("end_time") or attempt.get("start_time") or "an earlier run"
+    return (f"step '{step}' may not read ref {ref}: its data may be partial after step "
+            f"'{writer}' failed ({when}). Re-run '{writer}' to rewrite {ref}, then re-run "
+            f"'{step}'")
+
+
+def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
+    return workspace.meta_dir / "snapshots" / f"{snapshot_hash}.json"
+
+
+def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str, Any]:
+    """Load a snapshot manifest, checking that its content matches its hash-named file."""
+    path = snapshot_manifest_path(workspace, snapshot_hash)
+    data = read_json_file(path, what="snapshot manifest")
+    if not isinstance(data, dict) or data.get("hash") != snapshot_hash \
+            or not isinstance(data.get("refs"), dict):
+        raise WorkspaceConfigError(
+            f"snapshot manifest {path} is corrupt (wrong hash or missing refs); restore it "
+            "from git or a backup, or delete the snapshot"
+        )
+    return data

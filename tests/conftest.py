@@ -1,0 +1,84 @@
+"""Shared fixtures: real workspaces on disk, real subprocesses; nothing mocked."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dws_dagster import LineageBuilder, Workspace
+from dws_dagster.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A workspace with one resource of each role."""
+    workspace = Workspace.init(tmp_path / "ws")
+    workspace.add_resource("src", "source-data", path="data/src")
+    workspace.add_resource("inter", "intermediate-data", path="data/inter")
+    workspace.add_resource("results", "results", path="results")
+    workspace.add_resource("code", "code", path="code")
+    return workspace
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def run_step(ws: Workspace, name: str, inputs: list[str], outputs: dict[str, str],
+             parameters: dict | None = None, results: dict | None = None,
+             results_dir: str | None = None) -> None:
+    """Run a script-style step: read `inputs` (refs), write `outputs` (ref -> file content)."""
+    builder = LineageBuilder().with_step_name(name).with_parameters(parameters or {}) \
+        .with_workspace_directory(ws.root)
+    builder = builder.with_input_refs(inputs) if inputs else builder.with_no_inputs()
+    if results_dir is not None:
+        builder = builder.as_results_step(ws.root / results_dir)
+    with builder.eval() as lineage:
+        for ref, content in outputs.items():
+            lineage.add_output_ref(ref)
+            write(ws.local_path(ref) / "part-0.csv", content)
+        if results is not None:
+            lineage.write_results(results)
+
+
+def tree_state(root: Path) -> dict[str, str]:
+    """Every file under `root` with a hash of its bytes: compare before/after to prove that a
+    refused operation changed nothing on disk (lock files excluded: taking a lock is not a
+    change)."""
+    state = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.name.endswith("lock"):
+            state[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return state
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> Callable[..., tuple[int, str, str]]:
+    """Run `dws-dagster ARGS` in-process from directory `cwd`; returns (code, stdout, stderr)."""
+    def run(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = cli_main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run
+
+
+def run_python(code: str, cwd: Path, *args: str, timeout: float = 120
+               ) -> subprocess.CompletedProcess[str]:
+    """Run Python code in a new interpreter (a real separate process)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)

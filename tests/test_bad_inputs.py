@@ -1,0 +1,141 @@
+"""The bad-input catalogue of the workspace layer: each case raises its DwsError subclass with a
+message naming the thing and the fix, and changes nothing on disk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dws_dagster import (
+    DwsError,
+    InvalidParameterError,
+    InvalidResourceRefError,
+    LineageBuilder,
+    LineageConflictError,
+    ResourceRef,
+    SnapshotError,
+    SnapshotNotFoundError,
+    UnknownResourceError,
+    Workspace,
+    WorkspaceConfigError,
+)
+from dws_dagster.workspace.snapshots import resolve_snapshot, restore_snapshot, take_snapshot
+
+from .conftest import run_step, tree_state, write
+
+
+@pytest.fixture
+def busy_ws(ws: Workspace) -> Workspace:
+    write(ws.root / "data/src/s.csv", "1\n")
+    run_step(ws, "prep", ["src/s.csv"], {"inter/prep": "x"}, {"k": 1})
+    take_snapshot(ws, "v1")
+    return ws
+
+
+def _builder(ws: Workspace, params: dict | None = None) -> LineageBuilder:
+    return LineageBuilder().with_step_name("bad").with_parameters(params or {}) \
+        .with_workspace_directory(ws.root)
+
+
+CASES: list[tuple[str, type[DwsError], str, Callable[[Workspace], object]]] = [
+    ("dotdot", InvalidResourceRefError, "contains '..'",
+     lambda ws: _builder(ws).with_input_ref(ResourceRef("src", "../x")).eval()),
+    ("absolute", InvalidResourceRefError, "is absolute",
+     lambda ws: ws.check_ref("src//etc/passwd") and ResourceRef("src", "/etc/passwd")),
+    ("escape", InvalidResourceRefError, "contains '..'",
+     lambda ws: ResourceRef.parse("src/a/../../b")),
+    ("nul", InvalidResourceRefError, "NUL",
+     lambda ws: ResourceRef("src", "a\x00b")),
+    ("too long", InvalidResourceRefError, "limit is 4096",
+     lambda ws: ResourceRef("src", "/".join(["d" * 200] * 30))),
+    ("unknown resource", UnknownResourceError, "unknown resource 'nope'",
+     lambda ws: _builder(ws).with_no_inputs().with_output_ref("nope/x").eval()),
+    ("same ref", LineageConflictError, "step 'prep' writes inter/prep (the same ref)",
+     lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter/prep").eval()),
+    ("nested ref", LineageConflictError, "(which contains it)",
+     lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter/prep/deep").eval()),
+    ("enclosing ref", LineageConflictError, "(inside it)",
+     lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter").eval()),
+    ("non-JSON parameter", InvalidParameterError, "parameter 'fn'",
+     lambda ws: _builder(ws, {"fn": print}).with_no_inputs().eval()),
+    ("huge parameter", InvalidParameterError, "record a path, a ref or a hash",
+     lambda ws: _builder(ws, {"rows": list(range(20_000))}).with_no_inputs().eval()),
+    ("unknown tag", SnapshotNotFoundError, "no snapshot is tagged 'v9'",
+     lambda ws: restore_snapshot(ws, "v9")),
+    ("short prefix", SnapshotNotFoundError, "no snapshot",
+     lambda ws: resolve_snapshot(ws, "ab")),
+    ("duplicate tag", SnapshotError, "tag 'v1' already names snapshot",
+     lambda ws: take_snapshot(ws, "v1")),
+    ("hash-like tag", SnapshotError, "looks like a snapshot hash",
+     lambda ws: take_snapshot(ws, "deadbeef")),
+    ("role", WorkspaceConfigError, "unknown role 'data'",
+     lambda ws: ws.add_resource("x", "data", path="x")),
+    ("uri credentials", WorkspaceConfigError, "credentials",
+     lambda ws: ws.add_resource("x", "results", uri="s3a://AKIA:secret@bucket/r")),
+    ("results snapshot dir", InvalidResourceRefError, "keeps for snapshot copies",
+     lambda ws: ws.check_ref("results/snapshots/v1")),
+]
+
+
+@pytest.mark.parametrize(("error", "fragment", "action"),
+                         [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_bad_input_refused_and_nothing_changed(busy_ws: Workspace, error: type[DwsError],
+                                               fragment: str, action) -> None:
+    # A new state to snapshot, so that the duplicate tag is refused rather than a no-op.
+    run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "y"}, {"k": 1})
+    before = tree_state(busy_ws.root)
+    with pytest.raises(error) as info:
+        action(busy_ws)
+    assert fragment in str(info.value)
+    assert tree_state(busy_ws.root) == before
+
+
+@pytest.mark.parametrize(("name", "content", "fragment"), [
+    ("resources.json", "{not json", "not valid JSON"),
+    ("resources.json", '{"format": 1, "resources": [{"name": "x"}]}', "needs 'name' and 'role'"),
+    ("resources.json", '{"format": 99, "resources": []}', "has format 99"),
+    ("config.json", "[]", "must hold a JSON object"),
+])
+def test_corrupt_config_files(busy_ws: Workspace, name: str, content: str,
+                              fragment: str) -> None:
+    (busy_ws.meta_dir / name).write_text(content)
+    before = tree_state(busy_ws.root)
+    with pytest.raises(WorkspaceConfigError) as info:
+        Workspace.open(busy_ws.root)
+    assert fragment in str(info.value) and name in str(info.value)
+    assert tree_state(busy_ws.root) == before
+
+
+def test_corrupt_snapshot_manifest(busy_ws: Workspace) -> None:
+    info = resolve_snapshot(busy_ws, "v1")
+    manifest = busy_ws.meta_dir / "snapshots" / f"{info.hash}.json"
+    manifest.write_text('{"format": 1, "hash": "other", "refs": {}}')
+    before = tree_state(busy_ws.root)
+    with pytest.raises(WorkspaceConfigError, match="snapshot manifest .* is corrupt"):
+        restore_snapshot(busy_ws, "v1")
+    assert tree_state(busy_ws.root) == before
+
+
+def test_corrupt_lineage_record(busy_ws: Workspace) -> None:
+    segment = sorted((busy_ws.meta_dir / "lineage/journal").glob("*.jsonl"))[0]
+    lines = segment.read_bytes().splitlines(keepends=True)
+    segment.write_bytes(b"".join([lines[0], b'{"op": "record", "rec\n', *lines[1:]]))
+    before = tree_state(busy_ws.root)
+    with pytest.raises(WorkspaceConfigError, match="restore the lineage folder"):
+        Workspace.open(busy_ws.root).store.items()
+    assert tree_state(busy_ws.root) == before
+
+
+def test_restore_of_data_not_kept_is_reported_not_hidden(busy_ws: Workspace) -> None:
+    run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "changed"}, {"k": 2})
+    report = restore_snapshot(busy_ws, "v1")
+    assert [ref for ref, _ in report.not_restored] == ["inter/prep"]
+    assert "was not kept" in report.not_restored[0][1]
+    assert busy_ws.store.get("inter/prep").status == "unknown"
+
+
+def test_path_outside_workspace(busy_ws: Workspace, tmp_path: Path) -> None:
+    with pytest.raises(UnknownResourceError, match="not inside any local resource"):
+        busy_ws.ref_for_path(tmp_path)

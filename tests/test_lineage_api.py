@@ -1,0 +1,344 @@
+"""The script/notebook lineage API: a real workspace, real files, real processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dws_dagster import (
+    InvalidParameterError,
+    LineageApiError,
+    LineageBuilder,
+    LineageConflictError,
+    LineageConsistencyError,
+    ResourceRef,
+    UnknownRefStateError,
+    UnknownResourceError,
+    Workspace,
+)
+from dws_dagster.workspace.versions import short
+
+from .conftest import run_python, run_step, tree_state, write
+
+
+def builder(ws: Workspace, name: str, params: dict | None = None) -> LineageBuilder:
+    return LineageBuilder().with_step_name(name).with_parameters(params or {}) \
+        .with_workspace_directory(ws.root)
+
+
+def pipeline(ws: Workspace, source_text: str = "a,b\n1,2\n") -> None:
+    """src/trips.csv -> prep (inter/prep) -> train (results/exp), train also reads the source."""
+    write(ws.root / "data/src/trips.csv", source_text)
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": source_text.upper()},
+             parameters={"scale": 2})
+    run_step(ws, "train", ["inter/prep", "src/trips.csv"], {}, parameters={"gamma": 0.1},
+             results={"mae": 1.5}, results_dir="results/exp")
+
+
+def test_dag_source_intermediate_results_records_versions(ws: Workspace) -> None:
+    pipeline(ws)
+    store = ws.store
+    source = store.get("src/trips.csv")
+    prep = store.get("inter/prep")
+    results = store.get("results/exp")
+    assert source is not None and prep is not None and results is not None
+    assert source.status == "source"
+    assert source.version == ws.version_of("src/trips.csv")
+    assert prep.status == "ok" and prep.owner == "prep"
+    assert prep.version == ws.version_of("inter/prep")
+    assert prep.record["inputs"] == [{"ref": "src/trips.csv", "version": source.version}]
+    assert prep.record["parameters"] == {"scale": 2}
+    assert results.record["inputs"] == sorted(
+        [{"ref": "inter/prep", "version": prep.version},
+         {"ref": "src/trips.csv", "version": source.version}], key=lambda i: i["ref"])
+    assert results.record["provenance"] == {"inter/prep": prep.version,
+                                            "src/trips.csv": source.version}
+    assert results.record["metrics"] == {"mae": 1.5}
+    assert results.version == ws.version_of("results/exp")
+
+    written = json.loads((ws.root / "results/exp/results.json").read_text())
+    assert set(written) == {"step", "start_time", "execution_time_seconds", "parameters",
+                            "run_description", "metrics"}
+    assert written["step"] == "train" and written["metrics"] == {"mae": 1.5}
+    assert written["parameters"] == {"gamma": 0.1}
+    assert written["execution_time_seconds"] >= 0
+
+
+def test_lineage_survives_reload_from_disk(ws: Workspace) -> None:
+    pipeline(ws)
+    before = {ref: (s.version, s.status, s.owner) for ref, s in ws.store.items()}
+    reopened = Workspace.open(ws.root)
+    after = {ref: (s.version, s.status, s.owner) for ref, s in reopened.store.items()}
+    assert after == before and len(after) == 3
+
+
+def test_rerun_with_same_data_is_idempotent(ws: Workspace) -> None:
+    pipeline(ws)
+    version = ws.store.get("inter/prep").version
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A,B\n1,2\n"}, {"scale": 2})
+    assert ws.store.get("inter/prep").version == version
+
+
+@pytest.mark.parametrize("claimed", ["inter/prep", "inter/prep/part", "inter"])
+def test_rule_a_conflicting_output_refused_before_body(ws: Workspace, claimed: str) -> None:
+    pipeline(ws)
+    before = tree_state(ws.root)
+    ran = []
+    with pytest.raises(LineageConflictError) as info:
+        lineage = builder(ws, "other").with_no_inputs().with_output_ref(claimed).eval()
+        with lineage:
+            ran.append(True)
+    assert not ran, "the step body ran although its output conflicts"
+    message = str(info.value)
+    assert "'other'" in message and "'prep'" in message and "inter/prep" in message
+    assert "forget" in message
+    assert tree_state(ws.root) == before
+
+
+def test_rule_a_refused_when_output_added_in_body_before_writing(ws: Workspace) -> None:
+    pipeline(ws)
+    written = []
+    with pytest.raises(LineageConflictError), builder(ws, "other").with_no_inputs().eval() \
+            as lineage:
+        lineage.add_output_ref("inter/prep")
+        written.append(True)
+    assert not written
+    assert ws.store.get("inter/prep").owner == "prep"
+
+
+def test_rule_a_other_steps_and_siblings_allowed(ws: Workspace) -> None:
+    pipeline(ws)
+    run_step(ws, "other", [], {"inter/prep2": "x"})  # bar/b does not cover bar/baz
+    assert ws.store.get("inter/prep2").owner == "other"
+
+
+def test_forget_hands_a_ref_to_another_step(ws: Workspace) -> None:
+    pipeline(ws)
+    assert ws.store.forget("inter/prep")
+    run_step(ws, "prep_v2", ["src/trips.csv"], {"inter/prep": "new"})
+    assert ws.store.get("inter/prep").owner == "prep_v2"
+
+
+def test_rule_b_stale_read_refused_before_body(ws: Workspace) -> None:
+    pipeline(ws)
+    old_source = ws.store.get("src/trips.csv").version
+    write(ws.root / "data/src/trips.csv", "a,b\n9,9\n")  # new source version
+    new_source = ws.version_of("src/trips.csv")
+    before = tree_state(ws.root)
+    ran = []
+    with pytest.raises(LineageConsistencyError) as info:
+        with builder(ws, "report").with_input_ref("inter/prep") \
+                .with_input_ref("src/trips.csv").with_output_ref("inter/report").eval():
+            ran.append(True)
+    assert not ran
+    message = str(info.value)
+    assert "src/trips.csv" in message and "'report'" in message
+    assert short(old_source) in message and short(new_source) in message
+    assert "'prep'" in message, "the message must say which step to re-run"
+    assert tree_state(ws.root) == before
+
+    # Following the advice fixes it.
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A,B\n9,9\n"})
+    run_step(ws, "report", ["inter/prep", "src/trips.csv"], {"inter/report": "ok"})
+    assert ws.store.get("inter/report").record["provenance"]["src/trips.csv"] == new_source
+
+
+def test_rule_b_transitive_names_steps_in_order(ws: Workspace) -> None:
+    write(ws.root / "data/src/s.csv", "1")
+    run_step(ws, "a", ["src/s.csv"], {"inter/a": "a1"})
+    run_step(ws, "b", ["inter/a"], {"inter/b": "b1"})
+    write(ws.root / "data/src/s.csv", "2")
+    run_step(ws, "a", ["src/s.csv"], {"inter/a": "a2"})
+    with pytest.raises(LineageConsistencyError) as info:
+        builder(ws, "c").with_input_ref("inter/b").with_input_ref("inter/a").eval()
+    message = str(info.value)
+    # inter/b carries the old inter/a (and the old src/s.csv): re-run b, then c.
+    assert "'b'" in message and "'c'" in message
+
+
+def test_failure_with_partial_output_marks_unknown_and_blocks_readers(ws: Workspace) -> None:
+    pipeline(ws)
+    good = ws.store.get("inter/prep").version
+    with pytest.raises(RuntimeError, match="disk on fire"), \
+            builder(ws, "prep").with_input_ref("src/trips.csv").eval() as lineage:
+        lineage.add_output_ref("inter/prep")
+        write(ws.local_path("inter/prep") / "part-0.csv", "HALF")
+        raise RuntimeError("disk on fire")
+    state = ws.store.get("inter/prep")
+    assert state.status == "unknown"
+    assert state.version == good, "the last good record is kept"
+    assert state.attempt["status"] == "failed"
+    assert "disk on fire" in state.attempt["error"]
+
+    ran = []
+    with pytest.raises(UnknownRefStateError) as info:
+        with builder(ws, "train2").with_input_ref("inter/prep").eval():
+            ran.append(True)
+    assert not ran
+    assert "'prep'" in str(info.value) and "inter/prep" in str(info.value)
+
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "fixed"})
+    assert ws.store.get("inter/prep").status == "ok"
+    run_step(ws, "train2", ["inter/prep"], {"inter/train2": "ok"})
+
+
+def test_failure_without_touching_output_keeps_it_readable(ws: Workspace) -> None:
+    pipeline(ws)
+    good = ws.store.get("inter/prep").version
+    with pytest.raises(ValueError, match="bad config"), \
+            builder(ws, "prep").with_input_ref("src/trips.csv").eval() as lineage:
+        lineage.add_output_ref("inter/prep")
+        raise ValueError("bad config")
+    state = ws.store.get("inter/prep")
+    assert state.status == "failed" and state.version == good
+    run_step(ws, "reader", ["inter/prep"], {"inter/reader": "fine"})
+
+
+def test_data_changed_outside_lineage_is_detected_not_reused(ws: Workspace) -> None:
+    pipeline(ws)
+    recorded = ws.store.get("inter/prep").version
+    write(ws.local_path("inter/prep") / "part-0.csv", "edited by hand")
+    with pytest.warns(UserWarning, match="changed outside any recorded step"), \
+            builder(ws, "reader").with_input_ref("inter/prep").eval() as lineage:
+        lineage.add_output_ref("inter/reader")
+        write(ws.local_path("inter/reader") / "x", "1")
+    record = ws.store.get("inter/reader").record
+    assert record["inputs"][0]["version"] == ws.version_of("inter/prep") != recorded
+
+
+def test_secrets_never_reach_the_store(ws: Workspace) -> None:
+    write(ws.root / "data/src/s.csv", "1")
+    params = {"db_password": "hunter2", "nested": {"apiKey": "k-123456"},
+              "uri": "s3a://AKIAXYZ:s3cr3t@bucket/path", "threshold": 3}
+    run_step(ws, "secretive", ["src/s.csv"], {"inter/s": "x"}, parameters=params)
+    record = ws.store.get("inter/s").record
+    assert record["parameters"]["db_password"] == "***REDACTED***"
+    assert record["parameters"]["nested"]["apiKey"] == "***REDACTED***"
+    assert record["parameters"]["uri"] == "s3a://bucket/path"
+    assert record["parameters"]["threshold"] == 3
+    blob = b"".join(p.read_bytes() for p in (ws.root / ".dataworkspace").rglob("*")
+                    if p.is_file())
+    for secret in (b"hunter2", b"k-123456", b"s3cr3t", b"AKIAXYZ"):
+        assert secret not in blob
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"model": object()}, "parameter 'model' is a builtins.object"),
+    ({"blob": "x" * 70_000}, "'blob' is"),
+    ({"a": {1j: 2}}, "key of type complex"),
+])
+def test_bad_parameters_refused_and_nothing_written(ws: Workspace, params: dict,
+                                                    fragment: str) -> None:
+    write(ws.root / "data/src/s.csv", "1")
+    before = tree_state(ws.root)
+    with pytest.raises(InvalidParameterError) as info:
+        builder(ws, "p", params).with_input_ref("src/s.csv").eval()
+    assert fragment in str(info.value)
+    assert tree_state(ws.root) == before
+
+
+def test_add_param_during_body(ws: Workspace) -> None:
+    with builder(ws, "p").with_no_inputs().eval() as lineage:
+        lineage.add_output_ref("inter/p")
+        lineage.add_param("epochs", 3)
+        lineage.add_param("token", "abc")
+        write(ws.local_path("inter/p") / "x", "1")
+    assert ws.store.get("inter/p").record["parameters"] == {"epochs": 3, "token": "***REDACTED***"}
+
+
+@pytest.mark.parametrize("make", [
+    lambda ws: LineageBuilder().with_parameters({}).with_no_inputs()
+    .with_workspace_directory(ws.root),
+    lambda ws: LineageBuilder().with_step_name("s").with_no_inputs()
+    .with_workspace_directory(ws.root),
+    lambda ws: LineageBuilder().with_step_name("s").with_parameters({})
+    .with_workspace_directory(ws.root),
+])
+def test_builder_requires_name_parameters_and_inputs(ws: Workspace, make) -> None:
+    with pytest.raises(LineageApiError, match="needs"):
+        make(ws).eval()
+
+
+def test_builder_rejects_inputs_with_no_inputs_and_double_settings(ws: Workspace) -> None:
+    with pytest.raises(LineageApiError):
+        LineageBuilder().with_no_inputs().with_input_path("x")
+    with pytest.raises(LineageApiError):
+        LineageBuilder().with_input_ref("src/x").with_no_inputs()
+    with pytest.raises(LineageApiError):
+        LineageBuilder().with_step_name("a").with_step_name("b")
+    with pytest.raises(LineageApiError):
+        LineageBuilder().with_parameters({}).with_parameters({})
+    with pytest.raises(LineageApiError):
+        LineageBuilder().as_results_step("r").as_results_step("r")
+
+
+def test_input_outside_resources_and_unknown_resource(ws: Workspace, tmp_path: Path) -> None:
+    stray = write(tmp_path / "elsewhere.csv", "1")
+    with pytest.raises(UnknownResourceError, match="not inside any local resource"):
+        builder(ws, "s").with_input_path(stray).eval()
+    with pytest.raises(UnknownResourceError, match="unknown resource 'nope'"):
+        builder(ws, "s").with_input_ref(ResourceRef("nope", "x")).eval()
+
+
+def test_complete_twice_warns_and_records_once(ws: Workspace,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    lineage = builder(ws, "once").with_no_inputs().eval()
+    lineage.add_output_ref("inter/once")
+    write(ws.local_path("inter/once") / "x", "1")
+    lineage.complete()
+    lines = sum(1 for _ in ws.store.history())
+    lineage.complete()
+    assert "called after complete()" in capsys.readouterr().err
+    assert sum(1 for _ in ws.store.history()) == lines
+
+
+def test_dataworkspaces_script_runs_with_only_its_import_changed(ws: Workspace) -> None:
+    """A script in Data Workspaces style, as a real process, using as_script_step()."""
+    write(ws.root / "data/src/raw.csv", "x\n1\n")
+    script = write(ws.root / "code/prepare.py", """
+import argparse, os
+from dws_dagster.lineage import (LineageBuilder, CmdLineParameter, BooleanParameter,
+    add_lineage_parameters_to_arg_parser, get_lineage_parameter_values)
+
+PARAMS = [CmdLineParameter('gamma', 0.01, float, 'regularisation'),
+          BooleanParameter('shuffle', True, 'shuffle rows')]
+parser = argparse.ArgumentParser()
+add_lineage_parameters_to_arg_parser(parser, PARAMS)
+parser.add_argument('input_dir')
+parser.add_argument('results_dir')
+args = parser.parse_args()
+builder = LineageBuilder().as_script_step() \\
+    .with_parameters(get_lineage_parameter_values(PARAMS, args)) \\
+    .with_input_path(args.input_dir).as_results_step(args.results_dir, 'first try')
+with builder.eval() as lineage:
+    lineage.write_results({'accuracy': 0.9})
+""")
+    result = run_python("import runpy, sys; sys.argv = sys.argv[1:]; "
+                        "runpy.run_path(sys.argv[0], run_name='__main__')",
+                        ws.root, str(script), "--gamma", "0.5", "--no-shuffle",
+                        "data/src/raw.csv", "results/prep_run")
+    assert result.returncode == 0, result.stderr
+    state = Workspace.open(ws.root).store.get("results/prep_run")
+    assert state is not None and state.owner == "prepare"
+    record = state.record
+    assert record["parameters"] == {"gamma": 0.5, "shuffle": False}
+    assert record["step"]["code"] == [{"ref": "code/prepare.py",
+                                       "version": ws.version_of("code/prepare.py")}]
+    assert record["step"]["command_line"][-2:] == ["data/src/raw.csv", "results/prep_run"]
+    results = json.loads((ws.root / "results/prep_run/results.json").read_text())
+    assert results["run_description"] == "first try"
+    assert results["metrics"] == {"accuracy": 0.9}
+
+
+def test_exception_in_body_propagates_and_records_failure(ws: Workspace) -> None:
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), builder(ws, "boom").with_no_inputs().eval() as lineage:
+        lineage.add_output_ref("inter/boom")
+        raise Boom("x")
+    state = ws.store.get("inter/boom")
+    assert state.status == "failed" and state.record is None
+    assert "Boom" in state.attempt["error"]

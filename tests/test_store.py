@@ -1,0 +1,175 @@
+"""The lineage store: journal, compaction, idempotence, crash safety, many writers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from dws_dagster import Workspace
+from dws_dagster.errors import (
+    LineageConflictError,
+    LineageConsistencyError,
+    UnknownRefStateError,
+    WorkspaceConfigError,
+)
+from dws_dagster.workspace import store as store_module
+from dws_dagster.workspace.records import LineageRecord, StepInfo
+
+from .conftest import ROOT, run_python
+
+
+def record(ref: str, version: str, step: str = "s", inputs: tuple = (),
+           provenance: dict | None = None) -> LineageRecord:
+    return LineageRecord(ref=ref, version=version, step=StepInfo(name=step), inputs=inputs,
+                         provenance=provenance or dict(inputs), start_time="2026-01-01T00:00:00",
+                         end_time="2026-01-01T00:00:01")
+
+
+def journal_lines(ws: Workspace) -> list[bytes]:
+    lines = []
+    for path in sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl")):
+        lines += [line for line in path.read_bytes().splitlines() if line.strip()]
+    return lines
+
+
+def test_commit_and_reload(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "v1", "make_a")])
+    reopened = Workspace.open(ws.root).store
+    state = reopened.get("inter/a")
+    assert state is not None and state.version == "v1" and state.owner == "make_a"
+    assert state.status == "ok"
+
+
+def test_same_record_twice_is_written_once(ws: Workspace) -> None:
+    rec = record("inter/a", "v1")
+    ws.store.commit([rec])
+    ws.store.commit([rec])
+    Workspace.open(ws.root).store.commit([rec])  # another process's view, same event
+    assert len(journal_lines(ws)) == 1
+
+
+def test_torn_last_line_is_ignored_then_repaired(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "v1")])
+    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
+    with open(segment, "ab") as handle:  # a writer died mid-append
+        handle.write(b'{"op":"record","record":{"ref":"inter/b","vers')
+    reader = Workspace.open(ws.root).store
+    assert reader.get("inter/b") is None and reader.get("inter/a").version == "v1"
+    reader.commit([record("inter/c", "v3")])
+    lines = journal_lines(ws)
+    assert all(orjson.loads(line) for line in lines)
+    fresh = Workspace.open(ws.root).store
+    assert {ref for ref, _ in fresh.items()} == {"inter/a", "inter/c"}
+
+
+def test_corrupt_complete_line_is_reported(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "v1")])
+    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
+    segment.write_bytes(b"{not json}\n" + segment.read_bytes())
+    with pytest.raises(WorkspaceConfigError, match="journal .* is corrupt"):
+        Workspace.open(ws.root).store.items()
+
+
+def test_corrupt_current_json_is_reported(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "v1")])
+    ws.store.compact()
+    (ws.meta_dir / "lineage/current.json").write_text("{oops")
+    with pytest.raises(WorkspaceConfigError, match="current lineage .* not valid JSON"):
+        Workspace.open(ws.root).store.items()
+
+
+def test_compaction_keeps_state_and_history(ws: Workspace,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "COMPACT_MIN_OPS", 5)
+    for i in range(12):
+        ws.store.commit([record(f"inter/r{i}", f"v{i}")])
+    assert (ws.meta_dir / "lineage/current.json").exists()
+    segments = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))
+    assert len(segments) >= 2, "compaction starts a new segment"
+    fresh = Workspace.open(ws.root).store
+    assert {ref: s.version for ref, s in fresh.items()} == {f"inter/r{i}": f"v{i}"
+                                                           for i in range(12)}
+    recorded = [op["record"]["ref"] for op in fresh.history() if op["op"] == "record"]
+    assert recorded == [f"inter/r{i}" for i in range(12)]
+
+
+def test_write_cost_does_not_depend_on_ref_count(ws: Workspace) -> None:
+    """One more record appends one journal line; nothing proportional to the refs is rewritten."""
+    ws.store.commit([record(f"inter/r{i:05d}", "v") for i in range(10_000)])
+    ws.store.compact()
+    current = ws.meta_dir / "lineage/current.json"
+    stamp = (current.stat().st_ino, current.stat().st_mtime_ns, current.stat().st_size)
+    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
+    size_before = segment.stat().st_size
+    ws.store.commit([record("inter/one_more", "v2")])
+    grown = segment.stat().st_size - size_before
+    assert 0 < grown < 1000
+    assert (current.stat().st_ino, current.stat().st_mtime_ns, current.stat().st_size) == stamp
+
+
+def test_claims_enforce_rule_a(ws: Workspace) -> None:
+    ws.store.claim("writer", ["inter/data"])
+    ws.store.claim("writer", ["inter/data", "inter/data/part=1"])  # its own refs: fine
+    for other in ("inter/data", "inter", "inter/data/x"):
+        with pytest.raises(LineageConflictError, match="'writer' writes inter/data"):
+            ws.store.claim("intruder", [other])
+    ws.store.claim("intruder", ["inter/data2"])
+    with pytest.raises(LineageConflictError):
+        ws.store.commit([record("inter/data", "v9", "intruder")])
+
+
+def test_check_inputs_refuses_unknown_and_mixed_versions(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "a1", "make_a", inputs=(("src/s", "s1"),))])
+    ws.store.commit([record("inter/b", "b1", "make_b", inputs=(("src/s", "s2"),))])
+    with pytest.raises(LineageConsistencyError) as info:
+        ws.store.check_inputs("join", [("inter/a", "a1"), ("inter/b", "b1")])
+    message = str(info.value)
+    assert "src/s" in message and "s1" in message and "s2" in message and "'join'" in message
+    ok = ws.store.check_inputs("solo", [("inter/a", "a1")])
+    assert ok.provenance == {"inter/a": "a1", "src/s": "s1"}
+
+    failed = record("inter/a", "half", "make_a").with_status("failed", "boom")
+    ws.store.fail([failed], unknown=["inter/a"])
+    with pytest.raises(UnknownRefStateError, match="'make_a' failed"):
+        ws.store.check_inputs("solo", [("inter/a", "a1")])
+
+
+def test_outputs_excluded_from_their_own_provenance(ws: Workspace) -> None:
+    ws.store.commit([record("inter/t", "t1", "upsert", inputs=(("src/s", "s1"),))])
+    # A step re-reading its own output must not conflict with the version it is replacing.
+    check = ws.store.check_inputs("upsert", [("inter/t", "t1"), ("src/s", "s1")],
+                                  outputs=["inter/t"])
+    assert "inter/t" not in check.provenance
+
+
+def test_concurrent_writers_lose_nothing(ws: Workspace) -> None:
+    code = """
+import sys
+from dws_dagster import Workspace
+from dws_dagster.workspace.records import LineageRecord, StepInfo
+worker = sys.argv[1]
+store = Workspace.open('.').store
+for i in range(40):
+    store.commit([LineageRecord(ref=f'inter/w{worker}/r{i}', version=f'v{i}',
+                                step=StepInfo(name=f'writer{worker}'))])
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(w)], cwd=ws.root, env=env)
+             for w in range(4)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    fresh = Workspace.open(ws.root).store
+    refs = {ref for ref, _ in fresh.items()}
+    assert refs == {f"inter/w{w}/r{i}" for w in range(4) for i in range(40)}
+    assert len(journal_lines(ws)) == 160
+    assert all(orjson.loads(line)["op"] == "record" for line in journal_lines(ws))
+
+
+def test_store_readers_in_other_processes_see_writes(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "v1")])
+    result = run_python("from dws_dagster import Workspace; "
+                        "print(Workspace.open('.').store.get('inter/a').version)", ws.root)
+    assert result.stdout.strip() == "v1", result.stderr
