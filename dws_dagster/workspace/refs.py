@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -12,12 +13,13 @@ from ..errors import InvalidResourceRefError
 RESOURCE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 MAX_SUBPATH_BYTES = 4096
 MAX_COMPONENT_BYTES = 255
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def validate_resource_name(name: Any) -> str:
     """Return `name` if it is a valid resource name, else raise InvalidResourceRefError."""
-    if not isinstance(name, str) or not RESOURCE_NAME_PATTERN.match(name) or name in (".", ".."):
+    if not isinstance(name, str) or not RESOURCE_NAME_PATTERN.fullmatch(name) \
+            or name in (".", ".."):
         raise InvalidResourceRefError(
             f"invalid resource name {name!r}: use 1-128 letters, digits, '_', '-' or '.', "
             "starting with a letter, digit or '_'"
@@ -43,6 +45,13 @@ def normalize_subpath(subpath: Any, *, resource: str = "?") -> str | None:
             f"subpath {shown!r} of resource '{resource}' contains a NUL or control character: "
             "remove it"
         )
+    try:
+        subpath.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidResourceRefError(
+            f"subpath {subpath.encode('utf-8', 'backslashreplace').decode()!r} of resource "
+            f"'{resource}' is not valid UTF-8 (a file name in another encoding?): rename it"
+        ) from None
     if "\\" in subpath:
         raise InvalidResourceRefError(
             f"subpath {shown!r} of resource '{resource}' contains a backslash: "
@@ -73,7 +82,8 @@ def normalize_subpath(subpath: Any, *, resource: str = "?") -> str | None:
     return "/".join(parts) or None
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class ResourceRef:
     """A resource of the workspace, or a path inside it: the unit of lineage and versioning.
 
@@ -95,11 +105,16 @@ class ResourceRef:
             raise InvalidResourceRefError(
                 f"invalid ref {text!r}: write it as RESOURCE or RESOURCE/SUBPATH"
             )
-        name, _, subpath = text.strip().partition("/")
+        name, _, subpath = text.partition("/")
         return cls(name, subpath or None)
 
     def __str__(self) -> str:
         return self.name if self.subpath is None else f"{self.name}/{self.subpath}"
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, ResourceRef):
+            return NotImplemented
+        return (self.name, self.parts) < (other.name, other.parts)
 
     @property
     def parts(self) -> tuple[str, ...]:

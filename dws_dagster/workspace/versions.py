@@ -109,11 +109,12 @@ def version_of_manifest(entries: Iterable[FileEntry], *, single_file: bool) -> s
     for entry in entries:
         directory, _, name = entry.relpath.rpartition("/")
         stable = f"{directory}/{stable_name(name)}" if directory else stable_name(name)
-        lines.append(f"{stable}\0{entry.size}\0{entry.digest}\n")
+        # fsencode keeps file names that are not valid UTF-8 (surrogate-escaped) hashable.
+        lines.append(os.fsencode(stable) + f"\0{entry.size}\0{entry.digest}\n".encode())
     lines.sort()
     hasher = xxhash.xxh3_128(b"file\n" if single_file else b"dir\n")
     for line in lines:
-        hasher.update(line.encode("utf-8"))
+        hasher.update(line)
     return CONTENT_PREFIX + hasher.hexdigest()
 
 
@@ -135,7 +136,7 @@ def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] 
     hasher = xxhash.xxh3_128(b"listing\n")
     for rel, absolute in iter_data_files(target, exclude_top=exclude_top):
         stat = absolute.stat()
-        hasher.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        hasher.update(os.fsencode(rel) + f"\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return LISTING_PREFIX + hasher.hexdigest()
 
 
