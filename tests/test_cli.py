@@ -193,3 +193,16 @@ def test_installed_console_script_runs(pipeline_ws: Workspace) -> None:
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert result.returncode == 0, result.stderr
     assert "Upstream" in result.stdout and "inter/prep@" in result.stdout
+
+
+def test_downstream_lists_readers_of_an_older_version_as_stale(pipeline_ws: Workspace,
+                                                                cli) -> None:
+    ws = pipeline_ws
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\nchanged\n"}, {"scale": 2})
+    code, out, _ = cli("lineage", "inter/prep", "-w", ws.root)
+    downstream = out[out.index("Downstream"):out.index("Last run")]
+    assert "results/exp@" in downstream and "(stale)" in downstream
+    code, out, _ = cli("lineage", "inter/prep", "--format", "json", "-w", ws.root)
+    data = json.loads(out)
+    stale_edges = [e for e in data["edges"] if e["stale"]]
+    assert [e["target"].split("@")[0] for e in stale_edges] == ["results/exp"]

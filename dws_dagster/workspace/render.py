@@ -138,6 +138,10 @@ class _TreeLine:
     repeated: bool
 
 
+def _refs_overlap(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
 def _walk(graph: LineageGraph, edges: list[GraphEdge], upstream: bool) -> list[_TreeLine]:
     """Pre-order walk from the focus; a node met again is listed as repeated, not expanded.
 
@@ -148,6 +152,13 @@ def _walk(graph: LineageGraph, edges: list[GraphEdge], upstream: bool) -> list[_
     for edge in edges:
         here, there = (edge.target, edge.source) if upstream else (edge.source, edge.target)
         neighbours.setdefault(here, []).append((there, edge.stale))
+    if not upstream and graph.focus in graph.nodes:
+        # Readers of another version of the focus ref, or of a ref nested in or around it,
+        # are downstream too (their edges are stale or partial): list them under the focus.
+        focus_ref = graph.nodes[graph.focus].ref
+        for node_id, node in sorted(graph.nodes.items()):
+            if node_id != graph.focus and _refs_overlap(node.ref, focus_ref):
+                neighbours.setdefault(graph.focus, []).extend(neighbours.get(node_id, []))
     lines: list[_TreeLine] = []
     seen: set[str] = set()
     stack: list[tuple[str, tuple[bool, ...], bool]] = [(graph.focus, (), False)]
@@ -444,16 +455,18 @@ def _layout(graph: LineageGraph) -> _Layout:
         below[upper].append(lower)
         above[lower].append(upper)
 
-    def sweep(number: int, near: dict[str | int, list[str | int]]) -> None:
-        pos = {slot: index - (len(row) - 1) / 2
-               for row in rows for index, slot in enumerate(row)}
+    # Slot positions centred on each layer's middle, so layers of different sizes line up.
+    pos = {slot: index - (len(row) - 1) / 2 for row in rows for index, slot in enumerate(row)}
 
+    def sweep(number: int, near: dict[str | int, list[str | int]]) -> None:
         def key(item: tuple[int, str | int]) -> tuple[float, int]:
             index, slot = item
             others = [pos[other] for other in near[slot]]
             return (sum(others) / len(others) if others else pos[slot], index)
 
-        rows[number] = [slot for _, slot in sorted(enumerate(rows[number]), key=key)]
+        row = [slot for _, slot in sorted(enumerate(rows[number]), key=key)]
+        rows[number] = row
+        pos.update((slot, index - (len(row) - 1) / 2) for index, slot in enumerate(row))
 
     best, fewest = [list(row) for row in rows], _crossings(rows, links)
     for _ in range(4):
