@@ -173,3 +173,20 @@ def test_store_readers_in_other_processes_see_writes(ws: Workspace) -> None:
     result = run_python("from dws_dagster import Workspace; "
                         "print(Workspace.open('.').store.get('inter/a').version)", ws.root)
     assert result.stdout.strip() == "v1", result.stderr
+
+
+def test_claims_survive_reload_in_another_process(ws: Workspace) -> None:
+    """A claimed-but-unwritten output stays claimed (not reloaded as something else)."""
+    ws.store.claim("writer", ["inter/pending"])
+    result = run_python("""
+from dws_dagster import Workspace
+from dws_dagster.errors import LineageConflictError
+store = Workspace.open('.').store
+state = store.get('inter/pending')
+print(state.owner, state.status, state.record)
+try:
+    store.claim('intruder', ['inter/pending/x'])
+except LineageConflictError:
+    print('refused')
+""", ws.root)
+    assert result.stdout.split() == ["writer", "pending", "None", "refused"], result.stderr

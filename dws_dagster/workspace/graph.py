@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -109,15 +110,13 @@ def build_graph(view: LineageView, ref: ResourceRef | str,
             continue
         for item in other_record.get("inputs", ()):
             readers.setdefault(item["ref"], []).append((other_ref, other_state, item))
-    frontier = [(key, focus.id)]
+    read_refs = sorted(readers)
+    frontier = [key]
     seen_refs = {key}
     while frontier and len(graph.nodes) < max_nodes:
-        current_ref, _ = frontier.pop()
-        current_parsed = as_ref(current_ref)
-        for read_ref, entries in readers.items():
-            if not as_ref(read_ref).overlaps(current_parsed):
-                continue
-            for out_ref, out_state, item in entries:
+        current_ref = frontier.pop()
+        for read_ref in _overlapping(current_ref, readers, read_refs):
+            for out_ref, out_state, item in readers[read_ref]:
                 record = out_state.record
                 assert record is not None
                 out_node = _node(out_ref, record.get("version"), record, out_state,
@@ -132,7 +131,7 @@ def build_graph(view: LineageView, ref: ResourceRef | str,
                                     stale=not graph.nodes[source_id].current))
                 if out_ref not in seen_refs:
                     seen_refs.add(out_ref)
-                    frontier.append((out_ref, out_node.id))
+                    frontier.append(out_ref)
     graph.edges = sorted(edges, key=lambda e: (e.source, e.target))
     latest = state.latest
     record = LineageRecord.from_json(latest)
@@ -141,6 +140,19 @@ def build_graph(view: LineageView, ref: ResourceRef | str,
                              else None, start_time=record.start_time, end_time=record.end_time,
                              duration_seconds=record.duration_seconds, error=record.error)
     return graph
+
+
+def _overlapping(ref: str, index: Mapping[str, Any], ordered: list[str]) -> list[str]:
+    """Keys of `index` equal to `ref`, containing it, or inside it (`ordered` = sorted keys)."""
+    parts = ref.split("/")
+    found = [prefix for prefix in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+             if prefix in index]
+    start = bisect.bisect_left(ordered, ref + "/")
+    for candidate in ordered[start:]:
+        if not candidate.startswith(ref + "/"):
+            break
+        found.append(candidate)
+    return found
 
 
 def upstream_records(view: LineageView, ref: ResourceRef | str) -> list[dict[str, Any]]:

@@ -315,6 +315,7 @@ class LineageBuilder:
         self.results_dir: str | None = None
         self.run_description: str | None = None
         self.run_id: str | None = None
+        self.script_path: Path | None = None
 
     def as_script_step(self) -> LineageBuilder:
         """Name the step after the running script and record its command line and code."""
@@ -323,7 +324,7 @@ class LineageBuilder:
         self.current_directory = os.getcwd()
         script = Path(sys.argv[0]).absolute()
         if script.is_file():
-            self._script_path = script
+            self.script_path = script
         return self
 
     def with_step_name(self, step_name: str) -> LineageBuilder:
@@ -416,7 +417,7 @@ class LineageBuilder:
         assert self.step_name is not None
         assert self.parameters is not None
         code = list(self.code)
-        script = getattr(self, "_script_path", None)
+        script = self.script_path
         workspace_dir = self.workspace_dir or self.current_directory or os.getcwd()
         if script is not None and not code:
             ws = Workspace.open(workspace_dir)

@@ -138,6 +138,10 @@ class _TreeLine:
     repeated: bool
 
 
+#: Text trees stop here; JSON and HTML show the whole graph.
+MAX_TEXT_DEPTH = 40
+
+
 def _refs_overlap(a: str, b: str) -> bool:
     return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
@@ -176,24 +180,18 @@ def _walk(graph: LineageGraph, edges: list[GraphEdge], upstream: bool) -> list[_
     return lines
 
 
-def _nest(lines: list[_TreeLine]) -> dict[str, Any]:
-    """The pre-order walk as `{"id", "children"}` dicts (built without recursion)."""
-    root: dict[str, Any] = {}
-    path: list[dict[str, Any]] = []
+def _flat(lines: list[_TreeLine]) -> list[dict[str, Any]]:
+    """The pre-order walk as a list of `{"id", "depth"}` entries: a tree any depth deep that
+    JSON encoders (which limit nesting) can always write."""
+    flat = []
     for line in lines:
-        entry: dict[str, Any] = {"id": line.node_id, "children": []}
+        entry: dict[str, Any] = {"id": line.node_id, "depth": len(line.lasts)}
         if line.stale:
             entry["stale"] = True
         if line.repeated:
             entry["repeated"] = True
-        depth = len(line.lasts)
-        del path[depth:]
-        if path:
-            path[-1]["children"].append(entry)
-        else:
-            root = entry
-        path.append(entry)
-    return root
+        flat.append(entry)
+    return flat
 
 
 # --------------------------------------------------------------------------- text
@@ -219,13 +217,19 @@ def _text_tree(nodes: dict[str, GraphNode], lines: list[_TreeLine]) -> list[str]
     if len(lines) <= 1:
         return ["  (none)"]
     out = []
+    hidden = sum(1 for line in lines if len(line.lasts) > MAX_TEXT_DEPTH)
     for line in lines:
+        if len(line.lasts) > MAX_TEXT_DEPTH:
+            continue
         prefix = ""
         if line.lasts:
             prefix = "".join("    " if last else "│   " for last in line.lasts[:-1])
             prefix += "└── " if line.lasts[-1] else "├── "
         text = _text_line(nodes[line.node_id], line).replace("\n", " ")
         out.append(f"  {prefix}{text}")
+    if hidden:
+        out.append(f"  ... {hidden} more node(s) deeper than {MAX_TEXT_DEPTH} levels: see "
+                   "--format json or html")
     return out
 
 
@@ -264,8 +268,8 @@ def render_json(graph: LineageGraph) -> dict[str, Any]:
         "nodes": [asdict(node) for node in nodes.values()],
         "edges": [{"source": e.source, "target": e.target, "stale": e.stale} for e in edges],
         "last_run": asdict(graph.last_run) if graph.last_run is not None else None,
-        "upstream": _nest(_walk(graph, edges, upstream=True)),
-        "downstream": _nest(_walk(graph, edges, upstream=False)),
+        "upstream": _flat(_walk(graph, edges, upstream=True)),
+        "downstream": _flat(_walk(graph, edges, upstream=False)),
     }
 
 

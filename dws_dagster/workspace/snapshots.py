@@ -31,7 +31,7 @@ from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short
 
 INDEX_FORMAT = 1
-_HEXISH = re.compile(r"^[0-9a-f]{6,}$")
+_HEXISH = re.compile(r"^[0-9a-f]{4,}$")  # as short as a usable hash prefix
 CURRENT = "current"
 
 
@@ -235,6 +235,11 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
                 outcome.warnings.append(f"results ref {ref} has no data at {source}; "
                                         "not archived")
                 continue
+            if states[ref].unknown or ws.version_of(parsed) != states[ref].version:
+                outcome.warnings.append(
+                    f"results ref {ref}: its data is not the version its lineage records "
+                    f"({short(states[ref].version)}); not archived — re-run its step")
+                continue
             root = ws.resource_root(resource)
             final = root / RESULTS_SNAPSHOT_DIR / info.name
             if final.exists():
@@ -344,6 +349,8 @@ def _restore_data(ws: Workspace, info: SnapshotInfo, ref: str, version: str,
         copy_data(candidate, staging)
         if candidate.is_dir() and candidate != candidates[0]:
             (staging / "lineage.json").unlink(missing_ok=True)
+        if parsed.subpath is None and target.is_dir() and staging.is_dir():
+            _carry_over_unversioned(target, staging)
         try:
             restored = ws.version_of(parsed, at=staging)
         except DataNotFoundError:
@@ -445,6 +452,15 @@ def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False) -
                     shutil.rmtree(ws.resource_root(parsed.name) / entry["folder"],
                                   ignore_errors=True)
     return info
+
+
+def _carry_over_unversioned(target: Path, staging: Path) -> None:
+    """Move what a resource root holds beside its data (snapshot archives, kept versions,
+    hidden files) into the staged copy, so swapping the root does not take them away."""
+    for entry in list(target.iterdir()):
+        if (is_ignored_name(entry.name) or entry.name == RESULTS_SNAPSHOT_DIR) \
+                and not (staging / entry.name).exists():
+            os.replace(entry, staging / entry.name)
 
 
 def _remove_path(path: Path) -> None:

@@ -124,6 +124,7 @@ class LineageStore:
         self._offset = 0
         self._tail_ops = 0
         self._loaded = False
+        self._by_version: dict[tuple[str, str | None], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ locking
 
@@ -188,6 +189,12 @@ class LineageStore:
         return sorted(numbers)
 
     def _read_tail(self) -> None:
+        try:
+            unchanged = self._segment_path(self._segment).stat().st_size == self._offset
+        except FileNotFoundError:
+            unchanged = self._offset == 0
+        if unchanged and not self._segment_path(self._segment + 1).exists():
+            return  # the common case, in two stat calls
         for number in [n for n in self._segments() if n >= self._segment]:
             if number > self._segment:
                 self._segment, self._offset = number, 0
@@ -221,6 +228,8 @@ class LineageStore:
         kind = op.get("op")
         if kind == "record":
             record = op["record"]
+            if self._by_version is not None:
+                self._by_version[(record["ref"], record.get("version"))] = record
             state = self._refs.get(record["ref"]) or RefState()
             step = record.get("step") or {}
             owner = state.owner if step.get("kind", "observation") == "observation" \
@@ -287,13 +296,13 @@ class LineageStore:
         state = self.get(ref)
         if state is not None and state.record is not None and state.version == version:
             return state.record
-        found = None
-        for op in self.history():
-            record = op.get("record")
-            if op.get("op") == "record" and record["ref"] == str(ref) \
-                    and record.get("version") == version:
-                found = record
-        return found
+        if self._by_version is None:  # built once, then kept up to date by _apply
+            self._by_version = {}
+            for op in self.history():
+                if op.get("op") == "record":
+                    record = op["record"]
+                    self._by_version[(record["ref"], record.get("version"))] = record
+        return self._by_version.get((str(ref), version))
 
     def history(self) -> Iterator[dict[str, Any]]:
         """Every operation of the journal, oldest first (complete lines only)."""

@@ -92,21 +92,14 @@ def swap_into_place(staging: Path, target: Path, *, keep_old_as: Path | None = N
 
 
 def copy_data(source: Path, destination: Path) -> None:
-    """Copy a file or folder, hard-linking files where the filesystem allows (data is never
-    modified in place, so sharing inodes is safe and cheap)."""
+    """Copy a file or folder (real copies: a step that rewrites a file in place must never
+    change a kept version or an archived result through a shared inode)."""
     if source.is_file():
         destination.parent.mkdir(parents=True, exist_ok=True)
-        _link_or_copy(source, destination)
-        return
-    shutil.copytree(source, destination, copy_function=_link_or_copy,
-                    ignore=shutil.ignore_patterns(".dws", f"{OLD_PREFIX}*", f"{STAGING_PREFIX}*"))
-
-
-def _link_or_copy(source: str | os.PathLike[str], destination: str | os.PathLike[str]) -> None:
-    try:
-        os.link(source, destination)
-    except OSError:
         shutil.copy2(source, destination)
+        return
+    shutil.copytree(source, destination,
+                    ignore=shutil.ignore_patterns(".dws", f"{OLD_PREFIX}*", f"{STAGING_PREFIX}*"))
 
 
 def kept_version_path(resource_root: Path, subpath: str | None, version: str) -> Path:
