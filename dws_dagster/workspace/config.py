@@ -21,7 +21,7 @@ from ..errors import (
 )
 from .files import atomic_write_json, read_json_file
 from .refs import ResourceRef, as_ref, validate_resource_name
-from .versions import DataNotFoundError, content_version, listing_version
+from .versions import DataNotFoundError, effective_version, listing_version
 
 if TYPE_CHECKING:
     from .store import LineageStore
@@ -335,7 +335,7 @@ class Workspace:
         try:
             if resource.versioning == "listing":
                 return listing_version(path, exclude_top=exclude)
-            return content_version(path, exclude_top=exclude, progress=progress)
+            return effective_version(path, exclude_top=exclude, progress=progress)
         except DataNotFoundError:
             raise DataNotFoundError(
                 f"ref {resolved} has no data at {path}: write it first, or check the path"

@@ -18,11 +18,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import xxhash
 
 from ..errors import DwsError
 
 CONTENT_PREFIX = ""
+#: Written beside Spark output by the storage layer: the version Spark computed for the data
+#: and the byte version of the files it describes (ignored by Spark and by byte versions).
+MARKER_NAME = "_dws_version.json"
+MARKER_SCHEME = "spark-logical-1"
 LISTING_PREFIX = "ls-"
 _CHUNK = 1 << 20
 #: Spark: part-00000-<uuid>[_00000][-c000].<ext>; the UUID changes on every write.
@@ -124,6 +129,24 @@ def content_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] 
     target = Path(path)
     entries = content_manifest(target, exclude_top=exclude_top, progress=progress)
     return version_of_manifest(entries, single_file=target.is_file())
+
+
+def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
+                      progress: Callable[[int], None] | None = None) -> str:
+    """The version of the data at `path`: the version recorded in its marker while the files
+    are byte for byte those the marker describes, else the byte content version."""
+    target = Path(path)
+    version = content_version(target, exclude_top=exclude_top, progress=progress)
+    marker = target / MARKER_NAME
+    if target.is_dir() and marker.is_file():
+        try:
+            data = orjson.loads(marker.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return version
+        if isinstance(data, dict) and data.get("scheme") == MARKER_SCHEME \
+                and data.get("content") == version and isinstance(data.get("version"), str):
+            return data["version"]
+    return version
 
 
 def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = ()) -> str:

@@ -1,0 +1,224 @@
+"""Atomic DataFrame storage at a location, with a content version computed during the write.
+
+A write goes to a hidden staging folder beside the target and is swapped into place only when
+Spark has committed every file, so readers and crashes see the old data or the new, whole.
+The version is order-independent and computed by Spark itself in the same pass as the write
+(`DataFrame.observe`): schema, row count and two independent sums of 64-bit row hashes. Parquet
+bytes differ between JVMs for identical data, and shuffles reorder rows, so hashing files would
+give a new version on every run of an unchanged asset; this does not.
+
+A marker file (`_dws_version.json`, ignored by Spark readers and by byte versions) records the
+version and, for local data, the byte version of the files it describes, so the workspace layer
+can give the same version without Spark and notice any later change to the files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import xxhash
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import MapType
+
+from ..errors import DwsError
+from ..workspace.files import atomic_write_json, canonical_json
+from ..workspace.swap import STAGING_PREFIX, recover, swap_into_place
+from ..workspace.versions import MARKER_NAME, MARKER_SCHEME, content_version, data_size
+
+FORMATS = ("parquet", "csv", "json", "orc")
+_SALT = "dws-dagster/2"
+
+
+class StorageError(DwsError):
+    """A DataFrame could not be written or read at a location."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    location: str
+    version: str
+    row_count: int
+    size_bytes: int | None
+    format: str
+
+
+def is_local(location: str) -> bool:
+    """Plain paths are written with local renames; any URI (file:// too) through Hadoop."""
+    scheme = urlsplit(location).scheme
+    return scheme == "" or (len(scheme) == 1 and os.name == "nt")
+
+
+def local_path(location: str) -> Path:
+    return Path(location)
+
+
+def _hash_inputs(df: DataFrame) -> list[Column]:
+    # Map columns cannot be hashed by Spark; their JSON form can.
+    return [F.to_json(F.col(f"`{field.name}`")) if isinstance(field.dataType, MapType)
+            else F.col(f"`{field.name}`") for field in df.schema.fields]
+
+
+def observed(df: DataFrame) -> tuple[DataFrame, Observation]:
+    """`df` with the version's aggregates attached, filled in by the next action on it."""
+    observation = Observation(f"dws_version_{uuid.uuid4().hex}")
+    columns = _hash_inputs(df)
+    if columns:
+        h1 = F.sum(F.xxhash64(*columns).cast("decimal(38,0)"))
+        h2 = F.sum(F.xxhash64(F.lit(_SALT), *columns).cast("decimal(38,0)"))
+    else:
+        h1 = h2 = F.lit(0).cast("decimal(38,0)")
+    return df.observe(observation, F.count(F.lit(1)).alias("rows"), h1.alias("h1"),
+                      h2.alias("h2")), observation
+
+
+def version_of_metrics(schema_json: str, metrics: Mapping[str, Any]) -> tuple[str, int]:
+    """The version and row count from the observed aggregates."""
+    rows = int(metrics.get("rows") or 0)
+    body = {"scheme": MARKER_SCHEME, "schema": schema_json, "rows": rows,
+            "h1": str(metrics.get("h1") or 0), "h2": str(metrics.get("h2") or 0)}
+    return xxhash.xxh3_128_hexdigest(canonical_json(body)), rows
+
+
+def dataframe_version(df: DataFrame) -> tuple[str, int]:
+    """Version of a DataFrame's content, by running one aggregation job (no write)."""
+    columns = _hash_inputs(df)
+    aggregates = [F.count(F.lit(1)).alias("rows")]
+    if columns:
+        aggregates += [F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("h1"),
+                       F.sum(F.xxhash64(F.lit(_SALT), *columns).cast("decimal(38,0)"))
+                       .alias("h2")]
+    row = df.agg(*aggregates).collect()[0].asDict()
+    return version_of_metrics(df.schema.json(), row)
+
+
+def _writer(df: DataFrame, fmt: str, options: Mapping[str, Any] | None,
+            partition_by: Sequence[str] | None) -> Any:
+    if fmt not in FORMATS:
+        raise StorageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    writer = df.write.format(fmt).mode("errorifexists")
+    if fmt == "csv":
+        writer = writer.option("header", "true")
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    return writer
+
+
+def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
+                 options: Mapping[str, Any] | None = None,
+                 partition_by: Sequence[str] | None = None,
+                 keep_old_as: str | None = None, what: str = "output") -> WriteResult:
+    """Write `df` to `location` atomically and return its content version.
+
+    `keep_old_as` (a location) receives the data being replaced instead of deleting it, so a
+    snapshot restore can bring it back.
+    """
+    with_version, observation = observed(df)
+    writer = _writer(with_version, fmt, options, partition_by)
+    if not is_local(location):
+        return _write_remote(df, writer, observation, location, fmt, keep_old_as)
+    target = local_path(location)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    recover(target)
+    staging = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}"
+    try:
+        writer.save(str(staging))
+        version, rows = version_of_metrics(df.schema.json(), observation.get)
+        atomic_write_json(staging / MARKER_NAME, {
+            "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
+            "content": content_version(staging), "file_format": fmt,
+        })
+        swap_into_place(staging, target,
+                        keep_old_as=local_path(keep_old_as) if keep_old_as else None)
+    except BaseException:
+        _remove_local(staging)
+        raise
+    return WriteResult(str(target), version, rows, data_size(target), fmt)
+
+
+def _remove_local(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
+
+
+def _hadoop_fs(spark: SparkSession, location: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm  # the Hadoop FileSystem API has no Python face
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jvm
+
+
+def _write_remote(df: DataFrame, writer: Any, observation: Observation, location: str, fmt: str,
+                  keep_old_as: str | None) -> WriteResult:
+    """Staging and rename through the Hadoop FileSystem API (HDFS, abfss, file://...).
+
+    A rename is atomic on HDFS and local filesystems; on S3-style stores it is a copy, so a
+    crash during the swap can leave the target missing until the next write recovers it.
+    """
+    spark = df.sparkSession
+    fs, jvm = _hadoop_fs(spark, location)
+    target = jvm.org.apache.hadoop.fs.Path(location)
+    parent = target.getParent()
+    staging = jvm.org.apache.hadoop.fs.Path(
+        parent, f"{STAGING_PREFIX}{target.getName()}-{uuid.uuid4().hex}")
+    old = jvm.org.apache.hadoop.fs.Path(parent, f".dws-old-{target.getName()}-{uuid.uuid4().hex}")
+    try:
+        writer.save(staging.toString())
+        version, rows = version_of_metrics(df.schema.json(), observation.get)
+        marker = fs.create(jvm.org.apache.hadoop.fs.Path(staging, MARKER_NAME), True)
+        try:
+            marker.write(bytearray(canonical_json({"format": 1, "scheme": MARKER_SCHEME,
+                                                   "version": version, "rows": rows,
+                                                   "file_format": fmt})))
+        finally:
+            marker.close()
+        had_old = fs.exists(target)
+        if had_old and not fs.rename(target, old):
+            raise StorageError(f"could not move {location} aside; the previous data is intact")
+        if not fs.rename(staging, target):
+            if had_old:
+                fs.rename(old, target)
+            raise StorageError(f"could not move new data into {location}; the previous data "
+                               "is intact")
+        if had_old:
+            if keep_old_as:
+                keep = jvm.org.apache.hadoop.fs.Path(keep_old_as)
+                fs.mkdirs(keep.getParent())
+                if fs.exists(keep) or not fs.rename(old, keep):
+                    fs.delete(old, True)
+            else:
+                fs.delete(old, True)
+    except BaseException:
+        if fs.exists(staging):
+            fs.delete(staging, True)
+        raise
+    size = fs.getContentSummary(target).getLength()
+    return WriteResult(location, version, rows, int(size), fmt)
+
+
+def read(spark: SparkSession, location: str, *, fmt: str = "parquet",
+         options: Mapping[str, Any] | None = None, what: str = "input") -> DataFrame:
+    """Read the data at `location` (after undoing what a crashed swap may have left)."""
+    if fmt not in FORMATS:
+        raise StorageError(f"{what}: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if is_local(location):
+        target = local_path(location)
+        recover(target)
+        if not target.exists():
+            raise StorageError(f"{what}: no data at {location}; materialize it first")
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    return reader.load(location)
