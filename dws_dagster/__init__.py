@@ -31,11 +31,21 @@ _EXPORTS = {
     "LineageApiError": "dws_dagster.errors",
     "WorkspaceConfigError": "dws_dagster.errors",
     "WorkspaceNotFoundError": "dws_dagster.errors",
+    "SparkWorkspaceIOManager": "dws_dagster.io_manager",
+    "OutputTypeError": "dws_dagster.io_manager",
+    "MissingPartitionError": "dws_dagster.io_manager",
+    "WorkspaceResource": "dws_dagster.resources",
+    "dws_ref": "dws_dagster.bindings",
+    "BindingError": "dws_dagster.bindings",
+    "check_definitions": "dws_dagster.definitions_check",
+    "dws_source_asset": "dws_dagster.source_assets",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .bindings import BindingError, dws_ref
+    from .definitions_check import check_definitions
     from .errors import (
         DwsError,
         InvalidParameterError,
@@ -50,6 +60,9 @@ if TYPE_CHECKING:
         WorkspaceConfigError,
         WorkspaceNotFoundError,
     )
+    from .io_manager import MissingPartitionError, OutputTypeError, SparkWorkspaceIOManager
+    from .resources import WorkspaceResource
+    from .source_assets import dws_source_asset
     from .workspace.config import Resource, Workspace
     from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
     from .workspace.records import LineageRecord

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 import xxhash
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -31,7 +32,13 @@ from pyspark.sql.types import MapType
 from ..errors import DwsError
 from ..workspace.files import atomic_write_json, canonical_json
 from ..workspace.swap import STAGING_PREFIX, recover, swap_into_place
-from ..workspace.versions import MARKER_NAME, MARKER_SCHEME, content_version, data_size
+from ..workspace.versions import (
+    LISTING_PREFIX,
+    MARKER_NAME,
+    MARKER_SCHEME,
+    content_version,
+    data_size,
+)
 
 FORMATS = ("parquet", "csv", "json", "orc")
 _SALT = "dws-dagster/2"
@@ -206,19 +213,90 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
     return WriteResult(location, version, rows, int(size), fmt)
 
 
-def read(spark: SparkSession, location: str, *, fmt: str = "parquet",
-         options: Mapping[str, Any] | None = None, what: str = "input") -> DataFrame:
-    """Read the data at `location` (after undoing what a crashed swap may have left)."""
+def read(spark: SparkSession, location: str | Sequence[str], *, fmt: str = "parquet",
+         options: Mapping[str, Any] | None = None, base_path: str | None = None,
+         what: str = "input") -> DataFrame:
+    """Read the data at `location` (several locations: their union, as one scan), after
+    undoing what a crashed swap may have left. `base_path` lets Spark restore `col=value`
+    folder names below it as columns."""
     if fmt not in FORMATS:
         raise StorageError(f"{what}: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if is_local(location):
-        target = local_path(location)
-        recover(target)
-        if not target.exists():
-            raise StorageError(f"{what}: no data at {location}; materialize it first")
+    locations = [location] if isinstance(location, str) else list(location)
+    if not locations:
+        raise StorageError(f"{what}: nothing to read (no locations given)")
+    for item in locations:
+        if is_local(item):
+            target = local_path(item)
+            recover(target)
+            if not target.exists():
+                raise StorageError(f"{what}: no data at {item}; materialize it first")
     reader = spark.read.format(fmt)
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
+    if base_path is not None:
+        reader = reader.option("basePath", base_path)
     for key, value in (options or {}).items():
         reader = reader.option(key, value)
-    return reader.load(location)
+    return reader.load(locations[0] if len(locations) == 1 else locations)
+
+
+def exists(spark: SparkSession | None, location: str) -> bool:
+    """Whether there is data at `location` (after recovering a crashed swap)."""
+    if is_local(location):
+        target = local_path(location)
+        recover(target)
+        return target.exists()
+    if spark is None:
+        return True
+    fs, jvm = _hadoop_fs(spark, location)
+    return bool(fs.exists(jvm.org.apache.hadoop.fs.Path(location)))
+
+
+def read_marker(spark: SparkSession | None, location: str) -> dict[str, Any] | None:
+    """The version marker written with the data at `location`, or None (data written outside
+    dws_dagster, or a marker that cannot be read)."""
+    try:
+        if is_local(location):
+            raw = (local_path(location) / MARKER_NAME).read_bytes()
+        else:
+            if spark is None:
+                return None
+            fs, jvm = _hadoop_fs(spark, location)
+            path = jvm.org.apache.hadoop.fs.Path(location, MARKER_NAME)
+            if not fs.exists(path):
+                return None
+            stream = fs.open(path)
+            try:
+                raw = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            finally:
+                stream.close()
+        data = orjson.loads(raw)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("scheme") != MARKER_SCHEME \
+            or not isinstance(data.get("version"), str):
+        return None
+    return data
+
+
+def remote_listing_version(spark: SparkSession, location: str) -> str:
+    """A listing version (names, sizes, modification times) of remote data, through Hadoop:
+    for object-store resources configured with `versioning: listing`."""
+    fs, jvm = _hadoop_fs(spark, location)
+    root = jvm.org.apache.hadoop.fs.Path(location)
+    if not fs.exists(root):
+        raise StorageError(f"no data at {location}; write it first, or check the URI")
+    prefix = fs.getFileStatus(root).getPath().toString().rstrip("/")
+    files = fs.listFiles(root, True)
+    entries: list[tuple[str, int, int]] = []
+    while files.hasNext():
+        status = files.next()
+        relative = status.getPath().toString()[len(prefix):].lstrip("/")
+        if any(part.startswith((".", "_")) for part in relative.split("/")) \
+                or relative.endswith(".crc"):
+            continue
+        entries.append((relative, int(status.getLen()), int(status.getModificationTime())))
+    digest = xxhash.xxh3_128()
+    for relative, size, mtime in sorted(entries):
+        digest.update(f"{relative}\0{size}\0{mtime}\n".encode())
+    return f"{LISTING_PREFIX}{digest.hexdigest()}"

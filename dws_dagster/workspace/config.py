@@ -300,6 +300,28 @@ class Workspace:
             f"{self.root}; add its folder with 'dws-dagster add NAME --role ROLE --path PATH'"
         )
 
+    def ref_for_location(self, location: str) -> ResourceRef | None:
+        """The ref of a local path, file:// URI or remote URI inside one of the resources, or
+        None when no resource holds it (data read from outside the workspace)."""
+        parts = urlsplit(location)
+        if parts.scheme in ("", "file") or (len(parts.scheme) == 1 and os.name == "nt"):
+            path = parts.path if parts.scheme == "file" else location
+            try:
+                return self.ref_for_path(path)
+            except (UnknownResourceError, InvalidResourceRefError):
+                return None
+        for resource in self.resources.values():
+            if resource.uri is None or resource.is_local:
+                continue
+            root = resource.uri.rstrip("/")
+            if location == root or location.startswith(root + "/"):
+                relative = location[len(root):].strip("/")
+                try:
+                    return self.check_ref(ResourceRef(resource.name, relative or None))
+                except InvalidResourceRefError:
+                    return None
+        return None
+
     def local_path(self, ref: ResourceRef | str) -> Path:
         """Local filesystem path of a ref in a local resource."""
         resolved = self.check_ref(ref)

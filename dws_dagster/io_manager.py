@@ -1,0 +1,461 @@
+"""SparkWorkspaceIOManager: Spark DataFrames stored at workspace refs, versioned, with lineage.
+
+One source of truth: each materialization's lineage record is built once, committed to the
+workspace store by `handle_output` (so the next step, in this run or another, is checked against
+it at once) and carried in the materialization's metadata in exactly the form the lineage sensor
+turns back into the same record (`materialization.py`); applying it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dagster import (
+    ConfigurableIOManager,
+    InputContext,
+    MetadataValue,
+    MultiPartitionsDefinition,
+    OutputContext,
+    TimeWindowPartitionsDefinition,
+)
+from dagster_pyspark import PySparkResource
+from pydantic import Field
+from pyspark.sql import DataFrame, SparkSession
+
+from . import dagster_compat
+from .bindings import Binding, BindingError, binding_from_metadata, is_hive_style
+from .errors import DwsError
+from .materialization import (
+    STEP_KIND,
+    column_lineage,
+    column_schema,
+    lineage_metadata,
+)
+from .resources import WorkspaceResource
+from .spark import storage
+from .workspace.config import RemoteDataError, Workspace
+from .workspace.gitinfo import git_commit
+from .workspace.records import LineageRecord, StepInfo, now_iso, sanitize_parameters
+from .workspace.refs import ResourceRef
+from .workspace.swap import KEPT_DIR, KEPT_MARK, kept_version_path, prune_kept
+
+if TYPE_CHECKING:
+    from .spark.plan import PlanLineage
+
+
+class OutputTypeError(DwsError):
+    """An asset handed the Spark IO manager something other than a DataFrame."""
+
+
+class MissingPartitionError(DwsError):
+    """An input partition has never been materialized."""
+
+
+@dataclass
+class _LoadedInput:
+    asset: str
+    refs: list[tuple[ResourceRef, str]]
+    locations: list[str]
+
+
+@dataclass
+class _StepReads:
+    """What one step loaded so far: checked together, recorded with each of its outputs."""
+
+    started: str = field(default_factory=now_iso)
+    inputs: dict[str, _LoadedInput] = field(default_factory=dict)
+
+
+_READS: OrderedDict[tuple[str, str], _StepReads] = OrderedDict()
+_READS_LOCK = threading.Lock()
+_MAX_TRACKED_STEPS = 4096
+
+
+def _reads(run_id: str, step_key: str) -> _StepReads:
+    with _READS_LOCK:
+        key = (run_id, step_key)
+        if key not in _READS:
+            _READS[key] = _StepReads()
+            while len(_READS) > _MAX_TRACKED_STEPS:
+                _READS.popitem(last=False)
+        _READS.move_to_end(key)
+        return _READS[key]
+
+
+class SparkWorkspaceIOManager(ConfigurableIOManager):
+    """Stores Spark DataFrames at workspace refs: atomic writes, content versions as Dagster
+    data versions, lineage in the workspace store and in materialization metadata.
+
+    Bind an asset with `metadata=dws_ref(RESOURCE, SUBPATH)`; without it the asset lives at its
+    key path in `default_resource`.
+    """
+
+    workspace: WorkspaceResource = Field(description="The workspace the assets live in.")
+    pyspark: PySparkResource | None = Field(
+        default=None, description="Session for reading inputs; default: the active session.")
+    default_resource: str | None = Field(
+        default=None, description="Resource for assets without dws_ref metadata; default: the "
+        "workspace's only intermediate-data resource.")
+    format: str = Field(default="parquet", description="parquet, csv, json or orc.")
+    keep_versions: int = Field(
+        default=0, ge=0, description="Earlier data versions kept per ref, for snapshot restore.")
+    verify_inputs: bool = Field(
+        default=False, description="Re-hash local input files instead of trusting the version "
+        "marker written with them (catches edits made outside any step).")
+    column_lineage: bool = Field(
+        default=True, description="Derive dagster/column_lineage from the Spark plan.")
+
+    # ----------------------------------------------------------------- bindings
+
+    def _workspace(self) -> Workspace:
+        return self.workspace.workspace()
+
+    def default_ref(self, key_path: Sequence[str]) -> ResourceRef:
+        """Where an asset without `dws_ref` metadata lives."""
+        ws = self._workspace()
+        name = self.default_resource
+        if name is None:
+            candidates = sorted(r.name for r in ws.resources.values()
+                                if r.role == "intermediate-data")
+            if len(candidates) != 1:
+                raise BindingError(
+                    f"asset '{'/'.join(key_path)}' has no dws_ref metadata and the workspace has "
+                    f"{len(candidates)} intermediate-data resources ({', '.join(candidates)}): "
+                    "set default_resource on SparkWorkspaceIOManager, or bind the asset with "
+                    "metadata=dws_ref(...)")
+            name = candidates[0]
+        return ResourceRef(name, "/".join(key_path))
+
+    def binding_for(self, metadata: Mapping[str, Any] | None, key_path: Sequence[str]
+                    ) -> Binding:
+        """The binding of an asset from its definition metadata (checked against the
+        workspace: the resource must exist)."""
+        what = f"asset '{'/'.join(key_path)}'"
+        default = None
+        if not metadata or "dws/ref" not in metadata:
+            default = self.default_ref(key_path)
+        binding = binding_from_metadata(metadata, default_ref=default,
+                                        default_format=self.format, what=what)
+        try:
+            self._workspace().check_ref(binding.ref)
+        except DwsError as exc:
+            raise type(exc)(f"{what}: {exc}") from None
+        return binding
+
+    # ------------------------------------------------------------------ output
+
+    def handle_output(self, context: OutputContext, obj: Any) -> None:
+        asset = context.asset_key.to_user_string()
+        if not isinstance(obj, DataFrame):
+            raise OutputTypeError(
+                f"asset '{asset}' returned {type(obj).__module__}.{type(obj).__qualname__}; "
+                "SparkWorkspaceIOManager stores pyspark.sql.DataFrame only: return a DataFrame, "
+                "or give this asset another io_manager_key")
+        ws = self._workspace()
+        binding = self.binding_for(context.definition_metadata, context.asset_key.path)
+        partition = _output_partition(context, asset)
+        ref = binding.ref if partition is None else _partition_ref(
+            binding, context.asset_partitions_def, partition, f"asset '{asset}'")
+        location = ws.location(ref)
+        reads = _reads(context.run_id, context.step_key)
+        store = ws.store
+        store.claim(asset, [ref])
+
+        plan = self._plan(context, obj, asset)
+        inputs, input_assets = self._inputs(ws, reads, plan, obj.sparkSession, asset, ref)
+        provenance = store.check_inputs(asset, inputs, outputs=[ref]).provenance
+        step = StepInfo(name=asset, kind=STEP_KIND, run_id=context.run_id, partition=partition,
+                        code_version=_code_version(context), git_commit=git_commit(ws.root))
+        parameters = sanitize_parameters(
+            {**dagster_compat.op_config(context),
+             **({"dagster/partition": partition} if partition is not None else {})},
+            what="parameter")
+        try:
+            result = storage.write_atomic(
+                obj, location, fmt=binding.format, options=binding.write_options,
+                partition_by=binding.partition_by,
+                keep_old_as=self._keep_location(ws, ref, location, obj.sparkSession),
+                what=f"asset '{asset}' ({ref})")
+        except Exception as exc:
+            store.fail([LineageRecord(ref=str(ref), version=None, status="failed", step=step,
+                                      parameters=parameters, inputs=inputs,
+                                      provenance=provenance, start_time=reads.started,
+                                      end_time=now_iso(), error=f"{type(exc).__name__}: {exc}")])
+            raise
+        self._prune_kept(ws, ref)
+        record = LineageRecord(
+            ref=str(ref), version=result.version, step=step, parameters=parameters,
+            inputs=inputs, provenance={**provenance, str(ref): result.version},
+            start_time=reads.started, end_time=now_iso(),
+            extra={"format": binding.format, "rows": result.row_count},
+        )
+        store.commit([record])
+        metadata = lineage_metadata(record, fmt=binding.format, input_assets=input_assets,
+                                    workspace=ws.name)
+        metadata.update(self._table_metadata(obj, result, plan, input_assets, ws))
+        context.add_output_metadata(metadata)
+        dagster_compat.set_data_version(context, result.version)
+
+    def _plan(self, context: OutputContext, df: DataFrame, asset: str) -> PlanLineage | None:
+        if not self.column_lineage:
+            return None
+        try:
+            from .spark.plan import plan_lineage
+
+            return plan_lineage(df)
+        except Exception as exc:  # lineage is best effort; the data is what matters
+            context.log.warning(f"asset '{asset}': no column lineage from the Spark plan: {exc}")
+            return None
+
+    def _inputs(self, ws: Workspace, reads: _StepReads, plan: PlanLineage | None,
+                spark: SparkSession, asset: str, output: ResourceRef
+                ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+        """Inputs loaded through the IO manager, plus workspace data the body read by path
+        (found in the Spark plan)."""
+        found: dict[str, str] = {}
+        input_assets: dict[str, str] = {}
+        for loaded in reads.inputs.values():
+            for ref, version in loaded.refs:
+                found[str(ref)] = version
+                input_assets[str(ref)] = loaded.asset
+        loaded_refs = [ResourceRef.parse(key) for key in found]
+        for item in plan.inputs if plan is not None else ():
+            ref = ws.ref_for_location(item.path)
+            if ref is None or ref.overlaps(output) or any(r.overlaps(ref) for r in loaded_refs):
+                continue
+            found[str(ref)] = self.current_version(ws, ref, spark, fmt=item.format or "parquet",
+                                                   what=f"asset '{asset}'")
+            loaded_refs.append(ref)
+        return tuple(sorted(found.items())), input_assets
+
+    def _keep_location(self, ws: Workspace, ref: ResourceRef, location: str,
+                       spark: SparkSession) -> str | None:
+        if self.keep_versions <= 0:
+            return None
+        marker = storage.read_marker(spark, location)
+        if marker is None:
+            return None
+        resource = ws.resource(ref.name)
+        if resource.is_local:
+            return str(kept_version_path(ws.resource_root(resource), ref.subpath,
+                                         marker["version"]))
+        inner = f"{ref.subpath}/" if ref.subpath else ""
+        return f"{resource.uri}/{KEPT_DIR}/{inner}{KEPT_MARK}{marker['version']}"
+
+    def _prune_kept(self, ws: Workspace, ref: ResourceRef) -> None:
+        resource = ws.resource(ref.name)
+        if self.keep_versions > 0 and resource.is_local:
+            prune_kept(ws.resource_root(resource), ref.subpath, self.keep_versions)
+
+    def _table_metadata(self, df: DataFrame, result: storage.WriteResult,
+                        plan: PlanLineage | None, input_assets: Mapping[str, str],
+                        ws: Workspace) -> dict[str, Any]:
+        fields = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+        uri = result.location if not storage.is_local(result.location) \
+            else f"file://{result.location}"
+        metadata: dict[str, Any] = {
+            "dagster/column_schema": column_schema(fields),
+            "dagster/row_count": MetadataValue.int(result.row_count),
+            "dagster/uri": MetadataValue.text(uri),
+        }
+        if result.size_bytes is not None:
+            metadata["dws/size_bytes"] = MetadataValue.int(result.size_bytes)
+        if plan is not None:
+            direct, described = _describe_lineage(plan, ws, input_assets)
+            metadata["dagster/column_lineage"] = column_lineage(direct)
+            metadata["dws/column_lineage"] = MetadataValue.json(described)
+        return metadata
+
+    # ----------------------------------------------------------------- sources
+
+    def observe_source(self, metadata: Mapping[str, Any], key_path: Sequence[str]
+                       ) -> tuple[str, str]:
+        """Version source data now (local files by their bytes, whatever marker they carry) and
+        record it as an observation; returns (version, URI)."""
+        ws = self._workspace()
+        binding = self.binding_for(metadata, key_path)
+        location = ws.location(binding.ref)
+        what = f"source asset '{'/'.join(key_path)}'"
+        resource = ws.resource(binding.ref.name)
+        if resource.is_local:
+            version = ws.version_of(binding.ref)
+        else:
+            version = self.current_version(ws, binding.ref, self._session(),
+                                           fmt=binding.format, options=binding.read_options,
+                                           what=what)
+        ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)})
+        uri = f"file://{location}" if storage.is_local(location) else location
+        return version, uri
+
+    # ------------------------------------------------------------------- input
+
+    def load_input(self, context: InputContext) -> DataFrame:
+        upstream = context.asset_key.to_user_string()
+        consumer = ", ".join(k.to_user_string() for k in dagster_compat.consumer_asset_keys(
+            context)) or upstream
+        ws = self._workspace()
+        metadata = context.upstream_output.definition_metadata if context.upstream_output \
+            else None
+        binding = self.binding_for(metadata, context.asset_key.path)
+        spark = self._session()
+        what = f"asset '{consumer}' reading '{upstream}'"
+        if context.has_asset_partitions:
+            keys = list(context.asset_partition_keys)
+            refs = [_partition_ref(binding, context.asset_partitions_def, key, what)
+                    for key in keys]
+        else:
+            keys, refs = [], [binding.ref]
+        locations = [ws.location(ref) for ref in refs]
+        self._check_present(ws, refs, locations, keys, spark, what, upstream)
+        versions = [self.current_version(ws, ref, spark, fmt=binding.format,
+                                         options=binding.read_options, what=what)
+                    for ref in refs]
+
+        run_id, step_key = dagster_compat.step_identity(context)
+        reads = _reads(run_id, step_key)
+        loaded = _LoadedInput(upstream, list(zip(refs, versions, strict=True)), locations)
+        others = [pair for name, other in reads.inputs.items() if name != context.name
+                  for pair in other.refs]
+        # Rule (b) and unknown refs, before the asset body runs.
+        ws.store.check_inputs(consumer, [(str(r), v) for r, v in [*others, *loaded.refs]],
+                              outputs=self._consumer_refs(context))
+        reads.inputs[context.name] = loaded
+        base_path = None
+        if refs and keys and is_hive_style(binding.ref, refs[0]):
+            base_path = ws.location(binding.ref)
+        return storage.read(spark, locations, fmt=binding.format, options=binding.read_options,
+                            base_path=base_path, what=what)
+
+    def _consumer_refs(self, context: InputContext) -> list[ResourceRef]:
+        """The refs the consuming step writes, so its own earlier versions (a partitioned asset
+        reading its previous partition) are not taken for a second version of an input."""
+        refs = []
+        for key in dagster_compat.consumer_asset_keys(context):
+            metadata = dagster_compat.asset_metadata(context, key)
+            try:
+                refs.append(self.binding_for(metadata, key.path).ref)
+            except DwsError:
+                continue
+        return refs
+
+    def _check_present(self, ws: Workspace, refs: list[ResourceRef], locations: list[str],
+                       keys: list[str], spark: SparkSession, what: str, upstream: str) -> None:
+        missing = [key or str(ref) for key, ref, location in
+                   zip(keys or [None] * len(refs), refs, locations, strict=True)
+                   if not storage.exists(spark, location)]
+        if not missing:
+            return
+        if keys:
+            shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+            raise MissingPartitionError(
+                f"{what}: {len(missing)} of {len(keys)} partitions have no data ({shown}): "
+                f"materialize them first (e.g. a backfill of '{upstream}'), or narrow the "
+                "partition mapping")
+        raise MissingPartitionError(
+            f"{what}: ref {refs[0]} has no data at {locations[0]}: materialize '{upstream}' "
+            "first")
+
+    def _session(self) -> SparkSession:
+        if self.pyspark is not None and self.pyspark.spark_session is not None:
+            return self.pyspark.spark_session
+        active = SparkSession.getActiveSession()
+        return active if active is not None else SparkSession.builder.getOrCreate()
+
+    def current_version(self, ws: Workspace, ref: ResourceRef, spark: SparkSession, *,
+                        fmt: str = "parquet", options: Mapping[str, str] | None = None,
+                        what: str) -> str:
+        """The version of the data at a ref now: the marker written with it (re-hashed when
+        `verify_inputs`), the byte version of files written outside Spark, or for remote data
+        without a marker a listing or logical version by the resource's versioning mode."""
+        location = ws.location(ref)
+        resource = ws.resource(ref.name)
+        if not self.verify_inputs or not resource.is_local:
+            marker = storage.read_marker(spark, location)
+            if marker is not None:
+                return marker["version"]
+        try:
+            return ws.version_of(ref)
+        except RemoteDataError:
+            pass
+        if resource.versioning == "listing":
+            return storage.remote_listing_version(spark, location)
+        df = storage.read(spark, location, fmt=fmt, options=options, what=what)
+        return storage.dataframe_version(df)[0]
+
+
+def _output_partition(context: OutputContext, asset: str) -> str | None:
+    if not context.has_asset_partitions:
+        return None
+    keys = list(context.asset_partition_keys)
+    if len(keys) != 1:
+        raise DwsError(
+            f"asset '{asset}' materializes {len(keys)} partitions in one step "
+            f"({keys[0]} … {keys[-1]}); SparkWorkspaceIOManager versions each partition on its "
+            "own: use BackfillPolicy.multi_run(1) (one partition per run)")
+    return keys[0]
+
+
+def _partition_ref(binding: Binding, partitions_def: Any, key: str, what: str) -> ResourceRef:
+    dimensions = window = None
+    if isinstance(partitions_def, MultiPartitionsDefinition):
+        dimensions = dict(partitions_def.get_partition_key_from_str(str(key)).keys_by_dimension)
+    elif isinstance(partitions_def, TimeWindowPartitionsDefinition):
+        span = partitions_def.time_window_for_partition_key(str(key))
+        window = (span.start, span.end)
+    return binding.partition_ref(str(key), dimensions=dimensions, window=window, what=what)
+
+
+def _code_version(context: OutputContext) -> str | None:
+    try:
+        return context.asset_spec.code_version
+    except Exception:  # ops outside assets have no spec
+        return None
+
+
+def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[str, str]
+                      ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any]]:
+    """Plan lineage in workspace terms: Dagster's direct column deps (inputs that are assets)
+    and the full description (refs, direct and indirect) for dws/column_lineage."""
+    refs: dict[str, str | None] = {}
+
+    def ref_of(path: str) -> str | None:
+        if path not in refs:
+            ref = ws.ref_for_location(path)
+            refs[path] = str(ref) if ref is not None else None
+        return refs[path]
+
+    def asset_of(ref: str | None) -> str | None:
+        if ref is None:
+            return None
+        for input_ref, asset in input_assets.items():
+            if ResourceRef.parse(input_ref).overlaps(ResourceRef.parse(ref)):
+                return asset
+        return None
+
+    def source(item: Any) -> dict[str, Any]:
+        ref = ref_of(item.path)
+        described = {"ref": ref, "column": item.column, "kind": item.kind.value,
+                     "subtype": item.subtype}
+        if ref is None:
+            described["location"] = item.path
+        asset = asset_of(ref)
+        if asset is not None:
+            described["asset"] = asset
+        return described
+
+    from .spark.plan import LineageKind
+
+    direct: dict[str, list[tuple[str, str]]] = {}
+    columns: dict[str, list[dict[str, Any]]] = {}
+    for column, sources in plan.columns.items():
+        columns[column] = [source(item) for item in sources]
+        direct[column] = [(asset, item.column) for item in sources
+                          if item.kind is LineageKind.DIRECT
+                          and (asset := asset_of(ref_of(item.path))) is not None]
+    described = {"columns": columns, "dataset": [source(item) for item in plan.dataset],
+                 "complete": plan.complete}
+    return direct, described
