@@ -15,8 +15,6 @@ Target: IO manager ≤ 1.05× the plain IO manager.
     python bench/io_manager_overhead.py --rows 5000000 --repeats 3
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import shutil

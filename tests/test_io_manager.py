@@ -2,6 +2,7 @@
 
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from dws_dagster import (
     Workspace,
     dws_ref,
 )
+from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import restore_snapshot, take_snapshot
 from dws_dagster.workspace.swap import kept_versions
@@ -330,3 +332,18 @@ def test_marker_lets_workspace_layer_agree_without_spark(spark, pipeline_ws, ins
         recorded = latest(instance, name)["metadata"]["dws/version"]
         assert Workspace.open(ws.root).version_of(f"intermediate-data/{name}") == recorded
     assert os.path.isfile(ws.local_path("intermediate-data/hourly") / "_dws_version.json")
+
+
+def test_git_commit_is_recorded_when_the_workspace_is_a_repository(spark, pipeline_ws,
+                                                                   instance):
+    ws = pipeline_ws
+    git = ["git", "-C", str(ws.root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "data"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    git_commit.cache_clear()
+    run(build_assets(), ws, instance, selection=["enriched"])
+    assert latest(instance, "enriched")["metadata"]["dws/git_commit"] == head
+    assert ws.store.get("intermediate-data/enriched").lineage_record().step.git_commit == head

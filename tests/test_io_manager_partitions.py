@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 from dagster import (
+    AssetIn,
     DagsterInstance,
     DailyPartitionsDefinition,
     StaticPartitionsDefinition,
+    TimeWindowPartitionMapping,
     asset,
     materialize,
 )
@@ -87,6 +89,28 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
     rows = spark.read.parquet(str(ws.local_path("intermediate-data/summary"))).collect()
     assert sorted((r.day, r["count"]) for r in rows) == [
         ("2024-01-01", 10), ("2024-01-02", 20), ("2024-01-03", 30)]
+
+
+def test_a_partition_range_is_read_as_one_input(spark, pipeline_ws, instance):
+    ws = pipeline_ws
+    events, _, _ = daily_assets(spark)
+
+    @asset(partitions_def=DAYS, metadata=dws_ref("intermediate-data", "two_days"),
+           ins={"events": AssetIn(partition_mapping=TimeWindowPartitionMapping(start_offset=-1))})
+    def two_days(events: DataFrame) -> DataFrame:
+        return events.groupBy("day").count()
+
+    resources = {"io_manager": io_manager(ws)}
+    for key in DAYS.get_partition_keys():
+        materialize([events], partition_key=key, instance=instance, resources=resources)
+    materialize([events, two_days], partition_key="2024-01-03", instance=instance,
+                resources=resources, selection=["two_days"])
+    meta = latest(instance, "two_days", "2024-01-03")["metadata"]
+    assert [i["ref"] for i in meta["dws/inputs"]] == [
+        "intermediate-data/events/2024-01-02", "intermediate-data/events/2024-01-03"]
+    rows = spark.read.parquet(str(ws.local_path("intermediate-data/two_days/2024-01-03")))
+    assert sorted((r.day, r["count"]) for r in rows.collect()) == [
+        ("2024-01-02", 20), ("2024-01-03", 30)]
 
 
 def test_missing_partitions_are_named(spark, pipeline_ws, instance):

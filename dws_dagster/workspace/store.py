@@ -551,9 +551,10 @@ def _unknown_message(step: str, ref: str, state: RefState) -> str:
     attempt = state.attempt or {}
     writer = (attempt.get("step") or {}).get("name") or state.owner or "its writer"
     when = attempt.get("end_time") or attempt.get("start_time") or "an earlier run"
+    good = f"; its last good version was {short(state.version)}" if state.version else ""
     return (f"step '{step}' may not read ref {ref}: its data may be partial after step "
-            f"'{writer}' failed ({when}). Re-run '{writer}' to rewrite {ref}, then re-run "
-            f"'{step}'")
+            f"'{writer}' failed ({when}){good}. Re-run '{writer}' to rewrite {ref}, then "
+            f"re-run '{step}'")
 
 
 def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
