@@ -39,6 +39,9 @@ _EXPORTS = {
     "BindingError": "dws_dagster.bindings",
     "check_definitions": "dws_dagster.definitions_check",
     "dws_source_asset": "dws_dagster.source_assets",
+    "dws_metrics": "dws_dagster.materialization",
+    "lineage_sensor": "dws_dagster.sensor",
+    "process_events": "dws_dagster.sensor",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -61,7 +64,9 @@ if TYPE_CHECKING:
         WorkspaceNotFoundError,
     )
     from .io_manager import MissingPartitionError, OutputTypeError, SparkWorkspaceIOManager
+    from .materialization import dws_metrics
     from .resources import WorkspaceResource
+    from .sensor import lineage_sensor, process_events
     from .source_assets import dws_source_asset
     from .workspace.config import Resource, Workspace
     from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage

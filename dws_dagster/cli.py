@@ -285,6 +285,89 @@ def cmd_version(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ol_transport(ws: Workspace) -> tuple[Any, str]:
+    from .ol.transport import make_transport
+
+    return make_transport(ws)
+
+
+def _when(value: Any) -> str:
+    return "-" if value is None else value.isoformat(timespec="seconds")
+
+
+def cmd_ol_status(args: argparse.Namespace) -> int:
+    from .ol.outbox import Outbox
+
+    ws = _open(args)
+    try:
+        transport, description = _ol_transport(ws)
+        transport.close()
+    except DwsError as exc:  # show the outbox anyway: it is what holds the events
+        description = f"not usable: {exc}"
+    outbox = Outbox(ws)
+    status = outbox.status()
+    if args.format == "json":
+        _print_json({"outbox": str(outbox.dir), "transport": description, **status.to_json()})
+        return 0
+    print(f"OpenLineage outbox ({outbox.dir})")
+    print(f"  transport:  {description}")
+    oldest = f" (oldest event {status.oldest_pending_time})" if status.pending else ""
+    print(f"  pending:    {status.pending}{oldest}")
+    print(f"  delivered:  {status.delivered} (last at {_when(status.last_delivery_at)})")
+    if status.attempts:
+        print(f"  failing:    {status.attempts} attempt(s) in a row; next attempt at "
+              f"{_when(status.next_attempt_at)}")
+    if status.last_error:
+        print(f"  last error: {status.last_error} (at {_when(status.last_error_at)})")
+    print(f"  spool:      {status.spool_bytes} bytes in {status.segments} segment(s)")
+    return 0
+
+
+def cmd_ol_deliver(args: argparse.Namespace) -> int:
+    from .ol.outbox import Outbox
+
+    ws = _open(args)
+    transport, description = _ol_transport(ws)
+    try:
+        report = Outbox(ws).deliver(transport, budget_seconds=args.budget, ignore_backoff=True)
+    finally:
+        transport.close()
+    if args.format == "json":
+        _print_json({"transport": description, **report.to_json()})
+    elif report.busy:
+        print(f"another process is delivering now; {report.pending} event(s) pending")
+    elif report.paused:
+        print(f"OpenLineage is disabled ({description}); {report.pending} event(s) pending")
+    elif report.failed:
+        print(f"sent {report.sent} event(s) to {description}, then: {report.last_error}; "
+              f"{report.pending} pending, next attempt at {_when(report.next_attempt_at)}")
+    else:
+        print(f"sent {report.sent} event(s) to {description}; {report.pending} pending")
+    return 1 if report.failed else 0
+
+
+def cmd_ol_replay(args: argparse.Namespace) -> int:
+    from .ol.outbox import Outbox, parse_time
+
+    since = parse_time(args.since, what="--since") if args.since else None
+    ws = _open(args)
+    outbox = Outbox(ws)
+    total = outbox.count(since)
+    scope = f" since {since.isoformat()}" if since else ""
+    if args.dry_run:
+        print(f"would replay {total} archived event(s){scope}")
+        return 0
+    transport, description = _ol_transport(ws)
+    bar = _progress(total, "replaying", unit="event")
+    try:
+        sent = outbox.replay(transport, since, progress=lambda event: bar.update(1))
+    finally:
+        bar.close()
+        transport.close()
+    print(f"replayed {sent} archived event(s){scope} to {description}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -370,6 +453,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("version", cmd_version, "content version of a ref's data now", formats=True)
     p.add_argument("ref", metavar="REF")
+
+    ol_help = "OpenLineage events for catalogs: outbox status, deliver now, replay the archive"
+    p = sub.add_parser("openlineage", help=ol_help, description=ol_help)
+    ol = p.add_subparsers(dest="ol_command", metavar="ACTION", required=True)
+
+    def add_ol(name: str, handler: Handler, help_text: str, *, formats: bool = False
+               ) -> argparse.ArgumentParser:
+        parents = [common, fmt] if formats else [common]
+        command = ol.add_parser(name, parents=parents, help=help_text, description=help_text)
+        command.set_defaults(handler=handler)
+        return command
+
+    add_ol("status", cmd_ol_status, "pending and delivered events, last error, transport",
+           formats=True)
+    q = add_ol("deliver", cmd_ol_deliver, "send pending events now (ignores the backoff wait)",
+               formats=True)
+    q.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                   help="stop sending after this long (default: 60)")
+    q = add_ol("replay", cmd_ol_replay, "send archived events again, e.g. to a new catalog")
+    q.add_argument("--since", metavar="WHEN",
+                   help="only events whose eventTime is at or after WHEN (ISO-8601 date or "
+                        "datetime; UTC unless it names a zone)")
+    q.add_argument("--dry-run", action="store_true", help="only count the events")
     return parser
 
 

@@ -9,10 +9,11 @@ silently losing data versions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dagster import AssetKey, DataVersion, InputContext, OutputContext
+from dagster import AssetKey, DagsterEventType, DataVersion, InputContext, OutputContext
 
 from .errors import DwsError
 
@@ -76,3 +77,61 @@ def op_config(context: InputContext | OutputContext) -> Mapping[str, Any]:
     if isinstance(config, Mapping):
         return dict(config)
     return {"config": config}
+
+
+def read_event_records(instance: Any, event_types: Sequence[DagsterEventType], *,
+                       after_storage_id: int, limit: int) -> list[Any]:
+    """The first `limit` event records of any of `event_types` after `after_storage_id`, oldest
+    first, across all assets and runs.
+
+    Asset events are read with the deprecated `get_event_records` (Dagster's `fetch_*` readers
+    need an asset key; this is the one way to read every asset's events in storage order), run
+    status events with `fetch_run_status_changes`; on the default run-sharded SQLite storage
+    both read the index shard, so storage ids are comparable. One query per type, each
+    ascending and limited, merged: the merged first `limit` are exactly the first `limit` of
+    the whole log, since every type contributes its own first `limit`.
+    """
+    from dagster import EventRecordsFilter
+    from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+    from dagster._core.storage.event_log.base import EventLogCursor
+
+    records: list[Any] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecation and "use fetch_*" advice
+        for event_type in event_types:
+            if event_type in EVENT_TYPE_TO_PIPELINE_RUN_STATUS:
+                cursor = EventLogCursor.from_storage_id(after_storage_id).to_string()
+                records.extend(instance.fetch_run_status_changes(
+                    event_type, limit=limit, cursor=cursor, ascending=True).records)
+            else:
+                records.extend(instance.get_event_records(
+                    EventRecordsFilter(event_type=event_type, after_cursor=after_storage_id),
+                    limit=limit, ascending=True))
+    records.sort(key=lambda record: record.storage_id)
+    return records[:limit]
+
+
+def parent_partition_keys(asset_graph: Any, partition: str | None, parent: AssetKey,
+                          child: AssetKey) -> list[str] | None:
+    """The partitions of `parent` that `child`'s `partition` reads (its partition mapping), or
+    None when unknown (unpartitioned parent, or a mapping Dagster cannot evaluate here)."""
+    try:
+        if asset_graph.get(parent).partitions_def is None:
+            return None
+        result = asset_graph.get_parent_partition_keys_for_child(partition, parent, child)
+        return sorted(result.partitions_subset.get_partition_keys())
+    except Exception:
+        return None
+
+
+def run_created(instance: Any, run_id: str) -> Any:
+    """When a run was created (a timezone-aware datetime), or None for an unknown run."""
+    import datetime as dt
+
+    record = instance.get_run_record_by_id(run_id)
+    if record is None:
+        return None
+    created = record.create_timestamp
+    if isinstance(created, dt.datetime):
+        return created if created.tzinfo else created.replace(tzinfo=dt.UTC)
+    return dt.datetime.fromtimestamp(float(created), dt.UTC)

@@ -158,7 +158,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         ws = self._workspace()
         binding = self.binding_for(context.definition_metadata, context.asset_key.path)
         partition = _output_partition(context, asset)
-        ref = binding.ref if partition is None else _partition_ref(
+        ref = binding.ref if partition is None else partition_ref(
             binding, context.asset_partitions_def, partition, f"asset '{asset}'")
         location = ws.location(ref)
         reads = _reads(context.run_id, context.step_key)
@@ -273,9 +273,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
     # ----------------------------------------------------------------- sources
 
     def observe_source(self, metadata: Mapping[str, Any], key_path: Sequence[str]
-                       ) -> tuple[str, str]:
+                       ) -> tuple[str, str, str]:
         """Version source data now (local files by their bytes, whatever marker they carry) and
-        record it as an observation; returns (version, URI)."""
+        record it as an observation; returns (version, URI, observation time)."""
         ws = self._workspace()
         binding = self.binding_for(metadata, key_path)
         location = ws.location(binding.ref)
@@ -287,9 +287,10 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             version = self.current_version(ws, binding.ref, self._session(),
                                            fmt=binding.format, options=binding.read_options,
                                            what=what)
-        ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)})
+        at = now_iso()
+        ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)}, at=at)
         uri = f"file://{location}" if storage.is_local(location) else location
-        return version, uri
+        return version, uri, at
 
     # ------------------------------------------------------------------- input
 
@@ -305,7 +306,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         what = f"asset '{consumer}' reading '{upstream}'"
         if context.has_asset_partitions:
             keys = list(context.asset_partition_keys)
-            refs = [_partition_ref(binding, context.asset_partitions_def, key, what)
+            refs = [partition_ref(binding, context.asset_partitions_def, key, what)
                     for key in keys]
         else:
             keys, refs = [], [binding.ref]
@@ -399,7 +400,8 @@ def _output_partition(context: OutputContext, asset: str) -> str | None:
     return keys[0]
 
 
-def _partition_ref(binding: Binding, partitions_def: Any, key: str, what: str) -> ResourceRef:
+def partition_ref(binding: Binding, partitions_def: Any, key: str, what: str) -> ResourceRef:
+    """The ref of one partition of a bound asset (time windows and dimensions filled in)."""
     dimensions = window = None
     if isinstance(partitions_def, MultiPartitionsDefinition):
         dimensions = dict(partitions_def.get_partition_key_from_str(str(key)).keys_by_dimension)

@@ -106,3 +106,36 @@ def column_lineage(direct: Mapping[str, Sequence[tuple[str, str]]]) -> TableColu
         column: [TableColumnDep(asset_key=AssetKey.from_user_string(asset), column_name=name)
                  for asset, name in sorted(set(deps))]
         for column, deps in direct.items()})
+
+
+META_METRICS = "dws/metrics"
+
+
+def dws_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Output metadata carrying a results asset's metrics, for `results.json` and snapshots.
+
+    Use in the asset body as `context.add_output_metadata(dws_metrics({"mae": mae}))` or
+    `Output(df, metadata=dws_metrics(...))`. Without it, the lineage sensor takes the
+    materialization's numeric metadata (other than Dagster's and dws_dagster's own) as metrics.
+    """
+    from .workspace.records import sanitize_parameters
+
+    clean = sanitize_parameters(metrics, what="metric")
+    return {META_METRICS: MetadataValue.json(clean)}
+
+
+def metrics_from_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A results asset's metrics: `dws/metrics` if the asset set it, else its numeric metadata
+    (Dagster's `dagster/...` and dws_dagster's `dws/...` keys are bookkeeping, not metrics)."""
+    explicit = _plain(metadata.get(META_METRICS))
+    if isinstance(explicit, Mapping):
+        return dict(explicit)
+    found: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if key.startswith(("dagster/", "dws/")):
+            continue
+        plain = _plain(value)
+        if isinstance(plain, bool) or not isinstance(plain, int | float):
+            continue
+        found[key] = plain
+    return found

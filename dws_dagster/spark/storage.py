@@ -33,6 +33,7 @@ from ..errors import DwsError
 from ..workspace.files import atomic_write_json, canonical_json
 from ..workspace.swap import STAGING_PREFIX, recover, swap_into_place
 from ..workspace.versions import (
+    DESCRIPTION_FILES,
     LISTING_PREFIX,
     MARKER_NAME,
     MARKER_SCHEME,
@@ -235,9 +236,17 @@ def read(spark: SparkSession, location: str | Sequence[str], *, fmt: str = "parq
         reader = reader.option("header", "true").option("inferSchema", "true")
     if base_path is not None:
         reader = reader.option("basePath", base_path)
+    if "pathGlobFilter" not in (options or {}) and any(
+            is_local(item) and _has_description_files(local_path(item)) for item in locations):
+        # results.json beside a results asset's data is not data: read the part files only.
+        reader = reader.option("pathGlobFilter", "part-*")
     for key, value in (options or {}).items():
         reader = reader.option(key, value)
     return reader.load(locations[0] if len(locations) == 1 else locations)
+
+
+def _has_description_files(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in DESCRIPTION_FILES)
 
 
 def exists(spark: SparkSession | None, location: str) -> bool:

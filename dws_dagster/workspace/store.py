@@ -487,8 +487,63 @@ class LineageStore:
             self._append(ops)
         return wanted
 
+    def apply(self, record: LineageRecord) -> bool:
+        """Apply a materialization recorded elsewhere (the lineage sensor replaying the event
+        log); True if it changed the lineage.
+
+        Idempotent and never a step back: a record its writer already committed is skipped,
+        unless it enriches the current record of the same run (results metrics); a record the
+        store never saw (a store rebuilt from the event log) is applied only if it is not older
+        than the current one, so replaying old events cannot undo later runs or a restore.
+        """
+        data = record.to_json()
+        run_id = record.step.run_id if record.step is not None else None
+        with self.locked():
+            self.refresh()
+            state = self._refs.get(record.ref)
+            current = state.record if state is not None else None
+            if current == data:
+                return False
+            known = self.find_record(record.ref, record.version) if record.version else None
+            if known is not None and (known.get("step") or {}).get("run_id") == run_id:
+                same_run_is_current = (
+                    state is not None and state.attempt is None and current is not None
+                    and current.get("version") == record.version
+                    and (current.get("step") or {}).get("run_id") == run_id)
+                if not same_run_is_current:
+                    return False
+            elif current is not None and (current.get("end_time") or "") > \
+                    (record.end_time or ""):
+                return False
+            if record.step is not None and record.step.kind != "observation":
+                clashes = self.conflicts(record.step.name, as_ref(record.ref))
+                if clashes:
+                    raise LineageConflictError(
+                        conflict_message(record.step.name, as_ref(record.ref), clashes))
+            self._append([{"op": "record", "record": data}])
+            return True
+
+    def apply_failure(self, record: LineageRecord, *, unknown: bool = False) -> bool:
+        """Record a failed attempt found after the fact (a run that failed or was cancelled
+        before materializing a planned asset); True if it was new. Skipped when that run's
+        attempt is already recorded, the run did materialize the ref, or a later good record
+        exists — so replays add nothing and the last good lineage is always kept."""
+        run_id = record.step.run_id if record.step is not None else None
+        with self.locked():
+            self.refresh()
+            state = self._refs.get(record.ref)
+            if state is not None:
+                for seen in (state.attempt, state.record):
+                    if seen is not None and (seen.get("step") or {}).get("run_id") == run_id:
+                        return False
+                good_end = (state.record or {}).get("end_time") or ""
+                if good_end and good_end > (record.end_time or record.start_time or ""):
+                    return False
+            self._append([{"op": "fail", "record": record.to_json(), "unknown": unknown}])
+            return True
+
     def observe(self, ref: ResourceRef | str, version: str,
-                extra: dict[str, Any] | None = None) -> bool:
+                extra: dict[str, Any] | None = None, *, at: str | None = None) -> bool:
         """Record the version of data no step wrote (source data); False if already known."""
         key = str(as_ref(ref))
         with self.locked():
@@ -500,7 +555,7 @@ class LineageStore:
                 return False  # a step writes this ref: drift is reported, not adopted
             record = LineageRecord(ref=key, version=version,
                                    step=StepInfo(name="observation", kind="observation"),
-                                   start_time=now_iso(), end_time=now_iso(),
+                                   start_time=at or now_iso(), end_time=at or now_iso(),
                                    extra=extra or {})
             self._append([{"op": "record", "record": record.to_json()}])
             return True

@@ -28,6 +28,8 @@ CONTENT_PREFIX = ""
 #: and the byte version of the files it describes (ignored by Spark and by byte versions).
 MARKER_NAME = "_dws_version.json"
 MARKER_SCHEME = "spark-logical-1"
+#: Files beside Spark-written data that describe it (metrics, lineage) rather than hold it.
+DESCRIPTION_FILES = ("results.json", "lineage.json")
 LISTING_PREFIX = "ls-"
 _CHUNK = 1 << 20
 #: Spark: part-00000-<uuid>[_00000][-c000].<ext>; the UUID changes on every write.
@@ -136,8 +138,12 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
     """The version of the data at `path`: the version recorded in its marker while the files
     are byte for byte those the marker describes, else the byte content version."""
     target = Path(path)
-    version = content_version(target, exclude_top=exclude_top, progress=progress)
     marker = target / MARKER_NAME
+    if target.is_dir() and marker.is_file():
+        # results.json / lineage.json describe Spark-written data (the lineage sensor and
+        # snapshots put them beside it); they are not part of it.
+        exclude_top = (*exclude_top, *DESCRIPTION_FILES)
+    version = content_version(target, exclude_top=exclude_top, progress=progress)
     if target.is_dir() and marker.is_file():
         try:
             data = orjson.loads(marker.read_bytes())

@@ -1,0 +1,223 @@
+"""What the lineage sensor learns about an asset from the code location's definitions: its
+workspace binding, partitions, inputs and data-less deps, source code, owners, description.
+
+The sensor runs in the code location's process, so the definitions are the ones the runs used
+(or the newest, for events of older runs). Each lookup is cached for the catalog's life: one
+sensor tick.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetKey, TimeWindowPartitionsDefinition
+
+from . import dagster_compat
+from .bindings import Binding, binding_from_metadata
+from .errors import DwsError
+from .workspace.config import Workspace
+from .workspace.gitinfo import git_branch, git_commit, git_remote_url, git_toplevel
+from .workspace.refs import ResourceRef
+
+#: Above this many upstream partitions a START event names the upstream asset's whole ref.
+MAX_LISTED_PARTITIONS = 100
+
+
+@dataclass(frozen=True)
+class AssetCode:
+    """Where an asset's function is and what it says."""
+
+    source: str | None
+    path: str | None
+    git_url: str | None
+    git_commit: str | None
+    git_branch: str | None
+
+
+class AssetCatalog:
+    """Asset facts from a repository definition (None: events only, no definitions)."""
+
+    def __init__(self, ws: Workspace, repository_def: Any | None, *,
+                 default_resource: str | None = None) -> None:
+        self.ws = ws
+        self.repository_def = repository_def
+        self.default_resource = default_resource
+        self._owned: dict[str, list[tuple[str, str | None]]] | None = None
+        self._graph = None
+        if repository_def is not None:
+            try:
+                self._graph = repository_def.asset_graph
+            except Exception:  # a repository without assets
+                self._graph = None
+
+    def node(self, key: AssetKey) -> Any | None:
+        if self._graph is None or not self._graph.has(key):
+            return None
+        return self._graph.get(key)
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one catalog per tick
+    def binding(self, key: AssetKey) -> Binding | None:
+        """The asset's workspace binding: its `dws_ref` metadata, else the default resource at
+        its key path; None when it is not a workspace asset (or its binding is invalid)."""
+        node = self.node(key)
+        metadata = node.metadata if node is not None else {}
+        default = None
+        if "dws/ref" not in (metadata or {}):
+            name = self.default_resource
+            if name is None:
+                return None
+            default = ResourceRef(name, "/".join(key.path))
+        try:
+            binding = binding_from_metadata(metadata, default_ref=default,
+                                            what=f"asset '{key.to_user_string()}'")
+            self.ws.check_ref(binding.ref)
+        except DwsError:
+            return None
+        return binding
+
+    def partition_ref(self, key: AssetKey, partition: str | None) -> ResourceRef | None:
+        """The ref a (partition of an) asset writes: from its definition, else from the
+        workspace store (the refs the asset's step claimed), for events of assets this code
+        location does not define."""
+        binding = self.binding(key)
+        if binding is None:
+            return self._owned_ref(key.to_user_string(), partition)
+        if partition is None:
+            return binding.ref
+        node = self.node(key)
+        if node is None or node.partitions_def is None:
+            return None
+        from .io_manager import partition_ref
+
+        try:
+            return partition_ref(binding, node.partitions_def, partition,
+                                 f"asset '{key.to_user_string()}'")
+        except DwsError:
+            return None
+
+    def _owned_ref(self, asset: str, partition: str | None) -> ResourceRef | None:
+        if self._owned is None:
+            self._owned = {}
+            for ref, state in self.ws.store.items():
+                if state.owner is None:
+                    continue
+                latest = state.latest or {}
+                part = (latest.get("step") or {}).get("partition")
+                self._owned.setdefault(state.owner, []).append((ref, part))
+        found = [ref for ref, part in self._owned.get(asset, []) if part == partition]
+        return ResourceRef.parse(found[0]) if len(found) == 1 else None
+
+    def data_inputs(self, key: AssetKey) -> list[AssetKey]:
+        """Upstream assets whose data the asset loads (its function's arguments)."""
+        return self._inputs(key)[0]
+
+    def dependencies(self, key: AssetKey) -> list[AssetKey]:
+        """Upstream assets the asset depends on without loading their data (`deps=`)."""
+        return self._inputs(key)[1]
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019
+    def _inputs(self, key: AssetKey) -> tuple[list[AssetKey], list[AssetKey]]:
+        assets_def = self._assets_def(key)
+        if assets_def is None:
+            node = self.node(key)
+            return (sorted(node.parent_keys, key=lambda k: k.path) if node else []), []
+        data, nothing = [], []
+        try:
+            node_def = assets_def.node_def
+            keys_by_input = assets_def.keys_by_input_name
+            for input_def in node_def.input_defs:
+                upstream = keys_by_input.get(input_def.name)
+                if upstream is None or upstream == key:
+                    continue
+                (nothing if input_def.dagster_type.is_nothing else data).append(upstream)
+        except Exception:  # unusual definitions (graph-backed assets): deps as data
+            data = sorted(self.node(key).parent_keys, key=lambda k: k.path) \
+                if self.node(key) else []
+        return sorted(set(data), key=lambda k: k.path), sorted(set(nothing),
+                                                               key=lambda k: k.path)
+
+    def input_refs(self, key: AssetKey, partition: str | None) -> list[ResourceRef]:
+        """The refs a planned (partition of an) asset will read, as far as the definitions
+        tell: each data input's partitions under its partition mapping, else its whole ref."""
+        refs: list[ResourceRef] = []
+        for upstream in self.data_inputs(key):
+            binding = self.binding(upstream)
+            if binding is None:
+                continue
+            keys = dagster_compat.parent_partition_keys(self._graph, partition, upstream, key) \
+                if self._graph is not None and partition is not None else None
+            if keys and len(keys) <= MAX_LISTED_PARTITIONS:
+                found = [self.partition_ref(upstream, item) for item in keys]
+                refs.extend(ref for ref in found if ref is not None)
+            else:
+                refs.append(binding.ref)
+        return refs
+
+    def nominal_window(self, key: AssetKey, partition: str | None) -> tuple[Any, Any] | None:
+        node = self.node(key)
+        if partition is None or node is None:
+            return None
+        partitions_def = node.partitions_def
+        if not isinstance(partitions_def, TimeWindowPartitionsDefinition):
+            return None
+        try:
+            window = partitions_def.time_window_for_partition_key(partition)
+        except Exception:
+            return None
+        return window.start, window.end
+
+    def description(self, key: AssetKey) -> str | None:
+        node = self.node(key)
+        return node.description if node is not None else None
+
+    def owners(self, key: AssetKey) -> tuple[str, ...]:
+        node = self.node(key)
+        return tuple(node.owners) if node is not None else ()
+
+    def code_version(self, key: AssetKey) -> str | None:
+        node = self.node(key)
+        return node.code_version if node is not None else None
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019
+    def code(self, key: AssetKey) -> AssetCode:
+        """The asset function's source and where it lives (git remote, commit, path)."""
+        fn = self._function(key)
+        source = path = None
+        if fn is not None:
+            try:
+                source = inspect.getsource(fn)
+                path = inspect.getsourcefile(fn)
+            except (OSError, TypeError):
+                pass
+        folder = Path(path).parent if path else self.ws.root
+        top = git_toplevel(folder)
+        if path and top is not None:
+            try:
+                path = Path(path).resolve().relative_to(top.resolve()).as_posix()
+            except ValueError:
+                pass
+        commit = git_commit(folder) if top is not None else None
+        return AssetCode(source=source, path=path, git_url=git_remote_url(folder) if top else None,
+                         git_commit=commit, git_branch=git_branch(folder) if top else None)
+
+    def _assets_def(self, key: AssetKey) -> Any | None:
+        if self.repository_def is None:
+            return None
+        try:
+            return self.repository_def.assets_defs_by_key.get(key)
+        except Exception:
+            return None
+
+    def _function(self, key: AssetKey) -> Any | None:
+        assets_def = self._assets_def(key)
+        if assets_def is None:
+            return None
+        try:
+            compute = assets_def.op.compute_fn
+        except Exception:
+            return None
+        return getattr(compute, "decorated_fn", compute)

@@ -1,0 +1,101 @@
+"""What the lineage sensor knows about one asset's run, as plain data.
+
+The sensor fills these from Dagster (event log, asset definitions, materialization metadata);
+`events.py` turns them into OpenLineage events. Nothing here imports Dagster or Spark, so the
+event builders are testable on their own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EventKind = Literal["START", "COMPLETE", "FAIL", "ABORT"]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A dataset an asset reads or writes.
+
+    `location` is where the data lives: an absolute local path, a `file://` URI, or a URI such
+    as `s3a://bucket/key`, `hdfs://host:8020/path`, `abfss://container@account.dfs.core.windows.net/p`;
+    `ref` is the workspace's logical name for it (`resource/subpath`), None outside the workspace.
+    """
+
+    location: str
+    ref: str | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    """An asset's output with what its materialization recorded."""
+
+    dataset: DatasetInfo
+    #: (column name, Spark simple type such as `bigint` or `array<string>`, nullable)
+    schema: tuple[tuple[str, str, bool], ...] = ()
+    rows: int | None = None
+    size_bytes: int | None = None
+    #: parquet, csv, json or orc
+    file_format: str | None = None
+    #: the `dws/column_lineage` metadata as the IO manager recorded it:
+    #: {"columns": {out_col: [source, ...]}, "dataset": [source, ...], "complete": bool}, each
+    #: source {"ref": str|None, "column": str, "kind": "DIRECT"|"INDIRECT", "subtype": str,
+    #: "location"?: str (when ref is None), "asset"?: str}
+    column_lineage: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """The OpenLineage job of one asset (one job per asset)."""
+
+    namespace: str
+    #: the asset key as a user string, e.g. `yellow_rides_hourly_forecast` or `taxi/raw`
+    name: str
+    description: str | None = None
+    #: Dagster asset owners: e-mail addresses or `team:name`
+    owners: tuple[str, ...] = ()
+    #: source code of the asset function
+    source_code: str | None = None
+    #: file of the asset function: relative to the git repository root when known, else absolute
+    source_path: str | None = None
+    git_url: str | None = None
+    git_commit: str | None = None
+    git_branch: str | None = None
+    code_version: str | None = None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The Dagster run an asset's OpenLineage run belongs to (its parent and root)."""
+
+    dagster_run_id: str
+    #: the Dagster job the run executes (e.g. `__ASSET_JOB` or a named asset job)
+    dagster_job: str
+    #: when the Dagster run was created: with the ids, makes the OpenLineage run id deterministic
+    dagster_run_created: dt.datetime
+    partition: str | None = None
+    #: time window of a time-partition (nominal time)
+    nominal_start: dt.datetime | None = None
+    nominal_end: dt.datetime | None = None
+    #: asset keys this asset depends on without loading their data (Dagster `deps=`)
+    dependencies: tuple[str, ...] = ()
+    dagster_version: str | None = None
+    spark_version: str | None = None
+
+
+@dataclass(frozen=True)
+class AssetRunEvent:
+    """One state change of one asset's run, to become one OpenLineage RunEvent."""
+
+    kind: EventKind
+    event_time: dt.datetime
+    job: JobInfo
+    run: RunInfo
+    inputs: tuple[DatasetInfo, ...] = ()
+    outputs: tuple[OutputInfo, ...] = ()
+    error_message: str | None = None
+    stack_trace: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)

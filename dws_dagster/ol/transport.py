@@ -1,0 +1,295 @@
+"""Where OpenLineage events go: the client's own configuration, found from the workspace.
+
+The OpenLineage client resolves its transport (config file, `OPENLINEAGE__...` variables,
+`OPENLINEAGE_URL`, `OPENLINEAGE_DISABLED`); this module reuses that resolution and changes only
+what a durable outbox needs:
+
+- an `openlineage.yml` at the workspace root is used when neither `OPENLINEAGE_CONFIG` nor the
+  current folder has one (before `~/.openlineage/openlineage.yml`);
+- with no configuration at all, events are appended to
+  `.dataworkspace/openlineage/events.jsonl` instead of being logged to the console;
+- an HTTP transport whose config sets no `retry` gets none: the outbox retries across sensor
+  ticks with its own backoff, so a catalog that is down costs one request, not the client's
+  ~9 s of retries;
+- a composite transport whose config does not set `continue_on_failure` stops at the first
+  failing transport, so a catalog that is down makes the outbox retry (at-least-once) instead
+  of losing the event because another catalog took it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urljoin, urlsplit
+
+import attr
+import yaml
+from openlineage.client import OpenLineageClient
+from openlineage.client.transport import Transport
+from openlineage.client.transport.composite import CompositeTransport
+from openlineage.client.transport.file import FileConfig, FileTransport
+from openlineage.client.transport.http import HttpTransport
+from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
+
+from ..errors import DwsError
+from ..workspace.records import REDACTED, is_secret_name, strip_userinfo
+
+if TYPE_CHECKING:
+    from ..workspace.config import Workspace
+
+CONFIG_FILE_NAME = "openlineage.yml"
+#: Under the workspace's `.dataworkspace/`: where events go when nothing is configured.
+DEFAULT_EVENTS_FILE = Path("openlineage") / "events.jsonl"
+#: urllib3 Retry settings for "one request per attempt"; status_forcelist is emptied so a 5xx
+#: comes back as an HTTPError naming the status instead of a retry-exhausted error.
+NO_RETRY: dict[str, Any] = {"total": 0, "connect": 0, "read": 0, "status": 0,
+                            "backoff_factor": 0, "status_forcelist": [],
+                            "allowed_methods": ["HEAD", "POST"]}
+_ENV_PREFIX = "OPENLINEAGE__"
+_AUTH_NAMES = {"ApiKey": "API-key", "Jwt": "JWT", "OAuth2ClientCredentials": "OAuth2"}
+_CLIENT_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, AttributeError)
+
+
+class TransportConfigError(DwsError):
+    """The OpenLineage transport configuration cannot be read or used."""
+
+
+def make_transport(workspace: Workspace) -> tuple[Transport, str]:
+    """The configured transport for `workspace`, and a one-line description free of secrets."""
+    env_sources = sorted(k for k in os.environ if k.startswith(_ENV_PREFIX))
+    with _openlineage_environ_kept():
+        client = _WorkspaceClient(workspace, env_sources)
+    transport = client.transport
+    settings = dict(client.config.transport or {})
+    _tune(transport, settings)
+    if client.defaulted:
+        source = "the default: no OpenLineage configuration found"
+    elif transport.kind == "noop" and _disabled():
+        source = "OPENLINEAGE_DISABLED=true"
+    elif not settings.get("type"):
+        source = "OPENLINEAGE_URL"
+    else:
+        source = _sources(client.config_path, env_sources)
+    return transport, redact(f"{describe(transport)}; from {source}", transport)
+
+
+class _WorkspaceClient(OpenLineageClient):
+    """The client's resolution with the workspace's config file and a file default."""
+
+    def __init__(self, workspace: Workspace, env_sources: list[str]) -> None:
+        self._workspace = workspace
+        self.config_path: str | None = None
+        self.defaulted = False
+        try:
+            super().__init__()
+        except _CLIENT_ERRORS as exc:
+            where = _sources(self.config_path, env_sources)
+            raise TransportConfigError(
+                f"the OpenLineage transport configuration ({where}) is invalid: "
+                f"{redact(error_text(exc))}; fix it, or remove it to write events to "
+                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}") from None
+
+    def _find_yaml_config_path(self) -> str | None:  # type: ignore[override]
+        explicit = os.environ.get("OPENLINEAGE_CONFIG")
+        if explicit and not os.path.isfile(explicit):
+            raise TransportConfigError(
+                f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
+                "variable or unset it")
+        found = OpenLineageClient._find_yaml_config_path()
+        home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
+        ours = self._workspace.root / CONFIG_FILE_NAME
+        if (found is None or (found == home and not explicit)) and ours.is_file():
+            found = str(ours)
+        self.config_path = found
+        return found
+
+    def _get_config_file_content(self, config_path: str) -> dict[str, Any]:  # type: ignore[override]
+        # The client logs a broken file and carries on unconfigured; we would then silently
+        # write to the default file, so refuse instead.
+        try:
+            with open(config_path, encoding="utf-8") as handle:
+                content = yaml.safe_load(handle)
+        except (OSError, yaml.YAMLError) as exc:
+            raise TransportConfigError(
+                f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix "
+                "it") from None
+        if content is None:
+            return {}
+        if not isinstance(content, dict):
+            raise TransportConfigError(
+                f"OpenLineage config file {config_path} is not a mapping (got "
+                f"{type(content).__name__}); it needs a top-level 'transport:' section")
+        return content
+
+    def _resolve_transport(self, **kwargs: Any) -> Transport:
+        configured = (self.config.transport or {}).get("type") or os.environ.get("OPENLINEAGE_URL")
+        if _disabled() or configured:
+            return super()._resolve_transport(**kwargs)
+        self.defaulted = True
+        path = self._workspace.meta_dir / DEFAULT_EVENTS_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return FileTransport(FileConfig(log_file_path=str(path), append=True))
+
+
+def _disabled() -> bool:
+    return os.getenv("OPENLINEAGE_DISABLED", "").lower().strip() == "true"
+
+
+@contextmanager
+def _openlineage_environ_kept() -> Iterator[None]:
+    """Undo the client's aliasing of OPENLINEAGE_URL into `OPENLINEAGE__...` variables: left in
+    `os.environ` they outlive the URL, leak the API key to child processes, and change what the
+    next resolution finds."""
+    before = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIX)}
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k.startswith(_ENV_PREFIX)]:
+            if key not in before:
+                del os.environ[key]
+        for key, value in before.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+
+
+def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
+    """One request per delivery attempt: the outbox, not the client, retries."""
+    if isinstance(transport, HttpTransport) and transport.config.retry == DEFAULT_RETRY_CONFIG:
+        transport.config.retry = dict(NO_RETRY)
+    elif isinstance(transport, CompositeTransport):
+        if "continue_on_failure" not in settings:
+            transport.config.continue_on_failure = False
+        for child in transport.transports:
+            _tune(child, {})
+
+
+def _sources(config_path: str | None, env_vars: list[str]) -> str:
+    parts = [config_path] if config_path else []
+    if env_vars:
+        parts.append("OPENLINEAGE__ variables")
+    return " and ".join(parts) or "the client's defaults"
+
+
+# ---------------------------------------------------------------------- describing
+
+
+def describe(transport: Transport) -> str:
+    """What a transport does, in a few words (redact before showing it)."""
+    if isinstance(transport, HttpTransport):
+        return _describe_http(transport)
+    if isinstance(transport, FileTransport):
+        mode = "append" if transport.config.append else "one file per event"
+        return f"file {transport.config.log_file_path} ({mode})"
+    if isinstance(transport, CompositeTransport):
+        children = "; ".join(describe(child) for child in transport.transports)
+        stop = ("stops at the first failing transport" if not transport.config.continue_on_failure
+                else "fails only when every transport fails")
+        return f"composite [{children}] ({stop})"
+    if transport.kind == "noop":
+        return "disabled: delivery is paused and events stay pending in the outbox"
+    if transport.kind == "console":
+        return "console (the client's log, at INFO)"
+    if transport.kind == "async_http":
+        url = getattr(getattr(transport, "config", None), "url", "")
+        return (f"async_http {url} (asynchronous: the outbox cannot confirm delivery; "
+                "prefer type http)")
+    return str(transport.kind or type(transport).__name__)
+
+
+def _describe_http(transport: HttpTransport) -> str:
+    auth = type(transport.config.auth).__name__.removesuffix("TokenProvider")
+    auth = _AUTH_NAMES.get(auth, auth) or "no"
+    if urlsplit(transport.url).username is not None:
+        # requests turns URL user-info into basic auth, replacing the token provider's header
+        auth = "basic (from the URL)"
+    retry = transport.config.retry
+    retries = ("no client retries" if not retry.get("total")
+               else f"client retries: {retry.get('total')}")
+    return (f"http {urljoin(transport.url, transport.endpoint)}, {auth} auth, "
+            f"timeout {transport.timeout:g} s, {retries}")
+
+
+# ---------------------------------------------------------------------- secrets
+
+
+def secrets_of(transport: Transport | None) -> set[str]:
+    """Secret values a transport holds (keys, passwords, tokens, URL user-info), so that text
+    about it can be redacted; the API key variables are included whatever the transport."""
+    found: set[str] = set()
+    if transport is not None:
+        _collect(transport, "", found, 0)
+    for key, value in os.environ.items():
+        if key.startswith("OPENLINEAGE") and (is_secret_name(key) or key.endswith("_URL")):
+            _collect(_maybe_json(value), key if is_secret_name(key) else "", found, 0)
+    return {secret for secret in found if len(secret) >= 3}
+
+
+def redact(text: str, transport: Transport | None = None) -> str:
+    """`text` without URL user-info or any secret of `transport`."""
+    out = strip_userinfo(text)
+    for secret in sorted(secrets_of(transport), key=len, reverse=True):
+        out = out.replace(secret, REDACTED)
+    return out
+
+
+def _collect(value: Any, name: str, found: set[str], depth: int) -> None:
+    if depth > 8 or value is None:
+        return
+    if isinstance(value, str):
+        if name and is_secret_name(name):
+            found.add(value)
+        if "://" in value:
+            _collect_userinfo(value, found)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _collect(item, str(key), found, depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            _collect(item, name, found, depth + 1)
+    elif isinstance(value, CompositeTransport):
+        for child in value.transports:
+            _collect(child, "", found, depth + 1)
+    elif isinstance(value, Transport) or attr.has(type(value)) \
+            or type(value).__module__.startswith("openlineage."):
+        for key, item in _attributes(value):
+            _collect(item, key, found, depth + 1)
+
+
+def _attributes(obj: Any) -> list[tuple[str, Any]]:
+    if attr.has(type(obj)):
+        return [(field.name, getattr(obj, field.name, None)) for field in attr.fields(type(obj))]
+    return [(k, v) for k, v in vars(obj).items() if k != "transports"] \
+        if hasattr(obj, "__dict__") else []
+
+
+def _collect_userinfo(text: str, found: set[str]) -> None:
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError:
+        return
+    if parts.password:
+        found.update({parts.password, unquote(parts.password)})
+    if parts.username and parts.password is None:
+        found.update({parts.username, unquote(parts.username)})  # a token as the user name
+
+
+def _maybe_json(value: str) -> Any:
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return parsed if isinstance(parsed, dict | list) else value
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception and its cause on one line (redact before storing or showing it)."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" (caused by {type(cause).__name__}: {cause})"
+    return " ".join(text.split())

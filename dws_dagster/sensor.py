@@ -1,0 +1,222 @@
+"""The lineage sensor: Dagster's event log → the workspace's lineage, snapshots and OpenLineage.
+
+Each tick reads the event log in ascending storage-id order from its cursor, in bounded
+batches, for as long as its time budget allows; each batch is applied to the workspace store and
+its OpenLineage events are spooled durably in the outbox before the cursor moves past it. The
+outbox is then delivered within what is left of the budget, with retry and backoff across
+ticks, so a catalog that is down loses nothing and never stalls the lineage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagster import (
+    DefaultSensorStatus,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from . import dagster_compat
+from .asset_catalog import AssetCatalog
+from .errors import DwsError
+from .resources import WorkspaceResource
+from .sensor_events import EVENT_TYPES, ApplyReport, EventApplier
+from .workspace.config import Workspace
+
+DEFAULT_NAME = "dws_lineage_sensor"
+#: Share of the time budget for reading and applying events; the rest is for delivery.
+APPLY_SHARE = 0.7
+
+
+class SensorConfigError(DwsError):
+    """The lineage sensor was configured with values it cannot work with."""
+
+
+@dataclass
+class TickOutcome:
+    """What one tick (or one call of `process_events`) did."""
+
+    cursor: int
+    batches: int = 0
+    more: bool = False
+    applied: ApplyReport = field(default_factory=ApplyReport)
+    spooled: int = 0
+    delivered: int = 0
+    pending: int = 0
+    delivery_error: str | None = None
+
+    def summary(self) -> str:
+        a = self.applied
+        parts = [f"{a.events} events in {self.batches} batches (cursor {self.cursor})",
+                 f"{a.records} records", f"{a.failures} failures",
+                 f"{a.observations} observations", f"{a.checks} checks",
+                 f"{self.spooled} OpenLineage events spooled, {self.delivered} delivered, "
+                 f"{self.pending} pending"]
+        if a.snapshots:
+            parts.append(f"snapshots {', '.join(h[:12] for h in a.snapshots)}")
+        if self.delivery_error:
+            parts.append(f"delivery failed: {self.delivery_error}")
+        if self.more:
+            parts.append("more events wait for the next tick")
+        return "; ".join(parts)
+
+
+def default_namespace(ws: Workspace) -> str:
+    """The OpenLineage namespace of the workspace's jobs: `OPENLINEAGE_NAMESPACE`, as the
+    OpenLineage integrations read it, else the workspace's name."""
+    return os.environ.get("OPENLINEAGE_NAMESPACE") or ws.name
+
+
+def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
+                   repository_def: Any | None = None, batch_size: int = 500,
+                   time_budget_seconds: float = 20.0, namespace: str | None = None,
+                   default_resource: str | None = None, snapshot_on_results: bool = False,
+                   openlineage: bool = True, deliver: bool = True,
+                   save_cursor: Callable[[int], None] | None = None) -> TickOutcome:
+    """Apply the event log after `after_storage_id` to `ws`: what one sensor tick does.
+
+    Usable without a sensor (scripts, the demo, tests): pass the storage id returned in the
+    previous outcome's `cursor` to continue where it stopped.
+    """
+    if batch_size < 1:
+        raise SensorConfigError(f"lineage sensor: batch_size must be at least 1, got "
+                                f"{batch_size}")
+    if time_budget_seconds <= 0:
+        raise SensorConfigError("lineage sensor: time_budget_seconds must be positive, got "
+                                f"{time_budget_seconds}")
+    started = time.monotonic()
+    apply_until = started + time_budget_seconds * APPLY_SHARE
+    catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
+    outbox = _outbox(ws) if openlineage else None
+    outcome = TickOutcome(cursor=after_storage_id)
+    applier = EventApplier(instance, ws, catalog, namespace=namespace or default_namespace(ws),
+                           snapshot_on_results=snapshot_on_results)
+    while True:
+        records = dagster_compat.read_event_records(
+            instance, EVENT_TYPES, after_storage_id=outcome.cursor, limit=batch_size)
+        if not records:
+            break
+        applier.ol_events.clear()
+        for record in records:
+            applier.apply(record)
+        if outbox is not None:
+            outcome.spooled += outbox.spool(_render(applier.ol_events, ws))
+        outcome.cursor = records[-1].storage_id  # lineage stored, events spooled: move on
+        outcome.batches += 1
+        if save_cursor is not None:
+            save_cursor(outcome.cursor)
+        if len(records) < batch_size:
+            break
+        if time.monotonic() >= apply_until:
+            outcome.more = True
+            break
+    outcome.applied = applier.report
+    if outbox is not None and deliver:
+        from .ol.transport import make_transport
+
+        transport, _ = make_transport(ws)
+        remaining = time_budget_seconds - (time.monotonic() - started)
+        report = outbox.deliver(transport, budget_seconds=max(remaining,
+                                                              time_budget_seconds * 0.1))
+        outcome.delivered = report.sent
+        outcome.pending = report.pending
+        outcome.delivery_error = report.last_error if report.failed else None
+    elif outbox is not None:
+        outcome.pending = outbox.status().pending
+    return outcome
+
+
+def _outbox(ws: Workspace) -> Any:
+    from .ol.outbox import Outbox
+
+    return Outbox(ws)
+
+
+def _render(events: list[Any], ws: Workspace) -> list[dict[str, Any]]:
+    from .ol.events import PRODUCER, build_run_event, event_to_dict
+
+    return [event_to_dict(build_run_event(event, locate=ws.location, producer=PRODUCER))
+            for event in events]
+
+
+def parse_cursor(cursor: str | None, *, sensor_name: str) -> int:
+    """The storage id a sensor cursor holds (`{"storage_id": N}`; none yet: 0)."""
+    if not cursor:
+        return 0
+    try:
+        data = json.loads(cursor)
+        storage_id = int(data["storage_id"]) if isinstance(data, dict) else int(data)
+    except (ValueError, KeyError, TypeError):
+        raise SensorConfigError(
+            f"sensor '{sensor_name}' has a cursor it cannot read ({cursor[:80]!r}); reset it "
+            "in the Dagster UI (Sensor → Cursor), which makes it re-read the event log — "
+            "applying events again changes nothing") from None
+    return storage_id
+
+
+def format_cursor(storage_id: int) -> str:
+    return json.dumps({"storage_id": storage_id})
+
+
+def lineage_sensor(*, name: str = DEFAULT_NAME, workspace: WorkspaceResource | None = None,
+                   workspace_resource_key: str = "workspace",
+                   minimum_interval_seconds: int = 30, batch_size: int = 500,
+                   time_budget_seconds: float = 20.0, namespace: str | None = None,
+                   default_resource: str | None = None, snapshot_on_results: bool = False,
+                   openlineage: bool = True,
+                   default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+                   ) -> SensorDefinition:
+    """A sensor keeping the workspace's lineage, results and OpenLineage events up to date.
+
+    The workspace is `workspace`, or the `WorkspaceResource` under `workspace_resource_key`
+    in the Definitions' resources. Each tick applies up to `batch_size` events per batch, as
+    many batches as `time_budget_seconds` allows (keep it below Dagster's sensor timeout, 60 s
+    by default), then delivers spooled OpenLineage events with what is left.
+    `snapshot_on_results` takes a workspace snapshot, tagged `run-<run id prefix>`, after each
+    run that materialized a results asset. `default_resource` names where assets without
+    `dws_ref` metadata live (as on the IO manager). Runs on its own (`RUNNING`) by default.
+    """
+    if batch_size < 1 or time_budget_seconds <= 0 or minimum_interval_seconds < 1:
+        raise SensorConfigError(
+            f"lineage_sensor '{name}': batch_size and minimum_interval_seconds must be at "
+            "least 1 and time_budget_seconds positive")
+    required = set() if workspace is not None else {workspace_resource_key}
+
+    @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds,
+            default_status=default_status, required_resource_keys=required,
+            description="Workspace lineage, results, snapshots and OpenLineage events from "
+                        "the Dagster event log (dws_dagster).")
+    def _lineage_sensor(context: SensorEvaluationContext, **given: Any) -> SensorResult:
+        # Direct invocation passes required resources as arguments; the daemon's ticks put
+        # them on the context.
+        resource = workspace if workspace is not None else given.get(
+            workspace_resource_key, getattr(context.resources, workspace_resource_key, None))
+        if not isinstance(resource, WorkspaceResource):
+            raise SensorConfigError(
+                f"sensor '{name}': resource '{workspace_resource_key}' is a "
+                f"{type(resource).__name__}, not a WorkspaceResource; add "
+                f"resources={{'{workspace_resource_key}': WorkspaceResource(root=...)}} to your "
+                "Definitions, or pass workspace= to lineage_sensor")
+        start = parse_cursor(context.cursor, sensor_name=name)
+        outcome = process_events(
+            context.instance, resource.workspace(), after_storage_id=start,
+            repository_def=context.repository_def, batch_size=batch_size,
+            time_budget_seconds=time_budget_seconds, namespace=namespace,
+            default_resource=default_resource, snapshot_on_results=snapshot_on_results,
+            openlineage=openlineage)
+        for message in outcome.applied.skipped:
+            context.log.warning(message)
+        context.log.info(outcome.summary())
+        return SensorResult(cursor=format_cursor(outcome.cursor),
+                            skip_reason=SkipReason(outcome.summary()))
+
+    return _lineage_sensor

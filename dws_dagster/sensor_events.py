@@ -1,0 +1,452 @@
+"""One Dagster event → the workspace's lineage and the OpenLineage events it implies.
+
+Every handler is idempotent: the store skips what it already holds (`LineageStore.apply`,
+`apply_failure`, `observe`) and the outbox skips events it already spooled (keyed by run id and
+event type), so a tick that crashes before saving its cursor may simply run again.
+
+Open-source Dagster stores no asset-failure events, so failures are inferred when a run ends:
+assets planned by the run that it did not materialize failed (run failure) or were aborted
+(run cancelled, or skipped by a successful run).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagster import AssetKey, DagsterEventType, TableSchema
+
+from . import dagster_compat
+from .asset_catalog import AssetCatalog
+from .errors import DwsError
+from .materialization import STEP_KIND, metrics_from_metadata, record_from_metadata
+from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
+from .workspace.config import Workspace
+from .workspace.files import atomic_write_bytes, pretty_json
+from .workspace.records import LineageRecord, StepInfo, strip_userinfo
+from .workspace.refs import ResourceRef
+from .workspace.versions import MARKER_NAME
+
+log = logging.getLogger("dws_dagster.sensor")
+
+RUN_END_TYPES = (DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
+                 DagsterEventType.RUN_CANCELED)
+EVENT_TYPES = (DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+               DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION,
+               *RUN_END_TYPES)
+RESULTS_FILE = "results.json"
+
+
+@dataclass
+class ApplyReport:
+    """What a batch of events did."""
+
+    events: int = 0
+    records: int = 0
+    failures: int = 0
+    observations: int = 0
+    checks: int = 0
+    results_files: int = 0
+    snapshots: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _RunFacts:
+    run_id: str
+    job: str
+    created: dt.datetime
+    description: str
+
+
+class EventApplier:
+    """Applies Dagster event records to a workspace; collects the OpenLineage events."""
+
+    def __init__(self, instance: Any, ws: Workspace, catalog: AssetCatalog, *,
+                 namespace: str, snapshot_on_results: bool = False) -> None:
+        self.instance = instance
+        self.ws = ws
+        self.catalog = catalog
+        self.namespace = namespace
+        self.snapshot_on_results = snapshot_on_results
+        self.report = ApplyReport()
+        self.ol_events: list[AssetRunEvent] = []
+        self._runs: dict[str, _RunFacts | None] = {}
+
+    # ------------------------------------------------------------------ dispatch
+
+    def apply(self, record: Any) -> None:
+        entry = record.event_log_entry
+        event = entry.dagster_event
+        if event is None:
+            return
+        self.report.events += 1
+        kind = event.event_type
+        when = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC)
+        if kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
+            self._planned(entry.run_id, event, when)
+        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
+            self._materialized(entry.run_id, event, when)
+        elif kind == DagsterEventType.ASSET_OBSERVATION:
+            self._observed(event)
+        elif kind in RUN_END_TYPES:
+            self._run_ended(entry.run_id, kind, event, when)
+
+    # ------------------------------------------------------------------ planned
+
+    def _planned(self, run_id: str, event: Any, when: dt.datetime) -> None:
+        data = event.event_specific_data
+        key: AssetKey = data.asset_key
+        for partition in _planned_partitions(data):
+            run = self._run_info(run_id, key, partition)
+            if run is None:
+                continue
+            output = self.catalog.partition_ref(key, partition)
+            inputs: tuple[DatasetInfo, ...] = ()
+            outputs: tuple[OutputInfo, ...] = ()
+            if output is not None:  # inputs and outputs both, or neither
+                inputs = tuple(self._dataset(ref) for ref in
+                               self.catalog.input_refs(key, partition))
+                outputs = (OutputInfo(dataset=self._dataset(output)),)
+            self.ol_events.append(AssetRunEvent(
+                kind="START", event_time=when, job=self._job_info(key), run=run,
+                inputs=inputs, outputs=outputs))
+
+    # ------------------------------------------------------------------ materialized
+
+    def _materialized(self, run_id: str, event: Any, when: dt.datetime) -> None:
+        materialization = event.event_specific_data.materialization
+        key: AssetKey = materialization.asset_key
+        partition = materialization.partition
+        metadata = dict(materialization.metadata)
+        asset = key.to_user_string()
+        record = record_from_metadata(metadata, asset=asset, run_id=run_id, partition=partition)
+        run = self._run_info(run_id, key, partition)
+        if record is None:  # not a workspace asset: its run still completes
+            if run is not None:
+                self.ol_events.append(AssetRunEvent(kind="COMPLETE", event_time=when,
+                                                    job=self._job_info(key), run=run))
+            return
+        ref = ResourceRef.parse(record.ref)
+        if self._is_results(ref):
+            record = self._with_results(record, metadata, run)
+        try:
+            if self.ws.store.apply(record):
+                self.report.records += 1
+        except DwsError as exc:  # e.g. the ref was handed to another step since
+            self._skip(f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}")
+        if run is not None:
+            self.ol_events.append(AssetRunEvent(
+                kind="COMPLETE", event_time=when, job=self._job_info(key), run=run,
+                inputs=tuple(self._dataset(ref, version) for ref, version in record.inputs),
+                outputs=(self._output(ref, record.version, metadata),)))
+
+    def _with_results(self, record: LineageRecord, metadata: Mapping[str, Any],
+                      run: RunInfo | None) -> LineageRecord:
+        """Metrics into the record, and `results.json` beside the data it describes."""
+        from dataclasses import replace
+
+        from .workspace.records import sanitize_parameters
+
+        try:
+            metrics = sanitize_parameters(metrics_from_metadata(metadata), what="metric")
+        except DwsError as exc:
+            self._skip(f"results of {record.ref}: metrics not recorded: {exc}")
+            return record
+        record = replace(record, metrics=metrics)
+        ref = ResourceRef.parse(record.ref)
+        if not self.ws.resource(ref.name).is_local:
+            return record
+        folder = self.ws.local_path(ref)
+        if not (folder / MARKER_NAME).is_file() or self.ws.version_of(ref) != record.version:
+            self._skip(f"results of {record.ref}: the data there is no longer version "
+                       f"{record.version}; results.json not written")
+            return record
+        description = (f"Dagster run {run.dagster_run_id} of job '{run.dagster_job}'"
+                       if run is not None else None)
+        results = {
+            "step": record.step_name, "ref": record.ref, "version": record.version,
+            "run_id": record.step.run_id if record.step else None,
+            "partition": record.step.partition if record.step else None,
+            "start_time": record.start_time,
+            "execution_time_seconds": record.duration_seconds,
+            "parameters": dict(record.parameters), "run_description": description,
+            "metrics": metrics,
+        }
+        atomic_write_bytes(folder / RESULTS_FILE, pretty_json(results))
+        self.report.results_files += 1
+        return record
+
+    # ------------------------------------------------------------------ observed / checked
+
+    def _observed(self, event: Any) -> None:
+        observation = event.event_specific_data.asset_observation
+        metadata = observation.metadata
+        ref = _plain(metadata.get("dws/ref"))
+        version = _plain(metadata.get("dws/version"))
+        if not isinstance(ref, str) or not isinstance(version, str) or not version:
+            return
+        try:
+            at = _plain(metadata.get("dws/observed_at"))
+            if self.ws.store.observe(ref, version,
+                                     extra={"asset": observation.asset_key.to_user_string()},
+                                     at=at if isinstance(at, str) else None):
+                self.report.observations += 1
+        except DwsError as exc:
+            self._skip(f"observation of {ref}: {exc}")
+
+    def _checks_of_run(self, run_id: str) -> None:
+        """Check evaluations are read per run when it ends: Dagster's run-sharded SQLite
+        storage cannot list them across runs by storage id, and a run's checks follow its
+        materializations."""
+        for entry in self.instance.all_logs(run_id,
+                                            of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
+            self._checked(run_id, entry.dagster_event,
+                          dt.datetime.fromtimestamp(entry.timestamp, dt.UTC))
+
+    def _checked(self, run_id: str, event: Any, when: dt.datetime) -> None:
+        """A check's verdict joins the current record of the ref it checked, when that record
+        is the one the check ran against (same run, or the asset's latest materialization)."""
+        evaluation = event.event_specific_data
+        key: AssetKey = evaluation.asset_key
+        binding = self.catalog.binding(key)
+        if binding is None:
+            return
+        state = self.ws.store.get(binding.ref)
+        if state is None or state.record is None:
+            return
+        record = LineageRecord.from_json(state.record)
+        checks = dict((record.extra or {}).get("checks", {}))
+        verdict = {"passed": bool(evaluation.passed), "run_id": run_id,
+                   "severity": getattr(evaluation.severity, "value", str(evaluation.severity)),
+                   "at": when.isoformat()}
+        description = getattr(evaluation, "description", None)
+        if description:
+            verdict["description"] = strip_userinfo(str(description))
+        name = evaluation.check_name
+        if checks.get(name) == verdict:
+            return
+        checks[name] = verdict
+        from dataclasses import replace
+
+        enriched = replace(record, extra={**record.extra, "checks": checks})
+        try:
+            with self.ws.store.locked():
+                if self.ws.store.get(binding.ref).record == state.record:
+                    self.ws.store.commit([enriched])
+                    self.report.checks += 1
+        except DwsError as exc:
+            self._skip(f"check '{name}' of '{key.to_user_string()}': {exc}")
+
+    # ------------------------------------------------------------------ run ended
+
+    def _run_ended(self, run_id: str, kind: DagsterEventType, event: Any,
+                   when: dt.datetime) -> None:
+        self._checks_of_run(run_id)
+        planned, materialized = self._run_assets(run_id)
+        missing = [item for item in planned if item not in materialized]
+        errors = self._step_errors(run_id) if missing else {}
+        run_error = _error_text(getattr(event.event_specific_data, "error", None))
+        results_written = any(ref is not None and self._is_results(ref)
+                              for ref in materialized.values())
+        for (key, partition), step_key in ((item, planned[item]) for item in missing):
+            failed = kind == DagsterEventType.RUN_FAILURE
+            message, stack = errors.get(step_key, (None, None))
+            if kind == DagsterEventType.RUN_CANCELED:
+                message = message or f"run {run_id} was cancelled"
+            elif kind == DagsterEventType.RUN_SUCCESS:
+                message = f"not materialized by run {run_id} (output skipped)"
+            else:
+                message = message or run_error[0] or f"run {run_id} failed before '" \
+                    f"{key.to_user_string()}' was materialized"
+                stack = stack or run_error[1]
+            if kind != DagsterEventType.RUN_SUCCESS:
+                self._record_failure(key, partition, run_id, message, when)
+            run = self._run_info(run_id, key, partition)
+            if run is not None:
+                self.ol_events.append(AssetRunEvent(
+                    kind="FAIL" if failed else "ABORT", event_time=when,
+                    job=self._job_info(key), run=run, error_message=message if failed else None,
+                    stack_trace=stack if failed else None))
+        if results_written and self.snapshot_on_results:
+            self._snapshot(run_id)
+
+    def _record_failure(self, key: AssetKey, partition: str | None, run_id: str,
+                        message: str, when: dt.datetime) -> None:
+        ref = self.catalog.partition_ref(key, partition)
+        if ref is None:
+            return
+        asset = key.to_user_string()
+        record = LineageRecord(
+            ref=str(ref), version=None, status="failed",
+            step=StepInfo(name=asset, kind=STEP_KIND, run_id=run_id, partition=partition,
+                          code_version=self.catalog.code_version(key)),
+            parameters={"dagster/partition": partition} if partition is not None else {},
+            end_time=when.isoformat(timespec="microseconds"), error=message)
+        try:
+            if self.ws.store.apply_failure(record):  # atomic writes: never partial data
+                self.report.failures += 1
+        except DwsError as exc:
+            self._skip(f"failure of '{asset}' in run {run_id}: {exc}")
+
+    def _run_assets(self, run_id: str) -> tuple[dict[tuple[AssetKey, str | None], str | None],
+                                                dict[tuple[AssetKey, str | None],
+                                                     ResourceRef | None]]:
+        """(planned (asset, partition) -> step key, materialized (asset, partition) -> ref)."""
+        planned: dict[tuple[AssetKey, str | None], str | None] = {}
+        materialized: dict[tuple[AssetKey, str | None], ResourceRef | None] = {}
+        types = {DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+                 DagsterEventType.ASSET_MATERIALIZATION}
+        for entry in self.instance.all_logs(run_id, of_type=types):
+            event = entry.dagster_event
+            if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+                item = event.event_specific_data.materialization
+                ref = _plain(item.metadata.get("dws/ref"))
+                materialized[(item.asset_key, item.partition)] = \
+                    ResourceRef.parse(ref) if isinstance(ref, str) else None
+            else:
+                data = event.event_specific_data
+                for partition in _planned_partitions(data):
+                    planned[(data.asset_key, partition)] = event.step_key
+        return planned, materialized
+
+    def _step_errors(self, run_id: str) -> dict[str, tuple[str, str]]:
+        errors: dict[str, tuple[str, str]] = {}
+        for entry in self.instance.all_logs(run_id, of_type=DagsterEventType.STEP_FAILURE):
+            event = entry.dagster_event
+            error = getattr(event.event_specific_data, "error", None)
+            message, stack = _error_text(error)
+            if event.step_key and message:
+                errors[event.step_key] = (message, stack or "")
+        return errors
+
+    def _snapshot(self, run_id: str) -> None:
+        from .errors import SnapshotError
+        from .workspace.snapshots import take_snapshot
+
+        facts = self._run(run_id)
+        tag = f"run-{run_id[:8]}"
+        message = f"after Dagster run {run_id}" + (f" of job '{facts.job}'" if facts else "")
+        try:
+            outcome = take_snapshot(self.ws, tag=tag, message=message)
+        except SnapshotError as exc:
+            self._skip(f"snapshot after run {run_id}: {exc}")
+            return
+        if outcome.created:
+            self.report.snapshots.append(outcome.info.hash)
+
+    # ------------------------------------------------------------------ facts
+
+    def _run(self, run_id: str) -> _RunFacts | None:
+        if run_id not in self._runs:
+            dagster_run = self.instance.get_run_by_id(run_id)
+            created = dagster_compat.run_created(self.instance, run_id)
+            self._runs[run_id] = None if dagster_run is None or created is None else _RunFacts(
+                run_id=run_id, job=dagster_run.job_name, created=created,
+                description=f"Dagster run {run_id} of job '{dagster_run.job_name}'")
+        return self._runs[run_id]
+
+    def _run_info(self, run_id: str, key: AssetKey, partition: str | None) -> RunInfo | None:
+        facts = self._run(run_id)
+        if facts is None:
+            self._skip(f"run {run_id} is not in the instance; no OpenLineage event for "
+                       f"'{key.to_user_string()}'")
+            return None
+        window = self.catalog.nominal_window(key, partition)
+        return RunInfo(
+            dagster_run_id=run_id, dagster_job=facts.job, dagster_run_created=facts.created,
+            partition=partition, nominal_start=window[0] if window else None,
+            nominal_end=window[1] if window else None,
+            dependencies=tuple(k.to_user_string() for k in self.catalog.dependencies(key)),
+            dagster_version=_dagster_version(), spark_version=_spark_version())
+
+    def _job_info(self, key: AssetKey) -> JobInfo:
+        code = self.catalog.code(key)
+        return JobInfo(
+            namespace=self.namespace, name=key.to_user_string(),
+            description=self.catalog.description(key), owners=self.catalog.owners(key),
+            source_code=code.source, source_path=code.path, git_url=code.git_url,
+            git_commit=code.git_commit, git_branch=code.git_branch,
+            code_version=self.catalog.code_version(key))
+
+    def _dataset(self, ref: ResourceRef | str, version: str | None = None) -> DatasetInfo:
+        return DatasetInfo(location=self.ws.location(ref), ref=str(ref), version=version)
+
+    def _output(self, ref: ResourceRef, version: str | None,
+                metadata: Mapping[str, Any]) -> OutputInfo:
+        schema = _plain(metadata.get("dagster/column_schema"))
+        columns: tuple[tuple[str, str, bool], ...] = ()
+        if isinstance(schema, TableSchema):
+            columns = tuple((c.name, c.type, bool(c.constraints.nullable))
+                            for c in schema.columns)
+        rows = _plain(metadata.get("dagster/row_count"))
+        size = _plain(metadata.get("dws/size_bytes"))
+        lineage = _plain(metadata.get("dws/column_lineage"))
+        return OutputInfo(
+            dataset=self._dataset(ref, version), schema=columns,
+            rows=int(rows) if rows is not None else None,
+            size_bytes=int(size) if size is not None else None,
+            file_format=_plain(metadata.get("dws/format")),
+            column_lineage=lineage if isinstance(lineage, Mapping) else None)
+
+    def _is_results(self, ref: ResourceRef) -> bool:
+        try:
+            return self.ws.resource(ref.name).role == "results"
+        except DwsError:
+            return False
+
+    def _skip(self, message: str) -> None:
+        log.warning(message)
+        self.report.skipped.append(message)
+
+
+def _planned_partitions(data: Any) -> list[str | None]:
+    subset = getattr(data, "partitions_subset", None)
+    if subset is not None:
+        return sorted(subset.get_partition_keys())
+    return [data.partition]
+
+
+def _plain(value: Any) -> Any:
+    return getattr(value, "value", value) if not isinstance(value, TableSchema) else value
+
+
+def _error_text(error: Any) -> tuple[str | None, str | None]:
+    """(message, stack trace) of a Dagster error, the user's own exception first (Dagster wraps
+    it), with user-info removed from any URI in them."""
+    if error is None:
+        return None, None
+    inner = error
+    while getattr(inner, "cause", None) is not None:
+        inner = inner.cause
+    message = inner.message.strip()
+    cls_name = getattr(inner, "cls_name", None)
+    if cls_name and not message.startswith(cls_name):
+        message = f"{cls_name}: {message}"
+    try:
+        stack = error.to_string()
+    except Exception:
+        stack = "".join(getattr(error, "stack", []) or [])
+    return strip_userinfo(message), strip_userinfo(stack)
+
+
+def _dagster_version() -> str | None:
+    try:
+        from dagster.version import __version__
+
+        return str(__version__)
+    except Exception:
+        return None
+
+
+def _spark_version() -> str | None:
+    try:
+        import pyspark
+
+        return str(pyspark.__version__)
+    except Exception:
+        return None
+

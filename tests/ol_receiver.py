@@ -1,0 +1,147 @@
+"""A real OpenLineage HTTP endpoint on 127.0.0.1 for tests: records what it is sent, can fail.
+
+    with Receiver() as receiver:                 # started; stopped on exit
+        os.environ["OPENLINEAGE_URL"] = receiver.url
+        receiver.fail_next(3)                    # the next 3 requests get 500
+        ...
+        receiver.events                          # bodies of the requests it accepted
+
+`Receiver()` picks a free port without listening on it, so until `start()` (and after `stop()`)
+connections to `receiver.url` are refused: a catalog that is down.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LINEAGE_PATH = "/api/v1/lineage"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now, below the ephemeral range.
+
+    Not an ephemeral port: a client connecting to a local port nothing listens on can be
+    given that very port as its own source port, connect to itself (TCP simultaneous open)
+    and hold it, so the receiver could not start on it later.
+    """
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free TCP port on 127.0.0.1 between 20000 and 32000")
+
+
+class Receiver:
+    """An OpenLineage receiver: POST `/api/v1/lineage` answers 201, or `status` while failing."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.events: list[dict[str, Any]] = []   # accepted events, in arrival order
+        self.requests: list[dict[str, Any]] = []  # every POST: path, status, headers, event
+        self._lock = threading.Lock()
+        self._ok_before_failing = 0
+        self._failures = 0
+        self._status = 500
+        self._record_failed = False
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def attempts(self) -> int:
+        """How many POSTs reached the receiver (accepted or failed)."""
+        with self._lock:
+            return len(self.requests)
+
+    def fail_next(self, count: int, *, after: int = 0, status: int = 500,
+                  record: bool = False) -> None:
+        """Let `after` requests through, then answer `status` to the next `count` requests
+        (status 0: close the connection without answering).
+
+        With `record`, failed requests still add their event to `events`: a catalog that stored
+        the event but failed to say so, which makes the sender send it again.
+        """
+        with self._lock:
+            self._ok_before_failing, self._failures = after, count
+            self._status, self._record_failed = status, record
+
+    def start(self) -> Receiver:
+        """Listen (a no-op when listening already, so `with receiver.start():` works too)."""
+        if self._server is not None:
+            return self
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                status = receiver._handle(self.path, dict(self.headers), body)
+                if status == 0:  # hang up without an answer
+                    self.close_connection = True
+                    return
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name=f"ol-receiver-{self.port}")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening: connections are refused again (the port stays known)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _handle(self, path: str, headers: dict[str, str], body: bytes) -> int:
+        if path.split("?", 1)[0] != LINEAGE_PATH:
+            status, event = 404, None
+        else:
+            try:
+                event = json.loads(body)
+            except ValueError:
+                event = None
+            status = 201 if event is not None else 400
+        with self._lock:
+            if status == 201 and self._ok_before_failing:
+                self._ok_before_failing -= 1
+            elif status == 201 and self._failures:
+                self._failures -= 1
+                status = self._status
+            if event is not None and (status == 201 or self._record_failed):
+                self.events.append(event)
+            self.requests.append({"path": path, "status": status, "headers": headers,
+                                  "event": event})
+        return status
+
+    def __enter__(self) -> Receiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

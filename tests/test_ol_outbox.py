@@ -1,0 +1,539 @@
+"""The OpenLineage outbox and transport: real files, a real HTTP receiver, real processes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from filelock import FileLock
+
+from dws_dagster import Workspace
+from dws_dagster.ol.outbox import Outbox, OutboxError, event_key
+from dws_dagster.ol.transport import TransportConfigError, make_transport
+
+from .conftest import ROOT
+from .ol_receiver import Receiver
+
+T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+SECRET_PASSWORD = "Pa55-w0rd-xyzzy"
+SECRET_KEY = "key-SECRET-4242-abcd"
+
+
+def run_event(run_id: str, event_type: str, minutes: float = 0, job: str = "hourly"
+              ) -> dict[str, Any]:
+    """A minimal OpenLineage RunEvent as the event builders produce it (plain JSON data)."""
+    return {
+        "eventTime": (T0 + dt.timedelta(minutes=minutes)).isoformat(),
+        "eventType": event_type,
+        "producer": "https://example.com/dws-dagster/tests",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": run_id, "facets": {}},
+        "job": {"namespace": "dws-tests", "name": job, "facets": {}},
+        "inputs": [{"namespace": "file", "name": f"/data/{job}/in", "facets": {}}],
+        "outputs": [{"namespace": "file", "name": f"/data/{job}/out", "facets": {}}],
+    }
+
+
+def runs(count: int, start: float = 0) -> list[dict[str, Any]]:
+    """START/COMPLETE of `count` runs, interleaved the way overlapping runs report."""
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    events = [run_event(i, "START", start + n, job=f"job{n}") for n, i in enumerate(ids)]
+    events += [run_event(i, "COMPLETE", start + count + n, job=f"job{n}")
+               for n, i in enumerate(ids)]
+    return events
+
+
+def keys(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [event_key(event) for event in events]
+
+
+def journal_lines(ws: Workspace) -> list[bytes]:
+    lines: list[bytes] = []
+    for path in sorted((ws.meta_dir / "openlineage/outbox/journal").glob("*.jsonl")):
+        lines += path.read_bytes().splitlines()
+    return lines
+
+
+@pytest.fixture(autouse=True)
+def no_openlineage_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No OpenLineage configuration from the machine running the tests."""
+    for key in list(os.environ):
+        if key.startswith("OPENLINEAGE"):
+            monkeypatch.delenv(key)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path / "cwd")
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A receiver on a known port, not started: connections are refused until `start()`."""
+    catalog = Receiver()
+    yield catalog
+    catalog.stop()
+
+
+# ---------------------------------------------------------------------- delivery
+
+
+def test_spool_and_deliver_over_http(ws: Workspace, receiver: Receiver,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    transport, description = make_transport(ws)
+    assert transport.kind == "http"
+    assert f"{receiver.url}/api/v1/lineage" in description and "OPENLINEAGE_URL" in description
+    assert "no client retries" in description
+
+    events = runs(3)
+    outbox = Outbox(ws)
+    assert outbox.spool(events) == 6
+    assert outbox.status().pending == 6
+    assert outbox.status().oldest_pending_time == events[0]["eventTime"]
+
+    report = outbox.deliver(transport, budget_seconds=60)
+    assert (report.sent, report.failed, report.pending) == (6, 0, 0)
+    assert receiver.events == events  # exactly as spooled, in order
+    status = outbox.status()
+    assert (status.pending, status.delivered, status.attempts) == (0, 6, 0)
+    assert status.oldest_pending_time is None and status.last_delivery_at is not None
+
+    again = outbox.deliver(transport, budget_seconds=60)
+    assert again.sent == 0 and receiver.attempts == 6
+
+
+def test_catalog_down_then_failing_then_back_loses_nothing(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)  # not started: connection refused
+    transport, _ = make_transport(ws)
+    outbox = Outbox(ws, rng=random.Random(7))
+    first, second = runs(3), runs(2, start=100)
+    assert outbox.spool(first) == 6
+
+    # Down: each call makes one attempt, records it, and backs off.
+    now = T0
+    report = outbox.deliver(transport, now=now)
+    assert (report.sent, report.failed, report.pending, report.attempts) == (0, 1, 6, 1)
+    assert report.next_attempt_at is not None and report.next_attempt_at > now
+    assert "Connection refused" in (report.last_error or "")
+    assert report.last_error.startswith(f"sending run {first[0]['run']['runId']} START")
+
+    early = outbox.deliver(transport, now=now + dt.timedelta(milliseconds=100))
+    assert (early.sent, early.failed, early.attempts) == (0, 0, 1)  # waiting: no attempt
+
+    now = report.next_attempt_at
+    report = outbox.deliver(transport, now=now)
+    assert (report.failed, report.attempts) == (1, 2)
+
+    # Up, but answering 500 (then hanging up): one request per call, no client retries.
+    receiver.start()
+    receiver.fail_next(2)
+    assert outbox.spool(second) == 4  # spooling goes on while delivery fails
+    for attempts in (1, 2):
+        now = report.next_attempt_at
+        report = outbox.deliver(transport, now=now)
+        assert report.failed == 1 and report.sent == 0 and receiver.attempts == attempts
+        assert "500" in (report.last_error or "")
+    receiver.fail_next(1, status=0)
+    now = report.next_attempt_at
+    report = outbox.deliver(transport, now=now)
+    assert report.failed == 1 and receiver.attempts == 3 and report.attempts == 5
+
+    # Two accepted, then one the catalog stored but answered 500 for: sent again later.
+    receiver.fail_next(1, after=2, record=True)
+    now = report.next_attempt_at
+    report = outbox.deliver(transport, now=now)
+    assert (report.sent, report.failed, report.pending) == (2, 1, 8)
+    assert receiver.attempts == 6
+
+    now = report.next_attempt_at
+    report = outbox.deliver(transport, now=now)
+    assert (report.sent, report.failed, report.pending, report.attempts) == (8, 0, 0, 0)
+    assert report.next_attempt_at is None and report.last_error is None
+
+    spooled = first + second
+    received = receiver.events
+    assert len(received) == len(spooled) + 1  # the one at-least-once duplicate
+    unique: dict[tuple[str, str], dict[str, Any]] = {}
+    for event in received:
+        assert unique.setdefault(event_key(event), event) == event  # duplicates are identical
+    assert list(unique) == keys(spooled) and list(unique.values()) == spooled
+    for run_id in {event["run"]["runId"] for event in spooled}:
+        order = [e["eventType"] for e in received if e["run"]["runId"] == run_id]
+        assert order[0] == "START" and order[-1] == "COMPLETE"
+        assert order.index("COMPLETE") > order.index("START")
+    status = outbox.status()
+    assert (status.pending, status.delivered, status.attempts) == (0, 10, 0)
+    assert "500" in (status.last_error or "")  # the last problem stays visible
+
+
+def test_backoff_doubles_up_to_the_cap_with_jitter(ws: Workspace) -> None:
+    outbox = Outbox(ws, backoff_base=1.0, backoff_cap=8.0, rng=random.Random(3))
+    for attempts in range(1, 9):
+        ceiling = min(8.0, 2.0 ** (attempts - 1))
+        delay = outbox.backoff(attempts)
+        assert ceiling / 2 <= delay <= ceiling
+    assert outbox.backoff(10_000) <= 8.0
+
+
+def test_deliver_stays_within_its_budget_and_one_deliverer_at_a_time(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    transport, _ = make_transport(ws)
+    outbox = Outbox(ws)
+    outbox.spool(runs(2))
+    report = outbox.deliver(transport, budget_seconds=0)
+    assert (report.sent, report.failed, report.pending) == (0, 0, 4) and receiver.attempts == 0
+
+    with FileLock(str(outbox.deliver_lock_path)):  # another process delivering
+        busy = Outbox(ws).deliver(transport)
+    assert busy.busy and busy.sent == 0 and receiver.attempts == 0
+    assert outbox.deliver(transport).sent == 4
+
+
+# ---------------------------------------------------------------------- the journal
+
+
+def test_spool_is_idempotent(ws: Workspace, receiver: Receiver,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    events = runs(2)
+    outbox = Outbox(ws)
+    assert outbox.spool(events) == 4
+    assert outbox.spool(events) == 0
+    assert Outbox(ws).spool(events) == 0  # a fresh process re-reads the keys
+    extra = run_event(str(uuid.uuid4()), "START")
+    assert outbox.spool([extra, extra, *events]) == 1
+    assert len(journal_lines(ws)) == 5
+
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    outbox.deliver(make_transport(ws)[0])
+    assert Outbox(ws).spool([*events, extra]) == 0  # delivered events count too
+    assert outbox.status().delivered == 5 and len(receiver.events) == 5
+
+    bad = {"eventType": "START", "eventTime": "2026-03-01T00:00:00Z", "run": {}}
+    new = run_event(str(uuid.uuid4()), "START")
+    with pytest.raises(OutboxError, match=r"event #1 .*run\.runId"):
+        outbox.spool([new, bad])
+    with pytest.raises(OutboxError, match="eventTime"):
+        outbox.spool([{**new, "eventTime": "last tuesday"}])
+    assert len(journal_lines(ws)) == 5  # all or nothing
+
+
+def test_torn_last_line_is_ignored_then_cut(ws: Workspace, receiver: Receiver,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    transport, _ = make_transport(ws)
+    events = runs(1)
+    Outbox(ws).spool(events)
+    segment = sorted((ws.meta_dir / "openlineage/outbox/journal").glob("*.jsonl"))[-1]
+    with open(segment, "ab") as handle:  # a writer died mid-append
+        handle.write(b'{"eventTime": "2026-03-01T12:00:00+00:00", "eventType": "STA')
+
+    reader = Outbox(ws)
+    assert list(reader.events()) == events
+    assert reader.status().pending == 2
+    assert reader.deliver(transport).sent == 2
+    late = run_event(str(uuid.uuid4()), "START", 30)
+    assert reader.spool([late]) == 1
+    lines = journal_lines(ws)
+    assert [orjson.loads(line) for line in lines] == [*events, late]  # the torn bytes are gone
+    assert reader.deliver(transport).sent == 1
+    assert receiver.events == [*events, late]
+
+
+def test_segments_rotate_and_keys_files_spare_rereading(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    transport, _ = make_transport(ws)
+    outbox = Outbox(ws, segment_bytes=1500)
+    events = runs(12)
+    for index, event in enumerate(events):
+        assert outbox.spool([event]) == 1
+        if index == 10:
+            assert outbox.deliver(transport).sent == 11
+    journal = ws.meta_dir / "openlineage/outbox/journal"
+    segments = sorted(journal.glob("*.jsonl"))
+    keys_files = sorted(journal.glob("*.keys.json"))
+    assert len(segments) >= 4 and len(keys_files) == len(segments) - 1
+    sealed = orjson.loads(keys_files[0].read_bytes())
+    assert sealed["bytes"] == segments[0].stat().st_size
+    assert [tuple(k) for k in sealed["keys"]] == keys(events)[:len(sealed["keys"])]
+
+    fresh = Outbox(ws, segment_bytes=1500)
+    assert fresh.spool(events) == 0 and fresh.count() == 24
+    assert list(fresh.events()) == events
+    keys_files[0].write_text("not json")  # a damaged keys file: the segment is read instead
+    assert Outbox(ws, segment_bytes=1500).spool(events) == 0
+
+    report = fresh.deliver(transport)
+    assert (report.sent, report.pending) == (13, 0)
+    assert receiver.events == events
+    status = fresh.status()
+    assert status.segments == len(segments)
+    assert status.spool_bytes == sum(path.stat().st_size for path in segments)
+
+
+SPOOLER = """
+import sys, uuid
+from dws_dagster import Workspace
+from dws_dagster.ol.outbox import Outbox
+
+root, tag = sys.argv[1], sys.argv[2]
+outbox = Outbox(Workspace.open(root), segment_bytes=6000)
+
+def event(run_id, kind, n):
+    return {"eventTime": f"2026-03-01T12:{n % 60:02d}:00+00:00", "eventType": kind,
+            "producer": "https://example.com/tests", "schemaURL": "https://openlineage.io/x",
+            "run": {"runId": run_id}, "job": {"namespace": "t", "name": f"job{n}"},
+            "inputs": [], "outputs": []}
+
+shared = [str(uuid.UUID(int=n + 1)) for n in range(40)]
+for n in range(120):
+    mine = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{tag}/{n}"))
+    outbox.spool([event(mine, "START", n), event(shared[n % 40], "START", n)])
+    outbox.spool([event(mine, "COMPLETE", n)])
+print("ok")
+"""
+
+
+def test_processes_spooling_and_delivering_at_once_lose_nothing(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    transport, _ = make_transport(ws)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("OPENLINEAGE_URL")
+    spoolers = [subprocess.Popen([sys.executable, "-c", SPOOLER, str(ws.root), tag],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for tag in ("a", "b")]
+    outbox = Outbox(ws, segment_bytes=6000)
+    while any(proc.poll() is None for proc in spoolers):
+        outbox.deliver(transport)  # delivering while the others spool
+        time.sleep(0.01)
+    for proc in spoolers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    outbox.deliver(transport)
+
+    archived = list(outbox.events())
+    assert len(archived) == 2 * 120 * 2 + 40  # own START+COMPLETE per process, shared STARTs
+    assert len(set(keys(archived))) == len(archived)
+    assert all(line.startswith(b"{") and line.endswith(b"}") for line in journal_lines(ws))
+    assert receiver.events == archived  # each exactly once, in spool order
+    assert outbox.status().pending == 0
+
+
+# ---------------------------------------------------------------------- configuration
+
+
+def test_without_configuration_events_go_to_a_file(ws: Workspace) -> None:
+    transport, description = make_transport(ws)
+    path = ws.meta_dir / "openlineage" / "events.jsonl"
+    assert transport.kind == "file"
+    assert str(path) in description and "no OpenLineage configuration" in description
+    outbox = Outbox(ws)
+    first, second = runs(1), runs(1, start=10)
+    outbox.spool(first)
+    assert outbox.deliver(transport).sent == 2
+    outbox.spool(second)
+    assert outbox.deliver(transport).sent == 2
+    assert [json.loads(line) for line in path.read_text().splitlines()] == first + second
+
+
+def _write_config(path: Path, transport: dict[str, Any]) -> Path:
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"transport": transport}))
+    return path
+
+
+def test_config_files_workspace_before_home_after_cwd(
+        ws: Workspace, receiver: Receiver, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    receiver.start()
+    home = _write_config(tmp_path / "home/.openlineage/openlineage.yml",
+                         {"type": "file", "log_file_path": str(tmp_path / "home.jsonl")})
+    assert str(home) in make_transport(ws)[1]
+    ours = _write_config(ws.root / "openlineage.yml", {"type": "http", "url": receiver.url})
+    transport, description = make_transport(ws)
+    assert transport.kind == "http" and str(ours) in description
+    assert transport.config.retry["total"] == 0  # no `retry` configured: none
+    outbox = Outbox(ws)
+    outbox.spool(runs(1))
+    assert outbox.deliver(transport).sent == 2 and len(receiver.events) == 2
+
+    cwd = _write_config(Path.cwd() / "openlineage.yml",
+                        {"type": "http", "url": receiver.url, "retry": {"total": 3}})
+    transport, description = make_transport(ws)
+    assert str(cwd) in description and "client retries: 3" in description
+    assert transport.config.retry["total"] == 3  # configured retries are kept
+
+    explicit = _write_config(tmp_path / "elsewhere.yml",
+                             {"type": "file", "log_file_path": str(tmp_path / "x.jsonl")})
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(explicit))
+    assert str(explicit) in make_transport(ws)[1]
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(tmp_path / "missing.yml"))
+    with pytest.raises(TransportConfigError, match="OPENLINEAGE_CONFIG"):
+        make_transport(ws)
+
+
+def test_environment_variables_and_bad_configuration(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "http")
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__URL", receiver.url)
+    transport, description = make_transport(ws)
+    assert transport.kind == "http" and "OPENLINEAGE__ variables" in description
+    assert transport.config.retry["total"] == 0
+
+    monkeypatch.delenv("OPENLINEAGE__TRANSPORT__URL")
+    with pytest.raises(TransportConfigError, match="url"):
+        make_transport(ws)
+    monkeypatch.delenv("OPENLINEAGE__TRANSPORT__TYPE")
+    (ws.root / "openlineage.yml").write_text("transport: [unclosed\n")
+    with pytest.raises(TransportConfigError, match="openlineage.yml"):
+        make_transport(ws)
+    _write_config(ws.root / "openlineage.yml", {"type": "http"})
+    with pytest.raises(TransportConfigError, match=r"openlineage\.yml\) is invalid.*url"):
+        make_transport(ws)
+
+
+def test_two_catalogs_each_get_every_event(ws: Workspace, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """The client's composite transport succeeds when any catalog takes the event; the outbox
+    makes it fail when one does not, so the catalog that was down gets the event later."""
+    with Receiver() as marquez:
+        datahub = Receiver()  # down
+        monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "composite")
+        for name, catalog in (("MARQUEZ", marquez), ("DATAHUB", datahub)):
+            monkeypatch.setenv(f"OPENLINEAGE__TRANSPORT__TRANSPORTS__{name}__TYPE", "http")
+            monkeypatch.setenv(f"OPENLINEAGE__TRANSPORT__TRANSPORTS__{name}__URL", catalog.url)
+        transport, description = make_transport(ws)
+        assert transport.kind == "composite" and "stops at the first failing" in description
+        assert marquez.url in description and datahub.url in description
+        outbox = Outbox(ws)
+        events = runs(2)
+        outbox.spool(events)
+        report = outbox.deliver(transport, now=T0)
+        assert report.failed == 1 and report.pending == 4
+        with datahub:
+            report = outbox.deliver(transport, now=report.next_attempt_at)
+            assert (report.sent, report.pending) == (4, 0)
+            assert datahub.events == events
+        assert [e for e in marquez.events if e != events[0]] == events[1:]  # + re-sent first
+
+
+def test_disabled_keeps_events_pending(ws: Workspace, receiver: Receiver,
+                                       monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")
+    transport, description = make_transport(ws)
+    assert transport.kind == "noop" and "OPENLINEAGE_DISABLED" in description
+    outbox = Outbox(ws)
+    outbox.spool(runs(1))
+    report = outbox.deliver(transport)
+    assert report.paused and (report.sent, report.pending) == (0, 2)
+    with pytest.raises(OutboxError, match="disabled"):
+        outbox.replay(transport)
+    code, out, _ = cli("openlineage", "deliver", "-w", ws.root)
+    assert code == 0 and "disabled" in out
+
+    monkeypatch.delenv("OPENLINEAGE_DISABLED")
+    assert outbox.deliver(make_transport(ws)[0]).sent == 2
+    assert receiver.events == list(outbox.events())
+
+
+def test_secrets_never_reach_status_or_stored_errors(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    receiver.start()
+    receiver.fail_next(1)
+    url = receiver.url.replace("http://", f"http://alice:{SECRET_PASSWORD}@")
+    monkeypatch.setenv("OPENLINEAGE_URL", url)
+    monkeypatch.setenv("OPENLINEAGE_API_KEY", SECRET_KEY)
+    transport, description = make_transport(ws)
+    assert not [k for k in os.environ if k.startswith("OPENLINEAGE__")]  # client's aliases undone
+    outbox = Outbox(ws)
+    outbox.spool(runs(1))
+    report = outbox.deliver(transport)  # 500: the client's error names the URL with user-info
+    assert report.failed == 1 and "500" in (report.last_error or "")
+    assert receiver.requests[0]["headers"].get("Authorization")  # credentials were sent
+    receiver.stop()
+    outbox.deliver(transport, ignore_backoff=True)  # refused
+
+    outputs = [description, report.last_error or "",
+               outbox.state_path.read_text(), str(outbox.status())]
+    for args in (("openlineage", "status"), ("openlineage", "status", "--format", "json"),
+                 ("openlineage", "deliver", "--format", "json"), ("openlineage", "deliver")):
+        code, out, err = cli(*args, "-w", ws.root)
+        outputs += [out, err]
+    text = "\n".join(outputs)
+    assert "Connection refused" in text and "127.0.0.1" in text
+    for secret in (SECRET_PASSWORD, SECRET_KEY, "alice:", "alice@"):
+        assert secret not in text
+
+
+# ---------------------------------------------------------------------- archive and CLI
+
+
+def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
+                                       monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    receiver.start()
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    events = [run_event(str(uuid.uuid4()), kind, day * 24 * 60 + n)
+              for day in range(3) for n, kind in enumerate(("START", "COMPLETE"))]
+    for index in range(0, 6, 2):  # each day's START and COMPLETE share a run
+        events[index + 1]["run"] = events[index]["run"]
+    Outbox(ws).spool(events)
+
+    code, out, _ = cli("openlineage", "status", "-w", ws.root)
+    assert code == 0 and "pending:    6" in out and receiver.url in out
+    code, out, _ = cli("openlineage", "status", "--format", "json", "-w", ws.root)
+    data = json.loads(out)
+    assert (data["pending"], data["delivered"]) == (6, 0) and receiver.url in data["transport"]
+    assert data["oldest_pending_time"] == events[0]["eventTime"]
+
+    code, out, _ = cli("openlineage", "deliver", "-w", ws.root, "--budget", "60")
+    assert code == 0 and "sent 6 event(s)" in out
+    assert receiver.events == events
+
+    code, out, _ = cli("openlineage", "replay", "--since", "2026-03-02", "--dry-run",
+                       "-w", ws.root)
+    assert code == 0 and "would replay 4" in out and receiver.attempts == 6
+    code, out, _ = cli("openlineage", "replay", "--since", "2026-03-02", "-w", ws.root)
+    assert code == 0 and "replayed 4" in out
+    assert receiver.events[6:] == events[2:]
+    since = dt.datetime(2026, 3, 3, 13, 0, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert list(Outbox(ws).events(since)) == events[4:]  # zones are compared as instants
+    code, out, _ = cli("openlineage", "replay", "-w", ws.root)
+    assert code == 0 and "replayed 6" in out and receiver.events[10:] == events
+    assert Outbox(ws).status().delivered == 6  # the delivery position is untouched
+
+    code, _, err = cli("openlineage", "replay", "--since", "last week", "-w", ws.root)
+    assert code == 1 and "--since" in err and "ISO-8601" in err
+
+    receiver.stop()
+    Outbox(ws).spool(runs(1, start=5000))
+    code, out, _ = cli("openlineage", "deliver", "-w", ws.root)
+    assert code == 1 and "Connection refused" in out and "2 pending" in out
+    code, out, _ = cli("openlineage", "status", "-w", ws.root)
+    assert "failing:    1 attempt(s)" in out and "last error:" in out
+    code, _, err = cli("openlineage", "replay", "--since", "2026-03-03", "-w", ws.root)
+    assert code == 1 and "replay stopped after 0 event(s)" in err
+    assert "--since 2026-03-03T12:00:00+00:00" in err

@@ -1,0 +1,244 @@
+"""OpenLineage from the lineage sensor, end to end: real Spark materializations, a real Dagster
+instance, the client's file and HTTP transports (a real receiver on 127.0.0.1), and every event
+validated against the official schemas in ../shared/openlineage-spec."""
+
+import datetime as dt
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dagster import DagsterInstance, Definitions, asset, materialize
+
+from dws_dagster import dws_ref, process_events
+from dws_dagster.ol.outbox import Outbox, event_key
+from dws_dagster.ol.transport import make_transport
+from tests.ol_receiver import Receiver
+from tests.ol_spec import validate_run_event
+from tests.pipeline import io_manager, make_workspace
+from tests.test_io_manager import run
+from tests.test_sensor import failing_pipeline, scored_assets
+
+
+@pytest.fixture
+def instance(tmp_path: Path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.local_temp(str(home)) as inst:
+        yield inst
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No OpenLineage configuration anywhere: not in the environment, the working folder or
+    the home folder."""
+    for name in list(os.environ):
+        if name.startswith("OPENLINEAGE"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def pipeline_ws(tmp_path: Path):
+    return make_workspace(tmp_path / "ws")
+
+
+def file_events(ws) -> list[dict[str, Any]]:
+    path = ws.meta_dir / "openlineage" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def by_job(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        jobs.setdefault(event["job"]["name"], []).append(event)
+    return jobs
+
+
+def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, instance, clean_env):
+    ws = pipeline_ws
+    assets = scored_assets()
+    result = run(assets, ws, instance)
+    defs = Definitions(assets=assets)
+    outcome = process_events(instance, ws, repository_def=defs.get_repository_def())
+    events = file_events(ws)
+    assert outcome.delivered == len(events) == outcome.spooled and outcome.pending == 0
+    for event in events:
+        validate_run_event(event)
+    jobs = by_job(events)
+    assert set(jobs) >= {"enriched", "hourly", "ranking", "scores"}
+    run_ids = set()
+    for name in ("enriched", "hourly", "ranking", "scores"):
+        start, complete = jobs[name]
+        assert (start["eventType"], complete["eventType"]) == ("START", "COMPLETE")
+        assert start["run"]["runId"] == complete["run"]["runId"]
+        run_ids.add(start["run"]["runId"])
+        parent = complete["run"]["facets"]["parent"]
+        assert parent["run"]["runId"] == result.run_id
+        assert parent["job"]["name"] == result.dagster_run.job_name
+        assert parent["root"]["run"]["runId"] == result.run_id
+        assert complete["job"]["facets"]["jobType"]["integration"] == "DAGSTER"
+        assert f"def {name}" in complete["job"]["facets"]["sourceCode"]["sourceCode"]
+        # START names inputs and outputs both (never an output-only placeholder).
+        assert start["outputs"] and bool(start["inputs"]) == bool(complete["inputs"])
+    assert len(run_ids) == 4  # one OpenLineage run per asset
+
+    hourly = jobs["hourly"][1]
+    [output] = hourly["outputs"]
+    state = ws.store.get("intermediate-data/hourly")
+    assert output["namespace"] == "file"
+    assert output["name"] == str(ws.local_path("intermediate-data/hourly"))
+    assert output["facets"]["version"]["datasetVersion"] == state.version
+    symlink = output["facets"]["symlinks"]["identifiers"][0]
+    assert symlink["name"] == "intermediate-data/hourly"
+    assert [f["name"] for f in output["facets"]["schema"]["fields"]] == \
+        ["borough", "hour", "trips", "revenue"]
+    assert output["outputFacets"]["outputStatistics"]["rowCount"] == state.record["extra"]["rows"]
+    assert output["facets"]["storage"]["fileFormat"] == "parquet"
+    lineage = output["facets"]["columnLineage"]["fields"]
+    enriched_name = str(ws.local_path("intermediate-data/enriched"))
+    [revenue_source] = lineage["revenue"]["inputFields"]
+    assert (revenue_source["name"], revenue_source["field"]) == (enriched_name, "fare_usd")
+    assert {t["subtype"] for t in revenue_source["transformations"]} == {"AGGREGATION"}
+    [the_input] = hourly["inputs"]
+    assert the_input["name"] == enriched_name
+    assert the_input["facets"]["version"]["datasetVersion"] == \
+        ws.store.get("intermediate-data/enriched").version
+
+    scores = jobs["scores"][1]["job"]["facets"]
+    assert scores["ownership"]["owners"] == [{"name": "forecasting", "type": "team"}]
+    assert scores["documentation"]["description"] == "Revenue scores per borough."
+
+
+def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, instance,
+                                                           clean_env, monkeypatch):
+    ws = pipeline_ws
+    receiver = Receiver()  # not started: connections are refused
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    run(scored_assets(), ws, instance)
+    first = process_events(instance, ws)
+    assert first.delivered == 0 and first.pending == first.spooled > 0
+    assert first.delivery_error
+    outbox = Outbox(ws)
+    spooled = list(outbox.events())
+    transport, description = make_transport(ws)
+    assert receiver.url in description
+    with receiver.start():
+        receiver.fail_next(3)
+        now = dt.datetime.now(dt.UTC)
+        calls = 0
+        while outbox.status().pending:
+            before = receiver.attempts
+            report = outbox.deliver(transport, budget_seconds=30, now=now)
+            if report.failed:  # a failing catalog costs one attempt per delivery
+                assert receiver.attempts - before <= 1
+            now += dt.timedelta(hours=1)  # past any backoff
+            calls += 1
+            assert calls < 20
+    keys = [event_key(e) for e in receiver.events]
+    assert set(keys) == {event_key(e) for e in spooled}  # none lost
+    assert [k for k, n in Counter(keys).items() if n > 1] == []
+    # Per-run order: START before COMPLETE for every OpenLineage run.
+    seen: dict[str, str] = {}
+    for event in receiver.events:
+        run_id = event["run"]["runId"]
+        if event["eventType"] == "START":
+            assert run_id not in seen
+        else:
+            assert seen.get(run_id) == "START"
+        seen[run_id] = event["eventType"]
+        validate_run_event(event)
+
+
+def test_replaying_events_after_a_crash_spools_no_duplicates(spark, pipeline_ws, instance,
+                                                             clean_env):
+    ws = pipeline_ws
+    run(scored_assets(), ws, instance)
+    process_events(instance, ws, deliver=False)
+    journal = list(ws.store.history())
+    spooled = list(Outbox(ws).events())
+    # The tick died before Dagster saved its cursor: the next tick starts from the old one.
+    again = process_events(instance, ws, deliver=False)
+    assert again.spooled == 0 and again.applied.records == 0
+    assert list(ws.store.history()) == journal
+    assert list(Outbox(ws).events()) == spooled
+
+
+def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instance, clean_env):
+    ws = pipeline_ws
+    run(scored_assets(), ws, instance)
+    process_events(instance, ws)
+    resources = {"io_manager": io_manager(ws)}
+    failed = materialize(failing_pipeline([]), instance=instance, resources=resources,
+                         raise_on_error=False, selection=["hourly", "ranking"])
+    process_events(instance, ws)
+    events = [e for e in file_events(ws) if e["run"]["facets"]["parent"]["run"]["runId"]
+              == failed.run_id]
+    for event in events:
+        validate_run_event(event)
+    kinds = {(e["job"]["name"], e["eventType"]) for e in events}
+    assert kinds == {("hourly", "START"), ("hourly", "FAIL"), ("ranking", "START"),
+                     ("ranking", "FAIL")}
+    fail = next(e for e in events if e["job"]["name"] == "hourly" and e["eventType"] == "FAIL")
+    error = fail["run"]["facets"]["errorMessage"]
+    assert error["message"].startswith("ValueError: bad fares")
+    assert error["programmingLanguage"] == "python"
+    assert "secret" not in json.dumps(fail)
+    assert ws.store.get("intermediate-data/hourly").version is not None  # previous kept
+
+
+def test_cancelled_run_sends_abort(tmp_path, instance, clean_env):
+    ws = make_workspace(tmp_path / "ws")
+
+    @asset(metadata=dws_ref("intermediate-data", "never"))
+    def never() -> int:
+        return 1
+
+    defs = Definitions(assets=[never])
+    job = defs.resolve_implicit_global_asset_job_def()
+    dagster_run = instance.create_run_for_job(job_def=job)
+    instance.report_run_canceled(dagster_run)
+    process_events(instance, ws, repository_def=defs.get_repository_def())
+    events = file_events(ws)
+    assert [e["eventType"] for e in events] == ["START", "ABORT"]
+    for event in events:
+        validate_run_event(event)
+
+
+def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, instance, clean_env):
+    from dagster import DailyPartitionsDefinition
+
+    ws = make_workspace(tmp_path / "ws")
+    days = DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-03")
+
+    @asset(partitions_def=days)
+    def landed() -> int:
+        return 1
+
+    @asset(partitions_def=days, deps=[landed], description="Counts *landed* files.")
+    def counted() -> int:
+        return 2
+
+    defs = Definitions(assets=[landed, counted])
+    materialize([landed, counted], instance=instance, partition_key="2024-01-02")
+    process_events(instance, ws, repository_def=defs.get_repository_def())
+    events = file_events(ws)
+    for event in events:
+        validate_run_event(event)
+    counted_events = by_job(events)["counted"]
+    assert [e["eventType"] for e in counted_events] == ["START", "COMPLETE"]
+    facets = counted_events[1]["run"]["facets"]
+    [upstream] = facets["jobDependencies"]["upstream"]
+    assert upstream["job"]["name"] == "landed"
+    nominal = facets["nominalTime"]
+    assert nominal["nominalStartTime"].startswith("2024-01-02T00:00:00")
+    assert nominal["nominalEndTime"].startswith("2024-01-03T00:00:00")
+    # Not workspace assets: no datasets, but runs that start and complete all the same.
+    assert counted_events[1]["outputs"] == [] or "outputs" not in counted_events[1]
+    assert "jobDependencies" not in by_job(events)["landed"][1]["run"]["facets"]
