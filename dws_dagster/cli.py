@@ -388,7 +388,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dws-dagster", parents=[common],
         description="Data Workspaces lineage for Dagster and PySpark: resources, versions, "
                     "lineage and snapshots.")
-    parser.set_defaults(workspace=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, handler: Handler, help_text: str, *, formats: bool = False
@@ -482,6 +481,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # `--workspace` is accepted before and after the command; its action is shared by all the
+    # parsers (parents=), so no parser may give it a default, or that default would override
+    # a value given before the command.
+    if not hasattr(args, "workspace"):
+        args.workspace = None
     try:
         return int(args.handler(args))
     except DwsError as exc:

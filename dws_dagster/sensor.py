@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,10 +136,32 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
     return outcome
 
 
+_OUTBOXES: dict[str, Any] = {}
+_OUTBOXES_LOCK = threading.Lock()
+
+
 def _outbox(ws: Workspace) -> Any:
+    """One outbox object per workspace and process: it keeps its index of spooled keys and its
+    read position between ticks instead of re-reading the journal each time."""
     from .ol.outbox import Outbox
 
-    return Outbox(ws)
+    key = str(ws.meta_dir)
+    with _OUTBOXES_LOCK:
+        cached = _OUTBOXES.get(key)
+        # A folder removed or replaced since (a reset workspace) gets a fresh object, whose
+        # index is read from disk: a stale index would skip events as already spooled.
+        if cached is None or cached[1] != _identity(cached[0].dir):
+            outbox = Outbox(ws)
+            cached = _OUTBOXES[key] = (outbox, _identity(outbox.dir))
+        return cached[0]
+
+
+def _identity(folder: Any) -> tuple[int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _render(events: list[Any], ws: Workspace) -> list[dict[str, Any]]:

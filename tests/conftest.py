@@ -101,3 +101,16 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def instance(tmp_path: Path):
+    """A Dagster instance in a temporary SQLite home (the default run-sharded storage, as
+    `dagster dev` uses), telemetry off. Modules may override it (e.g. with an ephemeral one)."""
+    from dagster import DagsterInstance
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.local_temp(str(home)) as inst:
+        yield inst

@@ -206,3 +206,15 @@ def test_downstream_lists_readers_of_an_older_version_as_stale(pipeline_ws: Work
     data = json.loads(out)
     stale_edges = [e for e in data["edges"] if e["stale"]]
     assert [e["target"].split("@")[0] for e in stale_edges] == ["results/exp"]
+
+
+def test_workspace_option_before_or_after_the_command(pipeline_ws: Workspace, cli,
+                                                      tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = cli("-w", pipeline_ws.root, "status", "--format", "json", cwd=elsewhere)
+    after = cli("status", "--format", "json", "-w", pipeline_ws.root, cwd=elsewhere)
+    assert before[0] == after[0] == 0 and before[1] == after[1]
+    nested = cli("-w", pipeline_ws.root, "openlineage", "status", "--format", "json",
+                 cwd=elsewhere)
+    assert nested[0] == 0 and json.loads(nested[1])["pending"] == 0

@@ -10,7 +10,6 @@ import pytest
 from dagster import (
     AssetCheckResult,
     AssetExecutionContext,
-    DagsterInstance,
     DefaultSensorStatus,
     Definitions,
     asset,
@@ -24,15 +23,6 @@ from dws_dagster import WorkspaceResource, dws_metrics, dws_ref, lineage_sensor,
 from dws_dagster.sensor import SensorConfigError, parse_cursor
 from tests.pipeline import build_assets, io_manager, make_workspace
 from tests.test_io_manager import run
-
-
-@pytest.fixture
-def instance(tmp_path: Path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    with DagsterInstance.local_temp(str(home)) as inst:
-        yield inst
 
 
 @pytest.fixture

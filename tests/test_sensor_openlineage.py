@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import DagsterInstance, Definitions, asset, materialize
+from dagster import Definitions, asset, materialize
 
 from dws_dagster import dws_ref, process_events
 from dws_dagster.ol.outbox import Outbox, event_key
@@ -20,15 +20,6 @@ from tests.ol_spec import validate_run_event
 from tests.pipeline import io_manager, make_workspace
 from tests.test_io_manager import run
 from tests.test_sensor import failing_pipeline, scored_assets
-
-
-@pytest.fixture
-def instance(tmp_path: Path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    with DagsterInstance.local_temp(str(home)) as inst:
-        yield inst
 
 
 @pytest.fixture

@@ -33,7 +33,13 @@ from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
 from ..errors import DwsError
-from ..workspace.files import atomic_write_bytes, atomic_write_json, fsync_dir
+from ..workspace.files import (
+    atomic_write_bytes,
+    atomic_write_json,
+    fsync_dir,
+    journal_segments,
+    segment_path,
+)
 from .transport import error_text, redact
 
 if TYPE_CHECKING:
@@ -235,20 +241,13 @@ class Outbox:
     # ------------------------------------------------------------------ files
 
     def _segment_path(self, number: int) -> Path:
-        return self.journal_dir / f"{number:08d}.jsonl"
+        return segment_path(self.journal_dir, number)
 
     def _keys_path(self, number: int) -> Path:
         return self.journal_dir / f"{number:08d}.keys.json"
 
     def _segments(self) -> list[int]:
-        if not self.journal_dir.is_dir():
-            return []
-        numbers = []
-        for entry in os.scandir(self.journal_dir):
-            stem, dot, ext = entry.name.partition(".")
-            if ext == "jsonl" and dot and stem.isdigit():
-                numbers.append(int(stem))
-        return sorted(numbers)
+        return journal_segments(self.journal_dir)
 
     def _size(self, number: int) -> int:
         try:

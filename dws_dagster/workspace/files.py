@@ -73,3 +73,20 @@ def read_json_file(path: Path, *, what: str) -> Any:
         raise WorkspaceConfigError(
             f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
         ) from None
+
+
+def segment_path(journal_dir: Path, number: int) -> Path:
+    """The file of segment `number` of an append-only JSONL journal."""
+    return journal_dir / f"{number:08d}.jsonl"
+
+
+def journal_segments(journal_dir: Path) -> list[int]:
+    """The segment numbers of a JSONL journal folder (`NNNNNNNN.jsonl`), in order."""
+    if not journal_dir.is_dir():
+        return []
+    numbers = []
+    for entry in os.scandir(journal_dir):
+        stem, dot, ext = entry.name.partition(".")
+        if ext == "jsonl" and dot and stem.isdigit():
+            numbers.append(int(stem))
+    return sorted(numbers)

@@ -33,7 +33,13 @@ from ..errors import (
     UnknownRefStateError,
     WorkspaceConfigError,
 )
-from .files import atomic_write_bytes, fsync_dir, read_json_file
+from .files import (
+    atomic_write_bytes,
+    fsync_dir,
+    journal_segments,
+    read_json_file,
+    segment_path,
+)
 from .records import LineageRecord, StepInfo, now_iso
 from .refs import ResourceRef, as_ref
 from .versions import short
@@ -176,17 +182,10 @@ class LineageStore:
         self._loaded = True
 
     def _segment_path(self, number: int) -> Path:
-        return self.journal_dir / f"{number:08d}.jsonl"
+        return segment_path(self.journal_dir, number)
 
     def _segments(self) -> list[int]:
-        if not self.journal_dir.is_dir():
-            return []
-        numbers = []
-        for entry in os.scandir(self.journal_dir):
-            stem, dot, ext = entry.name.partition(".")
-            if ext == "jsonl" and dot and stem.isdigit():
-                numbers.append(int(stem))
-        return sorted(numbers)
+        return journal_segments(self.journal_dir)
 
     def _read_tail(self) -> None:
         try:
