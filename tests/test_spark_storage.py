@@ -177,3 +177,23 @@ def test_bad_format_and_missing_data(spark, tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="no data at"):
         read(spark, str(tmp_path / "never"))
 
+
+
+def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
+    from dws_dagster.spark.storage import _SALT, _exact_sum, _version_aggregates
+
+    extremes = [(-(2**63)), 2**63 - 1, -1, 0, 1, 2**42, -(2**42) - 5]
+    df = spark.createDataFrame([(i, f"v{i}") for i in range(500)], "id long, name string")
+    hashes = df.select(F.xxhash64("id", "name").alias("h"))
+    hashes = hashes.select("h", F.xxhash64(F.lit(_SALT), "h").alias("g"))
+    rows = hashes.collect()
+    metrics = df.agg(*_version_aggregates(df)).collect()[0].asDict()
+    assert metrics["rows"] == 500
+    assert _exact_sum(metrics, "h") == sum(r.h for r in rows)
+    assert _exact_sum(metrics, "g") == sum(r.g for r in rows)
+    # The limb split is exact for every 64-bit value, extremes included.
+    values = spark.createDataFrame([(v,) for v in extremes], "h long")
+    from dws_dagster.spark.storage import _limb_sums
+
+    limbs = values.agg(*_limb_sums("h", F.col("h"))).collect()[0].asDict()
+    assert _exact_sum(limbs, "h") == sum(extremes)

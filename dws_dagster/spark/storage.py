@@ -42,7 +42,7 @@ from ..workspace.versions import (
 )
 
 FORMATS = ("parquet", "csv", "json", "orc")
-_SALT = "dws-dagster/2"
+_SALT = "dws-dagster/3"
 
 
 class StorageError(DwsError):
@@ -74,36 +74,53 @@ def _hash_inputs(df: DataFrame) -> list[Column]:
             else F.col(f"`{field.name}`") for field in df.schema.fields]
 
 
+#: Each 64-bit row hash is summed as three limbs (21, 21 and 22 bits) in 64-bit longs: exact
+#: sums with no overflow below 2^41 rows, several times cheaper than decimal sums.
+_LIMB_BITS = 21
+_LIMB_MASK = (1 << _LIMB_BITS) - 1
+
+
+def _limb_sums(name: str, value: Column) -> list[Column]:
+    return [F.sum(value.bitwiseAND(F.lit(_LIMB_MASK))).alias(f"{name}0"),
+            F.sum(F.shiftright(value, _LIMB_BITS).bitwiseAND(F.lit(_LIMB_MASK)))
+            .alias(f"{name}1"),
+            F.sum(F.shiftright(value, 2 * _LIMB_BITS)).alias(f"{name}2")]
+
+
+def _version_aggregates(df: DataFrame) -> list[Column]:
+    """Row count and two order-independent checksums of the rows: the sum of a 64-bit hash of
+    each row, and the sum of a salted rehash of it (a second, nonlinear checksum, so two
+    different datasets must agree on count and both sums to share a version)."""
+    aggregates = [F.count(F.lit(1)).alias("rows")]
+    columns = _hash_inputs(df)
+    if columns:
+        row_hash = F.xxhash64(*columns)
+        aggregates += _limb_sums("h", row_hash)
+        aggregates += _limb_sums("g", F.xxhash64(F.lit(_SALT), row_hash))
+    return aggregates
+
+
+def _exact_sum(metrics: Mapping[str, Any], name: str) -> int:
+    return sum(int(metrics.get(f"{name}{i}") or 0) << (_LIMB_BITS * i) for i in range(3))
+
+
 def observed(df: DataFrame) -> tuple[DataFrame, Observation]:
     """`df` with the version's aggregates attached, filled in by the next action on it."""
     observation = Observation(f"dws_version_{uuid.uuid4().hex}")
-    columns = _hash_inputs(df)
-    if columns:
-        h1 = F.sum(F.xxhash64(*columns).cast("decimal(38,0)"))
-        h2 = F.sum(F.xxhash64(F.lit(_SALT), *columns).cast("decimal(38,0)"))
-    else:
-        h1 = h2 = F.lit(0).cast("decimal(38,0)")
-    return df.observe(observation, F.count(F.lit(1)).alias("rows"), h1.alias("h1"),
-                      h2.alias("h2")), observation
+    return df.observe(observation, *_version_aggregates(df)), observation
 
 
 def version_of_metrics(schema_json: str, metrics: Mapping[str, Any]) -> tuple[str, int]:
     """The version and row count from the observed aggregates."""
     rows = int(metrics.get("rows") or 0)
     body = {"scheme": MARKER_SCHEME, "schema": schema_json, "rows": rows,
-            "h1": str(metrics.get("h1") or 0), "h2": str(metrics.get("h2") or 0)}
+            "h": str(_exact_sum(metrics, "h")), "g": str(_exact_sum(metrics, "g"))}
     return xxhash.xxh3_128_hexdigest(canonical_json(body)), rows
 
 
 def dataframe_version(df: DataFrame) -> tuple[str, int]:
     """Version of a DataFrame's content, by running one aggregation job (no write)."""
-    columns = _hash_inputs(df)
-    aggregates = [F.count(F.lit(1)).alias("rows")]
-    if columns:
-        aggregates += [F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("h1"),
-                       F.sum(F.xxhash64(F.lit(_SALT), *columns).cast("decimal(38,0)"))
-                       .alias("h2")]
-    row = df.agg(*aggregates).collect()[0].asDict()
+    row = df.agg(*_version_aggregates(df)).collect()[0].asDict()
     return version_of_metrics(df.schema.json(), row)
 
 

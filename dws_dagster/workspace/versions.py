@@ -27,7 +27,7 @@ CONTENT_PREFIX = ""
 #: Written beside Spark output by the storage layer: the version Spark computed for the data
 #: and the byte version of the files it describes (ignored by Spark and by byte versions).
 MARKER_NAME = "_dws_version.json"
-MARKER_SCHEME = "spark-logical-1"
+MARKER_SCHEME = "spark-logical-2"
 #: Files beside Spark-written data that describe it (metrics, lineage) rather than hold it.
 DESCRIPTION_FILES = ("results.json", "lineage.json")
 LISTING_PREFIX = "ls-"
