@@ -107,13 +107,21 @@ class EventApplier:
             output = self.catalog.partition_ref(key, partition)
             inputs: tuple[DatasetInfo, ...] = ()
             outputs: tuple[OutputInfo, ...] = ()
-            if output is not None:  # inputs and outputs both, or neither
-                inputs = tuple(self._dataset(ref) for ref in
-                               self.catalog.input_refs(key, partition))
-                outputs = (OutputInfo(dataset=self._dataset(output)),)
+            if output is not None:
+                expected = self.catalog.input_refs(key, partition) or self._last_inputs(output)
+                if expected:  # inputs and outputs both, or neither: never output-only
+                    inputs = tuple(self._dataset(ref) for ref in expected)
+                    outputs = (OutputInfo(dataset=self._dataset(output)),)
             self.ol_events.append(AssetRunEvent(
                 kind="START", event_time=when, job=self._job_info(key), run=run,
                 inputs=inputs, outputs=outputs))
+
+    def _last_inputs(self, output: ResourceRef) -> list[str]:
+        """What the asset read last time, for assets whose inputs only the Spark plan shows
+        (data read by path): the best forecast of this run's inputs."""
+        state = self.ws.store.get(output)
+        record = state.record if state is not None else None
+        return [item["ref"] for item in (record or {}).get("inputs", ())]
 
     # ------------------------------------------------------------------ materialized
 

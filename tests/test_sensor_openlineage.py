@@ -200,6 +200,8 @@ def test_cancelled_run_sends_abort(tmp_path, instance, clean_env):
     assert [e["eventType"] for e in events] == ["START", "ABORT"]
     for event in events:
         validate_run_event(event)
+    # Nothing to tell what it would read: neither inputs nor outputs, never output-only.
+    assert events[0].get("inputs", []) == [] and events[0].get("outputs", []) == []
 
 
 def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, instance, clean_env):
@@ -233,3 +235,35 @@ def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, insta
     # Not workspace assets: no datasets, but runs that start and complete all the same.
     assert counted_events[1]["outputs"] == [] or "outputs" not in counted_events[1]
     assert "jobDependencies" not in by_job(events)["landed"][1]["run"]["facets"]
+
+
+def test_start_names_inputs_read_by_path_from_recorded_lineage(
+        spark, pipeline_ws, instance, clean_env):
+    from pyspark.sql import DataFrame
+
+    ws = pipeline_ws
+    trips_path = str(ws.local_path("source-data/trips"))
+
+    @asset(metadata=dws_ref("intermediate-data", "by_path"))
+    def by_path() -> DataFrame:
+        return spark.read.option("header", "true").csv(trips_path).select("trip_id", "fare")
+
+    defs = Definitions(assets=[by_path])
+    resources = {"io_manager": io_manager(ws)}
+    first = materialize([by_path], instance=instance, resources=resources)
+    process_events(instance, ws, repository_def=defs.get_repository_def())
+    second = materialize([by_path], instance=instance, resources=resources)
+    process_events(instance, ws, repository_def=defs.get_repository_def())
+    events = file_events(ws)
+    for event in events:
+        validate_run_event(event)
+
+    def start_of(result) -> dict[str, Any]:
+        return next(e for e in events if e["eventType"] == "START"
+                    and e["run"]["facets"]["parent"]["run"]["runId"] == result.run_id)
+
+    for result in (first, second):
+        start = start_of(result)
+        assert [i["name"] for i in start["inputs"]] == [trips_path]
+        assert [o["facets"]["symlinks"]["identifiers"][0]["name"]
+                for o in start["outputs"]] == ["intermediate-data/by_path"]
