@@ -371,7 +371,8 @@ def cmd_ol_replay(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(Path(args.directory))
+    return run_demo(Path(args.directory), small=args.small, months=args.months,
+                    trips_per_month=args.trips_per_month)
 
 
 # ------------------------------------------------------------------------ parser
@@ -447,8 +448,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("forget", cmd_forget, "drop a ref's lineage so another step may write it")
     p.add_argument("ref", metavar="REF")
 
-    p = add("demo", cmd_demo, "build and run a small example workspace in DIR")
+    p = add("demo", cmd_demo, "run the example NYC taxi forecast (Dagster + Spark) end to end "
+            "in DIR, then show its lineage and metrics")
     p.add_argument("directory", nargs="?", default="dws-demo", metavar="DIR")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--small", action="store_true",
+                      help="the smallest run: 15 days, 12 zones (about a minute)")
+    size.add_argument("--months", type=int, metavar="N",
+                      help="months of synthetic data (default: 2)")
+    p.add_argument("--trips-per-month", type=int, metavar="N",
+                   help="synthetic trips per month (default: 100000)")
 
     p = add("version", cmd_version, "content version of a ref's data now", formats=True)
     p.add_argument("ref", metavar="REF")

@@ -1,129 +1,355 @@
-"""`dws-dagster demo`: a small workspace run end to end with the script lineage API.
+"""`dws-dagster demo`: the example project (hourly NYC taxi ride forecast) run end to end.
 
-Generates three weeks of synthetic taxi pickups, aggregates them per zone and hour, forecasts
-each hour from the same hour a week earlier (seasonal naive), snapshots the workspace and shows
-the forecast's lineage. Uses the standard library only, so it runs anywhere in seconds.
+Everything runs in this process on embedded defaults, so the demo needs no server: local Spark,
+a SQLite Dagster instance in `DIR/.dagster`, OpenLineage to its configured transport (by
+default the workspace's `events.jsonl`). It lands the synthetic data, materializes every
+partition through the example's own jobs, does the lineage sensor's work after each run
+(`process_events`: lineage, `results.json`, a snapshot per forecast run, OpenLineage events),
+then shows the forecast's lineage and the metrics of its two model iterations.
 """
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
-import math
-import random
+import dataclasses
+import os
 import sys
-from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
+from .errors import DwsError
 from .workspace import render
-from .workspace.config import Workspace
 from .workspace.graph import build_graph
-from .workspace.lineage_api import LineageBuilder
-from .workspace.snapshots import take_snapshot
+from .workspace.graph_model import GraphNode, LineageGraph
+from .workspace.versions import short
 
-ZONES = (132, 138, 161, 186, 236, 237)
-START = dt.datetime(2024, 1, 1)
-DAYS = 21
-
-
-def generate_trips(path: Path, seed: int = 7) -> int:
-    """Synthetic TLC-style pickups with daily and weekly seasonality."""
-    rng = random.Random(seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["tpep_pickup_datetime", "PULocationID", "trip_distance"])
-        for hour in range(DAYS * 24):
-            stamp = START + dt.timedelta(hours=hour)
-            daily = 1 + math.sin((stamp.hour - 6) / 24 * 2 * math.pi)
-            weekly = 0.8 if stamp.weekday() >= 5 else 1.0
-            for zone in ZONES:
-                for _ in range(rng.randint(0, int(6 * daily * weekly) + 1)):
-                    minute = rng.randint(0, 59)
-                    writer.writerow([(stamp + dt.timedelta(minutes=minute)).isoformat(" "),
-                                     zone, round(rng.uniform(0.5, 12), 2)])
-                    count += 1
-    return count
+FORECAST_REF = "results/yellow_rides_hourly_forecast"
+DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 
 
-def hourly_actuals(ws: Workspace) -> None:
-    with LineageBuilder().with_step_name("hourly_actuals").with_parameters({"grain": "hour"}) \
-            .with_input_path(ws.root / "data/source/yellow_trips.csv") \
-            .with_output_path(ws.root / "data/intermediate/hourly_actuals") \
-            .with_workspace_directory(ws.root).eval():
-        counts: Counter[tuple[str, str]] = Counter()
-        with open(ws.root / "data/source/yellow_trips.csv", newline="") as handle:
-            for row in csv.DictReader(handle):
-                counts[(row["PULocationID"], row["tpep_pickup_datetime"][:13])] += 1
-        out = ws.root / "data/intermediate/hourly_actuals"
-        out.mkdir(parents=True, exist_ok=True)
-        with open(out / "rides.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["zone", "hour", "rides"])
-            for (zone, hour), rides in sorted(counts.items()):
-                writer.writerow([zone, hour, rides])
+class DemoError(DwsError):
+    """The demo cannot run as asked."""
 
 
-def forecast(ws: Workspace, season_hours: int = 168) -> dict[str, float]:
-    actuals_dir = ws.root / "data/intermediate/hourly_actuals"
-    with LineageBuilder().with_step_name("yellow_rides_hourly_forecast") \
-            .with_parameters({"model": "seasonal_naive", "season_hours": season_hours}) \
-            .with_input_path(actuals_dir).with_workspace_directory(ws.root) \
-            .as_results_step(ws.root / "results/hourly_forecast", "seasonal naive baseline") \
-            .eval() as lineage:
-        actual: dict[tuple[str, str], int] = {}
-        with open(actuals_dir / "rides.csv", newline="") as handle:
-            for row in csv.DictReader(handle):
-                actual[(row["zone"], row["hour"])] = int(row["rides"])
-        errors = []
-        for (zone, hour), rides in actual.items():
-            when = dt.datetime.strptime(hour, "%Y-%m-%d %H")
-            before = (when - dt.timedelta(hours=season_hours)).strftime("%Y-%m-%d %H")
-            if when >= START + dt.timedelta(hours=season_hours):
-                errors.append(rides - actual.get((zone, before), 0))
-        metrics = {"mae": round(sum(abs(e) for e in errors) / len(errors), 4),
-                   "rmse": round(math.sqrt(sum(e * e for e in errors) / len(errors)), 4),
-                   "hours_scored": len(errors)}
-        lineage.write_results(metrics)
-    return metrics
+@dataclass
+class Iteration:
+    """One model iteration of the forecast, as the lineage sensor recorded it."""
+
+    use_weather: bool
+    run_id: str
+    version: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    snapshot: str | None = None
 
 
-def run_demo(directory: Path) -> int:
-    """Build the demo workspace in `directory`, run it, snapshot it, show the lineage."""
-    steps = tqdm(total=5, desc="demo", unit="step", file=sys.stderr, disable=None)
-    ws = Workspace.init(directory, exist_ok=True)
-    for name, role, path in (("source", "source-data", "data/source"),
-                             ("intermediate", "intermediate-data", "data/intermediate"),
-                             ("results", "results", "results")):
-        if name not in ws.resources:
-            ws.add_resource(name, role, path=path)
-    steps.set_postfix_str("generating trips")
-    trips = generate_trips(ws.root / "data/source/yellow_trips.csv")
-    steps.update()
-    steps.set_postfix_str("hourly_actuals")
-    hourly_actuals(ws)
-    steps.update()
-    steps.set_postfix_str("forecast")
-    metrics = forecast(ws)
-    steps.update()
-    steps.set_postfix_str("snapshot")
-    outcome = take_snapshot(ws, message="demo run")
-    steps.update()
-    graph = build_graph(ws.store, "results/hourly_forecast",
-                        {n: r.role for n, r in ws.resources.items()})
-    html_path = ws.root / "lineage.html"
+def _example() -> Any:
+    try:
+        from example_project import project, setup_workspace
+    except ImportError as exc:
+        raise DemoError(
+            f"the demo runs the example project (example_project/), which cannot be imported "
+            f"({exc}); install the repository with 'pip install -e .' (./dev does), or run "
+            "from its root") from None
+    return project, setup_workspace
+
+
+def _instance(home: Path) -> Any:
+    """A SQLite Dagster instance in `home`, telemetry off (the one `dagster dev` would use
+    with DAGSTER_HOME=home)."""
+    from dagster import DagsterInstance
+
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(DAGSTER_YAML, encoding="utf-8")
+    return DagsterInstance.from_config(str(home))
+
+
+def _start_spark(config: dict[str, str]) -> None:
+    """Start the session the runs reuse (PySparkResource's getOrCreate), with Spark's own
+    console logging down to errors."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in {**config, "spark.ui.showConsoleProgress": "false"}.items():
+        builder = builder.config(key, value)
+    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+
+
+@contextmanager
+def _quiet_python_logging() -> Iterator[None]:
+    """Dagster's and py4j's Python loggers say every step at INFO/DEBUG; the bar says enough."""
+    import logging
+
+    names = ("dagster", "py4j", "pyspark")
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _dws_cause(exc: BaseException) -> DwsError | None:
+    """The DwsError behind a failed Dagster run, if any (Dagster wraps user errors)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DwsError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or getattr(current, "user_exception", None) \
+            or current.__context__
+    return None
+
+
+def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
+             trips_per_month: int | None = None) -> int:
+    """Build the example in `directory`, run all of it, and report its lineage and metrics."""
+    project, setup = _example()
+    from .sensor import process_events
+    from .workspace.snapshots import list_snapshots, take_snapshot
+
+    if small:
+        size = setup.SMALL if trips_per_month is None else dataclasses.replace(
+            setup.SMALL, trips_per_month=trips_per_month)
+    else:
+        defaults = setup.ExampleSize()
+        size = setup.ExampleSize(
+            months=defaults.months if months is None else months,
+            trips_per_month=(defaults.trips_per_month if trips_per_month is None
+                             else trips_per_month))
+    root = directory.expanduser().absolute()
+    bar = tqdm(total=2, desc="demo", unit="step", file=sys.stderr, disable=None,
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}")
+    try:
+        bar.set_postfix_str("landing data")
+        example = setup.ensure_workspace(root, size)
+        defs = project.definitions_for(example)
+        ws = example.workspace
+        steps = project.plan(defs)
+        bar.total = len(steps) + 2
+        bar.update()
+        bar.set_postfix_str("starting Spark")
+        _start_spark(project.SPARK_CONFIG)
+        bar.update()
+        repository = defs.get_repository_def()
+        iterations: list[Iteration] = []
+        instance = _instance(root / ".dagster")
+        cursor = 0
+        ol_outcome = None
+        try:
+            with _quiet_python_logging():
+                for step in steps:
+                    bar.set_postfix_str(step.label)
+                    try:
+                        result = project.run_step(defs, instance, step)
+                    except Exception as exc:
+                        cause = _dws_cause(exc)
+                        if cause is not None:
+                            raise cause from None
+                        raise DemoError(
+                            f"run '{step.label}' failed: {type(exc).__name__}: {exc}; its "
+                            f"events are in the Dagster instance {instance.root_directory}"
+                        ) from exc
+                    # What the lineage sensor does on its next tick.
+                    outcome = process_events(instance, ws, after_storage_id=cursor,
+                                             repository_def=repository,
+                                             snapshot_on_results=True)
+                    cursor, ol_outcome = outcome.cursor, outcome
+                    if step.job == project.FORECAST_JOB:
+                        iterations.append(_iteration(ws, step, result.run_id))
+                    bar.update()
+            runs = len(instance.get_run_records())
+        finally:
+            instance.dispose()
+    finally:
+        bar.close()
+
+    tags = {tag: info.hash for info in list_snapshots(ws) for tag in info.tags}
+    for item in iterations:
+        tag = f"run-{item.run_id[:8]}"
+        item.snapshot = tag if tag in tags else None
+    outcome = take_snapshot(ws, message="dws-dagster demo")
+    graph = build_graph(ws.store, FORECAST_REF, {n: r.role for n, r in ws.resources.items()})
+    html_path = root / "lineage.html"
     html_path.write_text(render.render_html(graph), encoding="utf-8")
-    steps.update()
-    steps.close()
-    print(f"Workspace: {ws.root} ({trips} synthetic trips)")
-    print(f"Snapshot:  {outcome.info.hash[:12]}"
-          f"{'' if outcome.created else ' (nothing changed since the last run)'}")
-    print("Metrics:   " + ", ".join(f"{k}={v}" for k, v in metrics.items()))
-    print()
-    print(render.render_text(graph))
-    print(f"\nLineage graph: {html_path}")
-    print(f"Try: dws-dagster status -w {ws.root}")
+    _report(root, example, runs, iterations, outcome, graph, html_path, ol_outcome)
     return 0
+
+
+def _iteration(ws: Any, step: Any, run_id: str) -> Iteration:
+    config = step.run_config["ops"]["yellow_rides_hourly_forecast"]["config"]
+    ws.store.refresh()
+    state = ws.store.get(FORECAST_REF)
+    record = (state.record if state is not None else None) or {}
+    return Iteration(use_weather=bool(config["use_weather"]), run_id=run_id,
+                     version=record.get("version"), metrics=dict(record.get("metrics") or {}),
+                     inputs=[item["ref"] for item in record.get("inputs", ())])
+
+
+def _report(root: Path, example: Any, runs: int, iterations: list[Iteration], outcome: Any,
+            graph: LineageGraph, html_path: Path, ol_outcome: Any) -> None:
+    ws = example.workspace
+    landed = example.landed
+    print(f"Workspace:  {root}")
+    print(f"Data:       synthetic NYC yellow-taxi trips and weather, {example.size.describe()}"
+          + (f"; landed {landed.trips:,} trips now" if landed.trips else ""))
+    print(f"Dagster:    {runs} runs in {root / '.dagster'}")
+    print()
+    print(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
+    print(f"  {'model iteration':<24}{'MAE':>9}{'RMSE':>9}{'hours':>8}  {'version':<14}snapshot")
+    for item in iterations:
+        name = "baseline" if not item.use_weather else "use_weather (rain)"
+        metrics = item.metrics
+        print(f"  {name:<24}{_num(metrics.get('mae')):>9}{_num(metrics.get('rmse')):>9}"
+              f"{metrics.get('hours_scored', '-'):>8}  {short(item.version):<14}"
+              f"{item.snapshot or '-'}")
+    if len(iterations) == 2:
+        print()
+        print("What use_weather changed in the forecast's lineage:")
+        for line in _changes(*iterations):
+            print(f"  {line}")
+    print()
+    print(f"Lineage of {FORECAST_REF} (partitions grouped):")
+    for line in grouped_tree(graph):
+        print(line)
+    print()
+    tags = outcome.info.tags
+    latest = iterations[-1].snapshot if iterations else None
+    snapshot = latest if latest in tags else (tags[-1] if tags else outcome.info.hash[:12])
+    print(f"Snapshot:   {snapshot}"
+          f"{'' if outcome.created else ' (the state the lineage sensor snapshotted last)'}")
+    print(_openlineage_line(ws, ol_outcome))
+    print(f"Lineage graph:      {html_path}")
+    print()
+    print("Try:")
+    print(f"  dws-dagster status -w {root}")
+    print(f"  dws-dagster lineage {FORECAST_REF} -w {root}")
+    if len(iterations) == 2 and all(i.snapshot for i in iterations):
+        print(f"  dws-dagster diff {iterations[0].snapshot} {iterations[1].snapshot} -w {root}")
+    print(f"  DAGSTER_HOME={root / '.dagster'} DWS_EXAMPLE_WORKSPACE={root} "
+          "dagster dev -w workspace.yaml   # from the repository root")
+
+
+def _openlineage_line(ws: Any, outcome: Any) -> str:
+    """Where the OpenLineage events went: the events file (the default transport, or any
+    file transport), else the configured transport; and what is still pending."""
+    from openlineage.client.transport.file import FileTransport
+
+    from .ol.transport import make_transport
+
+    transport, description = make_transport(ws)
+    transport.close()
+    pending = outcome.pending if outcome is not None else 0
+    if isinstance(transport, FileTransport) and not pending:
+        events = Path(transport.config.log_file_path)
+        count = 0
+        if events.is_file():
+            with open(events, "rb") as handle:
+                count = sum(1 for _ in handle)
+        return f"OpenLineage events: {events} ({count} events)"
+    if not pending:
+        return f"OpenLineage events: sent to {description}"
+    error = f"; {outcome.delivery_error}" if outcome.delivery_error else ""
+    return (f"OpenLineage events: {pending} pending in the outbox for {description}{error}; "
+            f"'dws-dagster openlineage deliver -w {ws.root}' sends them")
+
+
+def _num(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else "-"
+
+
+def _changes(before: Iteration, after: Iteration) -> list[str]:
+    lines = [f"parameter use_weather: {str(before.use_weather).lower()} -> "
+             f"{str(after.use_weather).lower()}",
+             f"version {short(before.version)} -> {short(after.version)}"]
+    added = sorted(set(after.inputs) - set(before.inputs))
+    removed = sorted(set(before.inputs) - set(after.inputs))
+    for sign, refs in (("+", added), ("-", removed)):
+        for label in _group_labels(refs):
+            lines.append(f"input {sign} {label}")
+    if "rain_multiplier" in after.metrics:
+        lines.append(f"rain multiplier fitted on the training weeks: "
+                     f"{after.metrics['rain_multiplier']}")
+    return lines
+
+
+def _group_labels(refs: Sequence[str]) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for ref in refs:
+        parent, _, leaf = ref.rpartition("/")
+        groups.setdefault(parent, []).append(leaf)
+    return [_span(parent, sorted(leaves)) for parent, leaves in groups.items()]
+
+
+def _span(parent: str, leaves: list[str]) -> str:
+    if len(leaves) == 1:
+        return f"{parent}/{leaves[0]}"
+    return f"{parent}/{{{leaves[0]} … {leaves[-1]}}} ({len(leaves)})"
+
+
+# ---------------------------------------------------------------------- grouped tree
+
+
+def grouped_tree(graph: LineageGraph) -> list[str]:
+    """The upstream tree of the focus with the partitions (or files) one step made, or one
+    folder holds, on a single line: the shape of the lineage at a glance. The full tree is
+    `dws-dagster lineage REF`; the HTML graph shows every node."""
+    parents: dict[str, list[str]] = {}
+    for edge in graph.edges:
+        parents.setdefault(edge.target, []).append(edge.source)
+    lines: list[str] = []
+    seen: set[tuple[str | None, str]] = set()
+
+    def group_key(node: GraphNode) -> tuple[str | None, str]:
+        return node.step, node.ref.rpartition("/")[0]
+
+    def walk(group: list[GraphNode], guides: str, last: bool, depth: int) -> None:
+        branch = "" if depth == 0 else ("└── " if last else "├── ")
+        key = group_key(group[0])
+        repeated = depth > 0 and key in seen
+        seen.add(key)
+        lines.append(f"  {guides}{branch}{_group_line(group)}"
+                     f"{' (see above)' if repeated else ''}")
+        if repeated:
+            return
+        ids = {node.id for node in group}
+        found: dict[tuple[str | None, str], dict[str, GraphNode]] = {}
+        for node_id in sorted(ids):
+            for source in parents.get(node_id, ()):
+                node = graph.nodes.get(source)
+                if node is not None:
+                    found.setdefault(group_key(node), {})[node.id] = node
+        children = [sorted(nodes.values(), key=lambda n: n.ref)
+                    for _, nodes in sorted(found.items(), key=lambda kv: kv[0][1])]
+        inner = guides + ("" if depth == 0 else ("    " if last else "│   "))
+        for index, child in enumerate(children):
+            walk(child, inner, index == len(children) - 1, depth + 1)
+
+    focus = graph.nodes[graph.focus]
+    walk([focus], "", True, 0)
+    return lines
+
+
+def _group_line(group: list[GraphNode]) -> str:
+    first = group[0]
+    if len(group) == 1:
+        text = f"{first.ref}@{short(first.version)}"
+    else:
+        parent = first.ref.rpartition("/")[0]
+        what = "files" if first.step is None else "partitions"
+        leaves = [node.ref.rpartition("/")[2] for node in group]
+        text = f"{parent}/{{{leaves[0]} … {leaves[-1]}}} ({len(group)} {what})"
+    if first.step is not None:
+        text += f"  <- {first.step}"
+    statuses = sorted({node.status for node in group})
+    return f"{text}  [{', '.join(statuses)}]"

@@ -169,6 +169,11 @@ class EventApplier:
         if not self.ws.resource(ref.name).is_local:
             return record
         folder = self.ws.local_path(ref)
+        state = self.ws.store.get(ref)
+        current_run = ((state.record or {}).get("step") or {}).get("run_id") if state else None
+        if current_run is not None and record.step is not None \
+                and current_run != record.step.run_id:
+            return record  # a replayed older run: the data (and results.json) are a later run's
         if not (folder / MARKER_NAME).is_file() or self.ws.version_of(ref) != record.version:
             self._skip(f"results of {record.ref}: the data there is no longer version "
                        f"{record.version}; results.json not written")
@@ -337,6 +342,10 @@ class EventApplier:
 
         facts = self._run(run_id)
         tag = f"run-{run_id[:8]}"
+        from .workspace.snapshots import list_snapshots
+
+        if any(tag in info.tags for info in list_snapshots(self.ws)):
+            return  # taken when this run was first seen (a replay from an older cursor)
         message = f"after Dagster run {run_id}" + (f" of job '{facts.job}'" if facts else "")
         try:
             outcome = take_snapshot(self.ws, tag=tag, message=message)
