@@ -1,0 +1,1 @@
+"""End-to-end tests: `dagster dev` serving the example project, driven in a headless browser."""
