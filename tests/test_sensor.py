@@ -197,8 +197,8 @@ def test_failed_run_records_failures_and_keeps_previous_lineage(spark, pipeline_
                           openlineage=False).applied.failures == 0
 
 
-def test_cancelled_run_marks_planned_assets_aborted(tmp_path, instance):
-    ws = make_workspace(tmp_path / "ws")
+def cancelled_before_running(ws, instance) -> Definitions:
+    """A run planning the asset `never` (intermediate-data/never), cancelled while queued."""
 
     @asset(metadata=dws_ref("intermediate-data", "never"))
     def never() -> int:
@@ -208,6 +208,12 @@ def test_cancelled_run_marks_planned_assets_aborted(tmp_path, instance):
     job = defs.resolve_implicit_global_asset_job_def()
     dagster_run = instance.create_run_for_job(job_def=job)
     instance.report_run_canceled(dagster_run)
+    return defs
+
+
+def test_cancelled_run_marks_planned_assets_aborted(tmp_path, instance):
+    ws = make_workspace(tmp_path / "ws")
+    defs = cancelled_before_running(ws, instance)
     process_events(instance, ws, repository_def=defs.get_repository_def(), openlineage=False)
     state = ws.store.get("intermediate-data/never")
     assert state.status == "failed" and state.record is None

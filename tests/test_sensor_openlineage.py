@@ -19,7 +19,7 @@ from tests.ol_receiver import Receiver
 from tests.ol_spec import validate_run_event
 from tests.pipeline import io_manager, make_workspace
 from tests.test_io_manager import run
-from tests.test_sensor import failing_pipeline, scored_assets
+from tests.test_sensor import cancelled_before_running, failing_pipeline, scored_assets
 
 
 @pytest.fixture
@@ -186,15 +186,7 @@ def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instanc
 
 def test_cancelled_run_sends_abort(tmp_path, instance, clean_env):
     ws = make_workspace(tmp_path / "ws")
-
-    @asset(metadata=dws_ref("intermediate-data", "never"))
-    def never() -> int:
-        return 1
-
-    defs = Definitions(assets=[never])
-    job = defs.resolve_implicit_global_asset_job_def()
-    dagster_run = instance.create_run_for_job(job_def=job)
-    instance.report_run_canceled(dagster_run)
+    defs = cancelled_before_running(ws, instance)
     process_events(instance, ws, repository_def=defs.get_repository_def())
     events = file_events(ws)
     assert [e["eventType"] for e in events] == ["START", "ABORT"]
