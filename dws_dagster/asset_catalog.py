@@ -121,24 +121,19 @@ class AssetCatalog:
 
     @functools.lru_cache(maxsize=1024)  # noqa: B019
     def _inputs(self, key: AssetKey) -> tuple[list[AssetKey], list[AssetKey]]:
+        data: set[AssetKey] = set()
+        nothing: set[AssetKey] = set()
         assets_def = self._assets_def(key)
-        if assets_def is None:
-            node = self.node(key)
-            return (sorted(node.parent_keys, key=lambda k: k.path) if node else []), []
-        data, nothing = [], []
         try:
-            node_def = assets_def.node_def
             keys_by_input = assets_def.keys_by_input_name
-            for input_def in node_def.input_defs:
+            for input_def in assets_def.node_def.input_defs:
                 upstream = keys_by_input.get(input_def.name)
-                if upstream is None or upstream == key:
-                    continue
-                (nothing if input_def.dagster_type.is_nothing else data).append(upstream)
-        except Exception:  # unusual definitions (graph-backed assets): deps as data
-            data = sorted(self.node(key).parent_keys, key=lambda k: k.path) \
-                if self.node(key) else []
-        return sorted(set(data), key=lambda k: k.path), sorted(set(nothing),
-                                                               key=lambda k: k.path)
+                if upstream is not None and upstream != key:
+                    (nothing if input_def.dagster_type.is_nothing else data).add(upstream)
+        except Exception:  # no definition here, or a graph-backed asset: every parent as data
+            node = self.node(key)
+            data, nothing = set(node.parent_keys if node is not None else ()), set()
+        return sorted(data, key=lambda k: k.path), sorted(nothing, key=lambda k: k.path)
 
     def input_refs(self, key: AssetKey, partition: str | None) -> list[ResourceRef]:
         """The refs a planned (partition of an) asset will read, as far as the definitions

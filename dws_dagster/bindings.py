@@ -126,7 +126,7 @@ def dws_ref(resource: str, subpath: str | None = None, *, format: str = "parquet
     return metadata
 
 
-def _plain(value: Any) -> Any:
+def metadata_value(value: Any) -> Any:
     """Metadata read back from Dagster arrives wrapped (TextMetadataValue, JsonMetadataValue)."""
     return getattr(value, "value", value)
 
@@ -137,7 +137,7 @@ def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
     """The binding an asset's metadata declares, else the default ref (key path in the IO
     manager's default resource)."""
     metadata = metadata or {}
-    raw_ref = _plain(metadata.get(META_REF))
+    raw_ref = metadata_value(metadata.get(META_REF))
     if raw_ref is None:
         if default_ref is None:
             raise BindingError(
@@ -153,13 +153,13 @@ def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
     else:
         raise BindingError(f"{what}: metadata {META_REF} must be a string such as "
                            f"'resource/subpath', got {type(raw_ref).__name__}")
-    fmt = _plain(metadata.get(META_FORMAT)) or default_format
+    fmt = metadata_value(metadata.get(META_FORMAT)) or default_format
     if fmt not in FORMATS:
         raise BindingError(f"{what}: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    template = _plain(metadata.get(META_PARTITION_TEMPLATE))
+    template = metadata_value(metadata.get(META_PARTITION_TEMPLATE))
     if template is not None:
         _check_template(template, what)
-    partition_by = _plain(metadata.get(META_PARTITION_BY)) or ()
+    partition_by = metadata_value(metadata.get(META_PARTITION_BY)) or ()
     if isinstance(partition_by, str) or not all(isinstance(c, str) for c in partition_by):
         raise BindingError(f"{what}: {META_PARTITION_BY} must be a list of column names")
     return Binding(ref=ref, format=fmt,
@@ -170,7 +170,7 @@ def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
 
 
 def _options(raw: Any, what: str) -> dict[str, str]:
-    raw = _plain(raw) or {}
+    raw = metadata_value(raw) or {}
     if not isinstance(raw, Mapping):
         raise BindingError(f"{what}: Spark options must be a mapping of name to value")
     return {str(key): str(value) for key, value in raw.items()}

@@ -20,6 +20,7 @@ from dagster import (
     TableSchema,
 )
 
+from .bindings import metadata_value
 from .workspace.records import LineageRecord, StepInfo
 
 STEP_KIND = "dagster-asset"
@@ -34,10 +35,6 @@ META_STARTED = "dws/started_at"
 META_FINISHED = "dws/finished_at"
 META_COLUMN_LINEAGE = "dws/column_lineage"
 META_WORKSPACE = "dws/workspace"
-
-
-def _plain(value: Any) -> Any:
-    return getattr(value, "value", value)
 
 
 def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[str, str],
@@ -70,25 +67,25 @@ def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[s
 def record_from_metadata(metadata: Mapping[str, Any], *, asset: str, run_id: str | None,
                          partition: str | None, status: str = "ok") -> LineageRecord | None:
     """The lineage record a materialization's metadata describes (None: not a dws asset)."""
-    ref = _plain(metadata.get("dws/ref"))
-    version = _plain(metadata.get(META_VERSION))
+    ref = metadata_value(metadata.get("dws/ref"))
+    version = metadata_value(metadata.get(META_VERSION))
     if not isinstance(ref, str) or not isinstance(version, str) or not version:
         return None
-    inputs = _plain(metadata.get(META_INPUTS)) or []
+    inputs = metadata_value(metadata.get(META_INPUTS)) or []
     step = StepInfo(name=asset, kind=STEP_KIND, run_id=run_id, partition=partition,
-                    code_version=_plain(metadata.get(META_CODE_VERSION)),
-                    git_commit=_plain(metadata.get(META_GIT_COMMIT)))
-    extra: dict[str, Any] = {"format": _plain(metadata.get("dws/format"))}
-    rows = _plain(metadata.get("dagster/row_count"))
+                    code_version=metadata_value(metadata.get(META_CODE_VERSION)),
+                    git_commit=metadata_value(metadata.get(META_GIT_COMMIT)))
+    extra: dict[str, Any] = {"format": metadata_value(metadata.get("dws/format"))}
+    rows = metadata_value(metadata.get("dagster/row_count"))
     if rows is not None:
         extra["rows"] = int(rows)
     return LineageRecord(
         ref=ref, version=version, status=status, step=step,
-        parameters=_plain(metadata.get(META_PARAMETERS)) or {},
+        parameters=metadata_value(metadata.get(META_PARAMETERS)) or {},
         inputs=tuple((item["ref"], item["version"]) for item in inputs),
-        provenance=_plain(metadata.get(META_PROVENANCE)) or {},
-        start_time=_plain(metadata.get(META_STARTED)),
-        end_time=_plain(metadata.get(META_FINISHED)), extra=extra,
+        provenance=metadata_value(metadata.get(META_PROVENANCE)) or {},
+        start_time=metadata_value(metadata.get(META_STARTED)),
+        end_time=metadata_value(metadata.get(META_FINISHED)), extra=extra,
     )
 
 
@@ -127,14 +124,14 @@ def dws_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def metrics_from_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A results asset's metrics: `dws/metrics` if the asset set it, else its numeric metadata
     (Dagster's `dagster/...` and dws_dagster's `dws/...` keys are bookkeeping, not metrics)."""
-    explicit = _plain(metadata.get(META_METRICS))
+    explicit = metadata_value(metadata.get(META_METRICS))
     if isinstance(explicit, Mapping):
         return dict(explicit)
     found: dict[str, Any] = {}
     for key, value in metadata.items():
         if key.startswith(("dagster/", "dws/")):
             continue
-        plain = _plain(value)
+        plain = metadata_value(value)
         if isinstance(plain, bool) or not isinstance(plain, int | float):
             continue
         found[key] = plain

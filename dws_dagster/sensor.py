@@ -88,12 +88,7 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
     Usable without a sensor (scripts, the demo, tests): pass the storage id returned in the
     previous outcome's `cursor` to continue where it stopped.
     """
-    if batch_size < 1:
-        raise SensorConfigError(f"lineage sensor: batch_size must be at least 1, got "
-                                f"{batch_size}")
-    if time_budget_seconds <= 0:
-        raise SensorConfigError("lineage sensor: time_budget_seconds must be positive, got "
-                                f"{time_budget_seconds}")
+    _check_settings("lineage sensor", batch_size, time_budget_seconds)
     started = time.monotonic()
     apply_until = started + time_budget_seconds * APPLY_SHARE
     catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
@@ -138,6 +133,14 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
 
 _OUTBOXES: dict[str, Any] = {}
 _OUTBOXES_LOCK = threading.Lock()
+
+
+def _check_settings(who: str, batch_size: int, time_budget_seconds: float) -> None:
+    if batch_size < 1:
+        raise SensorConfigError(f"{who}: batch_size must be at least 1, got {batch_size}")
+    if time_budget_seconds <= 0:
+        raise SensorConfigError(f"{who}: time_budget_seconds must be positive, got "
+                                f"{time_budget_seconds}")
 
 
 def _outbox(ws: Workspace) -> Any:
@@ -208,10 +211,10 @@ def lineage_sensor(*, name: str = DEFAULT_NAME, workspace: WorkspaceResource | N
     run that materialized a results asset. `default_resource` names where assets without
     `dws_ref` metadata live (as on the IO manager). Runs on its own (`RUNNING`) by default.
     """
-    if batch_size < 1 or time_budget_seconds <= 0 or minimum_interval_seconds < 1:
-        raise SensorConfigError(
-            f"lineage_sensor '{name}': batch_size and minimum_interval_seconds must be at "
-            "least 1 and time_budget_seconds positive")
+    _check_settings(f"lineage_sensor '{name}'", batch_size, time_budget_seconds)
+    if minimum_interval_seconds < 1:
+        raise SensorConfigError(f"lineage_sensor '{name}': minimum_interval_seconds must be at "
+                                f"least 1, got {minimum_interval_seconds}")
     required = set() if workspace is not None else {workspace_resource_key}
 
     @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds,

@@ -12,21 +12,23 @@ assets planned by the run that it did not materialize failed (run failure) or we
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dagster import AssetKey, DagsterEventType, TableSchema
 
 from . import dagster_compat
 from .asset_catalog import AssetCatalog
+from .bindings import metadata_value
 from .errors import DwsError
 from .materialization import STEP_KIND, metrics_from_metadata, record_from_metadata
 from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
-from .workspace.records import LineageRecord, StepInfo, strip_userinfo
+from .workspace.records import LineageRecord, StepInfo, sanitize_parameters, strip_userinfo
 from .workspace.refs import ResourceRef
 from .workspace.versions import MARKER_NAME
 
@@ -140,7 +142,7 @@ class EventApplier:
             return
         ref = ResourceRef.parse(record.ref)
         if self._is_results(ref):
-            record = self._with_results(record, metadata, run)
+            record = self._with_results(record, metadata)
         try:
             if self.ws.store.apply(record):
                 self.report.records += 1
@@ -152,13 +154,9 @@ class EventApplier:
                 inputs=tuple(self._dataset(ref, version) for ref, version in record.inputs),
                 outputs=(self._output(ref, record.version, metadata),)))
 
-    def _with_results(self, record: LineageRecord, metadata: Mapping[str, Any],
-                      run: RunInfo | None) -> LineageRecord:
+    def _with_results(self, record: LineageRecord, metadata: Mapping[str, Any]
+                      ) -> LineageRecord:
         """Metrics into the record, and `results.json` beside the data it describes."""
-        from dataclasses import replace
-
-        from .workspace.records import sanitize_parameters
-
         try:
             metrics = sanitize_parameters(metrics_from_metadata(metadata), what="metric")
         except DwsError as exc:
@@ -178,15 +176,15 @@ class EventApplier:
             self._skip(f"results of {record.ref}: the data there is no longer version "
                        f"{record.version}; results.json not written")
             return record
-        description = (f"Dagster run {run.dagster_run_id} of job '{run.dagster_job}'"
-                       if run is not None else None)
+        facts = self._run(record.step.run_id) if record.step and record.step.run_id else None
         results = {
             "step": record.step_name, "ref": record.ref, "version": record.version,
             "run_id": record.step.run_id if record.step else None,
             "partition": record.step.partition if record.step else None,
             "start_time": record.start_time,
             "execution_time_seconds": record.duration_seconds,
-            "parameters": dict(record.parameters), "run_description": description,
+            "parameters": dict(record.parameters),
+            "run_description": facts.description if facts else None,
             "metrics": metrics,
         }
         atomic_write_bytes(folder / RESULTS_FILE, pretty_json(results))
@@ -198,12 +196,12 @@ class EventApplier:
     def _observed(self, event: Any) -> None:
         observation = event.event_specific_data.asset_observation
         metadata = observation.metadata
-        ref = _plain(metadata.get("dws/ref"))
-        version = _plain(metadata.get("dws/version"))
+        ref = metadata_value(metadata.get("dws/ref"))
+        version = metadata_value(metadata.get("dws/version"))
         if not isinstance(ref, str) or not isinstance(version, str) or not version:
             return
         try:
-            at = _plain(metadata.get("dws/observed_at"))
+            at = metadata_value(metadata.get("dws/observed_at"))
             if self.ws.store.observe(ref, version,
                                      extra={"asset": observation.asset_key.to_user_string()},
                                      at=at if isinstance(at, str) else None):
@@ -243,8 +241,6 @@ class EventApplier:
         if checks.get(name) == verdict:
             return
         checks[name] = verdict
-        from dataclasses import replace
-
         enriched = replace(record, extra={**record.extra, "checks": checks})
         try:
             with self.ws.store.locked():
@@ -317,7 +313,7 @@ class EventApplier:
             event = entry.dagster_event
             if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
                 item = event.event_specific_data.materialization
-                ref = _plain(item.metadata.get("dws/ref"))
+                ref = metadata_value(item.metadata.get("dws/ref"))
                 materialized[(item.asset_key, item.partition)] = \
                     ResourceRef.parse(ref) if isinstance(ref, str) else None
             else:
@@ -394,19 +390,19 @@ class EventApplier:
 
     def _output(self, ref: ResourceRef, version: str | None,
                 metadata: Mapping[str, Any]) -> OutputInfo:
-        schema = _plain(metadata.get("dagster/column_schema"))
+        schema = metadata_value(metadata.get("dagster/column_schema"))
         columns: tuple[tuple[str, str, bool], ...] = ()
         if isinstance(schema, TableSchema):
             columns = tuple((c.name, c.type, bool(c.constraints.nullable))
                             for c in schema.columns)
-        rows = _plain(metadata.get("dagster/row_count"))
-        size = _plain(metadata.get("dws/size_bytes"))
-        lineage = _plain(metadata.get("dws/column_lineage"))
+        rows = metadata_value(metadata.get("dagster/row_count"))
+        size = metadata_value(metadata.get("dws/size_bytes"))
+        lineage = metadata_value(metadata.get("dws/column_lineage"))
         return OutputInfo(
             dataset=self._dataset(ref, version), schema=columns,
             rows=int(rows) if rows is not None else None,
             size_bytes=int(size) if size is not None else None,
-            file_format=_plain(metadata.get("dws/format")),
+            file_format=metadata_value(metadata.get("dws/format")),
             column_lineage=lineage if isinstance(lineage, Mapping) else None)
 
     def _is_results(self, ref: ResourceRef) -> bool:
@@ -425,10 +421,6 @@ def _planned_partitions(data: Any) -> list[str | None]:
     if subset is not None:
         return sorted(subset.get_partition_keys())
     return [data.partition]
-
-
-def _plain(value: Any) -> Any:
-    return getattr(value, "value", value) if not isinstance(value, TableSchema) else value
 
 
 def _error_text(error: Any) -> tuple[str | None, str | None]:
@@ -450,6 +442,7 @@ def _error_text(error: Any) -> tuple[str | None, str | None]:
     return strip_userinfo(message), strip_userinfo(stack)
 
 
+@functools.cache
 def _dagster_version() -> str | None:
     try:
         from dagster.version import __version__
@@ -459,6 +452,7 @@ def _dagster_version() -> str | None:
         return None
 
 
+@functools.cache
 def _spark_version() -> str | None:
     try:
         import pyspark

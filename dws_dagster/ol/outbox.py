@@ -37,6 +37,7 @@ from ..workspace.files import (
     atomic_write_bytes,
     atomic_write_json,
     fsync_dir,
+    held,
     journal_segments,
     segment_path,
 )
@@ -257,18 +258,11 @@ class Outbox:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.journal_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._lock.acquire()
-        except LockTimeout:
-            raise OutboxError(
+        with held(self._lock, folder=self.journal_dir, on_timeout=lambda: OutboxError(
                 f"could not lock the OpenLineage outbox ({self.lock_path}) within "
                 f"{LOCK_TIMEOUT_SECONDS:.0f} s: another process holds it; wait for it, or remove "
-                "the lock file if that process is gone") from None
-        try:
+                "the lock file if that process is gone")):
             yield
-        finally:
-            self._lock.release()
 
     def _lines(self, number: int, offset: int) -> Iterator[tuple[dict[str, Any], int]]:
         """(event, offset after its line) for each complete line of a segment from `offset`."""

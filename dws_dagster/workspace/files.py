@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
+from filelock import FileLock
+from filelock import Timeout as LockTimeout
 
 from ..errors import WorkspaceConfigError
 
@@ -90,3 +94,19 @@ def journal_segments(journal_dir: Path) -> list[int]:
         if ext == "jsonl" and dot and stem.isdigit():
             numbers.append(int(stem))
     return sorted(numbers)
+
+
+@contextmanager
+def held(lock: FileLock, *, folder: Path, on_timeout: Callable[[], Exception]
+         ) -> Iterator[None]:
+    """Hold an inter-process file lock over `folder` (created first); a lock not taken in time
+    raises `on_timeout()`, an error naming what is locked and what to do."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        lock.acquire()
+    except LockTimeout:
+        raise on_timeout() from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from filelock import FileLock
-from filelock import Timeout as LockTimeout
 
 from ..errors import (
     DwsError,
@@ -36,6 +35,7 @@ from ..errors import (
 from .files import (
     atomic_write_bytes,
     fsync_dir,
+    held,
     journal_segments,
     read_json_file,
     segment_path,
@@ -137,19 +137,11 @@ class LineageStore:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's inter-process lock (re-entrant within one store object)."""
-        self.journal_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._lock.acquire()
-        except LockTimeout:
-            raise StoreLockError(
+        with held(self._lock, folder=self.journal_dir, on_timeout=lambda: StoreLockError(
                 f"could not lock the lineage store {self.dir} within {LOCK_TIMEOUT_SECONDS:.0f} "
                 "s: another process holds it; wait for it, or remove the lock file if that "
-                "process is gone"
-            ) from None
-        try:
+                "process is gone")):
             yield
-        finally:
-            self._lock.release()
 
     # ------------------------------------------------------------------ reading
 
@@ -363,15 +355,23 @@ class LineageStore:
                 found.append((other, owner))
         return found
 
+    def _refuse_conflicts(self, step: str, ref: ResourceRef) -> None:
+        clashes = self.conflicts(step, ref)
+        if clashes:
+            raise LineageConflictError(conflict_message(step, ref, clashes))
+
+    def _refuse_writer_conflicts(self, record: LineageRecord) -> None:
+        """Rule (a) for a record about to be written (observations have no writer)."""
+        if record.step is not None and record.step.kind != "observation":
+            self._refuse_conflicts(record.step.name, as_ref(record.ref))
+
     def claim(self, step: str, refs: Iterable[ResourceRef | str]) -> None:
         """Make `step` the writer of `refs`, or refuse with LineageConflictError (rule (a))."""
         wanted = [as_ref(ref) for ref in refs]
         with self.locked():
             self.refresh()
             for ref in wanted:
-                clashes = self.conflicts(step, ref)
-                if clashes:
-                    raise LineageConflictError(conflict_message(step, ref, clashes))
+                self._refuse_conflicts(step, ref)
             self._append([{"op": "claim", "ref": str(ref), "step": step, "at": now_iso()}
                           for ref in wanted
                           if (state := self._refs.get(str(ref))) is None or state.owner is None])
@@ -473,11 +473,7 @@ class LineageStore:
             self.refresh()
             ops = []
             for record in wanted:
-                if record.step is not None and record.step.kind != "observation":
-                    clashes = self.conflicts(record.step.name, as_ref(record.ref))
-                    if clashes:
-                        raise LineageConflictError(
-                            conflict_message(record.step.name, as_ref(record.ref), clashes))
+                self._refuse_writer_conflicts(record)
                 data = record.to_json()
                 state = self._refs.get(record.ref)
                 if state is not None and state.record == data and state.attempt is None:
@@ -514,11 +510,7 @@ class LineageStore:
             elif current is not None and (current.get("end_time") or "") > \
                     (record.end_time or ""):
                 return False
-            if record.step is not None and record.step.kind != "observation":
-                clashes = self.conflicts(record.step.name, as_ref(record.ref))
-                if clashes:
-                    raise LineageConflictError(
-                        conflict_message(record.step.name, as_ref(record.ref), clashes))
+            self._refuse_writer_conflicts(record)
             self._append([{"op": "record", "record": data}])
             return True
 
