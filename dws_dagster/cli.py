@@ -391,10 +391,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "lineage and snapshots.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, handler: Handler, help_text: str, *, formats: bool = False
-            ) -> argparse.ArgumentParser:
+    def add(name: str, handler: Handler, help_text: str, *, formats: bool = False,
+            group: Any = sub) -> argparse.ArgumentParser:
         parents = [common, fmt] if formats else [common]
-        command = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
+        command = group.add_parser(name, parents=parents, help=help_text, description=help_text)
         command.set_defaults(handler=handler)
         return command
 
@@ -468,10 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_ol(name: str, handler: Handler, help_text: str, *, formats: bool = False
                ) -> argparse.ArgumentParser:
-        parents = [common, fmt] if formats else [common]
-        command = ol.add_parser(name, parents=parents, help=help_text, description=help_text)
-        command.set_defaults(handler=handler)
-        return command
+        return add(name, handler, help_text, formats=formats, group=ol)
 
     add_ol("status", cmd_ol_status, "pending and delivered events, last error, transport",
            formats=True)

@@ -34,9 +34,9 @@ from filelock import Timeout as LockTimeout
 
 from ..errors import DwsError
 from ..workspace.files import (
+    append_durably,
     atomic_write_bytes,
     atomic_write_json,
-    fsync_dir,
     held,
     journal_segments,
     segment_path,
@@ -353,17 +353,7 @@ class Outbox:
         if self._offset >= self.segment_bytes:
             self._seal()
         payload = b"".join(lines)
-        with open(self._segment_path(self._segment), "ab") as handle:
-            size = handle.tell()
-            if size > self._offset:
-                # Bytes past what we read are a torn line from a writer that crashed.
-                handle.truncate(self._offset)
-                handle.seek(self._offset)
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if size == 0:
-            fsync_dir(self.journal_dir)
+        append_durably(self._segment_path(self._segment), payload, valid_bytes=self._offset)
         self._offset += len(payload)
         self._add_keys(keys)
 

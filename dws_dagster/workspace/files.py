@@ -96,6 +96,24 @@ def journal_segments(journal_dir: Path) -> list[int]:
     return sorted(numbers)
 
 
+def append_durably(path: Path, payload: bytes, *, valid_bytes: int | None = None) -> None:
+    """Append `payload` to a journal file and fsync it (and its folder, for a new file).
+
+    `valid_bytes` is how much of the file the caller has read as complete lines: anything past
+    it is a torn line from a writer that crashed mid-append, and is cut before appending.
+    """
+    with open(path, "ab") as handle:
+        size = handle.tell()
+        if valid_bytes is not None and size > valid_bytes:
+            handle.truncate(valid_bytes)
+            handle.seek(valid_bytes)
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if size == 0:
+        fsync_dir(path.parent)
+
+
 @contextmanager
 def held(lock: FileLock, *, folder: Path, on_timeout: Callable[[], Exception]
          ) -> Iterator[None]:

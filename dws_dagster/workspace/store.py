@@ -15,7 +15,6 @@ Readers take no lock: they see `current.json` whole (atomic rename) and complete
 from __future__ import annotations
 
 import bisect
-import os
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..errors import (
     WorkspaceConfigError,
 )
 from .files import (
+    append_durably,
     atomic_write_bytes,
     fsync_dir,
     held,
@@ -312,19 +312,9 @@ class LineageStore:
             return
         segments = self._segments()
         number = max(segments[-1] if segments else 1, self._segment)
-        path = self._segment_path(number)
         payload = b"".join(orjson.dumps(op) + b"\n" for op in ops)
-        with open(path, "ab") as handle:
-            size = handle.tell()
-            if size > self._offset and number == self._segment:
-                # Bytes past what we read are a torn line from a writer that crashed.
-                handle.truncate(self._offset)
-                handle.seek(self._offset)
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if size == 0:
-            fsync_dir(self.journal_dir)
+        append_durably(self._segment_path(number), payload,
+                       valid_bytes=self._offset if number == self._segment else None)
         self._read_tail()
         if self._tail_ops >= max(COMPACT_MIN_OPS, len(self._refs)):
             self.compact()
