@@ -23,13 +23,14 @@ from dagster import AssetKey, DagsterEventType, TableSchema
 from . import dagster_compat
 from .asset_catalog import AssetCatalog
 from .bindings import metadata_value
-from .errors import DwsError
+from .errors import DwsError, SnapshotError
 from .materialization import STEP_KIND, metrics_from_metadata, record_from_metadata
 from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
 from .workspace.records import LineageRecord, StepInfo, sanitize_parameters, strip_userinfo
 from .workspace.refs import ResourceRef
+from .workspace.snapshots import list_snapshots, take_snapshot
 from .workspace.versions import MARKER_NAME
 
 log = logging.getLogger("dws_dagster.sensor")
@@ -209,15 +210,6 @@ class EventApplier:
         except DwsError as exc:
             self._skip(f"observation of {ref}: {exc}")
 
-    def _checks_of_run(self, run_id: str) -> None:
-        """Check evaluations are read per run when it ends: Dagster's run-sharded SQLite
-        storage cannot list them across runs by storage id, and a run's checks follow its
-        materializations."""
-        for entry in self.instance.all_logs(run_id,
-                                            of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
-            self._checked(run_id, entry.dagster_event,
-                          dt.datetime.fromtimestamp(entry.timestamp, dt.UTC))
-
     def _checked(self, run_id: str, event: Any, when: dt.datetime) -> None:
         """A check's verdict joins the current record of the ref it checked, when that record
         is the one the check ran against (same run, or the asset's latest materialization)."""
@@ -254,15 +246,20 @@ class EventApplier:
 
     def _run_ended(self, run_id: str, kind: DagsterEventType, event: Any,
                    when: dt.datetime) -> None:
-        self._checks_of_run(run_id)
-        planned, materialized = self._run_assets(run_id)
+        """Read the run's own log once: its check evaluations (Dagster's run-sharded SQLite
+        storage cannot list them across runs by storage id, and they follow the run's
+        materializations), what it planned and materialized, and its step errors."""
+        log = _RunLog(self.instance.all_logs(run_id, of_type=_RUN_LOG_TYPES))
+        for entry in log.checks:
+            self._checked(run_id, entry.dagster_event,
+                          dt.datetime.fromtimestamp(entry.timestamp, dt.UTC))
+        planned, materialized, errors = log.planned, log.materialized, log.errors
         missing = [item for item in planned if item not in materialized]
-        errors = self._step_errors(run_id) if missing else {}
+        failed = kind == DagsterEventType.RUN_FAILURE
         run_error = _error_text(getattr(event.event_specific_data, "error", None))
         results_written = any(ref is not None and self._is_results(ref)
                               for ref in materialized.values())
         for (key, partition), step_key in ((item, planned[item]) for item in missing):
-            failed = kind == DagsterEventType.RUN_FAILURE
             message, stack = errors.get(step_key, (None, None))
             if kind == DagsterEventType.RUN_CANCELED:
                 message = message or f"run {run_id} was cancelled"
@@ -301,45 +298,9 @@ class EventApplier:
         except DwsError as exc:
             self._skip(f"failure of '{asset}' in run {run_id}: {exc}")
 
-    def _run_assets(self, run_id: str) -> tuple[dict[tuple[AssetKey, str | None], str | None],
-                                                dict[tuple[AssetKey, str | None],
-                                                     ResourceRef | None]]:
-        """(planned (asset, partition) -> step key, materialized (asset, partition) -> ref)."""
-        planned: dict[tuple[AssetKey, str | None], str | None] = {}
-        materialized: dict[tuple[AssetKey, str | None], ResourceRef | None] = {}
-        types = {DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
-                 DagsterEventType.ASSET_MATERIALIZATION}
-        for entry in self.instance.all_logs(run_id, of_type=types):
-            event = entry.dagster_event
-            if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
-                item = event.event_specific_data.materialization
-                ref = metadata_value(item.metadata.get("dws/ref"))
-                materialized[(item.asset_key, item.partition)] = \
-                    ResourceRef.parse(ref) if isinstance(ref, str) else None
-            else:
-                data = event.event_specific_data
-                for partition in _planned_partitions(data):
-                    planned[(data.asset_key, partition)] = event.step_key
-        return planned, materialized
-
-    def _step_errors(self, run_id: str) -> dict[str, tuple[str, str]]:
-        errors: dict[str, tuple[str, str]] = {}
-        for entry in self.instance.all_logs(run_id, of_type=DagsterEventType.STEP_FAILURE):
-            event = entry.dagster_event
-            error = getattr(event.event_specific_data, "error", None)
-            message, stack = _error_text(error)
-            if event.step_key and message:
-                errors[event.step_key] = (message, stack or "")
-        return errors
-
     def _snapshot(self, run_id: str) -> None:
-        from .errors import SnapshotError
-        from .workspace.snapshots import take_snapshot
-
         facts = self._run(run_id)
         tag = f"run-{run_id[:8]}"
-        from .workspace.snapshots import list_snapshots
-
         if any(tag in info.tags for info in list_snapshots(self.ws)):
             return  # taken when this run was first seen (a replay from an older cursor)
         message = f"after Dagster run {run_id}" + (f" of job '{facts.job}'" if facts else "")
@@ -414,6 +375,42 @@ class EventApplier:
     def _skip(self, message: str) -> None:
         log.warning(message)
         self.report.skipped.append(message)
+
+
+_RUN_LOG_TYPES = {DagsterEventType.ASSET_CHECK_EVALUATION,
+                  DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+                  DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.STEP_FAILURE}
+
+AssetPartition = tuple[AssetKey, str | None]
+
+
+class _RunLog:
+    """A finished run's own events, sorted out: check evaluations, planned (asset, partition)
+    → step key, materialized (asset, partition) → ref, and step key → (error, stack)."""
+
+    def __init__(self, entries: Any) -> None:
+        self.checks: list[Any] = []
+        self.planned: dict[AssetPartition, str | None] = {}
+        self.materialized: dict[AssetPartition, ResourceRef | None] = {}
+        self.errors: dict[str, tuple[str, str]] = {}
+        for entry in entries:
+            event = entry.dagster_event
+            kind = event.event_type
+            if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
+                self.checks.append(entry)
+            elif kind == DagsterEventType.ASSET_MATERIALIZATION:
+                item = event.event_specific_data.materialization
+                ref = metadata_value(item.metadata.get("dws/ref"))
+                self.materialized[(item.asset_key, item.partition)] = \
+                    ResourceRef.parse(ref) if isinstance(ref, str) else None
+            elif kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
+                data = event.event_specific_data
+                for partition in _planned_partitions(data):
+                    self.planned[(data.asset_key, partition)] = event.step_key
+            else:
+                message, stack = _error_text(getattr(event.event_specific_data, "error", None))
+                if event.step_key and message:
+                    self.errors[event.step_key] = (message, stack or "")
 
 
 def _planned_partitions(data: Any) -> list[str | None]:
