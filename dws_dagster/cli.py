@@ -7,6 +7,7 @@ commands start fast.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ import orjson
 
 from .errors import DwsError
 from .workspace.config import ROLES, VERSIONING_MODES, RemoteDataError, Workspace
+from .workspace.store import gc_paused
 from .workspace.versions import DataNotFoundError, short
 
 Handler = Callable[[argparse.Namespace], int]
@@ -493,7 +495,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "workspace"):
         args.workspace = None
     try:
-        return int(args.handler(args))
+        # A command lives for seconds and builds large acyclic structures from JSON; the
+        # cyclic garbage collector would only walk them again and again.
+        with gc_paused():
+            code = int(args.handler(args))
+        if argv is None:
+            # Run as the command (arguments from sys.argv), the process exits next: freezing
+            # spares it the full collection Python makes at exit (a third of the CPU time
+            # of `lineage` over 100,000 refs). Frozen objects are still freed when unused.
+            gc.freeze()
+        return code
     except DwsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

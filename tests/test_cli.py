@@ -195,6 +195,27 @@ def test_installed_console_script_runs(pipeline_ws: Workspace) -> None:
     assert "Upstream" in result.stdout and "inter/prep@" in result.stdout
 
 
+def test_console_script_read_commands_import_no_spark_or_dagster(pipeline_ws: Workspace) -> None:
+    """The installed `dws-dagster` itself, as a new process: Python's own import report
+    (`PYTHONPROFILEIMPORTTIME`) lists every module each command loads."""
+    script = shutil.which("dws-dagster", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the dws-dagster console script is not installed in this environment")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPROFILEIMPORTTIME": "1"}
+    assert subprocess.run([script, "snapshot", "s1"], cwd=pipeline_ws.root, env=env,
+                          capture_output=True, check=False).returncode == 0
+    for argv in (["status"], ["lineage", "results/exp"], ["history"], ["diff", "s1"],
+                 ["snapshot"], ["version", "inter/prep"]):
+        result = subprocess.run([script, *argv], cwd=pipeline_ws.root, capture_output=True,
+                                text=True, timeout=60, env=env, check=False)
+        assert result.returncode == 0, result.stderr
+        modules = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
+                   if line.startswith("import time:") and "|" in line]
+        assert "dws_dagster.cli" in modules  # the report is there, so the check means something
+        heavy = sorted(m for m in modules if m.split(".")[0] in ("dagster", "pyspark", "py4j"))
+        assert heavy == [], (argv, heavy)
+
+
 def test_downstream_lists_readers_of_an_older_version_as_stale(pipeline_ws: Workspace,
                                                                 cli) -> None:
     ws = pipeline_ws

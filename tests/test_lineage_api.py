@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,54 @@ def test_exception_in_body_propagates_and_records_failure(ws: Workspace) -> None
     state = ws.store.get("inter/boom")
     assert state.status == "failed" and state.record is None
     assert "Boom" in state.attempt["error"]
+
+
+def ops_of(ws: Workspace) -> list[str]:
+    return [op["op"] for op in Workspace.open(ws.root).store.history()]
+
+
+def test_steps_in_one_process_see_other_processes_and_append_only_their_record(
+        ws: Workspace) -> None:
+    """The store a process keeps between steps reads what other processes appended since, and
+    a re-run that reads unchanged sources and writes refs it already owns appends one record."""
+    pipeline(ws)
+    before = ops_of(ws)
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "changed"}, {"scale": 3})
+    assert ops_of(ws)[len(before):] == ["record"]
+
+    other = run_python(
+        "import sys; from dws_dagster.lineage import LineageBuilder\n"
+        "from pathlib import Path\n"
+        "with LineageBuilder().with_step_name('other').with_parameters({})"
+        ".with_workspace_directory(sys.argv[1]).with_input_path('data/src/trips.csv')"
+        ".eval() as lineage:\n"
+        "    lineage.add_output_path('data/inter/other')\n"
+        "    Path('data/inter/other').mkdir()\n"
+        "    Path('data/inter/other/part-0.csv').write_text('from another process')\n",
+        ws.root, str(ws.root))
+    assert other.returncode == 0, other.stderr
+    written = Workspace.open(ws.root).store.get("inter/other")
+    assert written is not None and written.owner == "other"
+
+    run_step(ws, "reader", ["inter/other"], {"inter/reader": "x"})
+    record = ws.store.get("inter/reader").record
+    assert record["inputs"] == [{"ref": "inter/other", "version": written.version}]
+    assert record["provenance"]["src/trips.csv"] == ws.store.get("src/trips.csv").version
+    with pytest.raises(LineageConflictError, match="'other'"):
+        run_step(ws, "thief", [], {"inter/other/part": "x"})
+
+
+def test_workspace_created_again_at_the_same_place_starts_from_its_own_lineage(
+        ws: Workspace) -> None:
+    pipeline(ws)
+    root = ws.root
+    shutil.rmtree(root / ".dataworkspace")
+    again = Workspace.init(root)
+    for name, role, path in (("src", "source-data", "data/src"),
+                             ("inter", "intermediate-data", "data/inter")):
+        again.add_resource(name, role, path=path)
+    run_step(again, "prep_v2", ["src/trips.csv"], {"inter/prep": "new"})
+    state = Workspace.open(root).store.get("inter/prep")
+    assert state.owner == "prep_v2"
+    assert [ref for ref, _ in Workspace.open(root).store.items()] == [
+        "inter/prep", "src/trips.csv"]

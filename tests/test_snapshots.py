@@ -30,6 +30,7 @@ from dws_dagster import (
     WorkspaceConfigError,
 )
 from dws_dagster.workspace import snapshots as snapshots_module
+from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import (
     RefChange,
     delete_snapshot,
@@ -889,3 +890,43 @@ def test_archived_results_copy_agrees_with_its_lineage_json(ws: Workspace) -> No
     live = tree_state(ws.local_path(RESULTS))
     assert data == live
     assert ws.version_of(RESULTS) == claimed or any(RESULTS in w for w in outcome.warnings)
+
+
+# ------------------------------------------------------- the hash input, read from JSON
+
+IDENTITY_CASES = [
+    LineageRecord(ref="inter/a", version="v1"),
+    LineageRecord(ref="inter/a", version=None, status="failed", error="boom"),
+    LineageRecord(ref="src/a", version="v2", step=StepInfo(name="observation",
+                                                           kind="observation")),
+    LineageRecord(
+        ref="results/exp", version="v3",
+        step=StepInfo(name="train", kind="dagster-asset", run_id="r-1", partition="2026-01",
+                      code_version="7", git_commit="abc", code=(("code/x", "c1"),),
+                      command_line=("train.py", "--gamma", "0.1")),
+        parameters={"gamma": 0.1, "nested": {"a": [1, 2]}}, inputs=(("inter/p", "v9"),),
+        provenance={"inter/p": "v9", "src/a": "v2"}, start_time="2026-01-01T00:00:00",
+        end_time="2026-01-01T00:00:05", metrics={"mae": 1.5}, extra={"checks": []}),
+]
+
+
+@pytest.mark.parametrize("record", IDENTITY_CASES)
+def test_record_identity_from_json_is_the_records_identity(record: LineageRecord) -> None:
+    from dws_dagster.workspace.files import canonical_json
+
+    data = json.loads(json.dumps(record.to_json()))
+    assert canonical_json(snapshots_module.record_identity(data)) == \
+        canonical_json(record.identity())
+    # a record written without the optional keys reads the same way
+    assert snapshots_module.record_identity({"ref": "x", "step": {}}) == \
+        LineageRecord.from_json({"ref": "x", "step": {}}).identity()
+
+
+def test_diff_sees_a_status_change_of_an_unchanged_record(ws: Workspace) -> None:
+    rec = LineageRecord(ref="inter/a", version="v1", step=StepInfo(name="s")).to_json()
+    before = {"inter/a": RefState(owner="s", record=rec)}
+    after = {"inter/a": RefState(owner="s", record=copy.deepcopy(rec), unknown=True)}
+    assert diff_states(before, after) == [RefChange("inter/a", "changed",
+                                                    ["status ok -> unknown"])]
+    assert diff_states(before, {"inter/a": RefState(owner="s",
+                                                    record=copy.deepcopy(rec))}) == []

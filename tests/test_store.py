@@ -190,3 +190,103 @@ except LineageConflictError:
     print('refused')
 """, ws.root)
     assert result.stdout.split() == ["writer", "pending", "None", "refused"], result.stderr
+
+
+# ------------------------------------------------- opening a big store: bulk replay
+
+def test_long_tail_replayed_in_bulk_keeps_refs_sorted(ws: Workspace) -> None:
+    refs = [f"inter/g{n % 7}/r{n:03d}" for n in range(300)]  # written out of name order
+    writer = ws.store
+    for start in range(0, len(refs), 50):
+        writer.commit([record(ref, "v1", f"step{n}") for n, ref in
+                       enumerate(refs[start:start + 50], start)])
+    reader = Workspace.open(ws.root).store  # replays 300 operations at once
+    assert [ref for ref, _ in reader.items()] == sorted(refs)
+    assert reader.overlapping(ws.check_ref("inter/g3")) == sorted(
+        ref for ref in refs if ref.startswith("inter/g3/"))
+    # later single operations keep the order without re-sorting
+    writer.commit([record("inter/g3/a-first", "v1", "late")])
+    writer.forget("inter/g0/r000")
+    expected = sorted({*refs, "inter/g3/a-first"} - {"inter/g0/r000"})
+    assert [ref for ref, _ in reader.items()] == expected
+    assert [ref for ref, _ in writer.items()] == expected
+
+
+def test_corrupt_line_in_a_long_tail_is_named(ws: Workspace) -> None:
+    ws.store.commit([record(f"inter/r{n:03d}", "v1", f"s{n}") for n in range(100)])
+    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
+    lines = segment.read_bytes().splitlines(keepends=True)
+    lines[41] = b'{"op": "record", "record": {"ref": \n'
+    segment.write_bytes(b"".join(lines))
+    with pytest.raises(WorkspaceConfigError, match=r"is corrupt at byte 0 \(line 42 of"):
+        Workspace.open(ws.root).store.items()
+    lines[41] = b"[1, 2]\n"  # valid JSON, but no operation
+    segment.write_bytes(b"".join(lines))
+    with pytest.raises(WorkspaceConfigError, match=r"line 42 of"):
+        Workspace.open(ws.root).store.items()
+    with pytest.raises(WorkspaceConfigError, match="is corrupt"):
+        list(Workspace.open(ws.root).store.history())
+
+
+def test_blank_and_crlf_lines_are_read(ws: Workspace) -> None:
+    ws.store.commit([record("inter/a", "v1"), record("inter/b", "v2")])
+    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
+    first, second = segment.read_bytes().splitlines()
+    segment.write_bytes(first + b"\r\n\n   \n" + second + b"\n")
+    reader = Workspace.open(ws.root).store
+    assert {ref: state.version for ref, state in reader.items()} == {"inter/a": "v1",
+                                                                     "inter/b": "v2"}
+    assert len(list(reader.history())) == 2
+
+
+def test_gc_paused_restores_the_collector_and_leaves_frozen_objects_frozen() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with store_module.gc_paused():
+        assert not gc.isenabled()
+        with store_module.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        built = [{"n": [n]} for n in range(1000)]
+    assert gc.isenabled()
+    assert all(gc.is_tracked(item) for item in built)
+    gc.disable()
+    try:
+        with store_module.gc_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: stays off
+    finally:
+        gc.enable()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with store_module.gc_paused():
+            pass
+        assert gc.get_freeze_count() == frozen  # someone else's freeze is not undone
+    finally:
+        gc.unfreeze()
+
+
+def test_deferred_sync_applies_a_batch_with_one_fsync(ws: Workspace,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sensor's batches: every append visible at once to other processes' readers, one
+    fsync of the journal at the end instead of one per record (counted at the OS call)."""
+    from dws_dagster.workspace import files
+
+    store = ws.store
+    store.commit([record("inter/first", "v0")])  # the journal segment exists: no folder sync
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    with store.deferred_sync():
+        for i in range(20):
+            assert store.apply(record(f"inter/r{i}", f"v{i}", step=f"s{i}"))
+            with store.deferred_sync():  # nested blocks leave the sync to the outer one
+                assert store.apply(record(f"inter/n{i}", f"v{i}", step=f"n{i}"))
+        assert synced == []
+        reader = Workspace.open(ws.root).store  # another reader sees the lines before the sync
+        assert reader.get("inter/r19").version == "v19"
+    assert len(synced) == 1
+    assert len(journal_lines(ws)) == 41
+    assert store.apply(record("inter/after", "v")) and len(synced) == 2  # back to one per append

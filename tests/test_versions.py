@@ -7,16 +7,20 @@ import shutil
 import uuid
 from pathlib import Path
 
+import orjson
 import pytest
 
 from dws_dagster import Workspace
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.versions import (
     LISTING_PREFIX,
+    MARKER_NAME,
+    MARKER_SCHEME,
     DataNotFoundError,
     content_manifest,
     content_version,
     data_size,
+    effective_version,
     listing_version,
     stable_name,
 )
@@ -474,3 +478,98 @@ def test_non_utf8_file_name_gets_a_version(tmp_path: Path) -> None:
     put(folder / "data-2.csv", ROWS_A)
     assert content_version(folder) != version
     assert listing_version(folder).startswith(LISTING_PREFIX)
+
+
+# ------------------------------------------------------------------ the format is pinned
+
+def build_golden_tree(root: Path) -> Path:
+    """Every kind of entry a version walk meets: Spark part files, an empty file, a file of
+    several read chunks, partition and nested folders, a non-UTF-8 name, a symlinked file
+    (followed), a symlinked folder (not entered) and bookkeeping files (skipped)."""
+    folder = root / "golden"
+    put(folder / "a.csv", ROWS_A)
+    put(folder / "part-00000-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9-c000.snappy.parquet",
+        b"PAR1" * 1000)
+    put(folder / "empty.csv", b"")
+    big = bytearray()
+    block = bytes(range(256))
+    while len(big) < 3 * (1 << 20) + 17:
+        big += block[len(big) % 251:] + block[: len(big) % 251]
+    put(folder / "big.bin", bytes(big[: 3 * (1 << 20) + 17]))
+    put(folder / "date=2024-01-01" / "part-00001-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.csv",
+        b"x,y\n1,2\n")
+    put(folder / "x" / "y" / "z.txt", b"deep\n")
+    try:
+        (folder / os.fsdecode(b"caf\xe9.csv")).write_bytes(b"non-utf8 name\n")
+        os.symlink("a.csv", folder / "link.csv")
+        os.symlink("x", folder / "linkdir")
+    except OSError:
+        pytest.skip("filesystem refuses non-UTF-8 names or symlinks")
+    put(folder / "_SUCCESS", b"")
+    put(folder / ".part-00000.crc", b"crc")
+    put(folder / "extra.crc", b"crc")
+    put(folder / ".hidden" / "h.csv", b"hidden")
+    put(folder / "_temporary" / "0" / "part-00000.csv", b"tmp")
+    return folder
+
+
+def test_versions_are_those_of_the_released_format(tmp_path: Path) -> None:
+    """Versions recorded by earlier releases must keep matching the same data: these values
+    were computed by the first implementation (before the walk and the reads were made
+    faster); any change to what is hashed, or how, fails here."""
+    folder = build_golden_tree(tmp_path)
+    assert content_version(folder) == "1d1e2296d76bb7d08b9bde6fd3b7c425"
+    assert effective_version(folder) == "1d1e2296d76bb7d08b9bde6fd3b7c425"
+    assert content_version(folder / "big.bin") == "11cf78ee856f5ec315cd6a11702a014c"
+    assert effective_version(folder / "big.bin") == "11cf78ee856f5ec315cd6a11702a014c"
+    assert content_version(folder, exclude_top=("x", "a.csv")) == \
+        "d338c254d5a141f88710603f6309e5b5"
+    assert data_size(folder) == 3149820
+    assert [(e.relpath, e.size) for e in content_manifest(folder)] == [
+        ("a.csv", 24), ("big.bin", 3145745), ("caf\udce9.csv", 14), ("empty.csv", 0),
+        ("link.csv", 24),
+        ("part-00000-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9-c000.snappy.parquet", 4000),
+        ("date=2024-01-01/part-00001-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.csv", 8),
+        ("x/y/z.txt", 5)]
+    # results.json counts without a marker; beside a marker it describes the data
+    put(folder / "results.json", b'{"m":1}')
+    assert effective_version(folder) == "ee32413246b6963dbf08d03f31cf64a9"
+    marker = {"format": 1, "scheme": MARKER_SCHEME, "version": "logical-v",
+              "content": "1d1e2296d76bb7d08b9bde6fd3b7c425"}
+    put(folder / MARKER_NAME, orjson.dumps(marker))
+    assert effective_version(folder) == "logical-v"
+    put(folder / MARKER_NAME, orjson.dumps({**marker, "content": "stale"}))
+    assert effective_version(folder) == "1d1e2296d76bb7d08b9bde6fd3b7c425"
+
+
+def test_marker_that_is_not_a_file_is_no_marker(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    put(folder / "a.csv", ROWS_A)
+    put(folder / "results.json", b"{}")
+    before = effective_version(folder)
+    (folder / MARKER_NAME).mkdir()
+    assert effective_version(folder) == before
+
+
+def test_special_file_has_no_version(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    try:
+        os.mkfifo(fifo)
+    except (AttributeError, OSError):
+        pytest.skip("no FIFOs here")
+    with pytest.raises(DataNotFoundError):
+        content_version(fifo)
+
+
+def test_unreadable_subfolder_is_skipped_as_before(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every folder")
+    folder = tmp_path / "out"
+    put(folder / "a.csv", ROWS_A)
+    before = content_version(folder)
+    put(folder / "locked" / "b.csv", ROWS_B)
+    (folder / "locked").chmod(0)
+    try:
+        assert content_version(folder) == before
+    finally:
+        (folder / "locked").chmod(0o755)

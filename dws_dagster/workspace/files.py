@@ -13,7 +13,11 @@ import orjson
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
-from ..errors import WorkspaceConfigError
+from ..errors import DwsError, WorkspaceConfigError
+
+
+class WorkspaceWriteError(DwsError):
+    """The workspace's files cannot be written (read-only or full disk, no permission)."""
 
 
 def canonical_json(value: Any) -> bytes:
@@ -96,11 +100,13 @@ def journal_segments(journal_dir: Path) -> list[int]:
     return sorted(numbers)
 
 
-def append_durably(path: Path, payload: bytes, *, valid_bytes: int | None = None) -> None:
+def append_durably(path: Path, payload: bytes, *, valid_bytes: int | None = None,
+                   sync: bool = True) -> None:
     """Append `payload` to a journal file and fsync it (and its folder, for a new file).
 
     `valid_bytes` is how much of the file the caller has read as complete lines: anything past
     it is a torn line from a writer that crashed mid-append, and is cut before appending.
+    `sync=False` leaves the fsync to the caller (`fsync_file`), who batches several appends.
     """
     with open(path, "ab") as handle:
         size = handle.tell()
@@ -109,9 +115,19 @@ def append_durably(path: Path, payload: bytes, *, valid_bytes: int | None = None
             handle.seek(valid_bytes)
         handle.write(payload)
         handle.flush()
-        os.fsync(handle.fileno())
+        if sync:
+            os.fsync(handle.fileno())
     if size == 0:
         fsync_dir(path.parent)
+
+
+def fsync_file(path: Path) -> None:
+    """Make what was written to `path` (by this process or any other) durable."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 @contextmanager
@@ -119,11 +135,16 @@ def held(lock: FileLock, *, folder: Path, on_timeout: Callable[[], Exception]
          ) -> Iterator[None]:
     """Hold an inter-process file lock over `folder` (created first); a lock not taken in time
     raises `on_timeout()`, an error naming what is locked and what to do."""
-    folder.mkdir(parents=True, exist_ok=True)
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         lock.acquire()
     except LockTimeout:
         raise on_timeout() from None
+    except OSError as exc:  # a read-only or full disk, or no permission
+        raise WorkspaceWriteError(
+            f"cannot lock {lock.lock_file}: {exc.strerror or exc}; the workspace must be "
+            "writable: remount it read-write, free space or fix its permissions, then re-run"
+        ) from exc
     try:
         yield
     finally:

@@ -10,7 +10,7 @@ from ..errors import DwsError
 from .graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
 from .records import LineageRecord
 from .refs import ResourceRef, as_ref
-from .store import LineageStore, RefState
+from .store import LineageStore, RefState, gc_paused
 
 
 class NoLineageError(DwsError, LookupError):
@@ -73,8 +73,13 @@ def build_graph(view: LineageView, ref: ResourceRef | str,
                 roles: Mapping[str, str] | None = None, *, snapshot: str | None = None,
                 max_nodes: int = 5000) -> LineageGraph:
     """Upstream and downstream lineage of `ref` in `view`, every node a ref@version."""
+    with gc_paused():  # the readers index holds an entry per input of every ref
+        return _build_graph(view, ref, roles or {}, snapshot, max_nodes)
+
+
+def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, str],
+                 snapshot: str | None, max_nodes: int) -> LineageGraph:
     key = str(as_ref(ref))
-    roles = roles or {}
     state = view.get(key)
     if state is None or state.latest is None:
         raise NoLineageError(

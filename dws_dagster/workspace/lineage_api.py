@@ -15,24 +15,76 @@ import json
 import logging
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..errors import InvalidParameterError, LineageApiError, LineageConflictError
+from ..errors import DwsError, InvalidParameterError, LineageApiError, LineageConflictError
 from .config import RemoteDataError, Workspace
-from .files import atomic_write_bytes
+from .files import atomic_write_bytes, segment_path
 from .gitinfo import git_commit
 from .records import LineageRecord, StepInfo, now_iso, sanitize_parameters
 from .refs import ResourceRef, as_ref
-from .store import conflict_message
+from .store import LineageStore, conflict_message
 from .versions import DataNotFoundError
 
 log = logging.getLogger("dws_dagster.lineage")
 
 PathOrRef = str | os.PathLike[str] | ResourceRef
+
+_kept = threading.local()
+#: Workspaces whose store a thread keeps (the most recently used ones).
+KEPT_STORES = 8
+
+
+def _lineage_identity(workspace: Workspace) -> tuple[int, int, bytes] | None:
+    """What tells this workspace's lineage apart from one deleted and created again at the same
+    place: its folder's inode and the first line of its journal (timestamped)."""
+    folder = workspace.meta_dir / "lineage"
+    try:
+        info = folder.stat()
+        with open(segment_path(folder / "journal", 1), "rb") as handle:
+            first = handle.readline()
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino, first
+
+
+def kept_store(workspace: Workspace) -> LineageStore:
+    """The lineage store of `workspace`, kept for this thread's later steps.
+
+    A store opened afresh replays the workspace's lineage (every ref, and the journal since the
+    last compaction), so each step would cost more as the workspace grows; a kept store reads
+    only what was appended since its last look, by this process or any other. It is replaced
+    when the lineage folder is not the one it read (deleted and created again), or when it
+    cannot catch up (it lags behind a restore whose snapshot was deleted since: the compacted
+    lineage a fresh store starts from holds that restore already).
+    """
+    stores: dict[Path, tuple[LineageStore, tuple[int, int, bytes]]] | None = getattr(
+        _kept, "stores", None)
+    if stores is None:
+        stores = _kept.stores = {}
+    identity = _lineage_identity(workspace)
+    kept = stores.pop(workspace.root, None)
+    if kept is not None and identity is not None and kept[1] == identity:
+        try:
+            kept[0].refresh()
+        except DwsError:
+            pass  # start afresh below; an error a fresh store meets too is raised there
+        else:
+            stores[workspace.root] = kept
+            return kept[0]
+    store = workspace.store
+    store.refresh()
+    identity = _lineage_identity(workspace)
+    if identity is not None:
+        stores[workspace.root] = (store, identity)
+        while len(stores) > KEPT_STORES:
+            del stores[next(iter(stores))]
+    return store
 
 
 def infer_step_name() -> str:
@@ -65,7 +117,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
             raise LineageApiError(f"step name must be a non-empty string, got {step_name!r}")
         self.step_name = step_name.strip()
         self.workspace = Workspace.open(workspace_dir)
-        self.store = self.workspace.store
+        self.store = kept_store(self.workspace)
         self.current_directory = Path(current_directory or os.getcwd())
         self.start_time = start_time or dt.datetime.now(dt.UTC)
         if self.start_time.tzinfo is None:
@@ -118,9 +170,9 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
             candidate[ref] = self._version_of(ref, role="input")
         check = self.store.check_inputs(self.step_name, candidate.items(),
                                         outputs=self._outputs)
-        for ref in refs:  # source data no step writes: remember the version seen
+        for ref in refs:  # source data no step writes: remember a version not seen before
             state = self.store.get(ref)
-            if state is None or state.owner is None:
+            if state is None or (state.owner is None and state.version != candidate[ref]):
                 self.store.observe(ref, candidate[ref])
         for message in check.warnings:
             warnings.warn(f"step '{self.step_name}': {message}", stacklevel=3)
@@ -160,7 +212,10 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         resolved = self.workspace.check_ref(as_ref(ref))
         if any(out.covers(resolved) for out in self._outputs):
             return
-        self.store.claim(self.step_name, [resolved])
+        state = self.store.get(resolved)
+        if state is None or state.owner != self.step_name \
+                or self.store.conflicts(self.step_name, resolved):
+            self.store.claim(self.step_name, [resolved])  # else the claim is on record already
         self._outputs = [out for out in self._outputs if not resolved.covers(out)] + [resolved]
 
     def add_param(self, name: str, value: Any) -> None:

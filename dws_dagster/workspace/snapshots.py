@@ -24,9 +24,8 @@ from ..errors import SnapshotError, SnapshotNotFoundError, WorkspaceConfigError
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
-from .records import LineageRecord
 from .refs import as_ref
-from .store import RefState, read_snapshot_manifest, snapshot_manifest_path
+from .store import RefState, gc_paused, read_snapshot_manifest, snapshot_manifest_path
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short
 
@@ -154,18 +153,38 @@ def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
         "resources": sorted([r.name, r.role] for r in ws.resources.values()),
         "refs": {ref: {"status": state.status,
                        "record": None if state.record is None
-                       else LineageRecord.from_json(state.record).identity()}
+                       else record_identity(state.record)}
                  for ref, state in sorted(states.items())},
     }
     return xxhash.xxh3_128_hexdigest(canonical_json(body))
 
 
+def record_identity(record: dict[str, Any]) -> dict[str, Any]:
+    """`LineageRecord.from_json(record).identity()`, read straight from the JSON record: a
+    snapshot hashes every ref's identity, and building the objects first cost most of it."""
+    step = record.get("step")
+    metrics = record.get("metrics")
+    return {
+        "version": record.get("version"), "status": record.get("status", "ok"),
+        "step": {
+            "name": step["name"], "kind": step.get("kind", "script"),
+            "partition": step.get("partition"), "code_version": step.get("code_version"),
+            "git_commit": step.get("git_commit"),
+            "code": [[c["ref"], c["version"]] for c in step.get("code", ())],
+        } if step else None,
+        "parameters": dict(record.get("parameters", {})),
+        "inputs": [[i["ref"], i["version"]] for i in record.get("inputs", ())],
+        "metrics": None if metrics is None else dict(metrics),
+    }
+
+
 def _results_refs(ws: Workspace, states: dict[str, RefState]) -> list[str]:
-    order = {name: i for i, name in enumerate(ws.resources)}
+    # Stored refs are normalised, so the resource is the text before the first slash.
+    order = {name: i for i, (name, resource) in enumerate(ws.resources.items())
+             if resource.role == "results"}
     refs = [ref for ref, state in states.items() if state.record is not None
-            and as_ref(ref).name in ws.resources
-            and ws.resource(as_ref(ref).name).role == "results"]
-    return sorted(refs, key=lambda r: (order[as_ref(r).name], r))
+            and ref.split("/", 1)[0] in order]
+    return sorted(refs, key=lambda r: (order[r.split("/", 1)[0]], r))
 
 
 def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> SnapshotOutcome:
@@ -173,7 +192,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
     if tag is not None:
         validate_tag(tag)
     store = ws.store
-    with store.locked():
+    with store.locked(), gc_paused():
         states = store.state()
         digest = snapshot_hash(ws, states)
         infos = list_snapshots(ws)
@@ -299,7 +318,7 @@ def restore_snapshot(ws: Workspace, name: str,
     report = RestoreReport(info)
     store = ws.store
     unknown: list[str] = []
-    with store.locked():
+    with store.locked(), gc_paused():
         current = store.state()
         for ref, raw in sorted(manifest["refs"].items()):
             if progress is not None:
@@ -390,6 +409,8 @@ def diff_states(before: dict[str, RefState], after: dict[str, RefState]) -> list
         if b is None:
             changes.append(RefChange(ref, "removed", [f"version {short(a.version)}"]))
             continue
+        if a.record == b.record and a.status == b.status:
+            continue  # most refs of two snapshots: nothing below could differ
         found = _record_changes(a, b)
         if found:
             changes.append(RefChange(ref, "changed", found))

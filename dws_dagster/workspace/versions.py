@@ -12,8 +12,10 @@ a pair even across billions of versions), not against someone crafting two datas
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,8 @@ MARKER_SCHEME = "spark-logical-2"
 DESCRIPTION_FILES = ("results.json", "lineage.json")
 LISTING_PREFIX = "ls-"
 _CHUNK = 1 << 20
+#: What `Path.is_file()` treats as "not there" rather than an error.
+_MISSING_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 #: Spark: part-00000-<uuid>[_00000][-c000].<ext>; the UUID changes on every write.
 _SPARK_PART = re.compile(
     r"^part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:_\d+)?(?:[.-]c\d{3,})?"
@@ -66,48 +70,101 @@ def stable_name(name: str) -> str:
 def iter_data_files(path: Path, *, exclude_top: Iterable[str] = ()) -> list[tuple[str, Path]]:
     """(relative path, absolute path) of every data file under `path`, sorted, symlinks followed
     only for files."""
-    if path.is_file():
-        return [("", path)]
-    if not path.is_dir():
+    return [(rel, Path(absolute)) for rel, absolute in _data_files(path, exclude_top)]
+
+
+def _kind(path: Path) -> str | None:
+    """'file', 'dir', 'other' or None (missing) from one stat call, following symlinks, where
+    `is_file()` then `is_dir()` took two (versioning many small refs is bound by such calls)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno in _MISSING_ERRNOS:
+            return None
+        raise
+    except ValueError:
+        return None
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def _data_files(path: Path, exclude_top: Iterable[str], kind: str | None = "?"
+                ) -> list[tuple[str, str]]:
+    """`iter_data_files` on plain strings: a walk of many small files spends its time on
+    per-file overhead, so no Path object is made per file. `kind` is `_kind(path)` if known."""
+    if kind == "?":
+        kind = _kind(path)
+    if kind == "file":
+        return [("", str(path))]
+    if kind != "dir":
         raise DataNotFoundError(f"{path} does not exist, so it has no version")
-    excluded = set(exclude_top)
-    found: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(path):
-        rel_dir = os.path.relpath(dirpath, path)
-        top = rel_dir == "."
-        dirnames[:] = sorted(d for d in dirnames
-                             if not is_ignored_name(d) and not (top and d in excluded))
-        for filename in sorted(filenames):
-            if is_ignored_name(filename) or (top and filename in excluded):
-                continue
-            rel = filename if top else f"{Path(rel_dir).as_posix()}/{filename}"
-            found.append((rel, Path(dirpath) / filename))
+    found: list[tuple[str, str]] = []
+    _walk(os.fspath(path), "", frozenset(exclude_top), found)
     return found
 
 
-def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """xxh3-128 of a file's bytes, read in 1 MiB chunks into one reused buffer."""
+def _walk(folder: str, prefix: str, excluded: frozenset[str],
+          found: list[tuple[str, str]]) -> None:
+    """Files of `folder` (sorted), then its subfolders in name order, as `os.walk` visits
+    them: unreadable folders are skipped and symlinked folders are not entered."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+    except OSError:
+        return
+    files: list[str] = []
+    folders: list[str] = []
+    for entry in entries:
+        name = entry.name
+        if is_ignored_name(name) or (not prefix and name in excluded):
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            files.append(name)
+        elif not entry.is_symlink():
+            folders.append(name)
+    base = folder + os.sep
+    for name in sorted(files):
+        found.append((prefix + name, base + name))
+    for name in sorted(folders):
+        _walk(base + name, f"{prefix}{name}/", excluded, found)
+
+
+def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[str, int]:
+    """xxh3-128 of a file's bytes and how many bytes that was, in one pass.
+
+    `os.read` of 1 MiB chunks: cheaper per file than a file object and a preallocated
+    buffer, which matters for many small files; big files are bound by the copy and the hash.
+    """
     hasher = xxhash.xxh3_128()
-    buffer = bytearray(_CHUNK)
-    view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as handle:
-        while True:
-            count = handle.readinto(buffer)
-            if not count:
-                break
-            hasher.update(view[:count])
+    size = 0
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            hasher.update(chunk)
+            size += len(chunk)
             if progress is not None:
-                progress(count)
-    return hasher.hexdigest()
+                progress(len(chunk))
+    finally:
+        os.close(fd)
+    return hasher.hexdigest(), size
+
+
+def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    """xxh3-128 of a file's bytes, read in 1 MiB chunks."""
+    return _hash_and_size(os.fspath(path), progress)[0]
 
 
 def content_manifest(path: Path, *, exclude_top: Iterable[str] = (),
-                     progress: Callable[[int], None] | None = None) -> list[FileEntry]:
-    """The hashed entries a content version is made of."""
+                     progress: Callable[[int], None] | None = None,
+                     kind: str | None = "?") -> list[FileEntry]:
+    """The hashed entries a content version is made of (the size is the bytes hashed)."""
     entries = []
-    for rel, absolute in iter_data_files(path, exclude_top=exclude_top):
-        digest = hash_file(absolute, progress)
-        entries.append(FileEntry(rel, absolute.stat().st_size, digest))
+    for rel, absolute in _data_files(path, exclude_top, kind):
+        digest, size = _hash_and_size(absolute, progress)
+        entries.append(FileEntry(rel, size, digest))
     return entries
 
 
@@ -129,8 +186,9 @@ def content_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] 
                     progress: Callable[[int], None] | None = None) -> str:
     """The content version of the file or folder at `path`."""
     target = Path(path)
-    entries = content_manifest(target, exclude_top=exclude_top, progress=progress)
-    return version_of_manifest(entries, single_file=target.is_file())
+    kind = _kind(target)
+    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind)
+    return version_of_manifest(entries, single_file=kind == "file")
 
 
 def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
@@ -138,13 +196,16 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
     """The version of the data at `path`: the version recorded in its marker while the files
     are byte for byte those the marker describes, else the byte content version."""
     target = Path(path)
+    kind = _kind(target)
     marker = target / MARKER_NAME
-    if target.is_dir() and marker.is_file():
+    has_marker = kind == "dir" and _kind(marker) == "file"
+    if has_marker:
         # results.json / lineage.json describe Spark-written data (the lineage sensor and
         # snapshots put them beside it); they are not part of it.
         exclude_top = (*exclude_top, *DESCRIPTION_FILES)
-    version = content_version(target, exclude_top=exclude_top, progress=progress)
-    if target.is_dir() and marker.is_file():
+    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind)
+    version = version_of_manifest(entries, single_file=kind == "file")
+    if has_marker:
         try:
             data = orjson.loads(marker.read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -163,16 +224,16 @@ def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] 
     """
     target = Path(path)
     hasher = xxhash.xxh3_128(b"listing\n")
-    for rel, absolute in iter_data_files(target, exclude_top=exclude_top):
-        stat = absolute.stat()
-        hasher.update(os.fsencode(rel) + f"\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    for rel, absolute in _data_files(target, exclude_top):
+        info = os.stat(absolute)
+        hasher.update(os.fsencode(rel) + f"\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return LISTING_PREFIX + hasher.hexdigest()
 
 
 def data_size(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = ()) -> int:
     """Bytes of data under `path` that a version covers."""
-    return sum(absolute.stat().st_size
-               for _, absolute in iter_data_files(Path(path), exclude_top=exclude_top))
+    return sum(os.stat(absolute).st_size
+               for _, absolute in _data_files(Path(path), exclude_top))
 
 
 def short(version: str | None) -> str:

@@ -1,0 +1,263 @@
+"""The lineage store at scale: snapshot, restore, diff, lineage and status at N refs.
+
+For each size (default 10,000 and 100,000 refs) a workspace is built the way a pipeline fills
+it: every ref holds a small data file, and its lineage record (step, run id, code version,
+parameters, inputs, provenance from `LineageStore.check_inputs`) is committed through the
+store API in the DAG's order. Refs come in groups of ten, one chain of partitioned assets:
+
+    source/gN/landed -> staging -> clean -> daily -> weekly -> features (daily, weekly)
+      -> train, test -> model -> predictions (test, model), or results/gN/score every 10th group
+
+so 1 % of the refs are results (archived, with lineage.json, by every snapshot). Between two
+snapshots 1 % of the refs are rewritten (the old data kept as a version, as the IO manager's
+`keep_versions` does), so the timed snapshot is a new one and restore has data to bring back.
+
+Each operation runs as a user runs it: a new `dws-dagster` process (its interpreter start is
+measured alone as `python -c pass`); `lineage` also in-process (`dws_dagster.cli.main`, a fresh
+`Workspace`, output to /dev/null). Wall and CPU time are both shown: the machine is shared, so
+CPU time is the steadier figure. Floors in the same run: a process that only parses the
+store's JSON files (orjson, collector off), and writing a snapshot manifest's bytes with fsync.
+Targets at 10,000 refs: snapshot < 1 s, lineage < 100 ms; growth no worse than linear
+(100k/10k ≤ 10×).
+
+    python bench/store_scale.py --sizes 10000 100000 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from dws_dagster import cli
+from dws_dagster.workspace.config import Workspace
+from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
+from dws_dagster.workspace.swap import kept_version_path, staging_path, swap_into_place
+
+GROUP = 10
+#: (name, inputs as indexes into the group) in DAG order; index 0 is observed source data.
+CHAIN: list[tuple[str, tuple[int, ...]]] = [
+    ("landed", ()), ("staging", (0,)), ("clean", (1,)), ("daily", (2,)), ("weekly", (3,)),
+    ("features", (3, 4)), ("train", (5,)), ("test", (5,)), ("model", (6,)),
+    ("predictions", (7, 8)),
+]
+
+
+def ref_of(group: int, index: int) -> str:
+    if index == 0:
+        return f"source/g{group:06d}/landed"
+    if index == GROUP - 1 and group % 10 == 0:
+        return f"results/g{group:06d}/score"
+    return f"inter/g{group:06d}/{CHAIN[index][0]}"
+
+
+def write_data(ws: Workspace, ref: str, body: bytes) -> None:
+    folder = ws.local_path(ref)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "part-00000.csv").write_bytes(body)
+
+
+def record_for(ws: Workspace, group: int, index: int, run_id: str, seed: str) -> LineageRecord:
+    ref = ref_of(group, index)
+    version = ws.version_of(ref)
+    if index == 0:
+        return LineageRecord(ref=ref, version=version,
+                             step=StepInfo(name="observation", kind="observation"),
+                             start_time=now_iso(), end_time=now_iso())
+    inputs = [(ref_of(group, i), ws.store.get(ref_of(group, i)).version)  # type: ignore[union-attr]
+              for i in CHAIN[index][1]]
+    step = f"{CHAIN[index][0]}_asset" if index != GROUP - 1 or group % 10 else "score_asset"
+    check = ws.store.check_inputs(step, inputs, outputs=[ref])
+    metrics = {"mae": 1.5, "rmse": 2.25} if ref.startswith("results/") else None
+    return LineageRecord(
+        ref=ref, version=version,
+        step=StepInfo(name=step, kind="dagster-asset", run_id=run_id,
+                      partition=f"g{group:06d}", code_version="3"),
+        parameters={"seed": seed, "window_days": 7, "dagster/partition": f"g{group:06d}"},
+        inputs=tuple(inputs), provenance=check.provenance, start_time=now_iso(),
+        end_time=now_iso(), metrics=metrics)
+
+
+def build(root: Path, refs: int) -> Workspace:
+    ws = Workspace.init(root)
+    ws.add_resource("source", "source-data", path="source")
+    ws.add_resource("inter", "intermediate-data", path="inter")
+    ws.add_resource("results", "results", path="results")
+    groups = refs // GROUP
+    batch = 100
+    for first in range(0, groups, batch):
+        members = range(first, min(first + batch, groups))
+        run_id = str(uuid.uuid4())
+        for index in range(GROUP):
+            for group in members:
+                write_data(ws, ref_of(group, index), f"g,{group},{index},v0\n".encode() * 4)
+            ws.store.commit([record_for(ws, group, index, run_id, "v0") for group in members])
+    return ws
+
+
+def rewrite(ws: Workspace, count: int, round_: int) -> None:
+    """Rematerialize `count` refs spread over the workspace, keeping the old data as a kept
+    version (what `keep_versions` does) so that restore can bring it back."""
+    groups = len(ws.store.items()) // GROUP
+    run_id = str(uuid.uuid4())
+    records = []
+    for n in range(count):
+        group = (n * 7919 + round_) % groups
+        ref = ref_of(group, 1 + n % (GROUP - 1))
+        parsed = ws.check_ref(ref)
+        target = ws.local_path(parsed)
+        old = ws.version_of(parsed)
+        staging = staging_path(target)
+        staging.mkdir(parents=True)
+        (staging / "part-00000.csv").write_bytes(f"{ref},round {round_}\n".encode() * 4)
+        keep = kept_version_path(ws.resource_root(parsed.name), parsed.subpath, old)
+        swap_into_place(staging, target, keep_old_as=keep)
+        index = next(i for i in range(GROUP) if ref_of(group, i) == ref)
+        records.append(record_for(ws, group, index, run_id, f"v{round_}"))
+    ws.store.commit(records)
+
+
+class Timer:
+    """Wall and CPU seconds of each operation: the machine is shared, so CPU time (this
+    process's, or its children's for a command run as a process) is the steadier figure."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
+
+    def add(self, name: str, func: Callable[[], object]) -> None:
+        before = _cpu()
+        start = time.perf_counter()
+        func()
+        self.wall.setdefault(name, []).append(time.perf_counter() - start)
+        self.cpu.setdefault(name, []).append(_cpu() - before)
+
+    def medians(self) -> dict[str, tuple[float, float]]:
+        return {name: (statistics.median(self.wall[name]), statistics.median(self.cpu[name]))
+                for name in self.wall}
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_cli(*argv: str) -> None:
+    """`dws-dagster ARGV` in this process (no interpreter start), output to /dev/null."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        code = cli.main(list(argv))
+    if code != 0:
+        raise SystemExit(f"dws-dagster {' '.join(argv)} failed with {code}")
+
+
+def run_process(*argv: str) -> None:
+    """`dws-dagster ARGV` as a new process, as a user runs it."""
+    exe = Path(sys.executable).with_name("dws-dagster")
+    subprocess.run([str(exe), *argv], check=True, stdout=subprocess.DEVNULL)
+
+
+PARSE_FLOOR = """
+import gc, sys, orjson
+gc.disable()
+for name in sys.argv[1:]:
+    data = open(name, "rb").read()
+    if name.endswith(".jsonl"):
+        data = b"[" + data.rstrip(b"\\n").replace(b"\\n", b",") + b"]"
+    orjson.loads(data)
+"""
+
+
+def store_files(ws: Workspace) -> list[str]:
+    """The files opening the store reads: current.json and the journal segments after it."""
+    store = ws.store
+    store.refresh()
+    files = [str(store.current_path)] if store.current_path.exists() else []
+    return files + [str(path) for path in sorted(store.journal_dir.glob("*.jsonl"))
+                    if int(path.name.split(".")[0]) >= store._segment]
+
+
+def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float]]:
+    start = time.perf_counter()
+    ws = build(root / f"ws-{refs}", refs)
+    built = time.perf_counter() - start
+    w = str(ws.root)
+    focus = ref_of(refs // GROUP // 2, 5)  # features of a group in the middle
+    run_process("snapshot", "base", "-w", w)
+    files = store_files(ws)
+    size = sum(Path(name).stat().st_size for name in files)
+    print(f"\n{refs:,} refs: built in {built:.1f} s; the store is {size / 2**20:.1f} MiB of "
+          f"JSON in {len(files)} file(s)", flush=True)
+    timer = Timer()
+    changed = max(1, refs // 100)
+    for round_ in range(1, repeats + 1):
+        rewrite(Workspace.open(w), changed, round_)
+        timer.add("snapshot (1% changed)", lambda r=round_: run_process("snapshot", f"r{r}",
+                                                                         "-w", w))
+        timer.add("snapshot (unchanged)", lambda: run_process("snapshot", "-w", w))
+        timer.add("diff", lambda r=round_: run_process("diff", "base", f"r{r}", "-w", w))
+        timer.add("lineage", lambda: run_process("lineage", focus, "-w", w))
+        timer.add("lineage (in-process)", lambda: run_cli("lineage", focus, "-w", w))
+        timer.add("status", lambda: run_process("status", "-w", w))
+        timer.add("restore", lambda: run_process("restore", "base", "-w", w))
+        floor = [sys.executable, "-c", PARSE_FLOOR, *store_files(Workspace.open(w))]
+        timer.add("floor: parse the store (process)",
+                  lambda f=floor: subprocess.run(f, check=True))
+        timer.add("floor: python -c pass",
+                  lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+        manifest = max((Path(w) / ".dataworkspace" / "snapshots").glob("*.json"),
+                       key=lambda p: p.stat().st_size).read_bytes()
+
+        def write_manifest(data: bytes = manifest) -> None:
+            scratch = root / "scratch.json"
+            with open(scratch, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            scratch.unlink()
+        timer.add("floor: write a manifest + fsync", write_manifest)
+    median = timer.medians()
+    print(f"  {'operation (median)':34} {'wall s':>8} {'CPU s':>8}")
+    for name, (wall, cpu) in median.items():
+        print(f"  {name:34} {wall:8.3f} {cpu:8.3f}")
+    shutil.rmtree(root / f"ws-{refs}", ignore_errors=True)
+    return median
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", help="where to build the workspaces (default: a temp folder)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="dws-bench-store-", dir=args.dir))
+    try:
+        results = {size: measure(tmp, size, args.repeats) for size in args.sizes}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    small, *rest = sorted(results)
+    first = results[small]
+    print(f"\ntargets at {small:,} refs (wall, CPU): snapshot "
+          f"{first['snapshot (1% changed)'][0]:.3f} s, {first['snapshot (1% changed)'][1]:.3f} s "
+          f"(< 1 s); lineage {first['lineage'][0] * 1000:.0f} ms, "
+          f"{first['lineage'][1] * 1000:.0f} ms as a process, "
+          f"{first['lineage (in-process)'][0] * 1000:.0f} ms, "
+          f"{first['lineage (in-process)'][1] * 1000:.0f} ms in-process (< 100 ms)")
+    for size in rest:
+        factor = size / small
+        print(f"growth {size:,}/{small:,} refs (linear = {factor:.0f}×), wall and CPU:")
+        for name, (wall, cpu) in results[size].items():
+            print(f"  {name:34} {wall / first[name][0]:7.1f}× {cpu / first[name][1]:7.1f}×")
+
+if __name__ == "__main__":
+    main()

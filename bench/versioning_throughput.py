@@ -1,0 +1,186 @@
+"""Throughput of versioning a ref's files versus reading the same bytes from disk.
+
+A source-data resource gets two refs of plain files: `many/` (many small CSV-like files) and
+`big/` (a few big ones). For each, in the same run and alternating, the median of `--repeats`:
+
+  raw read      every file read whole: `os.walk`, then `os.read` in 1 MiB chunks (the
+                fastest plain-Python read we found; no hashing)
+  version_of    `Workspace.version_of(ref)`: walk, hash every file (xxh3-128), hash the manifest
+
+twice: *cold* — before each timed pass every file is evicted from the page cache with
+posix_fadvise(DONTNEED) (files are fsynced first, so the eviction is complete; `fincore`, when
+installed, confirms it), which touches only this benchmark's files, not the shared machine's
+cache — and *warm* — both read from the page cache. Throughput is data bytes / second; the
+ratio is version_of throughput / raw read throughput (target ≥ 0.8).
+
+    python bench/versioning_throughput.py --many 20000 --many-kib 32 --big 4 --big-mib 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import xxhash
+
+from dws_dagster.workspace.config import Workspace
+from dws_dagster.workspace.versions import iter_data_files
+
+_CHUNK = 1 << 20
+
+
+def write_files(folder: Path, count: int, size: int, seed: int) -> None:
+    """`count` CSV-like files of `size` bytes, fsynced so that they can be evicted."""
+    rng = random.Random(seed)
+    pool = b"".join(
+        f"2026-01-{rng.randrange(1, 29):02d} {rng.randrange(24):02d}:00:00,{rng.randrange(1, 266)},"
+        f"{rng.randrange(1, 266)},{rng.randrange(1, 5)},{rng.random() * 20:.2f},"
+        f"{rng.random() * 80:.2f}\n".encode() for _ in range(80_000))
+    folder.mkdir(parents=True)
+    for index in range(count):
+        sub = folder / f"month={index % 12 + 1:02d}" if count > 100 else folder
+        sub.mkdir(exist_ok=True)
+        with open(sub / f"trips_{index:06d}.csv", "wb") as handle:
+            left = size
+            while left:
+                offset = rng.randrange(len(pool) // 2)
+                piece = pool[offset:offset + min(left, len(pool) // 2)]
+                handle.write(piece)
+                left -= len(piece)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def evict(files: list[Path]) -> None:
+    """Drop these files' pages from the page cache (clean pages only: they were fsynced)."""
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def cached_bytes(files: list[Path]) -> int | None:
+    """Bytes of these files in the page cache, by `fincore` (None when it is not installed)."""
+    tool = shutil.which("fincore")
+    if tool is None:
+        return None
+    total = 0
+    for start in range(0, len(files), 2000):
+        out = subprocess.run([tool, "--bytes", "--noheadings", "--output", "RES",
+                              *map(str, files[start:start + 2000])],
+                             check=True, capture_output=True, text=True).stdout
+        total += sum(int(value) for value in out.split())
+    return total
+
+
+def raw_read(folder: Path) -> int:
+    """Read every file under `folder` whole, as tightly as Python can: `os.walk`, then
+    `os.read` in 1 MiB chunks (cheaper than file objects); the bytes read."""
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                while chunk := os.read(fd, _CHUNK):
+                    total += len(chunk)
+            finally:
+                os.close(fd)
+    return total
+
+
+def timed(func: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def measure(ws: Workspace, ref: str, folder: Path, repeats: int) -> dict[str, float]:
+    files = [path for _, path in iter_data_files(folder)]
+    size = sum(path.stat().st_size for path in files)
+    version = ws.version_of(ref)
+    times: dict[str, list[float]] = {"raw cold": [], "version cold": [], "raw warm": [],
+                                     "version warm": []}
+    residue = 0
+    for _ in range(repeats):
+        for name, func in (("raw", lambda: raw_read(folder)),
+                           ("version", lambda: ws.version_of(ref))):
+            evict(files)
+            left = cached_bytes(files)
+            residue = max(residue, left or 0)
+            times[f"{name} cold"].append(timed(func))
+    raw_read(folder)  # warm both
+    for _ in range(repeats):
+        times["raw warm"].append(timed(lambda: raw_read(folder)))
+        times["version warm"].append(timed(lambda: ws.version_of(ref)))
+    assert ws.version_of(ref) == version
+    median = {name: statistics.median(values) for name, values in times.items()}
+    best = {name: min(values) for name, values in times.items()}
+    print(f"\n{ref}: {len(files):,} files, {size / 2**20:,.0f} MiB "
+          "(in the page cache after each eviction: "
+          f"{f'at most {residue:,} B' if shutil.which('fincore') else 'unchecked, no fincore'})")
+    print(f"  {'case':14} {'median s':>9} {'MiB/s':>9} {'best s':>9} {'MiB/s':>9}")
+    for name in times:
+        print(f"  {name:14} {median[name]:9.3f} {size / 2**20 / median[name]:9.0f} "
+              f"{best[name]:9.3f} {size / 2**20 / best[name]:9.0f}")
+    # The limit for warm data: a version copies each chunk out of the page cache (as the raw
+    # read does) and then hashes it, one after the other (the hash holds the GIL).
+    # Each 1 MiB chunk is hashed right after its copy, from the CPU cache: time that.
+    block = os.urandom(_CHUNK)
+
+    def hash_chunks() -> None:
+        for _ in range(256):
+            xxhash.xxh3_128(block).hexdigest()
+    hash_speed = 256 * _CHUNK / 2**20 / min(timed(hash_chunks) for _ in range(5))
+    copy_speed = size / 2**20 / median["raw warm"]
+    print(f"  xxh3-128 of a 1 MiB chunk in the CPU cache: {hash_speed:,.0f} MiB/s, so warm "
+          f"copy-then-hash can reach at most {1 / (1 + copy_speed / hash_speed):.2f}× raw read")
+    ratios = {}
+    for cache in ("cold", "warm"):
+        ratio = median[f"raw {cache}"] / median[f"version {cache}"]
+        ratios[cache] = ratio
+        print(f"  {cache}: version_of throughput = {ratio:.2f}× raw read by medians, "
+              f"{best[f'raw {cache}'] / best[f'version {cache}']:.2f}× by best runs "
+              "(target ≥ 0.8×)")
+    return ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--many", type=int, default=20_000, help="number of small files")
+    parser.add_argument("--many-kib", type=int, default=32, help="size of each small file")
+    parser.add_argument("--big", type=int, default=4, help="number of big files")
+    parser.add_argument("--big-mib", type=int, default=256, help="size of each big file")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", help="where to build the workspace (default: a temp folder)")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="dws-bench-versions-", dir=args.dir))
+    try:
+        ws = Workspace.init(tmp / "ws")
+        ws.add_resource("landing", "source-data", path="landing")
+        root = ws.resource_root("landing")
+        start = time.perf_counter()
+        write_files(root / "many", args.many, args.many_kib * 1024, seed=1)
+        write_files(root / "big", args.big, args.big_mib * 2**20, seed=2)
+        print(f"wrote the data in {time.perf_counter() - start:.1f} s; repeats={args.repeats}, "
+              f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+        for ref in ("landing/many", "landing/big"):
+            measure(ws, ref, ws.local_path(ref), args.repeats)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
