@@ -82,33 +82,77 @@ def op_config(context: InputContext | OutputContext) -> Mapping[str, Any]:
 def read_event_records(instance: Any, event_types: Sequence[DagsterEventType], *,
                        after_storage_id: int, limit: int) -> list[Any]:
     """The first `limit` event records of any of `event_types` after `after_storage_id`, oldest
-    first, across all assets and runs.
+    first, across all assets and runs (one `EventReader` batch)."""
+    return EventReader(instance, event_types, after_storage_id=after_storage_id).next(limit)
+
+
+class EventReader:
+    """Event records of any of `event_types` after `after_storage_id`, oldest first, across all
+    assets and runs, a batch at a time.
 
     Asset events are read with the deprecated `get_event_records` (Dagster's `fetch_*` readers
     need an asset key; this is the one way to read every asset's events in storage order), run
     status events with `fetch_run_status_changes`; on the default run-sharded SQLite storage
     both read the index shard, so storage ids are comparable. One query per type, each
-    ascending and limited, merged: the merged first `limit` are exactly the first `limit` of
-    the whole log, since every type contributes its own first `limit`.
+    ascending and limited: every record up to the lowest last storage id of the types that
+    filled their limit is then known, and those past the batch are kept for the next one, so
+    no record is read (and deserialized, the bulk of the cost) twice. A type that filled its
+    limit also bounds the later asset queries (`before_cursor`).
     """
-    from dagster import EventRecordsFilter
-    from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+
+    def __init__(self, instance: Any, event_types: Sequence[DagsterEventType], *,
+                 after_storage_id: int) -> None:
+        from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+
+        self.instance = instance
+        self.asset_types = [t for t in event_types if t not in EVENT_TYPE_TO_PIPELINE_RUN_STATUS]
+        self.run_types = [t for t in event_types if t in EVENT_TYPE_TO_PIPELINE_RUN_STATUS]
+        self._read_to = after_storage_id  # every record up to here is read
+        self._ready: list[Any] = []  # read, not yet handed out, in storage order
+
+    def next(self, limit: int) -> list[Any]:
+        """The next `limit` records (fewer: the log holds no more yet)."""
+        if len(self._ready) < limit:
+            self._read(limit)
+        batch, self._ready = self._ready[:limit], self._ready[limit:]
+        return batch
+
+    def _read(self, limit: int) -> None:
+        from dagster import EventRecordsFilter
+
+        records: list[Any] = []
+        bound: int | None = None  # every type is read up to here at least (None: to the end)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecation and "use fetch_*" advice
+            for event_type in self.asset_types:
+                found = self.instance.get_event_records(
+                    EventRecordsFilter(event_type=event_type, after_cursor=self._read_to,
+                                       before_cursor=None if bound is None else bound + 1),
+                    limit=limit, ascending=True)
+                records.extend(found)
+                if len(found) >= limit:
+                    bound = found[-1].storage_id
+            for event_type in self.run_types:
+                found = _run_status_changes(self.instance, event_type, self._read_to, limit)
+                records.extend(found)
+                if len(found) >= limit:
+                    bound = min(found[-1].storage_id, bound if bound is not None else
+                                found[-1].storage_id)
+        if bound is not None:
+            records = [record for record in records if record.storage_id <= bound]
+        records.sort(key=lambda record: record.storage_id)
+        if records:
+            self._read_to = records[-1].storage_id if bound is None else bound
+            self._ready.extend(records)
+
+
+def _run_status_changes(instance: Any, event_type: DagsterEventType, after_storage_id: int,
+                        limit: int) -> list[Any]:
     from dagster._core.storage.event_log.base import EventLogCursor
 
-    records: list[Any] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # deprecation and "use fetch_*" advice
-        for event_type in event_types:
-            if event_type in EVENT_TYPE_TO_PIPELINE_RUN_STATUS:
-                cursor = EventLogCursor.from_storage_id(after_storage_id).to_string()
-                records.extend(instance.fetch_run_status_changes(
-                    event_type, limit=limit, cursor=cursor, ascending=True).records)
-            else:
-                records.extend(instance.get_event_records(
-                    EventRecordsFilter(event_type=event_type, after_cursor=after_storage_id),
-                    limit=limit, ascending=True))
-    records.sort(key=lambda record: record.storage_id)
-    return records[:limit]
+    cursor = EventLogCursor.from_storage_id(after_storage_id).to_string()
+    return list(instance.fetch_run_status_changes(
+        event_type, limit=limit, cursor=cursor, ascending=True).records)
 
 
 def parent_partition_keys(asset_graph: Any, partition: str | None, parent: AssetKey,

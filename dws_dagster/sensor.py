@@ -96,14 +96,15 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
     outcome = TickOutcome(cursor=after_storage_id)
     applier = EventApplier(instance, ws, catalog, namespace=namespace or default_namespace(ws),
                            snapshot_on_results=snapshot_on_results)
+    reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=after_storage_id)
     while True:
-        records = dagster_compat.read_event_records(
-            instance, EVENT_TYPES, after_storage_id=outcome.cursor, limit=batch_size)
+        records = reader.next(batch_size)
         if not records:
             break
         applier.ol_events.clear()
-        for record in records:
-            applier.apply(record)
+        with ws.store.deferred_sync():  # one fsync per batch, before the cursor moves
+            for record in records:
+                applier.apply(record)
         if outbox is not None:
             outcome.spooled += outbox.spool(_render(applier.ol_events, ws))
         outcome.cursor = records[-1].storage_id  # lineage stored, events spooled: move on

@@ -1,13 +1,17 @@
 """The Dagster internals dws_dagster relies on (dagster_compat.py), each exercised against the
 installed Dagster so that an upgrade that moves them fails here, loudly."""
 
-
+import warnings
+from pathlib import Path
 from typing import Any
 
+import pytest
 from dagster import (
     AssetKey,
     Config,
+    DagsterEventType,
     DagsterInstance,
+    EventRecordsFilter,
     InputContext,
     IOManager,
     OutputContext,
@@ -68,3 +72,58 @@ def test_internals_still_work() -> None:
     assert probe.seen["metadata"]["owner"] == "me"
     assert probe.seen["config:child"] == {"factor": 3}
     assert probe.seen["config:parent"] == {}
+
+
+def _all_records(instance: DagsterInstance, types: list[DagsterEventType]) -> list[Any]:
+    """Every record of `types`, one unlimited query per type, merged: what the reader owes."""
+    from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+
+    found: list[Any] = []
+    for event_type in types:
+        if event_type in EVENT_TYPE_TO_PIPELINE_RUN_STATUS:
+            found += instance.fetch_run_status_changes(event_type, limit=10_000,
+                                                       ascending=True).records
+        else:
+            found += instance.get_event_records(EventRecordsFilter(event_type=event_type),
+                                                ascending=True)
+    return sorted(found, key=lambda record: record.storage_id)
+
+
+@pytest.mark.parametrize("storage", ["run-sharded", "consolidated"])
+def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: str) -> None:
+    """Batches of any size, with records kept across batches, add up to exactly the event log
+    of those types, in storage order, on both SQLite event log storages."""
+    from dws_dagster.sensor_events import EVENT_TYPES
+
+    home = tmp_path / "home"
+    home.mkdir()
+    config = "telemetry:\n  enabled: false\n"
+    if storage == "consolidated":
+        config += ("event_log_storage:\n  module: dagster._core.storage.event_log\n"
+                   "  class: ConsolidatedSqliteEventLogStorage\n"
+                   f"  config:\n    base_dir: {tmp_path / 'events'}\n")
+    (home / "dagster.yaml").write_text(config)
+    with DagsterInstance.from_config(str(home)) as instance, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            materialize([parent, child], instance=instance,
+                        run_config={"ops": {"child": {"config": {"factor": 3}}}})
+        expected = [r.storage_id for r in _all_records(instance, list(EVENT_TYPES))]
+        assert len(expected) == 3 * (2 + 2 + 1)  # planned, materialized, run success
+        for size in (1, 2, 3, 4, 7, 100):
+            reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
+            got: list[int] = []
+            while batch := reader.next(size):
+                assert len(batch) <= size
+                got += [record.storage_id for record in batch]
+            assert got == expected, size
+            middle = expected[4]
+            assert [r.storage_id for r in dagster_compat.read_event_records(
+                instance, EVENT_TYPES, after_storage_id=middle, limit=3)] == expected[5:8]
+        # records logged after the reader ran dry are found by its next call
+        reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
+        while reader.next(4):
+            pass
+        materialize([parent], instance=instance)
+        assert len(reader.next(10)) == 2 + 1

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openlineage.client.event_v2 import RunState
+from openlineage.client.facet_v2 import tags_run
+from openlineage.client.serde import Serde
 
 from dws_dagster import DwsError, __version__
 from dws_dagster.ol.events import (
@@ -325,6 +328,29 @@ def test_default_producer_names_this_package_version() -> None:
 def test_event_to_dict_is_json_ready() -> None:
     data = render(full_event("FAIL"))
     assert json.loads(json.dumps(data)) == data
+
+
+@pytest.mark.parametrize("event", [full_event("START"), full_event("COMPLETE"),
+                                   full_event("FAIL"), full_event("ABORT"), minimal_event()],
+                         ids=["full-start", "full-complete", "full-fail", "full-abort",
+                              "minimal"])
+def test_event_to_dict_is_the_clients_serialization(event: AssetRunEvent) -> None:
+    """The sensor's one-pass rendering gives exactly what the client's Serde gives."""
+    built = build_run_event(event, locate=locate, producer=TEST_PRODUCER)
+    assert event_to_dict(built) == Serde.to_dict(built)
+
+
+def test_event_to_dict_matches_serde_on_edge_values() -> None:
+    """Nulls dropped from dicts and lists, empty dicts dropped from lists only, enums, dates,
+    UUIDs, tuples and sets as lists: the client's rules, on a facet holding all of them."""
+    built = build_run_event(full_event("COMPLETE"), locate=locate, producer=TEST_PRODUCER)
+    built.run.facets["edge"] = tags_run.TagsRunFacet(tags=[], producer=TEST_PRODUCER)
+    odd = {"none": None, "empty": {}, "list": [None, {}, {"a": None}, 1, [], (2, 3)],
+           "when": dt.datetime(2024, 1, 2, 3, 4, tzinfo=dt.UTC), "day": dt.date(2024, 1, 2),
+           "id": uuid.UUID(int=5), "state": RunState.COMPLETE, "set": frozenset({"x"}),
+           "flag": True, "ratio": 0.5}
+    built.run.facets["edge"].tags = [odd, None]  # type: ignore[list-item]
+    assert event_to_dict(built) == Serde.to_dict(built)
 
 
 def test_parent_and_root_are_the_dagster_run() -> None:

@@ -537,3 +537,32 @@ def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
     code, _, err = cli("openlineage", "replay", "--since", "2026-03-03", "-w", ws.root)
     assert code == 1 and "replay stopped after 0 event(s)" in err
     assert "--since 2026-03-03T12:00:00+00:00" in err
+
+
+def test_file_delivery_writes_what_the_clients_file_transport_writes(tmp_path: Path) -> None:
+    """The outbox writes file-transport lines without the client's null-removal pass when a
+    line has nothing to remove; the file must be byte for byte what `emit` writes, also for
+    events that do hold nulls, empty objects in lists, or the word null in a string."""
+    from openlineage.client.transport.file import FileConfig, FileTransport
+
+    from dws_dagster.ol.transport import emit
+
+    plain = run_event(str(uuid.uuid4()), "COMPLETE")
+    plain["run"]["facets"] = {"tags": {"tags": [{"key": "k", "value": "é ✓"}], "n": 1.5}}
+    nulls = {**run_event(str(uuid.uuid4()), "START"), "inputs": None}
+    empties = {**run_event(str(uuid.uuid4()), "START"), "outputs": [{}, {"name": "x"}]}
+    worded = {**run_event(str(uuid.uuid4()), "START"), "job": {"namespace": "null",
+                                                               "name": "a,{}b"}}
+    events = [plain, nulls, empties, worded]
+    ours = FileTransport(FileConfig(log_file_path=str(tmp_path / "ours.jsonl"), append=True))
+    theirs = FileTransport(FileConfig(log_file_path=str(tmp_path / "theirs.jsonl"),
+                                      append=True))
+    for event in events:
+        line = orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"
+        emit(ours, orjson.loads(line), line)
+        theirs.emit(orjson.loads(line))
+    written = (tmp_path / "ours.jsonl").read_bytes()
+    assert written == (tmp_path / "theirs.jsonl").read_bytes()
+    assert [json.loads(line)["run"]["runId"] for line in written.splitlines()] == \
+        [event["run"]["runId"] for event in events]
+    assert "inputs" not in json.loads(written.splitlines()[1])

@@ -9,15 +9,18 @@ the official JSON Schemas in tests. One OpenLineage job per asset, one OpenLinea
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import Enum
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 from uuid import UUID
 
+import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     DatasetFacet,
@@ -43,7 +46,6 @@ from openlineage.client.facet_v2 import (
     tags_job,
     tags_run,
 )
-from openlineage.client.serde import Serde
 from openlineage.client.uuid import generate_static_uuid
 
 from .. import __version__
@@ -134,8 +136,53 @@ def build_run_event(event: AssetRunEvent, *, locate: Callable[[str], str],
 
 
 def event_to_dict(event: RunEvent) -> dict[str, Any]:
-    """JSON-ready dict of an event (no None values, enums as strings), as transports send it."""
-    return Serde.to_dict(event)
+    """JSON-ready dict of an event (no None values, enums as strings), as transports send it.
+
+    The same dict as the client's `Serde.to_dict` (attrs → dicts, then nulls and enums
+    removed), in one pass instead of two: the lineage sensor renders every event it spools.
+    """
+    return _plain(event)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in attr.fields(cls))
+
+
+_SCALARS = frozenset({str, int, float, bool})
+
+
+def _plain(value: Any) -> Any:
+    """`Serde.remove_nulls_and_enums(attr.asdict(value))`, in one recursive pass."""
+    cls = type(value)
+    if cls in _SCALARS or value is None:
+        return value
+    if attr.has(cls):
+        out = {}
+        for name in _field_names(cls):
+            item = _plain(getattr(value, name))
+            if item is not None:
+                out[name] = item
+        return out
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            plain = _plain(item)
+            if plain is not None:
+                out[key] = plain
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        items = (_plain(item) for item in value if item is not None)
+        return [item for item in items if item is not None and item != {}]
+    if cls.__name__ == "int64":  # numpy
+        return int(value)
+    return value
 
 
 # ------------------------------------------------------------------------------------ run
@@ -196,6 +243,12 @@ def _parent(run: RunInfo, job: JobInfo, producer: str) -> parent_run.ParentRunFa
 
 
 def _job_facets(job: JobInfo, producer: str) -> dict[str, JobFacet]:
+    """The job's facets, built once per job: every event of an asset carries the same ones."""
+    return dict(_cached_job_facets(job, producer))
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_job_facets(job: JobInfo, producer: str) -> dict[str, JobFacet]:
     facets: dict[str, JobFacet] = {"jobType": job_type_job.JobTypeJobFacet(
         processingType="BATCH", integration=INTEGRATION, jobType="ASSET", producer=producer)}
     if job.source_code:

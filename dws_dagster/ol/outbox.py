@@ -41,7 +41,7 @@ from ..workspace.files import (
     journal_segments,
     segment_path,
 )
-from .transport import error_text, redact
+from .transport import emit, error_text, redact
 
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport
@@ -264,8 +264,10 @@ class Outbox:
                 "the lock file if that process is gone")):
             yield
 
-    def _lines(self, number: int, offset: int) -> Iterator[tuple[dict[str, Any], int]]:
-        """(event, offset after its line) for each complete line of a segment from `offset`."""
+    def _lines(self, number: int, offset: int
+               ) -> Iterator[tuple[dict[str, Any], int, bytes]]:
+        """(event, offset after its line, the line) for each complete line of a segment from
+        `offset`."""
         path = self._segment_path(number)
         try:
             with open(path, "rb") as handle:
@@ -285,7 +287,7 @@ class Outbox:
                     raise OutboxError(
                         f"outbox journal {path} is corrupt at byte {offset + start}; move that "
                         "line out of the file (or restore the file from a backup)") from None
-                yield event, offset + stop
+                yield event, offset + stop, line
             start = stop
 
     # ------------------------------------------------------------------ key index
@@ -305,7 +307,7 @@ class Outbox:
                     self._add_keys(sealed)
                     self._offset = self._size(number)
                     continue
-            for event, end in self._lines(number, self._offset):
+            for event, end, _ in self._lines(number, self._offset):
                 self._add_keys([event_key(event)])
                 self._offset = end
 
@@ -385,16 +387,18 @@ class Outbox:
     def _write_state(self, state: _State) -> None:
         atomic_write_json(self.state_path, state.to_json())
 
-    def _pending_events(self, state: _State) -> Iterator[tuple[dict[str, Any], int, int]]:
-        """(event, segment, offset after it) for each event past the delivery position."""
+    def _pending_events(self, state: _State
+                        ) -> Iterator[tuple[dict[str, Any], int, int, bytes]]:
+        """(event, segment, offset after it, its journal line) for each event past the delivery
+        position."""
         segment, offset = state.segment, state.offset
         while True:
             # Checked before reading: once the next segment exists this one gets no more lines,
             # so the read below is its last and moving on skips nothing.
             sealed = self._segment_path(segment + 1).exists()
-            for event, end in self._lines(segment, offset):
+            for event, end, line in self._lines(segment, offset):
                 offset = end
-                yield event, segment, end
+                yield event, segment, end, line
             if sealed:
                 segment, offset = segment + 1, 0
             elif not self._segment_path(segment + 1).exists():
@@ -435,11 +439,11 @@ class Outbox:
         sent = failed = 0
         dirty = False
         try:
-            for event, segment, end in self._pending_events(state):
+            for event, segment, end, line in self._pending_events(state):
                 if time.monotonic() - started >= budget_seconds:
                     break
                 try:
-                    transport.emit(event)  # type: ignore[arg-type]
+                    emit(transport, event, line)
                 except Exception as exc:
                     elapsed = dt.timedelta(seconds=time.monotonic() - started)
                     self._failed(state, event, exc, transport, now + elapsed)
@@ -503,7 +507,7 @@ class Outbox:
         or after it (a naive `since` is UTC)."""
         bound = None if since is None else _aware(since)
         for number in self._segments():
-            for event, _ in self._lines(number, 0):
+            for event, _, _ in self._lines(number, 0):
                 if bound is None or parse_time(event.get("eventTime", ""),
                                                what="eventTime") >= bound:
                     yield event
