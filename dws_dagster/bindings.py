@@ -25,6 +25,8 @@ META_WRITE_OPTIONS = "dws/write_options"
 META_READ_OPTIONS = "dws/read_options"
 META_PARTITION_BY = "dws/partition_by"
 META_PARTITION_TEMPLATE = "dws/partition_template"
+META_VERSIONING = "dws/versioning"
+VERSIONINGS = ("rows", "files")
 
 #: `{partition}` is the partition key made path-safe; multi-dimensional keys default to
 #: `dim=value/...` (Hive style, so Spark finds the dimensions as columns when reading them all).
@@ -48,6 +50,7 @@ class Binding:
     partition_by: tuple[str, ...] = ()
     partition_template: str | None = None
     explicit: bool = True
+    versioning: str | None = None  # None: the IO manager's setting
 
     def partition_ref(self, key: str, *, dimensions: Mapping[str, str] | None = None,
                       window: tuple[dt.datetime, dt.datetime] | None = None,
@@ -98,7 +101,8 @@ def dws_ref(resource: str, subpath: str | None = None, *, format: str = "parquet
             write_options: Mapping[str, Any] | None = None,
             read_options: Mapping[str, Any] | None = None,
             partition_by: Sequence[str] | None = None,
-            partition_template: str | None = None) -> dict[str, Any]:
+            partition_template: str | None = None,
+            versioning: str | None = None) -> dict[str, Any]:
     """Asset metadata binding an asset to the workspace ref `resource/subpath`.
 
     Use as `@asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))`; merge with other
@@ -106,13 +110,15 @@ def dws_ref(resource: str, subpath: str | None = None, *, format: str = "parquet
     below the ref (placeholders `{partition}`, `{start}`, `{end}` for time windows, with
     strftime specs such as `{start:%Y/%m/%d}`, and dimension names for multi-partitions).
     `partition_by` names columns Spark partitions the files by (`DataFrameWriter.partitionBy`).
+    `versioning` ("rows" or "files") overrides SparkWorkspaceIOManager.versioning for this asset.
     """
     metadata: dict[str, Any] = {META_REF: str(ResourceRef(resource, subpath))}
     binding = binding_from_metadata({META_REF: metadata[META_REF], META_FORMAT: format,
                                      META_WRITE_OPTIONS: dict(write_options or {}),
                                      META_READ_OPTIONS: dict(read_options or {}),
                                      META_PARTITION_BY: list(partition_by or ()),
-                                     META_PARTITION_TEMPLATE: partition_template},
+                                     META_PARTITION_TEMPLATE: partition_template,
+                                     META_VERSIONING: versioning},
                                     what=f"dws_ref({resource!r}, {subpath!r})")
     metadata[META_FORMAT] = binding.format
     if binding.write_options:
@@ -123,6 +129,8 @@ def dws_ref(resource: str, subpath: str | None = None, *, format: str = "parquet
         metadata[META_PARTITION_BY] = list(binding.partition_by)
     if binding.partition_template is not None:
         metadata[META_PARTITION_TEMPLATE] = binding.partition_template
+    if binding.versioning is not None:
+        metadata[META_VERSIONING] = binding.versioning
     return metadata
 
 
@@ -162,11 +170,15 @@ def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
     partition_by = metadata_value(metadata.get(META_PARTITION_BY)) or ()
     if isinstance(partition_by, str) or not all(isinstance(c, str) for c in partition_by):
         raise BindingError(f"{what}: {META_PARTITION_BY} must be a list of column names")
+    versioning = metadata_value(metadata.get(META_VERSIONING))
+    if versioning is not None and versioning not in VERSIONINGS:
+        raise BindingError(f"{what}: unknown versioning {versioning!r}; choose one of "
+                           f"{', '.join(VERSIONINGS)}")
     return Binding(ref=ref, format=fmt,
                    write_options=_options(metadata.get(META_WRITE_OPTIONS), what),
                    read_options=_options(metadata.get(META_READ_OPTIONS), what),
                    partition_by=tuple(partition_by), partition_template=template,
-                   explicit=explicit)
+                   explicit=explicit, versioning=versioning)
 
 
 def _options(raw: Any, what: str) -> dict[str, str]:

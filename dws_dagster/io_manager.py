@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from dagster import (
     ConfigurableIOManager,
@@ -108,6 +108,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         "marker written with them (catches edits made outside any step).")
     column_lineage: bool = Field(
         default=True, description="Derive dagster/column_lineage from the Spark plan.")
+    versioning: Literal["rows", "files"] = Field(
+        default="rows", description="How written data is versioned: 'rows' hashes every row in "
+        "the write pass (the version ignores row order, so unchanged results keep their version "
+        "after any shuffle); 'files' versions the written files' bytes (no per-row work, for "
+        "very large outputs of deterministic plans). An asset's dws_ref(versioning=...) wins.")
 
     # ----------------------------------------------------------------- bindings
 
@@ -174,25 +179,36 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             {**dagster_compat.op_config(context),
              **({"dagster/partition": partition} if partition is not None else {})},
             what="parameter")
+        built: list[LineageRecord] = []
+
+        def lineage(version: str, rows: int) -> dict[str, Any]:
+            built.append(LineageRecord(
+                ref=str(ref), version=version, step=step, parameters=parameters,
+                inputs=inputs, provenance={**provenance, str(ref): version},
+                start_time=reads.started, end_time=now_iso(),
+                extra={"format": binding.format, "rows": rows}))
+            return built[-1].to_json()
+
         try:
             result = storage.write_atomic(
                 obj, location, fmt=binding.format, options=binding.write_options,
                 partition_by=binding.partition_by,
                 keep_old_as=self._keep_location(ws, ref, location, obj.sparkSession),
-                what=f"asset '{asset}' ({ref})")
+                what=f"asset '{asset}' ({ref})", lineage=lineage,
+                versioning=binding.versioning or self.versioning)
         except Exception as exc:
-            store.fail([LineageRecord(ref=str(ref), version=None, status="failed", step=step,
-                                      parameters=parameters, inputs=inputs,
-                                      provenance=provenance, start_time=reads.started,
-                                      end_time=now_iso(), error=f"{type(exc).__name__}: {exc}")])
+            try:
+                store.fail([LineageRecord(
+                    ref=str(ref), version=None, status="failed", step=step,
+                    parameters=parameters, inputs=inputs, provenance=provenance,
+                    start_time=reads.started, end_time=now_iso(),
+                    error=f"{type(exc).__name__}: {exc}")])
+            except (OSError, DwsError) as unrecorded:  # the same full or read-only disk
+                exc.add_note(f"asset '{asset}': the failed attempt could not be recorded in "
+                             f"the lineage store either: {unrecorded}")
             raise
         self._prune_kept(ws, ref)
-        record = LineageRecord(
-            ref=str(ref), version=result.version, step=step, parameters=parameters,
-            inputs=inputs, provenance={**provenance, str(ref): result.version},
-            start_time=reads.started, end_time=now_iso(),
-            extra={"format": binding.format, "rows": result.row_count},
-        )
+        record = built[-1]  # the record kept with the data, committed as is
         store.commit([record])
         metadata = lineage_metadata(record, fmt=binding.format, input_assets=input_assets,
                                     workspace=ws.name)
@@ -377,6 +393,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if not self.verify_inputs or not resource.is_local:
             marker = storage.read_marker(spark, location)
             if marker is not None:
+                _catch_up(ws, ref, marker)
                 return marker["version"]
         try:
             return ws.version_of(ref)
@@ -386,6 +403,24 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             return storage.remote_listing_version(spark, location)
         df = storage.read(spark, location, fmt=fmt, options=options, what=what)
         return storage.dataframe_version(df)[0]
+
+
+def _catch_up(ws: Workspace, ref: ResourceRef, marker: Mapping[str, Any]) -> None:
+    """Commit the lineage record kept in a data marker if the store never got it: a run killed
+    after its data was swapped in but before its record was committed leaves it there only.
+    `LineageStore.apply` skips records it saw (a restore that replaced them) and older ones."""
+    data = marker.get("lineage")
+    if not isinstance(data, dict) or data.get("ref") != str(ref) \
+            or data.get("version") != marker["version"]:
+        return
+    state = ws.store.get(ref)
+    if state is not None and (state.version == marker["version"] or state.unknown):
+        return
+    try:
+        record = LineageRecord.from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return  # a damaged marker: the input check reports the drift instead
+    ws.store.apply(record)
 
 
 def _output_partition(context: OutputContext, asset: str) -> str | None:

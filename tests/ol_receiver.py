@@ -3,6 +3,7 @@
     with Receiver() as receiver:                 # started; stopped on exit
         os.environ["OPENLINEAGE_URL"] = receiver.url
         receiver.fail_next(3)                    # the next 3 requests get 500
+        receiver.slow_next(2, seconds=3)         # the next 2 are answered 3 s late
         ...
         receiver.events                          # bodies of the requests it accepted
 
@@ -17,6 +18,7 @@ import json
 import random
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -54,6 +56,7 @@ class Receiver:
         self._failures = 0
         self._status = 500
         self._record_failed = False
+        self._slow: list[float] = []  # delays of the next requests, in order
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -79,6 +82,16 @@ class Receiver:
             self._ok_before_failing, self._failures = after, count
             self._status, self._record_failed = status, record
 
+    def slow_next(self, count: int, *, seconds: float) -> None:
+        """Answer each of the next `count` requests only after `seconds` (then as usual: the
+        event is stored even when the sender gave up waiting, as a slow catalog would)."""
+        with self._lock:
+            self._slow = [float(seconds)] * count
+
+    def _delay(self) -> float:
+        with self._lock:
+            return self._slow.pop(0) if self._slow else 0.0
+
     def start(self) -> Receiver:
         """Listen (a no-op when listening already, so `with receiver.start():` works too)."""
         if self._server is not None:
@@ -91,13 +104,19 @@ class Receiver:
                 body = self.rfile.read(length)
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
+                delay = receiver._delay()
+                if delay:
+                    time.sleep(delay)
                 status = receiver._handle(self.path, dict(self.headers), body)
                 if status == 0:  # hang up without an answer
                     self.close_connection = True
                     return
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                except OSError:  # the sender stopped waiting (a slow answer)
+                    self.close_connection = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -195,5 +195,5 @@ def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
     values = spark.createDataFrame([(v,) for v in extremes], "h long")
     from dws_dagster.spark.storage import _limb_sums
 
-    limbs = values.agg(*_limb_sums("h", F.col("h"))).collect()[0].asDict()
+    limbs = values.agg(*map(F.expr, _limb_sums("h", "h"))).collect()[0].asDict()
     assert _exact_sum(limbs, "h") == sum(extremes)

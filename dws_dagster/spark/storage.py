@@ -14,10 +14,11 @@ can give the same version without Spark and notice any later change to the files
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from ..workspace.versions import (
 )
 
 FORMATS = ("parquet", "csv", "json", "orc")
+VERSIONINGS = ("rows", "files")
 _SALT = "dws-dagster/3"
 
 
@@ -68,10 +70,14 @@ def local_path(location: str) -> Path:
     return Path(location)
 
 
-def _hash_inputs(df: DataFrame) -> list[Column]:
-    # Map columns cannot be hashed by Spark; their JSON form can.
-    return [F.to_json(F.col(f"`{field.name}`")) if isinstance(field.dataType, MapType)
-            else F.col(f"`{field.name}`") for field in df.schema.fields]
+def _hash_inputs(df: DataFrame) -> list[str]:
+    """SQL for each column's hash input. Map columns cannot be hashed by Spark; their JSON
+    form can."""
+    inputs = []
+    for field in df.schema.fields:
+        quoted = "`" + field.name.replace("`", "``") + "`"
+        inputs.append(f"to_json({quoted})" if isinstance(field.dataType, MapType) else quoted)
+    return inputs
 
 
 #: Each 64-bit row hash is summed as three limbs (21, 21 and 22 bits) in 64-bit longs: exact
@@ -80,24 +86,26 @@ _LIMB_BITS = 21
 _LIMB_MASK = (1 << _LIMB_BITS) - 1
 
 
-def _limb_sums(name: str, value: Column) -> list[Column]:
-    return [F.sum(value.bitwiseAND(F.lit(_LIMB_MASK))).alias(f"{name}0"),
-            F.sum(F.shiftright(value, _LIMB_BITS).bitwiseAND(F.lit(_LIMB_MASK)))
-            .alias(f"{name}1"),
-            F.sum(F.shiftright(value, 2 * _LIMB_BITS)).alias(f"{name}2")]
+def _limb_sums(name: str, value: str) -> list[str]:
+    return [f"sum(({value}) & {_LIMB_MASK}) AS {name}0",
+            f"sum(shiftright({value}, {_LIMB_BITS}) & {_LIMB_MASK}) AS {name}1",
+            f"sum(shiftright({value}, {2 * _LIMB_BITS})) AS {name}2"]
 
 
 def _version_aggregates(df: DataFrame) -> list[Column]:
     """Row count and two order-independent checksums of the rows: the sum of a 64-bit hash of
     each row, and the sum of a salted rehash of it (a second, nonlinear checksum, so two
-    different datasets must agree on count and both sums to share a version)."""
-    aggregates = [F.count(F.lit(1)).alias("rows")]
+    different datasets must agree on count and both sums to share a version).
+
+    Built as SQL text: one py4j call per aggregate instead of one per column operation, which
+    is most of a small write's fixed cost."""
+    aggregates = ["count(1) AS rows"]
     columns = _hash_inputs(df)
     if columns:
-        row_hash = F.xxhash64(*columns)
+        row_hash = f"xxhash64({', '.join(columns)})"
         aggregates += _limb_sums("h", row_hash)
-        aggregates += _limb_sums("g", F.xxhash64(F.lit(_SALT), row_hash))
-    return aggregates
+        aggregates += _limb_sums("g", f"xxhash64('{_SALT}', {row_hash})")
+    return [F.expr(aggregate) for aggregate in aggregates]
 
 
 def _exact_sum(metrics: Mapping[str, Any], name: str) -> int:
@@ -141,33 +149,87 @@ def _writer(df: DataFrame, fmt: str, options: Mapping[str, Any] | None,
 def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
                  options: Mapping[str, Any] | None = None,
                  partition_by: Sequence[str] | None = None,
-                 keep_old_as: str | None = None, what: str = "output") -> WriteResult:
+                 keep_old_as: str | None = None, what: str = "output",
+                 lineage: Callable[[str, int], Mapping[str, Any]] | None = None,
+                 versioning: str = "rows") -> WriteResult:
     """Write `df` to `location` atomically and return its content version.
 
+    `versioning="rows"` hashes every row in the write pass: the version ignores row order and
+    file layout, so an unchanged result keeps its version whatever the shuffles did.
+    `versioning="files"` (local locations) takes the byte version of the written files instead:
+    no per-row work, but a reordering of identical rows gives a new version.
+
     `keep_old_as` (a location) receives the data being replaced instead of deleting it, so a
-    snapshot restore can bring it back.
+    snapshot restore can bring it back. `lineage(version, rows)` gives the lineage record kept
+    in the marker: swapped in with the data, it survives a crash before the lineage store has
+    it (the reader commits it then).
     """
-    with_version, observation = observed(df)
+    if versioning not in VERSIONINGS:
+        raise StorageError(f"{what}: unknown versioning {versioning!r}; choose one of "
+                           f"{', '.join(VERSIONINGS)}")
+    by_files = versioning == "files" and is_local(location)
+    with_version, observation = (df, None) if by_files else observed(df)
     writer = _writer(with_version, fmt, options, partition_by)
-    if not is_local(location):
-        return _write_remote(df, writer, observation, location, fmt, keep_old_as)
+    if observation is not None and not is_local(location):
+        return _write_remote(df, writer, observation, location, fmt, keep_old_as, lineage)
     target = local_path(location)
     target.parent.mkdir(parents=True, exist_ok=True)
     recover(target)
     staging = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}"
     try:
         writer.save(str(staging))
-        version, rows = version_of_metrics(df.schema.json(), observation.get)
+        content = content_version(staging)
+        if observation is None:
+            version, rows = content, _written_rows(df, staging, fmt)
+        else:
+            version, rows = version_of_metrics(df.schema.json(), observation.get)
         atomic_write_json(staging / MARKER_NAME, {
             "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
-            "content": content_version(staging), "file_format": fmt,
+            "content": content, "file_format": fmt, "versioning": versioning,
+            **({"lineage": dict(lineage(version, rows))} if lineage else {}),
         })
         swap_into_place(staging, target,
                         keep_old_as=local_path(keep_old_as) if keep_old_as else None)
-    except BaseException:
+    except BaseException as exc:
         _remove_local(staging)
+        problem = _disk_problem(exc)
+        if problem is not None:
+            raise StorageError(
+                f"{what}: writing {location} failed: {problem}; the previous data is unchanged. "
+                f"Free space or make {target.parent} writable, then re-run") from exc
         raise
     return WriteResult(str(target), version, rows, data_size(target), fmt)
+
+
+def _written_rows(df: DataFrame, staging: Path, fmt: str) -> int:
+    """Rows in freshly written files: Parquet and ORC answer from their footers; CSV and
+    JSON are scanned (the price of `versioning="files"` for text formats). The schema is
+    known, so Spark infers none."""
+    reader = df.sparkSession.read.format(fmt).schema(df.schema)
+    if fmt == "csv":
+        reader = reader.option("header", "true")
+    return reader.load(str(staging)).count()
+
+
+#: Storage faults a user can fix, by errno and by the text Java gives them (Spark's writes).
+_DISK_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                errno.EROFS: "the filesystem is read-only"}
+_DISK_TEXTS = {"No space left on device": "the disk is full",
+               "Disk quota exceeded": "the disk quota is exceeded",
+               "Read-only file system": "the filesystem is read-only"}
+
+
+def _disk_problem(exc: BaseException) -> str | None:
+    """What a failed write ran into, when it is the disk (full, over quota, read-only)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the exception and its causes
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno in _DISK_ERRNOS:
+            return _DISK_ERRNOS[seen.errno]
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    return next((meaning for needle, meaning in _DISK_TEXTS.items() if needle in text), None)
 
 
 def _remove_local(path: Path) -> None:
@@ -184,7 +246,8 @@ def _hadoop_fs(spark: SparkSession, location: str) -> tuple[Any, Any]:
 
 
 def _write_remote(df: DataFrame, writer: Any, observation: Observation, location: str, fmt: str,
-                  keep_old_as: str | None) -> WriteResult:
+                  keep_old_as: str | None,
+                  lineage: Callable[[str, int], Mapping[str, Any]] | None) -> WriteResult:
     """Staging and rename through the Hadoop FileSystem API (HDFS, abfss, file://...).
 
     A rename is atomic on HDFS and local filesystems; on S3-style stores it is a copy, so a
@@ -202,9 +265,10 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
         version, rows = version_of_metrics(df.schema.json(), observation.get)
         marker = fs.create(jvm.org.apache.hadoop.fs.Path(staging, MARKER_NAME), True)
         try:
-            marker.write(bytearray(canonical_json({"format": 1, "scheme": MARKER_SCHEME,
-                                                   "version": version, "rows": rows,
-                                                   "file_format": fmt})))
+            marker.write(bytearray(canonical_json({
+                "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
+                "file_format": fmt,
+                **({"lineage": dict(lineage(version, rows))} if lineage else {})})))
         finally:
             marker.close()
         had_old = fs.exists(target)
