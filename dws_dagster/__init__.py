@@ -27,6 +27,7 @@ _EXPORTS = {
     "UnknownRefStateError": "dws_dagster.errors",
     "SnapshotNotFoundError": "dws_dagster.errors",
     "SnapshotError": "dws_dagster.errors",
+    "SnapshotRestoreError": "dws_dagster.errors",
     "InvalidParameterError": "dws_dagster.errors",
     "LineageApiError": "dws_dagster.errors",
     "WorkspaceConfigError": "dws_dagster.errors",
@@ -34,6 +35,7 @@ _EXPORTS = {
     "SparkWorkspaceIOManager": "dws_dagster.io_manager",
     "OutputTypeError": "dws_dagster.io_manager",
     "MissingPartitionError": "dws_dagster.io_manager",
+    "SchemaDriftError": "dws_dagster.schema_drift",
     "WorkspaceResource": "dws_dagster.resources",
     "dws_ref": "dws_dagster.bindings",
     "BindingError": "dws_dagster.bindings",
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
         LineageConsistencyError,
         SnapshotError,
         SnapshotNotFoundError,
+        SnapshotRestoreError,
         UnknownRefStateError,
         UnknownResourceError,
         WorkspaceConfigError,
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from .io_manager import MissingPartitionError, OutputTypeError, SparkWorkspaceIOManager
     from .materialization import dws_metrics
     from .resources import WorkspaceResource
+    from .schema_drift import SchemaDriftError
     from .sensor import lineage_sensor, process_events
     from .source_assets import dws_source_asset
     from .workspace.config import Resource, Workspace

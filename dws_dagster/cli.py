@@ -183,7 +183,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
     ws = _open(args)
     bar = _progress(None, "restoring", unit="ref")
     try:
-        report = restore_snapshot(ws, args.snapshot, progress=lambda ref: bar.update(1))
+        report = restore_snapshot(ws, args.snapshot, progress=lambda ref: bar.update(1),
+                                  partial=args.partial)
     finally:
         bar.close()
     if args.format == "json":
@@ -434,6 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("restore", cmd_restore, "bring back a snapshot's lineage (and data where kept)",
             formats=True)
     p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
+    p.add_argument("--partial", action="store_true",
+                   help="when some refs' data cannot be brought back, restore the rest and mark "
+                        "those unknown (by default nothing is changed)")
 
     p = add("diff", cmd_diff, "what changed between two snapshots", formats=True)
     p.add_argument("a", metavar="A", help="snapshot tag, hash or prefix")

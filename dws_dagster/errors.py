@@ -55,3 +55,7 @@ class SnapshotNotFoundError(DwsError, LookupError):
 
 class SnapshotError(DwsError):
     """A snapshot cannot be taken, restored or deleted as asked."""
+
+
+class SnapshotRestoreError(SnapshotError):
+    """A restore would leave some ref's data disagreeing with its restored lineage."""

@@ -36,6 +36,7 @@ from .materialization import (
     lineage_metadata,
 )
 from .resources import WorkspaceResource
+from .schema_drift import check_one_schema
 from .spark import storage
 from .workspace.config import RemoteDataError, Workspace
 from .workspace.gitinfo import git_commit
@@ -167,6 +168,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             binding, context.asset_partitions_def, partition, f"asset '{asset}'")
         location = ws.location(ref)
         reads = _reads(context.run_id, context.step_key)
+        # Parameters that cannot be recorded are refused before anything reaches the store.
+        parameters = sanitize_parameters(
+            {**dagster_compat.op_config(context),
+             **({"dagster/partition": partition} if partition is not None else {})},
+            what=f"asset '{asset}': parameter")
         store = ws.store
         store.claim(asset, [ref])
 
@@ -175,10 +181,6 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         provenance = store.check_inputs(asset, inputs, outputs=[ref]).provenance
         step = StepInfo(name=asset, kind=STEP_KIND, run_id=context.run_id, partition=partition,
                         code_version=_code_version(context), git_commit=git_commit(ws.root))
-        parameters = sanitize_parameters(
-            {**dagster_compat.op_config(context),
-             **({"dagster/partition": partition} if partition is not None else {})},
-            what="parameter")
         built: list[LineageRecord] = []
 
         def lineage(version: str, rows: int) -> dict[str, Any]:
@@ -328,6 +330,10 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             keys, refs = [], [binding.ref]
         locations = [ws.location(ref) for ref in refs]
         self._check_present(ws, refs, locations, keys, spark, what, upstream)
+        if len(keys) > 1:
+            check_one_schema({key: storage.read_marker(spark, location)
+                              for key, location in zip(keys, locations, strict=True)},
+                             what=what, upstream=upstream)
         versions = [self.current_version(ws, ref, spark, fmt=binding.format,
                                          options=binding.read_options, what=what)
                     for ref in refs]

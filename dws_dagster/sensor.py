@@ -93,6 +93,13 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
     apply_until = started + time_budget_seconds * APPLY_SHARE
     catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
     outbox = _outbox(ws) if openlineage else None
+    transport = None
+    if outbox is not None and deliver:
+        from .ol.transport import make_transport
+
+        # A bad OpenLineage configuration fails the tick before anything is applied: the
+        # cursor stays, and the same events are applied once it is fixed.
+        transport, _ = make_transport(ws)
     outcome = TickOutcome(cursor=after_storage_id)
     applier = EventApplier(instance, ws, catalog, namespace=namespace or default_namespace(ws),
                            snapshot_on_results=snapshot_on_results)
@@ -117,10 +124,7 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
             outcome.more = True
             break
     outcome.applied = applier.report
-    if outbox is not None and deliver:
-        from .ol.transport import make_transport
-
-        transport, _ = make_transport(ws)
+    if outbox is not None and transport is not None:
         remaining = time_budget_seconds - (time.monotonic() - started)
         report = outbox.deliver(transport, budget_seconds=max(remaining,
                                                               time_budget_seconds * 0.1))

@@ -3,6 +3,7 @@ message naming the thing and the fix, and changes nothing on disk."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,10 +18,12 @@ from dws_dagster import (
     ResourceRef,
     SnapshotError,
     SnapshotNotFoundError,
+    SnapshotRestoreError,
     UnknownResourceError,
     Workspace,
     WorkspaceConfigError,
 )
+from dws_dagster.workspace.lineage_params import ChoiceParameter
 from dws_dagster.workspace.snapshots import resolve_snapshot, restore_snapshot, take_snapshot
 
 from .conftest import run_step, tree_state, write
@@ -70,6 +73,8 @@ CASES: list[tuple[str, type[DwsError], str, Callable[[Workspace], object]]] = [
      lambda ws: take_snapshot(ws, "v1")),
     ("hash-like tag", SnapshotError, "looks like a snapshot hash",
      lambda ws: take_snapshot(ws, "deadbeef")),
+    ("choice default", InvalidParameterError, "default 'c' of parameter 'mode' is not among",
+     lambda ws: ChoiceParameter("mode", ["a", "b"], "c", str, "how")),
     ("role", WorkspaceConfigError, "unknown role 'data'",
      lambda ws: ws.add_resource("x", "data", path="x")),
     ("uri credentials", WorkspaceConfigError, "credentials",
@@ -128,9 +133,16 @@ def test_corrupt_lineage_record(busy_ws: Workspace) -> None:
     assert tree_state(busy_ws.root) == before
 
 
-def test_restore_of_data_not_kept_is_reported_not_hidden(busy_ws: Workspace) -> None:
+def test_restore_of_data_not_kept_is_refused_or_reported(busy_ws: Workspace) -> None:
     run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "changed"}, {"k": 2})
-    report = restore_snapshot(busy_ws, "v1")
+    before = tree_state(busy_ws.root)
+    with pytest.raises(SnapshotRestoreError) as info:
+        restore_snapshot(busy_ws, "v1")
+    assert "inter/prep: version" in str(info.value) and "was not kept" in str(info.value)
+    assert "nothing was changed" in str(info.value) and "--partial" in str(info.value)
+    assert tree_state(busy_ws.root) == before
+    # Asked for, a partial restore says what it could not bring back and blocks its readers.
+    report = restore_snapshot(busy_ws, "v1", partial=True)
     assert [ref for ref, _ in report.not_restored] == ["inter/prep"]
     assert "was not kept" in report.not_restored[0][1]
     assert busy_ws.store.get("inter/prep").status == "unknown"
@@ -139,3 +151,19 @@ def test_restore_of_data_not_kept_is_reported_not_hidden(busy_ws: Workspace) -> 
 def test_path_outside_workspace(busy_ws: Workspace, tmp_path: Path) -> None:
     with pytest.raises(UnknownResourceError, match="not inside any local resource"):
         busy_ws.ref_for_path(tmp_path)
+
+
+def test_ambiguous_hash_prefix_names_the_candidates(busy_ws: Workspace) -> None:
+    real = resolve_snapshot(busy_ws, "v1").hash
+    twin = real[:6] + ("f" if real[6] != "f" else "e") + real[7:]
+    index = busy_ws.meta_dir / "snapshots" / "index.json"
+    data = json.loads(index.read_text())
+    data["snapshots"].append({**data["snapshots"][0], "hash": twin, "tags": []})
+    index.write_text(json.dumps(data))
+    before = tree_state(busy_ws.root)
+    with pytest.raises(SnapshotNotFoundError) as info:
+        restore_snapshot(busy_ws, real[:6])
+    message = str(info.value)
+    assert "ambiguous" in message and real[:16] in message and twin[:16] in message
+    assert "give more characters" in message
+    assert tree_state(busy_ws.root) == before

@@ -125,7 +125,10 @@ def test_snapshot_history_diff_restore_delete(pipeline_ws: Workspace, cli) -> No
     assert "inter/prep" in out and "parameter scale: 2 -> 5" in out
     code, out, _ = cli("diff", "v2", "-w", ws.root)
     assert "no differences between v2 and current" in out
-    code, out, _ = cli("restore", "v1", "--format", "json", "-w", ws.root)
+    code, _, err = cli("restore", "v1", "-w", ws.root)
+    assert code == 1 and "inter/prep: version" in err and "--partial" in err
+    assert ws.store.get("inter/prep").record["parameters"] == {"scale": 5}
+    code, out, _ = cli("restore", "v1", "--partial", "--format", "json", "-w", ws.root)
     report = json.loads(out)
     assert "inter/prep" in {item["ref"] for item in report["not_restored"]}
     assert ws.store.get("inter/prep").record["parameters"] == {"scale": 2}

@@ -25,6 +25,7 @@ from dws_dagster import (
     LineageBuilder,
     SnapshotError,
     SnapshotNotFoundError,
+    SnapshotRestoreError,
     UnknownRefStateError,
     Workspace,
     WorkspaceConfigError,
@@ -367,7 +368,14 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
     s1, s2 = snaps["s1"], snaps["s2"]
     assert versions(s1["states"])["inter/feat"] != versions(s2["states"])["inter/feat"]
 
-    report = restore_snapshot(ws, "v1")
+    # inter/feat's v1 data was not kept: all or nothing by default, naming it and the way out.
+    before = tree_state(ws.root)
+    with pytest.raises(SnapshotRestoreError, match=r"inter/feat: version .* was not kept.*"
+                       r"re-run its step.*nothing was changed.*partial=True"):
+        restore_snapshot(ws, "v1")
+    assert tree_state(ws.root) == before
+
+    report = restore_snapshot(ws, "v1", partial=True)
 
     assert report.info.hash == snaps["v1"].hash
     assert report.data_restored == ["inter/prep", RESULTS, SRC]
@@ -427,7 +435,8 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
 def test_restore_by_hash_prefix_and_progress(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     seen: list[str] = []
-    report = restore_snapshot(ws, snaps["v1"].hash[:10], progress=seen.append)
+    report = restore_snapshot(ws, snaps["v1"].hash[:10], progress=seen.append,
+                              partial=True)
     assert report.info.hash == snaps["v1"].hash
     assert seen == sorted(snaps["s1"]["states"])
 
@@ -543,7 +552,7 @@ def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
     # `current` as the B side: right after v2 nothing differs; after restoring v1 only the
     # status of the ref whose data could not be brought back.
     assert diff_states(lineage_state(ws, "v2"), lineage_state(ws, "current")) == []
-    restore_snapshot(ws, "v1")
+    restore_snapshot(ws, "v1", partial=True)
     assert diff_states(lineage_state(ws, "v1"), lineage_state(ws, "current")) == [
         RefChange("inter/feat", "changed", ["status ok -> unknown"])]
     assert lineage_state(ws, snaps["v2"].hash[:8]).keys() == s2.keys()
@@ -739,7 +748,7 @@ def test_delete_removes_manifest_index_entry_and_results_when_asked(ws: Workspac
 def test_restore_of_another_snapshot_still_works_after_delete(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     delete_snapshot(ws, "v2", remove_results=True)
-    report = restore_snapshot(ws, "v1")
+    report = restore_snapshot(ws, "v1", partial=True)
     assert report.data_restored == ["inter/prep", RESULTS, SRC]
     assert (ws.local_path(RESULTS) / "results.json").read_bytes() == snaps["s1"]["results_json"]
     assert versions(Workspace.open(ws.root).store.state()) == versions(snaps["s1"]["states"])
@@ -747,7 +756,7 @@ def test_restore_of_another_snapshot_still_works_after_delete(ws: Workspace) -> 
 
 def test_deleting_the_last_restored_snapshot_keeps_the_store_readable(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
-    restore_snapshot(ws, "v1")
+    restore_snapshot(ws, "v1", partial=True)
     expected = {ref: (s.version, s.status) for ref, s in ws.store.items()}
 
     delete_snapshot(ws, "v1", remove_results=True)
@@ -766,7 +775,8 @@ def test_deleting_the_last_restored_snapshot_keeps_the_store_readable(ws: Worksp
     assert json.loads(result.stdout) == {ref: v for ref, (v, _) in expected.items()}
     fresh_step(fresh, "feat", [SRC], {"inter/feat": "rebuilt\n"})
     assert Workspace.open(ws.root).store.get("inter/feat").status == "ok"
-    assert restore_snapshot(Workspace.open(ws.root), "v2").info.hash == snaps["v2"].hash
+    assert restore_snapshot(Workspace.open(ws.root), "v2", partial=True).info.hash \
+        == snaps["v2"].hash
 
 
 # --------------------------------------------------------------------- concurrency
@@ -829,7 +839,7 @@ def test_kept_copy_survives_an_in_place_rewrite(ws: Workspace) -> None:
     # The plain helper writes part-0.csv in place, as most Python scripts do.
     run_step(ws, "prep", [SRC], {"inter/prep": "A,B\n5,5\n"}, parameters={"scale": 2})
     assert content_version(kept) == v1
-    report = restore_snapshot(ws, "v1")
+    report = restore_snapshot(ws, "v1", partial=True)  # the source's old data was not kept
     assert "inter/prep" in report.data_restored
 
 

@@ -126,6 +126,12 @@ def version_of_metrics(schema_json: str, metrics: Mapping[str, Any]) -> tuple[st
     return xxhash.xxh3_128_hexdigest(canonical_json(body)), rows
 
 
+def schema_columns(df: DataFrame) -> list[list[str]]:
+    """The columns as `[name, type]` pairs, kept in the marker so that readers of several
+    partitions can tell, without opening any data file, whether they share one schema."""
+    return [[field.name, field.dataType.simpleString()] for field in df.schema.fields]
+
+
 def dataframe_version(df: DataFrame) -> tuple[str, int]:
     """Version of a DataFrame's content, by running one aggregation job (no write)."""
     row = df.agg(*_version_aggregates(df)).collect()[0].asDict()
@@ -186,6 +192,7 @@ def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
         atomic_write_json(staging / MARKER_NAME, {
             "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
             "content": content, "file_format": fmt, "versioning": versioning,
+            "columns": schema_columns(df),
             **({"lineage": dict(lineage(version, rows))} if lineage else {}),
         })
         swap_into_place(staging, target,
@@ -267,7 +274,7 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
         try:
             marker.write(bytearray(canonical_json({
                 "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
-                "file_format": fmt,
+                "file_format": fmt, "columns": schema_columns(df),
                 **({"lineage": dict(lineage(version, rows))} if lineage else {})})))
         finally:
             marker.close()

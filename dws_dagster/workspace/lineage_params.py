@@ -11,6 +11,8 @@ from argparse import ArgumentParser, Namespace
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import InvalidParameterError
+
 
 class LineageParameter(ABC):
     """A step parameter with a default value."""
@@ -69,8 +71,9 @@ class ChoiceParameter(CmdLineParameter):
         super().__init__(name, default, type, help)
         self.choices = list(choices)
         if default not in self.choices:
-            raise ValueError(f"default {default!r} of parameter '{name}' is not among its "
-                             f"choices {self.choices!r}")
+            raise InvalidParameterError(
+                f"default {default!r} of parameter '{name}' is not among its choices "
+                f"{self.choices!r}: make the default one of them")
 
     def add_to_arg_parser(self, arg_parser: ArgumentParser) -> None:
         arg_parser.add_argument(self.get_arg_name(), type=self.type, default=self.default,

@@ -20,7 +20,12 @@ from typing import Any
 
 import xxhash
 
-from ..errors import SnapshotError, SnapshotNotFoundError, WorkspaceConfigError
+from ..errors import (
+    SnapshotError,
+    SnapshotNotFoundError,
+    SnapshotRestoreError,
+    WorkspaceConfigError,
+)
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
@@ -305,68 +310,110 @@ def _copy_results_dir(source: Path, target: Path) -> None:
 
 
 def restore_snapshot(ws: Workspace, name: str,
-                     progress: Callable[[str], None] | None = None) -> RestoreReport:
-    """Make a snapshot's lineage current again, and its data where a copy was kept.
+                     progress: Callable[[str], None] | None = None, *,
+                     partial: bool = False) -> RestoreReport:
+    """Make a snapshot's lineage current again, with its data.
 
     Data comes back from kept versions (`.dws/versions/` in the resource) or, for results, from
-    the snapshot's own copy; what is replaced is kept as a version in turn. Refs whose data
-    cannot be brought back are marked unknown, so nothing reads data that disagrees with its
-    lineage.
+    the snapshot's own copy; what is replaced is kept as a version in turn. Every ref is checked
+    before anything is touched: when some ref's data cannot be brought back, the restore is
+    refused (`SnapshotRestoreError`, nothing changed) unless `partial` is set, in which case the
+    other refs are restored and those are marked unknown, so nothing reads data that disagrees
+    with its lineage.
     """
     info = resolve_snapshot(ws, name)
     manifest = read_snapshot_manifest(ws, info.hash)
     report = RestoreReport(info)
     store = ws.store
-    unknown: list[str] = []
     with store.locked(), gc_paused():
         current = store.state()
+        plans: list[tuple[str, str, _RestorePlan]] = []
+        missing: list[tuple[str, str]] = []
         for ref, raw in sorted(manifest["refs"].items()):
             if progress is not None:
                 progress(ref)
-            state = RefState.from_json(raw)
-            report.lineage_restored.append(ref)
-            version = state.version
+            version = RefState.from_json(raw).version
             if version is None:
                 continue
-            problem = _restore_data(ws, info, ref, version, report)
+            plan = _plan_restore(ws, info, ref, version)
+            if plan.problem is not None:
+                missing.append((ref, plan.problem))
+            else:
+                plans.append((ref, version, plan))
+        if missing and not partial:
+            raise SnapshotRestoreError(_refusal(info, missing))
+        report.lineage_restored = sorted(manifest["refs"])
+        report.not_restored = list(missing)
+        for ref, version, plan in plans:
+            problem = _restore_data(ws, ref, version, plan, report)
             if problem is not None:
                 report.not_restored.append((ref, problem))
-                unknown.append(ref)
+        report.not_restored.sort()
         report.lineage_removed = sorted(set(current) - set(manifest["refs"]))
-        store.reset(info.hash, unknown)
+        store.reset(info.hash, [ref for ref, _ in report.not_restored])
     return report
 
 
-def _restore_data(ws: Workspace, info: SnapshotInfo, ref: str, version: str,
-                  report: RestoreReport) -> str | None:
-    """Bring `ref`'s data to `version`; returns why not, or None when it is there."""
+@dataclass
+class _RestorePlan:
+    """Where a ref's data stands now and where a copy of the wanted version may be."""
+
+    now: str | None = None
+    candidates: list[Path] = field(default_factory=list)
+    problem: str | None = None
+
+
+def _plan_restore(ws: Workspace, info: SnapshotInfo, ref: str, version: str) -> _RestorePlan:
     parsed = as_ref(ref)
     if parsed.name not in ws.resources:
-        return f"resource '{parsed.name}' no longer exists in the workspace"
-    resource = ws.resource(parsed.name)
+        return _RestorePlan(problem=f"resource '{parsed.name}' no longer exists in the workspace")
     try:
         now: str | None = ws.version_of(parsed)
     except DataNotFoundError:
         now = None
     except RemoteDataError:
-        return "remote data cannot be checked or restored from here"
+        return _RestorePlan(problem="remote data cannot be checked or restored from here")
     if now == version:
-        report.data_unchanged.append(ref)
-        return None
-    root = ws.resource_root(resource)
+        return _RestorePlan(now=now)
+    root = ws.resource_root(ws.resource(parsed.name))
     candidates = [kept_version_path(root, parsed.subpath, version)]
     for entry in info.results:
         if entry["ref"] == ref:
             folder = root / entry["folder"]
             candidates.append(folder / parsed.subpath if parsed.subpath else folder)
+    candidates = [path for path in candidates if path.exists()]
+    if not candidates:
+        where = f"data is now at {short(now)}" if now else "its data is missing"
+        return _RestorePlan(now=now, problem=f"version {short(version)} was not kept ({where}); "
+                                             "re-run its step")
+    return _RestorePlan(now=now, candidates=candidates)
+
+
+def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
+    shown = "; ".join(f"{ref}: {why}" for ref, why in missing[:5])
+    more = f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
+    return (f"cannot restore snapshot {info.name} ({info.hash[:12]}): the data of "
+            f"{len(missing)} ref(s) cannot be brought back ({shown}{more}); nothing was "
+            "changed. Keep versions (SparkWorkspaceIOManager keep_versions) to make them "
+            "restorable, or restore with partial=True (`dws-dagster restore --partial`) to "
+            "restore the rest and mark these unknown until their steps run again")
+
+
+def _restore_data(ws: Workspace, ref: str, version: str, plan: _RestorePlan,
+                  report: RestoreReport) -> str | None:
+    """Bring `ref`'s data to `version`; returns why not, or None when it is there."""
+    if plan.now == version:
+        report.data_unchanged.append(ref)
+        return None
+    parsed = as_ref(ref)
+    root = ws.resource_root(ws.resource(parsed.name))
     target = ws.local_path(parsed)
-    for candidate in candidates:
-        if not candidate.exists():
-            continue
+    kept = kept_version_path(root, parsed.subpath, version)
+    for candidate in plan.candidates:
         staging = staging_path(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         copy_data(candidate, staging)
-        if candidate.is_dir() and candidate != candidates[0]:
+        if candidate.is_dir() and candidate != kept:  # a results copy: its lineage.json goes
             (staging / "lineage.json").unlink(missing_ok=True)
         if parsed.subpath is None and target.is_dir() and staging.is_dir():
             _carry_over_unversioned(target, staging)
@@ -377,12 +424,11 @@ def _restore_data(ws: Workspace, info: SnapshotInfo, ref: str, version: str,
         if restored != version:
             _remove_path(staging)
             continue
-        keep_old = kept_version_path(root, parsed.subpath, now) if now else None
+        keep_old = kept_version_path(root, parsed.subpath, plan.now) if plan.now else None
         swap_into_place(staging, target, keep_old_as=keep_old)
         report.data_restored.append(ref)
         return None
-    where = f"data is now at {short(now)}" if now else "its data is missing"
-    return f"version {short(version)} was not kept ({where}); re-run its step"
+    return f"no kept copy of version {short(version)} has that version any more (corrupt copy)"
 
 
 # ----------------------------------------------------------------------------- diff
