@@ -9,9 +9,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+import xxhash
 
 from dws_dagster import Workspace
 from dws_dagster.errors import DwsError
+from dws_dagster.workspace import versions
 from dws_dagster.workspace.versions import (
     LISTING_PREFIX,
     MARKER_NAME,
@@ -540,6 +542,16 @@ def test_versions_are_those_of_the_released_format(tmp_path: Path) -> None:
     assert effective_version(folder) == "logical-v"
     put(folder / MARKER_NAME, orjson.dumps({**marker, "content": "stale"}))
     assert effective_version(folder) == "1d1e2296d76bb7d08b9bde6fd3b7c425"
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 1 << 20, (5 << 19) + 3])
+def test_file_digest_is_xxh3_of_its_bytes_whatever_its_size(tmp_path: Path, size: int) -> None:
+    """One-shot hashing of small files and chunked hashing of big ones give the same digest."""
+    data = os.urandom(size)
+    target = put(tmp_path / "data.bin", data)
+    calls: list[int] = []
+    assert versions.hash_file(target, progress=calls.append) == xxhash.xxh3_128_hexdigest(data)
+    assert sum(calls) == size and all(0 < c <= 1 << 20 for c in calls)
 
 
 def test_marker_that_is_not_a_file_is_no_marker(tmp_path: Path) -> None:

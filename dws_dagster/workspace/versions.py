@@ -17,8 +17,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 import xxhash
@@ -34,6 +34,7 @@ MARKER_SCHEME = "spark-logical-2"
 DESCRIPTION_FILES = ("results.json", "lineage.json")
 LISTING_PREFIX = "ls-"
 _CHUNK = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 #: What `Path.is_file()` treats as "not there" rather than an error.
 _MISSING_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 #: Spark: part-00000-<uuid>[_00000][-c000].<ext>; the UUID changes on every write.
@@ -47,9 +48,9 @@ class DataNotFoundError(DwsError, FileNotFoundError):
     """A ref names data that does not exist, so it has no version."""
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    """One data file of a ref: its path relative to the ref and what the version hashes."""
+class FileEntry(NamedTuple):
+    """One data file of a ref: its path relative to the ref and what the version hashes
+    (a named tuple: made once per file, and a frozen dataclass takes twice as long)."""
 
     relpath: str
     size: int
@@ -63,6 +64,8 @@ def is_ignored_name(name: str) -> bool:
 
 def stable_name(name: str) -> str:
     """Spark's part-file name without its per-write UUID and part number."""
+    if not name.startswith("part-"):
+        return name
     match = _SPARK_PART.match(name)
     return f"part-*{match.group('ext') or ''}" if match else name
 
@@ -136,24 +139,41 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[s
     """xxh3-128 of a file's bytes and how many bytes that was, in one pass.
 
     `os.read` of 1 MiB chunks: cheaper per file than a file object and a preallocated
-    buffer, which matters for many small files; big files are bound by the copy and the hash.
+    buffer, which matters for many small files, and a file read whole in one call is hashed in
+    one call. Big files are bound by the copy out of the page cache plus the hash. Hashing
+    from a memory map skips the copy (faster on big cached files) but was not taken: a file
+    truncated by another process while mapped kills this process with SIGBUS, and files
+    written in small pieces and still cached hash slower that way (see README, Performance).
     """
-    hasher = xxhash.xxh3_128()
-    size = 0
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, _OPEN_FLAGS)
     try:
-        while chunk := os.read(fd, _CHUNK):
+        chunk = os.read(fd, _CHUNK)
+        if len(chunk) < _CHUNK:
+            following = os.read(fd, _CHUNK)
+            if not following:  # read whole at once, as most small files are: one-shot hash
+                if chunk and progress is not None:
+                    progress(len(chunk))
+                return xxhash.xxh3_128_hexdigest(chunk), len(chunk)
+            hasher = xxhash.xxh3_128(chunk)
+            size = len(chunk)
+            if progress is not None:
+                progress(size)
+            chunk = following
+        else:
+            hasher, size = xxhash.xxh3_128(), 0
+        while chunk:
             hasher.update(chunk)
             size += len(chunk)
             if progress is not None:
                 progress(len(chunk))
+            chunk = os.read(fd, _CHUNK)
     finally:
         os.close(fd)
     return hasher.hexdigest(), size
 
 
 def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """xxh3-128 of a file's bytes, read in 1 MiB chunks."""
+    """xxh3-128 of a file's bytes (as `_hash_and_size` reads them)."""
     return _hash_and_size(os.fspath(path), progress)[0]
 
 
@@ -176,10 +196,9 @@ def version_of_manifest(entries: Iterable[FileEntry], *, single_file: bool) -> s
         # fsencode keeps file names that are not valid UTF-8 (surrogate-escaped) hashable.
         lines.append(os.fsencode(stable) + f"\0{entry.size}\0{entry.digest}\n".encode())
     lines.sort()
-    hasher = xxhash.xxh3_128(b"file\n" if single_file else b"dir\n")
-    for line in lines:
-        hasher.update(line)
-    return CONTENT_PREFIX + hasher.hexdigest()
+    # One call over the joined lines hashes the same bytes as one call per line.
+    head = b"file\n" if single_file else b"dir\n"
+    return CONTENT_PREFIX + xxhash.xxh3_128_hexdigest(head + b"".join(lines))
 
 
 def content_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
