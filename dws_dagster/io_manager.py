@@ -166,7 +166,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         partition = _output_partition(context, asset)
         ref = binding.ref if partition is None else partition_ref(
             binding, context.asset_partitions_def, partition, f"asset '{asset}'")
-        location = ws.location(ref)
+        location = ws.location(ws.check_writable(ref))
         reads = _reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
         parameters = sanitize_parameters(

@@ -167,3 +167,22 @@ def test_ambiguous_hash_prefix_names_the_candidates(busy_ws: Workspace) -> None:
     assert "ambiguous" in message and real[:16] in message and twin[:16] in message
     assert "give more characters" in message
     assert tree_state(busy_ws.root) == before
+
+
+def test_writes_do_not_follow_a_symlink_out_of_the_resource(busy_ws: Workspace,
+                                                            tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me")
+    (busy_ws.resource_root("inter") / "linked").symlink_to(outside, target_is_directory=True)
+    before = tree_state(busy_ws.root), tree_state(outside)
+    for ref in ("inter/linked", "inter/linked/deeper/x"):
+        with pytest.raises(InvalidResourceRefError) as info:
+            _builder(busy_ws).with_no_inputs().with_output_ref(ref).eval()
+        message = str(info.value)
+        assert f"ref {ref} leaves resource 'inter' through the symlink" in message
+        assert "replace the symlink with a folder" in message
+    assert (tree_state(busy_ws.root), tree_state(outside)) == before
+    # Reading through it stays allowed: data linked into a resource is common.
+    assert busy_ws.check_ref("inter/linked/precious.txt")
+    assert busy_ws.version_of("inter/linked/precious.txt")

@@ -148,6 +148,24 @@ def test_ref_owned_by_another_step_is_refused_before_writing(built: Workspace, s
             "intermediate-data/enriched/extra", "enriched", "forget")
 
 
+def test_a_symlink_out_of_the_resource_is_not_written_through(built: Workspace, spark,
+                                                              instance, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not yours")
+    (built.resource_root("intermediate-data") / "linked").symlink_to(outside)
+
+    @asset(metadata=dws_ref("intermediate-data", "linked/out"))
+    def through_link() -> DataFrame:
+        return spark.range(3)
+
+    before = tree_state(outside)
+    refused(built, lambda: materialize_one(built, instance, [through_link]),
+            InvalidResourceRefError, "ref intermediate-data/linked/out leaves resource "
+            "'intermediate-data' through the symlink", "replace the symlink with a folder")
+    assert tree_state(outside) == before and sorted(os.listdir(outside)) == ["keep.txt"]
+
+
 def test_bad_binding_options_are_refused_at_definition(built: Workspace) -> None:
     refused(built, lambda: dws_ref("intermediate-data", "x", format="xls"), BindingError,
             "unknown format 'xls'")

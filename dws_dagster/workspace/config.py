@@ -328,6 +328,28 @@ class Workspace:
         root = self.resource_root(resolved.name)
         return root if resolved.subpath is None else root / resolved.subpath
 
+    def check_writable(self, ref: ResourceRef | str) -> ResourceRef:
+        """`check_ref`, and for a local resource: the ref must not leave its resource through a
+        symlink inside it. Reading through symlinks is allowed (data linked into a source
+        resource); writing through one would replace or delete files elsewhere."""
+        resolved = self.check_ref(ref)
+        resource = self.resource(resolved.name)
+        if resolved.subpath is None or not resource.is_local:
+            return resolved
+        root = self.resource_root(resource)
+        real_root = os.path.realpath(root)
+        probe = root / resolved.subpath
+        while probe != root and not os.path.lexists(probe):
+            probe = probe.parent  # the deepest part of the ref that exists decides
+        real = os.path.realpath(probe)
+        if not _path_within(real, real_root):
+            raise InvalidResourceRefError(
+                f"ref {resolved} leaves resource '{resource.name}' through the symlink "
+                f"{probe} (to {real}); writes do not follow symlinks out of a resource: "
+                "replace the symlink with a folder, or add the real location as a resource"
+            )
+        return resolved
+
     def location(self, ref: ResourceRef | str) -> str:
         """Where a ref's data lives: a local path, or the resource URI joined with the subpath."""
         resolved = self.check_ref(ref)

@@ -209,7 +209,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
     def add_output_ref(self, ref: ResourceRef | str) -> None:
         """Claim a ref as an output; refused at once if another step writes it (rule (a))."""
         self._check_open("add an output")
-        resolved = self.workspace.check_ref(as_ref(ref))
+        resolved = self.workspace.check_writable(as_ref(ref))
         if any(out.covers(resolved) for out in self._outputs):
             return
         state = self.store.get(resolved)

@@ -21,6 +21,7 @@ from typing import Any
 import xxhash
 
 from ..errors import (
+    InvalidResourceRefError,
     SnapshotError,
     SnapshotNotFoundError,
     SnapshotRestoreError,
@@ -367,6 +368,10 @@ def _plan_restore(ws: Workspace, info: SnapshotInfo, ref: str, version: str) -> 
     parsed = as_ref(ref)
     if parsed.name not in ws.resources:
         return _RestorePlan(problem=f"resource '{parsed.name}' no longer exists in the workspace")
+    try:
+        ws.check_writable(parsed)
+    except InvalidResourceRefError as exc:
+        return _RestorePlan(problem=str(exc))
     try:
         now: str | None = ws.version_of(parsed)
     except DataNotFoundError:
