@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dws_dagster import Workspace
+from dws_dagster.spark import write_stats
 from dws_dagster.spark.storage import (
     StorageError,
     dataframe_version,
@@ -197,3 +198,34 @@ def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
 
     limbs = values.agg(*map(F.expr, _limb_sums("h", "h"))).collect()[0].asDict()
     assert _exact_sum(limbs, "h") == sum(extremes)
+
+
+@pytest.mark.parametrize(("fmt", "partition_by"), [("parquet", None), ("orc", ["zone"]),
+                                                   ("csv", None), ("json", ["zone"])])
+def test_files_versioning_counts_rows_from_sparks_record_of_the_write(
+        spark, tmp_path: Path, fmt: str, partition_by: list[str] | None) -> None:
+    """The row count comes from the write's own metrics: no second Spark job over the files."""
+    # A sort samples its input in a job of its own within the write: only the write's rows count.
+    df = trips(spark, n=1234).drop("tags").orderBy("fare_cents")  # and CSV has no maps
+    store = spark._jsparkSession.sharedState().statusStore()
+    before = store.executionsCount()
+    result = write_atomic(df, str(tmp_path / "out"), fmt=fmt, partition_by=partition_by,
+                          versioning="files", what="asset 'counted'")
+    assert result.row_count == 1234
+    assert store.executionsCount() == before + 1  # the write, and nothing else
+    newest = store.executionsList(int(before), 1).head()
+    assert newest.description().startswith("dws_dagster: write asset 'counted' [")
+    assert spark.sparkContext.getLocalProperty("spark.job.description") is None
+
+
+def test_files_versioning_counts_the_files_when_sparks_record_is_unreadable(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dws_dagster.spark import storage
+
+    monkeypatch.setattr(storage, "rows_written", lambda spark, description: None)
+    store = spark._jsparkSession.sharedState().statusStore()
+    before = store.executionsCount()
+    result = write_atomic(trips(spark, n=321), str(tmp_path / "out"), versioning="files")
+    assert result.row_count == 321
+    assert store.executionsCount() == before + 2  # the write, then the count over its files
+    assert write_stats.rows_written(spark, "no write has this description") is None

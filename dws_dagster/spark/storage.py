@@ -41,6 +41,7 @@ from ..workspace.versions import (
     content_version,
     data_size,
 )
+from .write_stats import described, rows_written
 
 FORMATS = ("parquet", "csv", "json", "orc")
 VERSIONINGS = ("rows", "files")
@@ -183,11 +184,16 @@ def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
     recover(target)
     staging = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}"
     try:
-        writer.save(str(staging))
-        content = content_version(staging)
         if observation is None:
-            version, rows = content, _written_rows(df, staging, fmt)
+            with described(df.sparkSession, what) as description:
+                writer.save(str(staging))
+            rows = rows_written(df.sparkSession, description)
+            if rows is None:
+                rows = _written_rows(df, staging, fmt)
+            version = content = content_version(staging)
         else:
+            writer.save(str(staging))
+            content = content_version(staging)
             version, rows = version_of_metrics(df.schema.json(), observation.get)
         atomic_write_json(staging / MARKER_NAME, {
             "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
@@ -209,9 +215,9 @@ def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
 
 
 def _written_rows(df: DataFrame, staging: Path, fmt: str) -> int:
-    """Rows in freshly written files: Parquet and ORC answer from their footers; CSV and
-    JSON are scanned (the price of `versioning="files"` for text formats). The schema is
-    known, so Spark infers none."""
+    """Rows in freshly written files, when Spark's record of the write cannot be read: Parquet
+    and ORC answer from their footers; CSV and JSON are scanned. The schema is known, so Spark
+    infers none."""
     reader = df.sparkSession.read.format(fmt).schema(df.schema)
     if fmt == "csv":
         reader = reader.option("header", "true")
