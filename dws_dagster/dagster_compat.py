@@ -9,6 +9,7 @@ silently losing data versions.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -93,11 +94,13 @@ class EventReader:
     Asset events are read with the deprecated `get_event_records` (Dagster's `fetch_*` readers
     need an asset key; this is the one way to read every asset's events in storage order), run
     status events with `fetch_run_status_changes`; on the default run-sharded SQLite storage
-    both read the index shard, so storage ids are comparable. One query per type, each
-    ascending and limited: every record up to the lowest last storage id of the types that
-    filled their limit is then known, and those past the batch are kept for the next one, so
-    no record is read (and deserialized, the bulk of the cost) twice. A type that filled its
-    limit also bounds the later asset queries (`before_cursor`).
+    both read the index shard, so storage ids are comparable. Each read pass first takes the
+    log's highest storage id and reads no further, then reads each type ascending up to a
+    limit into a buffer of its own: a type that returned less than its limit is complete up to
+    that id, one that filled it up to its last record, so every record up to the lowest of
+    those is known and handed out in storage order. What lies past it stays buffered for the
+    next batch, so no record is read (and deserialized, the bulk of the cost) twice, and a
+    record logged while a pass reads other types is found by the next pass, never skipped.
     """
 
     def __init__(self, instance: Any, event_types: Sequence[DagsterEventType], *,
@@ -105,45 +108,73 @@ class EventReader:
         from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 
         self.instance = instance
-        self.asset_types = [t for t in event_types if t not in EVENT_TYPE_TO_PIPELINE_RUN_STATUS]
-        self.run_types = [t for t in event_types if t in EVENT_TYPE_TO_PIPELINE_RUN_STATUS]
-        self._read_to = after_storage_id  # every record up to here is read
-        self._ready: list[Any] = []  # read, not yet handed out, in storage order
+        self._run_types = {t for t in event_types if t in EVENT_TYPE_TO_PIPELINE_RUN_STATUS}
+        #: Per type: every record up to this storage id is read (buffered or handed out).
+        self._read_to = dict.fromkeys(event_types, after_storage_id)
+        #: Per type: no record up to this storage id remains unread (infinite: none at all,
+        #: when the storage cannot tell its highest id and the type ran dry).
+        self._known_to: dict[DagsterEventType, float] = dict.fromkeys(event_types,
+                                                                      after_storage_id)
+        self._buffers: dict[DagsterEventType, list[Any]] = {t: [] for t in event_types}
+        self._ready: list[Any] = []  # known complete, not yet handed out, in storage order
 
     def next(self, limit: int) -> list[Any]:
         """The next `limit` records (fewer: the log holds no more yet)."""
-        if len(self._ready) < limit:
-            self._read(limit)
+        while len(self._ready) < limit and self._read(limit):
+            pass
         batch, self._ready = self._ready[:limit], self._ready[limit:]
         return batch
 
-    def _read(self, limit: int) -> None:
-        from dagster import EventRecordsFilter
-
-        records: list[Any] = []
-        bound: int | None = None  # every type is read up to here at least (None: to the end)
+    def _read(self, limit: int) -> bool:
+        """One read pass; False when it found nothing new."""
+        top = self._top()
+        found_any = False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # deprecation and "use fetch_*" advice
-            for event_type in self.asset_types:
-                found = self.instance.get_event_records(
-                    EventRecordsFilter(event_type=event_type, after_cursor=self._read_to,
-                                       before_cursor=None if bound is None else bound + 1),
-                    limit=limit, ascending=True)
-                records.extend(found)
+            for event_type, buffer in self._buffers.items():
+                after = self._read_to[event_type]
+                if len(buffer) >= limit or (top is not None and after >= top):
+                    continue
+                found = self._read_type(event_type, after, top, limit)
+                buffer.extend(found)
+                found_any = found_any or bool(found)
+                if found:
+                    self._read_to[event_type] = found[-1].storage_id
                 if len(found) >= limit:
-                    bound = found[-1].storage_id
-            for event_type in self.run_types:
-                found = _run_status_changes(self.instance, event_type, self._read_to, limit)
-                records.extend(found)
-                if len(found) >= limit:
-                    bound = min(found[-1].storage_id, bound if bound is not None else
-                                found[-1].storage_id)
-        if bound is not None:
-            records = [record for record in records if record.storage_id <= bound]
-        records.sort(key=lambda record: record.storage_id)
-        if records:
-            self._read_to = records[-1].storage_id if bound is None else bound
-            self._ready.extend(records)
+                    self._known_to[event_type] = found[-1].storage_id
+                else:
+                    self._known_to[event_type] = math.inf if top is None else top
+                    self._read_to[event_type] = max(self._read_to[event_type], top or 0)
+        known = min(self._known_to.values())
+        ready = []
+        for event_type, buffer in self._buffers.items():
+            cut = 0
+            while cut < len(buffer) and buffer[cut].storage_id <= known:
+                cut += 1
+            ready.extend(buffer[:cut])
+            self._buffers[event_type] = buffer[cut:]
+        ready.sort(key=lambda record: record.storage_id)
+        self._ready.extend(ready)
+        return found_any or bool(ready)
+
+    def _read_type(self, event_type: DagsterEventType, after: int, top: int | None,
+                   limit: int) -> list[Any]:
+        if event_type in self._run_types:
+            found = _run_status_changes(self.instance, event_type, after, limit)
+            return found if top is None else [r for r in found if r.storage_id <= top]
+        from dagster import EventRecordsFilter
+
+        return list(self.instance.get_event_records(
+            EventRecordsFilter(event_type=event_type, after_cursor=after,
+                               before_cursor=None if top is None else top + 1),
+            limit=limit, ascending=True))
+
+    def _top(self) -> int | None:
+        """The log's highest storage id now (None: this storage cannot tell)."""
+        try:
+            return self.instance.event_log_storage.get_maximum_record_id()
+        except NotImplementedError:
+            return None
 
 
 def _run_status_changes(instance: Any, event_type: DagsterEventType, after_storage_id: int,
@@ -168,8 +199,9 @@ def parent_partition_keys(asset_graph: Any, partition: str | None, parent: Asset
         return None
 
 
-def run_created(instance: Any, run_id: str) -> Any:
-    """When a run was created (a timezone-aware datetime), or None for an unknown run."""
+def run_job_and_created(instance: Any, run_id: str) -> tuple[str, Any] | None:
+    """(job name, creation time as a timezone-aware datetime) of a run, in one read of its
+    record, or None for an unknown run."""
     import datetime as dt
 
     record = instance.get_run_record_by_id(run_id)
@@ -177,5 +209,7 @@ def run_created(instance: Any, run_id: str) -> Any:
         return None
     created = record.create_timestamp
     if isinstance(created, dt.datetime):
-        return created if created.tzinfo else created.replace(tzinfo=dt.UTC)
-    return dt.datetime.fromtimestamp(float(created), dt.UTC)
+        created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
+    else:
+        created = dt.datetime.fromtimestamp(float(created), dt.UTC)
+    return record.dagster_run.job_name, created

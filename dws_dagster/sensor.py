@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,11 +110,15 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
         if not records:
             break
         applier.ol_events.clear()
-        with ws.store.deferred_sync():  # one fsync per batch, before the cursor moves
+        # One fsync per batch, before the cursor moves; one hold of the store's lock per batch
+        # (writers wait at most a batch, about a second), except when snapshots are taken per
+        # run: a snapshot of large data may take long, and takes the lock itself.
+        with ws.store.deferred_sync(), \
+                (nullcontext() if snapshot_on_results else ws.store.locked()):
             for record in records:
                 applier.apply(record)
         if outbox is not None:
-            outcome.spooled += outbox.spool(_render(applier.ol_events, ws))
+            outcome.spooled += outbox.spool(_render(applier.ol_events, applier.locate))
         outcome.cursor = records[-1].storage_id  # lineage stored, events spooled: move on
         outcome.batches += 1
         if save_cursor is not None:
@@ -172,10 +177,10 @@ def _identity(folder: Any) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def _render(events: list[Any], ws: Workspace) -> list[dict[str, Any]]:
+def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, Any]]:
     from .ol.events import PRODUCER, build_run_event, event_to_dict
 
-    return [event_to_dict(build_run_event(event, locate=ws.location, producer=PRODUCER))
+    return [event_to_dict(build_run_event(event, locate=locate, producer=PRODUCER))
             for event in events]
 
 

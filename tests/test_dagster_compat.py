@@ -111,16 +111,30 @@ def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: 
                         run_config={"ops": {"child": {"config": {"factor": 3}}}})
         expected = [r.storage_id for r in _all_records(instance, list(EVENT_TYPES))]
         assert len(expected) == 3 * (2 + 2 + 1)  # planned, materialized, run success
+        reading = instance.get_event_records
+        read_ids: list[int] = []
+
+        def counted(*args: Any, **kwargs: Any) -> Any:  # the real reader, its records counted
+            found = reading(*args, **kwargs)
+            read_ids.extend(record.storage_id for record in found)
+            return found
+
+        instance.get_event_records = counted  # type: ignore[method-assign]
         for size in (1, 2, 3, 4, 7, 100):
+            read_ids.clear()
             reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
             got: list[int] = []
+            sizes: list[int] = []
             while batch := reader.next(size):
-                assert len(batch) <= size
+                sizes.append(len(batch))
                 got += [record.storage_id for record in batch]
             assert got == expected, size
+            assert sorted(read_ids) == sorted(set(read_ids)), size  # none read twice
+            assert all(n == size for n in sizes[:-1]) and sizes[-1] <= size, sizes  # full
             middle = expected[4]
             assert [r.storage_id for r in dagster_compat.read_event_records(
                 instance, EVENT_TYPES, after_storage_id=middle, limit=3)] == expected[5:8]
+        instance.get_event_records = reading  # type: ignore[method-assign]
         # records logged after the reader ran dry are found by its next call
         reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
         while reader.next(4):

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import Definitions, asset, materialize
+from dagster import AssetKey, Definitions, asset, materialize
+from pyspark.sql import DataFrame
 
 from dws_dagster import dws_ref, process_events
 from dws_dagster.ol.outbox import Outbox, event_key
@@ -182,6 +183,42 @@ def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instanc
     assert error["programmingLanguage"] == "python"
     assert "secret" not in json.dumps(fail)
     assert ws.store.get("intermediate-data/hourly").version is not None  # previous kept
+
+
+def broken_ranking_pipeline() -> list[Any]:
+    """enriched and hourly materialize, then ranking fails."""
+    assets = scored_assets()
+
+    @asset(metadata=dws_ref("results", "ranking", format="json"), name="ranking")
+    def broken_ranking(hourly: DataFrame) -> DataFrame:
+        raise ValueError("ranking broke")
+
+    return [a if a.key.to_user_string() != "ranking" else broken_ranking for a in assets]
+
+
+def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
+        spark, pipeline_ws, instance, clean_env):
+    """The sensor takes a run's materializations from what the tick read when it read them
+    all; a tick that starts after some of them reads the run's log again, so assets the run
+    did materialize (before the tick) are not reported failed."""
+    ws = pipeline_ws
+    run(scored_assets(), ws, instance)
+    process_events(instance, ws)
+    resources = {"io_manager": io_manager(ws)}
+    failed = materialize(broken_ranking_pipeline(), instance=instance, resources=resources,
+                         raise_on_error=False, selection=["enriched", "hourly", "ranking"])
+    assert not failed.success
+    enriched = instance.fetch_materializations(AssetKey("enriched"), limit=1).records[0]
+    assert enriched.run_id == failed.run_id
+    outcome = process_events(instance, ws, after_storage_id=enriched.storage_id)
+    assert outcome.applied.failures == 1
+    events = [e for e in file_events(ws) if e["run"]["facets"]["parent"]["run"]["runId"]
+              == failed.run_id]
+    kinds = Counter((e["job"]["name"], e["eventType"]) for e in events)
+    assert kinds == {("hourly", "COMPLETE"): 1, ("ranking", "FAIL"): 1}, kinds
+    assert ws.store.get("intermediate-data/enriched").record["step"]["run_id"] == failed.run_id
+    assert ws.store.get("intermediate-data/enriched").status == "ok"
+    assert ws.store.get("results/ranking").status == "failed"
 
 
 def test_cancelled_run_sends_abort(tmp_path, instance, clean_env):

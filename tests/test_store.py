@@ -295,3 +295,32 @@ def test_deferred_sync_applies_a_batch_with_one_fsync(ws: Workspace,
     assert len(synced) == 1
     assert len(journal_lines(ws)) == 41
     assert store.apply(record("inter/after", "v")) and len(synced) == 2  # back to one per append
+
+
+def test_records_of_past_versions_are_found_in_the_journal_not_kept_in_memory(
+        ws: Workspace) -> None:
+    """`find_record` answers for any version ever recorded, across compactions and appends
+    by this and other processes, while the store keeps only each record's journal position;
+    a journal replaced under it (restored from a backup) gives the replacement's records."""
+    store = ws.store
+    for i in range(30):
+        store.commit([record("inter/a", f"a{i}", inputs=(("src/raw", f"r{i}"),))])
+        if i % 10 == 9:
+            store.compact()
+    assert store.find_record("inter/a", "a3")["provenance"] == {"src/raw": "r3"}
+    assert store.find_record("inter/a", "nope") is None
+    assert all(isinstance(where, tuple) and len(where) == 2
+               for where in store._by_version.values())  # positions, not records
+    other = Workspace.open(ws.root).store  # another writer: found after a refresh
+    other.commit([record("inter/a", "a-other", inputs=(("src/raw", "x"),))])
+    store.commit([record("inter/a", "a-last")])
+    assert store.find_record("inter/a", "a-other")["provenance"] == {"src/raw": "x"}
+    assert store.find_record("inter/a", "a12")["provenance"] == {"src/raw": "r12"}
+    # The journal replaced meanwhile: positions no longer match, the index is rebuilt.
+    journal = ws.meta_dir / "lineage" / "journal"
+    for path in sorted(journal.glob("*.jsonl")):
+        lines = [line for line in path.read_bytes().splitlines(keepends=True)
+                 if b'"a12"' not in line]
+        path.write_bytes(b"\n" + b"".join(lines))  # every position shifted by one byte
+    assert store.find_record("inter/a", "a13")["provenance"] == {"src/raw": "r13"}
+    assert store.find_record("inter/a", "a12") is None

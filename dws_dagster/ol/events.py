@@ -144,32 +144,51 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
     return _plain(event)
 
 
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(field.name for field in attr.fields(cls))
-
-
 _SCALARS = frozenset({str, int, float, bool})
+#: Field names of attrs classes, None for other classes: `attr.has` and `attr.fields` per
+#: value cost more than converting it.
+_ATTRS_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _attrs_fields(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _ATTRS_FIELDS[cls]
+    except KeyError:
+        names = tuple(f.name for f in attr.fields(cls)) if attr.has(cls) else None
+        _ATTRS_FIELDS[cls] = names
+        return names
 
 
 def _plain(value: Any) -> Any:
-    """`Serde.remove_nulls_and_enums(attr.asdict(value))`, in one recursive pass."""
+    """`Serde.remove_nulls_and_enums(attr.asdict(value))`, in one recursive pass (scalars,
+    most of an event's leaves, are kept without a call)."""
     cls = type(value)
     if cls in _SCALARS or value is None:
         return value
-    if attr.has(cls):
+    if cls is list or cls is tuple:
+        out_list = []
+        for item in value:
+            if item is None:
+                continue
+            if type(item) not in _SCALARS:
+                item = _plain(item)
+                if item is None or item == {}:
+                    continue
+            out_list.append(item)
+        return out_list
+    fields = _attrs_fields(cls)
+    if fields is not None:
         out = {}
-        for name in _field_names(cls):
-            item = _plain(getattr(value, name))
-            if item is not None:
-                out[name] = item
+        for name in fields:
+            item = getattr(value, name)
+            if item is None:
+                continue
+            if type(item) not in _SCALARS:
+                item = _plain(item)
+                if item is None:
+                    continue
+            out[name] = item
         return out
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
@@ -177,9 +196,14 @@ def _plain(value: Any) -> Any:
             if plain is not None:
                 out[key] = plain
         return out
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
     if isinstance(value, list | tuple | set | frozenset):
-        items = (_plain(item) for item in value if item is not None)
-        return [item for item in items if item is not None and item != {}]
+        return _plain(list(value))
     if cls.__name__ == "int64":  # numpy
         return int(value)
     return value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import threading
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -152,6 +153,9 @@ class LineageStore:
         self.journal_dir = self.dir / "journal"
         self.current_path = self.dir / "current.json"
         self._lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT_SECONDS)
+        #: This thread's hold of the lock: its depth, and whether the state was refreshed
+        #: since it was taken (nobody else can append until it is released).
+        self._hold = threading.local()
         self._refs: dict[str, RefState] = {}
         #: `_refs` keys in order, or None until needed (rebuilt after a long replay).
         self._sorted: list[str] | None = []
@@ -159,7 +163,10 @@ class LineageStore:
         self._offset = 0
         self._tail_ops = 0
         self._loaded = False
-        self._by_version: dict[tuple[str, str | None], dict[str, Any]] | None = None
+        #: Where in the journal the good record of each (ref, version) is (segment, byte
+        #: offset), once needed: records are read back on demand, so memory does not grow
+        #: with the history (a sensor catching up with 40,000 runs held every record before).
+        self._by_version: dict[tuple[str, str | None], tuple[int, int]] | None = None
         #: Journal segments appended to without fsync, inside `deferred_sync()`.
         self._unsynced: set[Path] | None = None
 
@@ -185,23 +192,41 @@ class LineageStore:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the store's inter-process lock (re-entrant within one store object)."""
+        """Hold the store's inter-process lock (re-entrant within one store object and thread:
+        a nested hold costs no system call)."""
+        hold = self._hold
+        if getattr(hold, "depth", 0):
+            hold.depth += 1
+            try:
+                yield
+            finally:
+                hold.depth -= 1
+            return
         with held(self._lock, folder=self.journal_dir, on_timeout=lambda: StoreLockError(
                 f"could not lock the lineage store {self.dir} within {LOCK_TIMEOUT_SECONDS:.0f} "
                 "s: another process holds it; wait for it, or remove the lock file if that "
                 "process is gone")):
-            yield
+            hold.depth, hold.fresh = 1, False
+            try:
+                yield
+            finally:
+                hold.depth, hold.fresh = 0, False
 
     # ------------------------------------------------------------------ reading
 
     def refresh(self) -> None:
         """Bring the in-memory state up to date with what other processes wrote."""
+        hold = self._hold
+        if getattr(hold, "fresh", False):
+            return  # refreshed under the lock this thread still holds: nothing can have changed
         if not self._loaded:
             with gc_paused():
                 self._load_compacted()
                 self._read_tail()
-            return
-        self._read_tail()
+        else:
+            self._read_tail()
+        if getattr(hold, "depth", 0):
+            hold.fresh = True
 
     def _load_compacted(self) -> None:
         self._refs = {}
@@ -257,6 +282,8 @@ class LineageStore:
                 self._sorted = None  # sorting once beats inserting each new ref in order
             for op in ops:
                 self._apply(op)
+            if self._by_version is not None:
+                _index_records(self._by_version, ops, data[:end], number, self._offset)
             self._tail_ops += len(ops)
             self._offset += end
 
@@ -276,8 +303,6 @@ class LineageStore:
         if kind == "record":  # by far the most common: kept lean, a store replays thousands
             record = op["record"]
             ref = record["ref"]
-            if self._by_version is not None:
-                self._by_version[(ref, record.get("version"))] = record
             step = record.get("step") or {}
             if step.get("kind", "observation") == "observation":
                 previous = self._refs.get(ref)
@@ -346,14 +371,42 @@ class LineageStore:
         state = self.get(ref)
         if state is not None and state.record is not None and state.version == version:
             return state.record
-        if self._by_version is None:  # built once, then kept up to date by _apply
-            self._by_version = {}
-            with gc_paused():
-                for op in self.history():
-                    if op.get("op") == "record":
-                        record = op["record"]
-                        self._by_version[(record["ref"], record.get("version"))] = record
-        return self._by_version.get((str(ref), version))
+        key = (str(ref), version)
+        if self._by_version is None:  # built once, then kept up to date as the journal grows
+            self._index_history()
+        assert self._by_version is not None
+        where = self._by_version.get(key)
+        record = self._record_at(where, key) if where is not None else None
+        if where is not None and record is None:  # the journal was replaced meanwhile
+            self._index_history()
+            where = self._by_version.get(key)
+            record = self._record_at(where, key) if where is not None else None
+        return record
+
+    def _index_history(self) -> None:
+        index: dict[tuple[str, str | None], tuple[int, int]] = {}
+        with gc_paused():
+            for number in self._segments():
+                path = self._segment_path(number)
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                data = data[: data.rfind(b"\n") + 1]
+                _index_records(index, parse_journal(data, path, 0), data, number, 0)
+        self._by_version = index
+
+    def _record_at(self, where: tuple[int, int], key: tuple[str, str | None]
+                   ) -> dict[str, Any] | None:
+        """The record at a journal position, if it still is the one for `key`."""
+        try:
+            with open(self._segment_path(where[0]), "rb") as handle:
+                handle.seek(where[1])
+                op = orjson.loads(handle.readline())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        record = op.get("record") if isinstance(op, dict) and op.get("op") == "record" else None
+        if not isinstance(record, dict) or (record.get("ref"), record.get("version")) != key:
+            return None
+        return record
 
     def history(self) -> Iterator[dict[str, Any]]:
         """Every operation of the journal, oldest first (complete lines only)."""
@@ -377,7 +430,16 @@ class LineageStore:
                        else None, sync=self._unsynced is None)
         if self._unsynced is not None:
             self._unsynced.add(path)
-        self._read_tail()
+        if number == self._segment:  # the file now ends with `payload`: apply it as read back
+            written = parse_journal(payload, path, self._offset)
+            for op in written:
+                self._apply(op)
+            if self._by_version is not None:
+                _index_records(self._by_version, written, payload, number, self._offset)
+            self._offset += len(payload)
+            self._tail_ops += len(ops)
+        else:
+            self._read_tail()
         if self._tail_ops >= max(COMPACT_MIN_OPS, len(self._refs)):
             self.compact()
 
@@ -628,6 +690,21 @@ class LineageStore:
             self._append([{"op": "reset", "snapshot": snapshot_hash,
                            "unknown": sorted(set(unknown)), "at": now_iso()}])
             self.compact()
+
+
+def _index_records(index: dict[tuple[str, str | None], tuple[int, int]],
+                   ops: list[dict[str, Any]], data: bytes, segment: int, base: int) -> None:
+    """Note where each good record of `ops` (parsed from `data`, read from `segment` at byte
+    `base`) lies: `parse_journal` keeps one operation per non-blank line, in order."""
+    starts, position = [], 0
+    for line in data.split(b"\n")[:-1]:
+        if line.strip():
+            starts.append(position)
+        position += len(line) + 1
+    for op, start in zip(ops, starts, strict=True):
+        if op.get("op") == "record":
+            record = op["record"]
+            index[(record["ref"], record.get("version"))] = (segment, base + start)
 
 
 def parse_journal(data: bytes, path: Path, offset: int) -> list[dict[str, Any]]:
