@@ -100,10 +100,10 @@ def build_definitions(per_run: int, sensors: list[Any] | None = None) -> Any:
         for spec in specs:
             name = spec.key.to_user_string()
             ref = f"{RESOURCE_INTER}/{name}"
-            version = hashlib.sha256(f"{context.run_id}/{name}".encode()).hexdigest()[:32]
+            version = hashlib.sha256(f"{context.run.run_id}/{name}".encode()).hexdigest()[:32]
             record = LineageRecord(
                 ref=ref, version=version,
-                step=StepInfo(name=name, kind="dagster-asset", run_id=context.run_id,
+                step=StepInfo(name=name, kind="dagster-asset", run_id=context.run.run_id,
                               code_version="1"),
                 parameters={"threshold": 3}, inputs=((f"{RESOURCE_SRC}/raw", "v-raw"),),
                 provenance={f"{RESOURCE_SRC}/raw": "v-raw", ref: version},

@@ -8,11 +8,11 @@ sensor tick.
 
 from __future__ import annotations
 
-import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dagster import AssetKey, TimeWindowPartitionsDefinition
 
@@ -22,6 +22,18 @@ from .errors import DwsError
 from .workspace.config import Workspace
 from .workspace.gitinfo import git_branch, git_commit, git_remote_url, git_toplevel
 from .workspace.refs import ResourceRef
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+def _memoized(memo: dict[_Key, _Value], key: _Key, make: Callable[[_Key], _Value]) -> _Value:
+    try:
+        return memo[key]
+    except KeyError:
+        value = memo[key] = make(key)
+        return value
+
 
 #: Above this many upstream partitions a START event names the upstream asset's whole ref.
 MAX_LISTED_PARTITIONS = 100
@@ -47,6 +59,10 @@ class AssetCatalog:
         self.repository_def = repository_def
         self.default_resource = default_resource
         self._owned: dict[str, list[tuple[str, str | None]]] | None = None
+        # Per-catalog memos (not functools caches, which would keep every tick's catalog).
+        self._bindings: dict[AssetKey, Binding | None] = {}
+        self._input_keys: dict[AssetKey, tuple[list[AssetKey], list[AssetKey]]] = {}
+        self._codes: dict[AssetKey, AssetCode] = {}
         self._graph = None
         if repository_def is not None:
             try:
@@ -59,10 +75,12 @@ class AssetCatalog:
             return None
         return self._graph.get(key)
 
-    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one catalog per tick
     def binding(self, key: AssetKey) -> Binding | None:
         """The asset's workspace binding: its `dws_ref` metadata, else the default resource at
         its key path; None when it is not a workspace asset (or its binding is invalid)."""
+        return _memoized(self._bindings, key, self._new_binding)
+
+    def _new_binding(self, key: AssetKey) -> Binding | None:
         node = self.node(key)
         metadata = node.metadata if node is not None else {}
         default = None
@@ -119,8 +137,10 @@ class AssetCatalog:
         """Upstream assets the asset depends on without loading their data (`deps=`)."""
         return self._inputs(key)[1]
 
-    @functools.lru_cache(maxsize=1024)  # noqa: B019
     def _inputs(self, key: AssetKey) -> tuple[list[AssetKey], list[AssetKey]]:
+        return _memoized(self._input_keys, key, self._new_inputs)
+
+    def _new_inputs(self, key: AssetKey) -> tuple[list[AssetKey], list[AssetKey]]:
         data: set[AssetKey] = set()
         nothing: set[AssetKey] = set()
         assets_def = self._assets_def(key)
@@ -177,9 +197,11 @@ class AssetCatalog:
         node = self.node(key)
         return node.code_version if node is not None else None
 
-    @functools.lru_cache(maxsize=1024)  # noqa: B019
     def code(self, key: AssetKey) -> AssetCode:
         """The asset function's source and where it lives (git remote, commit, path)."""
+        return _memoized(self._codes, key, self._new_code)
+
+    def _new_code(self, key: AssetKey) -> AssetCode:
         fn = self._function(key)
         source = path = None
         if fn is not None:

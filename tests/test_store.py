@@ -309,8 +309,8 @@ def test_records_of_past_versions_are_found_in_the_journal_not_kept_in_memory(
             store.compact()
     assert store.find_record("inter/a", "a3")["provenance"] == {"src/raw": "r3"}
     assert store.find_record("inter/a", "nope") is None
-    assert all(isinstance(where, tuple) and len(where) == 2
-               for where in store._by_version.values())  # positions, not records
+    assert all(isinstance(key, int) and isinstance(where, int)  # digests and positions only
+               for key, where in store._by_version.items())
     other = Workspace.open(ws.root).store  # another writer: found after a refresh
     other.commit([record("inter/a", "a-other", inputs=(("src/raw", "x"),))])
     store.commit([record("inter/a", "a-last")])
@@ -324,3 +324,14 @@ def test_records_of_past_versions_are_found_in_the_journal_not_kept_in_memory(
         path.write_bytes(b"\n" + b"".join(lines))  # every position shifted by one byte
     assert store.find_record("inter/a", "a13")["provenance"] == {"src/raw": "r13"}
     assert store.find_record("inter/a", "a12") is None
+
+
+def test_index_digests_keep_keys_apart() -> None:
+    """The digests standing for (ref, version) and (runId, eventType) in the in-memory indexes
+    never merge two different keys: None, "null" and shifted boundaries all differ."""
+    from dws_dagster.workspace.digests import key_digest, pack_position, unpack_position
+
+    keys = [("a", None), ("a", "null"), ("a", ""), ("ab", "c"), ("a", "bc"), ("a",), ("a", "b")]
+    assert len({key_digest(*key) for key in keys}) == len(keys)
+    assert key_digest("inter/a", "v1") == key_digest("inter/a", "v1")
+    assert unpack_position(pack_position(7, 2**40 + 3)) == (7, 2**40 + 3)

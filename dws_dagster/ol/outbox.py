@@ -33,6 +33,7 @@ from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
 from ..errors import DwsError
+from ..workspace.digests import key_digest
 from ..workspace.files import (
     append_durably,
     atomic_write_bytes,
@@ -232,8 +233,8 @@ class Outbox:
         self._rng = rng or random.Random()
         self._lock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_SECONDS)
         self._deliver_lock = FileLock(str(self.deliver_lock_path))
-        # The key index: every key read so far, and where reading stopped.
-        self._keys: set[Key] = set()
+        # The key index: the digest of every key read so far, and where reading stopped.
+        self._keys: set[int] = set()
         self._segment_keys: list[Key] = []
         self._segment = 0  # 0: nothing read yet
         self._offset = 0
@@ -324,7 +325,7 @@ class Outbox:
             return None  # missing or stale: the segment itself is read instead
 
     def _add_keys(self, keys: Sequence[Key]) -> None:
-        self._keys.update(keys)
+        self._keys.update(key_digest(*key) for key in keys)
         self._segment_keys.extend(keys)
         self._count += len(keys)
 
@@ -335,14 +336,17 @@ class Outbox:
         caller that re-processes after a crash adds no duplicates. Returns how many were added.
         """
         encoded = [_encode(event, index) for index, event in enumerate(events)]
-        if all(key in self._keys for key, _ in encoded):
+        digests = [key_digest(*key) for key, _ in encoded]
+        if all(digest in self._keys for digest in digests):
             return 0  # keys never leave the outbox, so no lock is needed to say so
         with self._locked():
             self._refresh()
             keys: list[Key] = []
             lines: list[bytes] = []
-            for key, line in encoded:
-                if key not in self._keys and key not in keys:
+            taken: set[int] = set()
+            for (key, line), digest in zip(encoded, digests, strict=True):
+                if digest not in self._keys and digest not in taken:
+                    taken.add(digest)
                     keys.append(key)
                     lines.append(line)
             if lines:

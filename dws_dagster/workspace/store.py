@@ -33,6 +33,7 @@ from ..errors import (
     UnknownRefStateError,
     WorkspaceConfigError,
 )
+from .digests import key_digest, pack_position, unpack_position
 from .files import (
     append_durably,
     atomic_write_bytes,
@@ -166,7 +167,9 @@ class LineageStore:
         #: Where in the journal the good record of each (ref, version) is (segment, byte
         #: offset), once needed: records are read back on demand, so memory does not grow
         #: with the history (a sensor catching up with 40,000 runs held every record before).
-        self._by_version: dict[tuple[str, str | None], tuple[int, int]] | None = None
+        # key_digest(ref, version) -> packed journal position of every good record, so past
+        # records are found without keeping them in memory.
+        self._by_version: dict[int, int] | None = None
         #: Journal segments appended to without fsync, inside `deferred_sync()`.
         self._unsynced: set[Path] | None = None
 
@@ -372,19 +375,20 @@ class LineageStore:
         if state is not None and state.record is not None and state.version == version:
             return state.record
         key = (str(ref), version)
+        digest = key_digest(*key)
         if self._by_version is None:  # built once, then kept up to date as the journal grows
             self._index_history()
         assert self._by_version is not None
-        where = self._by_version.get(key)
+        where = self._by_version.get(digest)
         record = self._record_at(where, key) if where is not None else None
         if where is not None and record is None:  # the journal was replaced meanwhile
             self._index_history()
-            where = self._by_version.get(key)
+            where = self._by_version.get(digest)
             record = self._record_at(where, key) if where is not None else None
         return record
 
     def _index_history(self) -> None:
-        index: dict[tuple[str, str | None], tuple[int, int]] = {}
+        index: dict[int, int] = {}
         with gc_paused():
             for number in self._segments():
                 path = self._segment_path(number)
@@ -394,12 +398,12 @@ class LineageStore:
                 _index_records(index, parse_journal(data, path, 0), data, number, 0)
         self._by_version = index
 
-    def _record_at(self, where: tuple[int, int], key: tuple[str, str | None]
-                   ) -> dict[str, Any] | None:
-        """The record at a journal position, if it still is the one for `key`."""
+    def _record_at(self, where: int, key: tuple[str, str | None]) -> dict[str, Any] | None:
+        """The record at a packed journal position, if it still is the one for `key`."""
+        segment, offset = unpack_position(where)
         try:
-            with open(self._segment_path(where[0]), "rb") as handle:
-                handle.seek(where[1])
+            with open(self._segment_path(segment), "rb") as handle:
+                handle.seek(offset)
                 op = orjson.loads(handle.readline())
         except (OSError, orjson.JSONDecodeError):
             return None
@@ -692,7 +696,7 @@ class LineageStore:
             self.compact()
 
 
-def _index_records(index: dict[tuple[str, str | None], tuple[int, int]],
+def _index_records(index: dict[int, int],
                    ops: list[dict[str, Any]], data: bytes, segment: int, base: int) -> None:
     """Note where each good record of `ops` (parsed from `data`, read from `segment` at byte
     `base`) lies: `parse_journal` keeps one operation per non-blank line, in order."""
@@ -704,7 +708,8 @@ def _index_records(index: dict[tuple[str, str | None], tuple[int, int]],
     for op, start in zip(ops, starts, strict=True):
         if op.get("op") == "record":
             record = op["record"]
-            index[(record["ref"], record.get("version"))] = (segment, base + start)
+            index[key_digest(record["ref"], record.get("version"))] = \
+                pack_position(segment, base + start)
 
 
 def parse_journal(data: bytes, path: Path, offset: int) -> list[dict[str, Any]]:
