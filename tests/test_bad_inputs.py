@@ -183,6 +183,19 @@ def test_writes_do_not_follow_a_symlink_out_of_the_resource(busy_ws: Workspace,
         assert f"ref {ref} leaves resource 'inter' through the symlink" in message
         assert "replace the symlink with a folder" in message
     assert (tree_state(busy_ws.root), tree_state(outside)) == before
+    # A symlink that stays inside the resource, a path under a file, and a resource root that
+    # is itself a symlink are all writable.
+    inter = busy_ws.resource_root("inter")
+    (inter / "real_dir").mkdir()
+    (inter / "inside").symlink_to(inter / "real_dir", target_is_directory=True)
+    (inter / "a_file").write_text("x")
+    for ref in ("inter/inside/x", "inter/a_file/below", "inter/new/deeper"):
+        assert busy_ws.check_writable(ref) == ResourceRef.parse(ref)
+    aliased = tmp_path / "aliased"
+    aliased.symlink_to(outside, target_is_directory=True)
+    busy_ws.add_resource("aliased", "intermediate-data", path=str(aliased))
+    assert busy_ws.check_writable("aliased/precious.txt") == \
+        ResourceRef.parse("aliased/precious.txt")
     # Reading through it stays allowed: data linked into a resource is common.
     assert busy_ws.check_ref("inter/linked/precious.txt")
     assert busy_ws.version_of("inter/linked/precious.txt")

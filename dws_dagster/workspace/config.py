@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,6 +338,8 @@ class Workspace:
         if resolved.subpath is None or not resource.is_local:
             return resolved
         root = self.resource_root(resource)
+        if not _links_below(root, resolved.subpath):
+            return resolved  # no symlink on the way: the ref is inside its resource
         real_root = os.path.realpath(root)
         probe = root / resolved.subpath
         while probe != root and not os.path.lexists(probe):
@@ -395,6 +398,21 @@ class Workspace:
 
             self._store = LineageStore(self)
         return self._store
+
+
+def _links_below(root: Path, subpath: str) -> bool:
+    """Whether an existing part of `root/subpath` below `root` is a symlink: one `lstat` per
+    part (refs have no `..`), where resolving the whole path costs one per part from `/`."""
+    path = os.fspath(root)
+    for part in subpath.split("/"):
+        path = os.path.join(path, part)
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # nothing deeper exists
+        if stat.S_ISLNK(mode):
+            return True
+    return False
 
 
 def _path_within(path: str, root: str) -> bool:
