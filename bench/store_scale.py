@@ -16,9 +16,11 @@ Each operation runs as a user runs it: a new `dws-dagster` process (its interpre
 measured alone as `python -c pass`); `lineage` also in-process (`dws_dagster.cli.main`, a fresh
 `Workspace`, output to /dev/null). Wall and CPU time are both shown: the machine is shared, so
 CPU time is the steadier figure. Floors in the same run: a process that only parses the
-store's JSON files (orjson, collector off), and writing a snapshot manifest's bytes with fsync.
-Targets at 10,000 refs: snapshot < 1 s, lineage < 100 ms; growth no worse than linear
-(100k/10k ≤ 10×).
+store's JSON files (orjson, collector off); a process that only walks the resources and reads
+every data file, as restore must to check what each ref holds now (its growth is the
+filesystem's: directory and inode caches grow with the tree); and writing a snapshot
+manifest's bytes with fsync. Targets at 10,000 refs: snapshot < 1 s, lineage < 100 ms; growth
+no worse than linear (100k/10k ≤ 10×).
 
     python bench/store_scale.py --sizes 10000 100000 --repeats 3
 """
@@ -178,6 +180,20 @@ for name in sys.argv[1:]:
 """
 
 
+READ_FLOOR = """
+import os, sys
+for top in sys.argv[1:]:
+    for folder, folders, files in os.walk(top):
+        if ".dws" in folders:
+            folders.remove(".dws")  # kept versions: not what a ref holds now
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            while os.read(fd, 1 << 20):
+                pass
+            os.close(fd)
+"""
+
+
 def store_files(ws: Workspace) -> list[str]:
     """The files opening the store reads: current.json and the journal segments after it."""
     store = ws.store
@@ -213,6 +229,10 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
         floor = [sys.executable, "-c", PARSE_FLOOR, *store_files(Workspace.open(w))]
         timer.add("floor: parse the store (process)",
                   lambda f=floor: subprocess.run(f, check=True))
+        roots = [str(ws.resource_root(name)) for name in sorted(ws.resources)]
+        reader = [sys.executable, "-c", READ_FLOOR, *roots]
+        timer.add("floor: read every data file (process)",
+                  lambda r=reader: subprocess.run(r, check=True))
         timer.add("floor: python -c pass",
                   lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
         manifest = max((Path(w) / ".dataworkspace" / "snapshots").glob("*.json"),
@@ -258,6 +278,10 @@ def main() -> None:
         print(f"growth {size:,}/{small:,} refs (linear = {factor:.0f}×), wall and CPU:")
         for name, (wall, cpu) in results[size].items():
             print(f"  {name:34} {wall / first[name][0]:7.1f}× {cpu / first[name][1]:7.1f}×")
+    floor = "floor: read every data file (process)"
+    print("restore ÷ reading every data file (CPU): " + ", ".join(
+        f"{size:,} refs {results[size]['restore'][1] / results[size][floor][1]:.1f}×"
+        for size in sorted(results)))
 
 if __name__ == "__main__":
     main()

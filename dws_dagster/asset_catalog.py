@@ -8,10 +8,12 @@ sensor tick.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 from typing import Any, TypeVar
 
 from dagster import AssetKey, TimeWindowPartitionsDefinition
@@ -203,13 +205,8 @@ class AssetCatalog:
 
     def _new_code(self, key: AssetKey) -> AssetCode:
         fn = self._function(key)
-        source = path = None
-        if fn is not None:
-            try:
-                source = inspect.getsource(fn)
-                path = inspect.getsourcefile(fn)
-            except (OSError, TypeError):
-                pass
+        code = getattr(fn, "__code__", None)
+        source, path = _source_of(code) if code is not None else (None, None)
         folder = Path(path).parent if path else self.ws.root
         top = git_toplevel(folder)
         if path and top is not None:
@@ -238,3 +235,14 @@ class AssetCatalog:
         except Exception:
             return None
         return getattr(compute, "decorated_fn", compute)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_of(code: CodeType) -> tuple[str | None, str | None]:
+    """(source, file) of an asset function's code, once per process: every tick's catalog
+    asks, a multi-asset's function once per asset, and `inspect.getsource` tokenizes the file.
+    Code reloaded by the code server is a new code object, so edits are seen."""
+    try:
+        return inspect.getsource(code), inspect.getsourcefile(code)
+    except (OSError, TypeError):
+        return None, None

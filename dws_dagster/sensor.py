@@ -33,6 +33,7 @@ from .errors import DwsError
 from .resources import WorkspaceResource
 from .sensor_events import EVENT_TYPES, ApplyReport, EventApplier
 from .workspace.config import Workspace
+from .workspace.store import GcSparesOlderObjects
 
 DEFAULT_NAME = "dws_lineage_sensor"
 #: Share of the time budget for reading and applying events; the rest is for delivery.
@@ -90,6 +91,21 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
     previous outcome's `cursor` to continue where it stopped.
     """
     _check_settings("lineage sensor", batch_size, time_budget_seconds)
+    with GcSparesOlderObjects() as gc_spares:
+        return _process_events(
+            instance, ws, after_storage_id=after_storage_id, repository_def=repository_def,
+            batch_size=batch_size, time_budget_seconds=time_budget_seconds,
+            namespace=namespace, default_resource=default_resource,
+            snapshot_on_results=snapshot_on_results, openlineage=openlineage,
+            deliver=deliver, save_cursor=save_cursor, between_batches=gc_spares.spare_survivors)
+
+
+def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
+                    repository_def: Any | None, batch_size: int, time_budget_seconds: float,
+                    namespace: str | None, default_resource: str | None,
+                    snapshot_on_results: bool, openlineage: bool, deliver: bool,
+                    save_cursor: Callable[[int], None] | None,
+                    between_batches: Callable[[], None]) -> TickOutcome:
     started = time.monotonic()
     apply_until = started + time_budget_seconds * APPLY_SHARE
     catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
@@ -103,7 +119,7 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
         transport, _ = make_transport(ws)
     outcome = TickOutcome(cursor=after_storage_id)
     applier = EventApplier(instance, ws, catalog, namespace=namespace or default_namespace(ws),
-                           snapshot_on_results=snapshot_on_results)
+                           snapshot_on_results=snapshot_on_results, read_after=after_storage_id)
     reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=after_storage_id)
     while True:
         records = reader.next(batch_size)
@@ -128,6 +144,7 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
         if time.monotonic() >= apply_until:
             outcome.more = True
             break
+        between_batches()
     outcome.applied = applier.report
     if outbox is not None and transport is not None:
         remaining = time_budget_seconds - (time.monotonic() - started)
@@ -178,10 +195,9 @@ def _identity(folder: Any) -> tuple[int, int] | None:
 
 
 def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, Any]]:
-    from .ol.events import PRODUCER, build_run_event, event_to_dict
+    from .ol.events import PRODUCER, build_run_event
 
-    return [event_to_dict(build_run_event(event, locate=locate, producer=PRODUCER))
-            for event in events]
+    return [build_run_event(event, locate=locate, producer=PRODUCER) for event in events]
 
 
 def parse_cursor(cursor: str | None, *, sensor_name: str) -> int:

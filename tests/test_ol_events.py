@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openlineage.client.event_v2 import RunState
-from openlineage.client.facet_v2 import tags_run
-from openlineage.client.serde import Serde
 
 from dws_dagster import DwsError, __version__
 from dws_dagster.ol.events import (
@@ -26,7 +23,6 @@ from dws_dagster.ol.events import (
     PRODUCER,
     EventBuildError,
     build_run_event,
-    event_to_dict,
     ol_run_id,
     spark_type_fields,
     workspace_namespace,
@@ -42,6 +38,7 @@ from dws_dagster.ol.model import (
 from dws_dagster.ol.naming import InvalidLocationError, dataset_name
 
 from . import ol_spec
+from .ol_client import NotTheClientsShape, check_client_roundtrip
 from .ol_spec import run_event_problems, validate_run_event
 
 UTC = dt.UTC
@@ -156,13 +153,13 @@ def _replace(obj: Any, changes: dict[str, Any]) -> Any:
 
 
 def render(event: AssetRunEvent, locator: Callable[[str], str] = locate) -> dict[str, Any]:
-    built = build_run_event(event, locate=locator, producer=TEST_PRODUCER)
-    return event_to_dict(built)
+    return build_run_event(event, locate=locator, producer=TEST_PRODUCER)
 
 
 def valid(event: AssetRunEvent, locator: Callable[[str], str] = locate) -> dict[str, Any]:
     data = render(event, locator)
     validate_run_event(data)
+    check_client_roundtrip(data)
     return data
 
 
@@ -225,6 +222,9 @@ def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.Mo
                                           ) -> None:
     monkeypatch.chdir(tmp_path)
     assert dataset_name("data/x/") == ("file", str(tmp_path / "data" / "x"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # names are memoized, but not across folders
+    assert dataset_name("data/x/") == ("file", str(tmp_path / "elsewhere" / "data" / "x"))
 
 
 @pytest.mark.parametrize("location", ["", "   ", "hdfs:/no/authority", "s3:///key",
@@ -319,13 +319,13 @@ def test_every_facet_carries_the_producer_and_a_spec_schema_url() -> None:
 def test_default_producer_names_this_package_version() -> None:
     expected = f"https://github.com/dws-dagster/dws_dagster/tree/{__version__}"
     assert expected == PRODUCER
-    data = event_to_dict(build_run_event(full_event(), locate=locate))
+    data = build_run_event(full_event(), locate=locate)
     validate_run_event(data)
     assert data["producer"] == PRODUCER
     assert data["run"]["facets"]["parent"]["_producer"] == PRODUCER
 
 
-def test_event_to_dict_is_json_ready() -> None:
+def test_events_are_json_ready() -> None:
     data = render(full_event("FAIL"))
     assert json.loads(json.dumps(data)) == data
 
@@ -334,23 +334,35 @@ def test_event_to_dict_is_json_ready() -> None:
                                    full_event("FAIL"), full_event("ABORT"), minimal_event()],
                          ids=["full-start", "full-complete", "full-fail", "full-abort",
                               "minimal"])
-def test_event_to_dict_is_the_clients_serialization(event: AssetRunEvent) -> None:
-    """The sensor's one-pass rendering gives exactly what the client's Serde gives."""
-    built = build_run_event(event, locate=locate, producer=TEST_PRODUCER)
-    assert event_to_dict(built) == Serde.to_dict(built)
+def test_events_are_the_clients_classes_field_for_field(event: AssetRunEvent) -> None:
+    """Built as dicts, the events load into openlineage-python's own classes (facets found by
+    schema URL) and the client's serialization of those gives the same dict back."""
+    check_client_roundtrip(render(event))
 
 
-def test_event_to_dict_matches_serde_on_edge_values() -> None:
-    """Nulls dropped from dicts and lists, empty dicts dropped from lists only, enums, dates,
-    UUIDs, tuples and sets as lists: the client's rules, on a facet holding all of them."""
-    built = build_run_event(full_event("COMPLETE"), locate=locate, producer=TEST_PRODUCER)
-    built.run.facets["edge"] = tags_run.TagsRunFacet(tags=[], producer=TEST_PRODUCER)
-    odd = {"none": None, "empty": {}, "list": [None, {}, {"a": None}, 1, [], (2, 3)],
-           "when": dt.datetime(2024, 1, 2, 3, 4, tzinfo=dt.UTC), "day": dt.date(2024, 1, 2),
-           "id": uuid.UUID(int=5), "state": RunState.COMPLETE, "set": frozenset({"x"}),
-           "flag": True, "ratio": 0.5}
-    built.run.facets["edge"].tags = [odd, None]  # type: ignore[list-item]
-    assert event_to_dict(built) == Serde.to_dict(built)
+@pytest.mark.parametrize(("path", "value"), [
+    (("run", "facets", "parent", "root", "job", "nam"), "typo"),
+    (("job", "facets", "jobType", "processingType"), 3),
+    (("outputs", 0, "facets", "schema", "_schemaURL"),
+     "https://openlineage.io/spec/facets/9-9-9/SchemaDatasetFacet.json"),
+    (("outputs", 0, "facets", "columnLineage", "fields", "zone", "inputFields", 0,
+      "transformations", 0, "type"), None),
+    (("eventType", ), "RESTART"),
+])
+def test_client_roundtrip_check_refuses_what_the_client_would_not_say(
+        path: tuple[Any, ...], value: Any) -> None:
+    """The round-trip check itself: an unknown key, a wrong type, an unknown facet schema, a
+    missing required field or an unknown event type is caught."""
+    data = copy.deepcopy(render(full_event("COMPLETE")))
+    target = data
+    for step in path[:-1]:
+        target = target[step]
+    if value is None:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    with pytest.raises(NotTheClientsShape):
+        check_client_roundtrip(data)
 
 
 def test_parent_and_root_are_the_dagster_run() -> None:
@@ -631,8 +643,8 @@ def test_unparsable_types_keep_their_string(spark_type: str) -> None:
 def test_empty_struct_and_decimal_inside_struct() -> None:
     fields = spark_type_fields("struct<d:decimal(10,2),e:struct<>>")
     assert fields is not None
-    assert [(f.name, f.type, f.fields) for f in fields] == [
-        ("d", "decimal(10,2)", None), ("e", "struct<>", [])]
+    assert fields == [{"name": "d", "type": "decimal(10,2)", "ordinal_position": 1},
+                      {"name": "e", "type": "struct<>", "ordinal_position": 2, "fields": []}]
 
 
 # ------------------------------------------------------------------------- minimal, errors
@@ -670,8 +682,12 @@ def test_no_secret_reaches_an_event() -> None:
 def test_bad_inputs_are_refused_with_dws_errors() -> None:
     with pytest.raises(EventBuildError, match="not a UUID"):
         render(full_event(run=full_run(dagster_run_id="run-1")))
+    with pytest.raises(EventBuildError, match="not a UUID"):
+        render(full_event(run=full_run(dagster_run_id=["run-1"])))
     with pytest.raises(EventBuildError, match="START, COMPLETE"):
         render(full_event(kind="RUNNING_LATE"))  # type: ignore[arg-type]
+    with pytest.raises(EventBuildError, match="START, COMPLETE"):
+        render(full_event(kind=["START"]))  # type: ignore[arg-type]
     with pytest.raises(DwsError):
         render(full_event(inputs=(DatasetInfo(location=""),)))
 

@@ -545,7 +545,7 @@ def test_file_delivery_writes_what_the_clients_file_transport_writes(tmp_path: P
     events that do hold nulls, empty objects in lists, or the word null in a string."""
     from openlineage.client.transport.file import FileConfig, FileTransport
 
-    from dws_dagster.ol.transport import emit
+    from dws_dagster.ol.transport import Emitter, emit
 
     plain = run_event(str(uuid.uuid4()), "COMPLETE")
     plain["run"]["facets"] = {"tags": {"tags": [{"key": "k", "value": "é ✓"}], "n": 1.5}}
@@ -561,6 +561,14 @@ def test_file_delivery_writes_what_the_clients_file_transport_writes(tmp_path: P
         line = orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"
         emit(ours, orjson.loads(line), line)
         theirs.emit(orjson.loads(line))
+    # A delivery keeps the file open across events, those it writes itself and those it leaves
+    # to the client (nulls, empty objects) interleaved: same bytes, same order.
+    batch = FileTransport(FileConfig(log_file_path=str(tmp_path / "batch.jsonl"), append=True))
+    with Emitter(batch) as emitter:
+        for event in events:
+            line = orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"
+            emitter.emit(orjson.loads(line), line)
+    assert (tmp_path / "batch.jsonl").read_bytes() == (tmp_path / "theirs.jsonl").read_bytes()
     written = (tmp_path / "ours.jsonl").read_bytes()
     assert written == (tmp_path / "theirs.jsonl").read_bytes()
     assert [json.loads(line)["run"]["runId"] for line in written.splitlines()] == \

@@ -2,6 +2,7 @@
 run-sharded storage) and real Spark materializations: lineage, failures, results, checks,
 backlogs, crashes and the sensor definition itself."""
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,12 @@ def test_backlog_of_many_batches_is_processed_in_storage_order(tmp_path, instanc
         materialize([a, b, c], instance=instance)
     # Per run: 3 planned + 3 materialized + run success = 7 events; 21 in all, batch 4.
     seen: list[int] = []
+    frozen: list[int] = []  # the tick freezes older objects, and hands them back at its end
     outcome = process_events(instance, ws, batch_size=4, time_budget_seconds=60,
-                             openlineage=False, save_cursor=seen.append)
+                             openlineage=False,
+                             save_cursor=lambda n: (seen.append(n),
+                                                    frozen.append(gc.get_freeze_count())))
+    assert all(count > 0 for count in frozen) and gc.get_freeze_count() == 0
     assert outcome.applied.events == 21
     assert outcome.batches == 6 and not outcome.more
     assert seen == sorted(seen) and len(set(seen)) == len(seen)

@@ -273,6 +273,48 @@ def test_gc_paused_restores_the_collector_and_leaves_frozen_objects_frozen() -> 
     assert any(item is sentinel for item in gc.get_objects(generation=2))
 
 
+def _in_generations(item: object) -> bool:
+    import gc
+
+    return any(any(found is item for found in gc.get_objects(generation=g)) for g in range(3))
+
+
+def test_gc_spares_older_objects_freezes_them_until_exit() -> None:
+    """Objects that exist on entry, and those alive at `spare_survivors()`, are kept out of the
+    collector's generations (frozen) until exit, when they return; a freeze someone else made
+    is left alone, and so is a disabled collector."""
+    import gc
+
+    before = [["made before"]]
+    with store_module.GcSparesOlderObjects() as spares:
+        assert gc.isenabled()  # young collections still run
+        assert not _in_generations(before)
+        during = [["made during the pass"]]
+        assert _in_generations(during)
+        spares.spare_survivors()
+        assert not _in_generations(during)
+    assert _in_generations(before) and _in_generations(during)
+    sentinel = [["frozen by someone else"]]
+    gc.freeze()
+    try:
+        with store_module.GcSparesOlderObjects() as spares:
+            made = [["made inside"]]
+            spares.spare_survivors()
+            assert _in_generations(made)  # not its freeze: it does not extend it
+        assert not _in_generations(sentinel)  # and does not undo it
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with store_module.GcSparesOlderObjects() as spares:
+            made = [["made with the collector off"]]
+            spares.spare_survivors()
+            assert _in_generations(made)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_deferred_sync_applies_a_batch_with_one_fsync(ws: Workspace,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The sensor's batches: every append visible at once to other processes' readers, one

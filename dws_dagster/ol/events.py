@@ -1,9 +1,16 @@
 """OpenLineage RunEvents for one asset's run, built from the plain data of `model`.
 
-Pure functions over the openlineage-python classes: no Dagster, no Spark, no I/O (the only
-outside call is `locate`, which the caller supplies), so every event can be checked against
-the official JSON Schemas in tests. One OpenLineage job per asset, one OpenLineage run per
-(Dagster run, asset, partition); the Dagster run is the parent and the root of that run.
+Pure functions: no Dagster, no Spark, no I/O (the only outside call is `locate`, which the
+caller supplies), so every event can be checked against the official JSON Schemas in tests.
+One OpenLineage job per asset, one OpenLineage run per (Dagster run, asset, partition); the
+Dagster run is the parent and the root of that run.
+
+Events are built as the JSON-ready dicts transports send (what the client's `Serde.to_dict`
+makes of its `RunEvent` classes: no None values, enums as strings) rather than through those
+classes: the lineage sensor renders every event it spools, and building the attrs objects
+(their validators parse every URL) and then converting them cost a third of its time. The
+schema URLs are the client's own (`_get_schema()` of each class), so events follow the spec
+version of the installed client, and tests load every event back into the client's classes.
 """
 
 from __future__ import annotations
@@ -14,19 +21,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import Enum
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 from uuid import UUID
 
-import attr
-from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+import orjson
+from openlineage.client.event_v2 import RunEvent
 from openlineage.client.facet_v2 import (
-    DatasetFacet,
-    JobFacet,
-    OutputDatasetFacet,
-    RunFacet,
     column_lineage_dataset,
     dataset_version_dataset,
     documentation_job,
@@ -59,7 +61,6 @@ __all__ = [
     "PRODUCER",
     "EventBuildError",
     "build_run_event",
-    "event_to_dict",
     "ol_run_id",
     "spark_type_fields",
     "workspace_namespace",
@@ -77,7 +78,30 @@ CODE_VERSION_TAG = "dagster/code_version"
 REF_SYMLINK_TYPE = "TABLE"
 _TAG_SOURCE = "DAGSTER"
 _KINDS = ("DIRECT", "INDIRECT")
+_STATES = frozenset({"START", "COMPLETE", "FAIL", "ABORT"})
 _KNOWN_FORGES = {"github.com": "/blob/", "gitlab.com": "/-/blob/", "bitbucket.org": "/src/"}
+
+#: `schemaURL` of a RunEvent and `_schemaURL` of each facet, from the client's classes
+_RUN_EVENT_SCHEMA = RunEvent._get_schema()
+_PARENT = parent_run.ParentRunFacet._get_schema()
+_PROCESSING_ENGINE = processing_engine_run.ProcessingEngineRunFacet._get_schema()
+_NOMINAL_TIME = nominal_time_run.NominalTimeRunFacet._get_schema()
+_JOB_DEPENDENCIES = job_dependencies_run.JobDependenciesRunFacet._get_schema()
+_ERROR_MESSAGE = error_message_run.ErrorMessageRunFacet._get_schema()
+_RUN_TAGS = tags_run.TagsRunFacet._get_schema()
+_JOB_TYPE = job_type_job.JobTypeJobFacet._get_schema()
+_SOURCE_CODE = source_code_job.SourceCodeJobFacet._get_schema()
+_SOURCE_CODE_LOCATION = source_code_location_job.SourceCodeLocationJobFacet._get_schema()
+_DOCUMENTATION = documentation_job.DocumentationJobFacet._get_schema()
+_OWNERSHIP = ownership_job.OwnershipJobFacet._get_schema()
+_JOB_TAGS = tags_job.TagsJobFacet._get_schema()
+_DATASET_VERSION = dataset_version_dataset.DatasetVersionDatasetFacet._get_schema()
+_SYMLINKS = symlinks_dataset.SymlinksDatasetFacet._get_schema()
+_SCHEMA = schema_dataset.SchemaDatasetFacet._get_schema()
+_COLUMN_LINEAGE = column_lineage_dataset.ColumnLineageDatasetFacet._get_schema()
+_STORAGE = storage_dataset.StorageDatasetFacet._get_schema()
+_OUTPUT_STATISTICS = \
+    output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet._get_schema()
 
 
 class EventBuildError(DwsError, ValueError):
@@ -101,213 +125,171 @@ def ol_run_id(run: RunInfo, job_name: str) -> str:
     sort by run. JSON encoding keeps (`a`, None) and (`a`, "") apart.
     """
     created = _aware(run.dagster_run_created, "RunInfo.dagster_run_created")
-    data = json.dumps([run.dagster_run_id, job_name, run.partition]).encode("utf-8")
+    parts = (created, run.dagster_run_id, job_name, run.partition)
+    try:
+        return _cached_run_id(*parts)
+    except TypeError:  # an unhashable id: refused later, with a clear error
+        return _static_run_id(*parts)
+
+
+def _static_run_id(created: dt.datetime, dagster_run_id: str, job_name: str,
+                   partition: str | None) -> str:
+    data = json.dumps([dagster_run_id, job_name, partition]).encode("utf-8")
     return str(generate_static_uuid(created, data))
 
 
+#: Memoized: an asset's START and COMPLETE, rendered apart, share the id.
+_cached_run_id = functools.lru_cache(maxsize=4096)(_static_run_id)
+
+
 def build_run_event(event: AssetRunEvent, *, locate: Callable[[str], str],
-                    producer: str = PRODUCER) -> RunEvent:
-    """The OpenLineage RunEvent of one state change of one asset's run.
+                    producer: str = PRODUCER) -> dict[str, Any]:
+    """The OpenLineage RunEvent of one state change of one asset's run, as the JSON-ready
+    dict transports send.
 
     `locate(ref)` gives the location of a workspace ref; it is called only for column-lineage
     sources that name a ref but no location, and its errors propagate. Optional facets are
     emitted only when their required fields can be filled, so every event validates.
     """
-    try:
-        state = RunState(event.kind)
-    except ValueError:
+    if not isinstance(event.kind, str) or event.kind not in _STATES:
         raise EventBuildError(
             f"asset '{event.job.name}': event kind {event.kind!r} is not one of "
             "START, COMPLETE, FAIL, ABORT"
-        ) from None
+        )
     event_time = _iso(event.event_time, "AssetRunEvent.event_time")
     run_id = ol_run_id(event.run, event.job.name)
+    job = event.job
     names = _Names(locate)
-    return RunEvent(
-        eventType=state,
-        eventTime=event_time,
-        run=Run(runId=run_id, facets=_run_facets(event, producer)),
-        job=Job(namespace=event.job.namespace, name=event.job.name,
-                facets=_job_facets(event.job, producer)),
-        inputs=[_input(info, event.job, producer) for info in event.inputs],
-        outputs=[_output(info, event.job, names, producer) for info in event.outputs],
-        producer=producer,
-    )
+    return {
+        "eventTime": event_time,
+        "producer": producer,
+        "schemaURL": _RUN_EVENT_SCHEMA,
+        "run": {"runId": run_id, "facets": _run_facets(event, producer)},
+        "job": {"namespace": job.namespace, "name": job.name,
+                "facets": orjson.loads(_job_facets_json(job, producer))},
+        "eventType": event.kind,
+        "inputs": [_input(info, job, producer) for info in event.inputs],
+        "outputs": [_output(info, job, names, producer) for info in event.outputs],
+    }
 
 
-def event_to_dict(event: RunEvent) -> dict[str, Any]:
-    """JSON-ready dict of an event (no None values, enums as strings), as transports send it.
-
-    The same dict as the client's `Serde.to_dict` (attrs → dicts, then nulls and enums
-    removed), in one pass instead of two: the lineage sensor renders every event it spools.
-    """
-    return _plain(event)
-
-
-_SCALARS = frozenset({str, int, float, bool})
-#: Field names of attrs classes, None for other classes: `attr.has` and `attr.fields` per
-#: value cost more than converting it.
-_ATTRS_FIELDS: dict[type, tuple[str, ...] | None] = {}
-
-
-def _attrs_fields(cls: type) -> tuple[str, ...] | None:
-    try:
-        return _ATTRS_FIELDS[cls]
-    except KeyError:
-        names = tuple(f.name for f in attr.fields(cls)) if attr.has(cls) else None
-        _ATTRS_FIELDS[cls] = names
-        return names
-
-
-def _plain(value: Any) -> Any:
-    """`Serde.remove_nulls_and_enums(attr.asdict(value))`, in one recursive pass (scalars,
-    most of an event's leaves, are kept without a call)."""
-    cls = type(value)
-    if cls in _SCALARS or value is None:
-        return value
-    if cls is list or cls is tuple:
-        out_list = []
-        for item in value:
-            if item is None:
-                continue
-            if type(item) not in _SCALARS:
-                item = _plain(item)
-                if item is None or item == {}:
-                    continue
-            out_list.append(item)
-        return out_list
-    fields = _attrs_fields(cls)
-    if fields is not None:
-        out = {}
-        for name in fields:
-            item = getattr(value, name)
-            if item is None:
-                continue
-            if type(item) not in _SCALARS:
-                item = _plain(item)
-                if item is None:
-                    continue
-            out[name] = item
-        return out
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            plain = _plain(item)
-            if plain is not None:
-                out[key] = plain
-        return out
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, list | tuple | set | frozenset):
-        return _plain(list(value))
-    if cls.__name__ == "int64":  # numpy
-        return int(value)
-    return value
+def _facet(schema_url: str, producer: str, **fields: Any) -> dict[str, Any]:
+    """A facet: its fields without the None ones, after `_producer` and `_schemaURL`."""
+    facet = {"_producer": producer, "_schemaURL": schema_url}
+    for name, value in fields.items():
+        if value is not None:
+            facet[name] = value
+    return facet
 
 
 # ------------------------------------------------------------------------------------ run
 
 
-def _run_facets(event: AssetRunEvent, producer: str) -> dict[str, RunFacet]:
+def _run_facets(event: AssetRunEvent, producer: str) -> dict[str, Any]:
     run, job = event.run, event.job
-    facets: dict[str, RunFacet] = {"parent": _parent(run, job, producer)}
-    if run.dagster_version:
-        facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
-            version=run.dagster_version, name="dagster", openlineageAdapterVersion=__version__,
-            producer=producer)
-    if run.nominal_start is not None:
-        end = run.nominal_end
-        facets["nominalTime"] = nominal_time_run.NominalTimeRunFacet(
-            nominalStartTime=_iso(run.nominal_start, "RunInfo.nominal_start"),
-            nominalEndTime=_iso(end, "RunInfo.nominal_end") if end is not None else None,
-            producer=producer)
-    dependencies = _unique(run.dependencies)
-    if dependencies:
-        facets["jobDependencies"] = job_dependencies_run.JobDependenciesRunFacet(
-            upstream=[job_dependencies_run.JobDependency(
-                job=job_dependencies_run.JobIdentifier(namespace=job.namespace, name=name),
-                dependency_type="IMPLICIT_DEPENDENCY") for name in dependencies],
-            downstream=None, producer=producer)
+    try:
+        facets = orjson.loads(_shared_run_facets_json(run, job.namespace, job.name, producer))
+    except TypeError:  # an unhashable field: built uncached, refused with a clear error
+        facets = _shared_run_facets(run, job.namespace, job.name, producer)
     if event.kind == "FAIL" and event.error_message:
-        facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
-            message=event.error_message, programmingLanguage="python",
-            stackTrace=event.stack_trace or None, producer=producer)
-    tags = [(PARTITION_TAG, run.partition), (SPARK_VERSION_TAG, run.spark_version)]
-    if any(value is not None for _key, value in tags):
-        facets["tags"] = tags_run.TagsRunFacet(
-            tags=[tags_run.TagsRunFacetFields(key=key, value=value, source=_TAG_SOURCE)
-                  for key, value in tags if value is not None],
-            producer=producer)
+        facets["errorMessage"] = _facet(
+            _ERROR_MESSAGE, producer, message=event.error_message,
+            programmingLanguage="python", stackTrace=event.stack_trace or None)
     return facets
 
 
-def _parent(run: RunInfo, job: JobInfo, producer: str) -> parent_run.ParentRunFacet:
+@functools.lru_cache(maxsize=4096)
+def _shared_run_facets_json(run: RunInfo, namespace: str, name: str, producer: str) -> bytes:
+    """The run facets an asset's START and COMPLETE share, built once (as the job's are)."""
+    return orjson.dumps(_shared_run_facets(run, namespace, name, producer))
+
+
+def _shared_run_facets(run: RunInfo, namespace: str, name: str, producer: str
+                       ) -> dict[str, Any]:
+    facets: dict[str, Any] = {"parent": _parent(run, namespace, name, producer)}
+    if run.dagster_version:
+        facets["processing_engine"] = _facet(
+            _PROCESSING_ENGINE, producer, version=run.dagster_version, name="dagster",
+            openlineageAdapterVersion=__version__)
+    if run.nominal_start is not None:
+        end = run.nominal_end
+        facets["nominalTime"] = _facet(
+            _NOMINAL_TIME, producer,
+            nominalStartTime=_iso(run.nominal_start, "RunInfo.nominal_start"),
+            nominalEndTime=_iso(end, "RunInfo.nominal_end") if end is not None else None)
+    dependencies = _unique(run.dependencies)
+    if dependencies:
+        facets["jobDependencies"] = _facet(_JOB_DEPENDENCIES, producer, upstream=[
+            {"job": {"namespace": namespace, "name": dependency},
+             "dependency_type": "IMPLICIT_DEPENDENCY"} for dependency in dependencies])
+    tags = [(PARTITION_TAG, run.partition), (SPARK_VERSION_TAG, run.spark_version)]
+    if any(value is not None for _key, value in tags):
+        facets["tags"] = _facet(_RUN_TAGS, producer, tags=[
+            {"key": key, "value": value, "source": _TAG_SOURCE}
+            for key, value in tags if value is not None])
+    return facets
+
+
+def _parent(run: RunInfo, namespace: str, asset: str, producer: str) -> dict[str, Any]:
     """The Dagster run: parent of the asset's run and root of the hierarchy."""
     try:
         dagster_run_id = str(UUID(run.dagster_run_id))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, AttributeError):
         raise EventBuildError(
-            f"asset '{job.name}': Dagster run id {run.dagster_run_id!r} is not a UUID; "
+            f"asset '{asset}': Dagster run id {run.dagster_run_id!r} is not a UUID; "
             "pass the run's own id (DagsterRun.run_id)"
         ) from None
-    return parent_run.ParentRunFacet(
-        run=parent_run.Run(runId=dagster_run_id, facets=None),
-        job=parent_run.Job(namespace=job.namespace, name=run.dagster_job, facets=None),
-        root=parent_run.Root(
-            run=parent_run.RootRun(runId=dagster_run_id, facets=None),
-            job=parent_run.RootJob(namespace=job.namespace, name=run.dagster_job, facets=None)),
-        producer=producer)
+    return _facet(
+        _PARENT, producer,
+        run={"runId": dagster_run_id},
+        job={"namespace": namespace, "name": run.dagster_job},
+        root={"run": {"runId": dagster_run_id},
+              "job": {"namespace": namespace, "name": run.dagster_job}})
 
 
 # ------------------------------------------------------------------------------------ job
 
 
-def _job_facets(job: JobInfo, producer: str) -> dict[str, JobFacet]:
-    """The job's facets, built once per job: every event of an asset carries the same ones."""
-    return dict(_cached_job_facets(job, producer))
-
-
 @functools.lru_cache(maxsize=1024)
-def _cached_job_facets(job: JobInfo, producer: str) -> dict[str, JobFacet]:
-    facets: dict[str, JobFacet] = {"jobType": job_type_job.JobTypeJobFacet(
-        processingType="BATCH", integration=INTEGRATION, jobType="ASSET", producer=producer)}
+def _job_facets_json(job: JobInfo, producer: str) -> bytes:
+    """The job's facets, built once per job (every event of an asset carries the same ones)
+    and kept as JSON: parsing it gives each event dicts of its own, faster than building them."""
+    return orjson.dumps(_job_facets(job, producer))
+
+
+def _job_facets(job: JobInfo, producer: str) -> dict[str, Any]:
+    facets: dict[str, Any] = {"jobType": _facet(
+        _JOB_TYPE, producer, processingType="BATCH", integration=INTEGRATION, jobType="ASSET")}
     if job.source_code:
-        facets["sourceCode"] = source_code_job.SourceCodeJobFacet(
-            language="python", sourceCode=job.source_code, producer=producer)
+        facets["sourceCode"] = _facet(_SOURCE_CODE, producer, language="python",
+                                      sourceCode=job.source_code)
     location = _source_code_location(job, producer)
     if location is not None:
         facets["sourceCodeLocation"] = location
     if job.description:
         # Dagster renders asset descriptions as Markdown.
-        facets["documentation"] = documentation_job.DocumentationJobFacet(
-            description=job.description, contentType="text/markdown", producer=producer)
+        facets["documentation"] = _facet(_DOCUMENTATION, producer, description=job.description,
+                                         contentType="text/markdown")
     owners = _unique(job.owners)
     if owners:
-        facets["ownership"] = ownership_job.OwnershipJobFacet(
-            owners=[_owner(owner) for owner in owners], producer=producer)
+        facets["ownership"] = _facet(_OWNERSHIP, producer,
+                                     owners=[_owner(owner) for owner in owners])
     if job.code_version:
-        facets["tags"] = tags_job.TagsJobFacet(
-            tags=[tags_job.TagsJobFacetFields(key=CODE_VERSION_TAG, value=job.code_version,
-                                              source=_TAG_SOURCE)],
-            producer=producer)
+        facets["tags"] = _facet(_JOB_TAGS, producer, tags=[
+            {"key": CODE_VERSION_TAG, "value": job.code_version, "source": _TAG_SOURCE}])
     return facets
 
 
-def _owner(owner: str) -> ownership_job.Owner:
+def _owner(owner: str) -> dict[str, str]:
     """Dagster owners are `team:name` or e-mail addresses."""
     if owner.startswith("team:") and owner[len("team:"):]:
-        return ownership_job.Owner(name=owner[len("team:"):], type="team")
+        return {"name": owner[len("team:"):], "type": "team"}
     if re.fullmatch(r"[^@\s]+@[^@\s]+", owner):
-        return ownership_job.Owner(name=owner, type="user")
-    return ownership_job.Owner(name=owner)
+        return {"name": owner, "type": "user"}
+    return {"name": owner}
 
 
-def _source_code_location(job: JobInfo, producer: str
-                          ) -> source_code_location_job.SourceCodeLocationJobFacet | None:
+def _source_code_location(job: JobInfo, producer: str) -> dict[str, Any] | None:
     """Where the asset's code is kept: `url` (required, a URI) is the file's page on a known
     forge, else the repository; without a repository, the absolute file itself."""
     repo = _repo_uri(job.git_url) if job.git_url else None
@@ -321,9 +303,8 @@ def _source_code_location(job: JobInfo, producer: str
         kind = "git" if job.git_commit else "file"
     else:
         return None
-    return source_code_location_job.SourceCodeLocationJobFacet(
-        type=kind, url=url, repoUrl=repo, path=path, version=job.git_commit or None,
-        branch=job.git_branch or None, producer=producer)
+    return _facet(_SOURCE_CODE_LOCATION, producer, type=kind, url=url, repoUrl=repo, path=path,
+                  version=job.git_commit or None, branch=job.git_branch or None)
 
 
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^/:]+):(?P<path>(?!//).*)$")
@@ -396,53 +377,53 @@ class _Names:
         raise EventBuildError(f"{where}: a column-lineage source has neither a ref nor a location")
 
 
-def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, DatasetFacet]:
-    facets: dict[str, DatasetFacet] = {}
+def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
+    facets: dict[str, Any] = {}
     if info.version:
-        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
-            datasetVersion=info.version, producer=producer)
+        facets["version"] = _facet(_DATASET_VERSION, producer, datasetVersion=info.version)
     if info.ref:
-        facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
-            identifiers=[symlinks_dataset.Identifier(
-                namespace=workspace_namespace(job.namespace), name=info.ref,
-                type=REF_SYMLINK_TYPE)],
-            producer=producer)
+        facets["symlinks"] = _facet(_SYMLINKS, producer, identifiers=[
+            {"namespace": workspace_namespace(job.namespace), "name": info.ref,
+             "type": REF_SYMLINK_TYPE}])
     return facets
 
 
-def _input(info: DatasetInfo, job: JobInfo, producer: str) -> InputDataset:
+def _input(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
     namespace, name = dataset_name(info.location)
-    return InputDataset(namespace=namespace, name=name,
-                        facets=_dataset_facets(info, job, producer), inputFacets=None)
+    return {"namespace": namespace, "name": name,
+            "facets": _dataset_facets(info, job, producer)}
 
 
-def _output(info: OutputInfo, job: JobInfo, names: _Names, producer: str) -> OutputDataset:
+def _output(info: OutputInfo, job: JobInfo, names: _Names, producer: str) -> dict[str, Any]:
     namespace, name = dataset_name(info.dataset.location)
     facets = _dataset_facets(info.dataset, job, producer)
     if info.schema:
-        facets["schema"] = schema_dataset.SchemaDatasetFacet(
-            fields=[_schema_field(column, spark_type, position)
-                    for position, (column, spark_type, _nullable) in enumerate(info.schema, 1)],
-            producer=producer)
+        facets["schema"] = orjson.loads(_schema_facet_json(info.schema, producer))
     lineage = _column_lineage(info, names, f"asset '{job.name}', output {name}", producer)
     if lineage is not None:
         facets["columnLineage"] = lineage
-    facets["storage"] = storage_dataset.StorageDatasetFacet(
-        storageLayer="file", fileFormat=info.file_format or None, producer=producer)
-    output_facets: dict[str, OutputDatasetFacet] = {}
+    facets["storage"] = _facet(_STORAGE, producer, storageLayer="file",
+                               fileFormat=info.file_format or None)
+    output: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
     if info.rows is not None or info.size_bytes is not None:
-        output_facets["outputStatistics"] = (
-            output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-                rowCount=info.rows, size=info.size_bytes, producer=producer))
-    return OutputDataset(namespace=namespace, name=name, facets=facets,
-                         outputFacets=output_facets or None)
+        output["outputFacets"] = {"outputStatistics": _facet(
+            _OUTPUT_STATISTICS, producer, rowCount=info.rows, size=info.size_bytes)}
+    return output
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_facet_json(schema: tuple[tuple[str, str, bool], ...], producer: str) -> bytes:
+    """An output's schema facet as JSON, built once per schema (as the job's facets are)."""
+    return orjson.dumps(_facet(_SCHEMA, producer, fields=[
+        _schema_field(column, spark_type, position)
+        for position, (column, spark_type, _nullable) in enumerate(schema, 1)]))
 
 
 # ------------------------------------------------------------------------ column lineage
 
 
 def _column_lineage(info: OutputInfo, names: _Names, where: str, producer: str
-                    ) -> column_lineage_dataset.ColumnLineageDatasetFacet | None:
+                    ) -> dict[str, Any] | None:
     """`dws/column_lineage` as the facet: one input field per source column, with all the
     ways (transformations) the output depends on it; columns with no source are left out,
     as OpenLineage's Spark integration does. Whole-dataset sources (filters, joins, group-bys)
@@ -454,20 +435,18 @@ def _column_lineage(info: OutputInfo, names: _Names, where: str, producer: str
     if not isinstance(columns, Mapping):
         raise EventBuildError(f"{where}: column lineage 'columns' must map output columns to "
                               f"sources, got {type(columns).__name__}")
-    fields: dict[str, column_lineage_dataset.Fields] = {}
+    fields: dict[str, Any] = {}
     for column, sources in columns.items():
         input_fields = _input_fields(sources, names, f"{where}, column {column!r}")
         if input_fields:
-            fields[str(column)] = column_lineage_dataset.Fields(inputFields=input_fields)
+            fields[str(column)] = {"inputFields": input_fields}
     dataset = _input_fields(recorded.get("dataset") or [], names, f"{where}, dataset sources")
     if not fields and not dataset:
         return None
-    return column_lineage_dataset.ColumnLineageDatasetFacet(
-        fields=fields, dataset=dataset, producer=producer)
+    return _facet(_COLUMN_LINEAGE, producer, fields=fields, dataset=dataset)
 
 
-def _input_fields(sources: Any, names: _Names, where: str
-                  ) -> list[column_lineage_dataset.InputField]:
+def _input_fields(sources: Any, names: _Names, where: str) -> list[dict[str, Any]]:
     if not isinstance(sources, Sequence) or isinstance(sources, str | bytes):
         raise EventBuildError(f"{where}: sources must be a list, got {type(sources).__name__}")
     grouped: dict[tuple[str, str, str], dict[tuple[str, str | None, str | None], None]] = {}
@@ -488,13 +467,22 @@ def _input_fields(sources: Any, names: _Names, where: str
                           str(description) if description else None)
         grouped.setdefault((namespace, name, column), {})[transformation] = None
     return [
-        column_lineage_dataset.InputField(
-            namespace=namespace, name=name, field=column,
-            transformations=[column_lineage_dataset.Transformation(
-                type=kind, subtype=subtype, description=description, masking=False)
-                for kind, subtype, description in transformations])
+        {"namespace": namespace, "name": name, "field": column,
+         "transformations": [_transformation(*transformation)
+                             for transformation in transformations]}
         for (namespace, name, column), transformations in grouped.items()
     ]
+
+
+def _transformation(kind: str, subtype: str | None, description: str | None
+                    ) -> dict[str, Any]:
+    transformation: dict[str, Any] = {"type": kind}
+    if subtype is not None:
+        transformation["subtype"] = subtype
+    if description is not None:
+        transformation["description"] = description
+    transformation["masking"] = False
+    return transformation
 
 
 # -------------------------------------------------------------------------------- schema
@@ -504,8 +492,9 @@ class _Unparsable(Exception):
     """A type string this parser does not follow (e.g. Spark's truncated `... N more`)."""
 
 
-def spark_type_fields(spark_type: str) -> list[schema_dataset.SchemaDatasetFacetFields] | None:
-    """Nested fields of a Spark simple type string, or None when it has no struct inside.
+def spark_type_fields(spark_type: str) -> list[dict[str, Any]] | None:
+    """Nested fields of a Spark simple type string (schema facet fields), or None when it has
+    no struct inside.
 
     `struct<a:int,b:string>` gives fields a and b; `array<struct<...>>` an `_element` field and
     `map<k,struct<...>>` `key` and `value` fields, as OpenLineage's Spark integration names
@@ -520,22 +509,28 @@ def spark_type_fields(spark_type: str) -> list[schema_dataset.SchemaDatasetFacet
     return children
 
 
-def _schema_field(column: str, spark_type: str, position: int | None
-                  ) -> schema_dataset.SchemaDatasetFacetFields:
-    return schema_dataset.SchemaDatasetFacetFields(
-        name=column, type=spark_type, ordinal_position=position,
-        fields=spark_type_fields(spark_type))
+def _schema_field(column: str, spark_type: str, position: int | None) -> dict[str, Any]:
+    return _field(column, spark_type, position, spark_type_fields(spark_type))
 
 
-def _parse_type(text: str, start: int
-                ) -> tuple[str, list[schema_dataset.SchemaDatasetFacetFields] | None, int]:
+def _field(name: str, spark_type: str, position: int | None,
+           children: list[dict[str, Any]] | None) -> dict[str, Any]:
+    field: dict[str, Any] = {"name": name, "type": spark_type}
+    if position is not None:
+        field["ordinal_position"] = position
+    if children is not None:
+        field["fields"] = children
+    return field
+
+
+def _parse_type(text: str, start: int) -> tuple[str, list[dict[str, Any]] | None, int]:
     """(type string, nested fields or None, end index) of the type starting at `start`."""
     if text.startswith("struct<", start):
         return _parse_struct(text, start)
     if text.startswith("array<", start):
         element, children, end = _parse_type(text, start + len("array<"))
         end = _expect(text, end, ">")
-        nested = [_nested("_element", element, children)] if children is not None else None
+        nested = [_field("_element", element, None, children)] if children is not None else None
         return text[start:end], nested, end
     if text.startswith("map<", start):
         key, key_children, end = _parse_type(text, start + len("map<"))
@@ -544,7 +539,8 @@ def _parse_type(text: str, start: int
         end = _expect(text, end, ">")
         nested = None
         if key_children is not None or value_children is not None:
-            nested = [_nested("key", key, key_children), _nested("value", value, value_children)]
+            nested = [_field("key", key, None, key_children),
+                      _field("value", value, None, value_children)]
         return text[start:end], nested, end
     depth, end = 0, start
     while end < len(text):
@@ -561,10 +557,9 @@ def _parse_type(text: str, start: int
     return text[start:end], None, end
 
 
-def _parse_struct(text: str, start: int
-                  ) -> tuple[str, list[schema_dataset.SchemaDatasetFacetFields], int]:
+def _parse_struct(text: str, start: int) -> tuple[str, list[dict[str, Any]], int]:
     position = start + len("struct<")
-    fields: list[schema_dataset.SchemaDatasetFacetFields] = []
+    fields: list[dict[str, Any]] = []
     if text.startswith(">", position):
         return text[start:position + 1], fields, position + 1
     while True:
@@ -573,19 +568,12 @@ def _parse_struct(text: str, start: int
         if not name or any(char in name for char in "<>,"):
             raise _Unparsable(text)
         field_type, children, position = _parse_type(text, colon + 1)
-        fields.append(schema_dataset.SchemaDatasetFacetFields(
-            name=name, type=field_type, ordinal_position=len(fields) + 1, fields=children))
+        fields.append(_field(name, field_type, len(fields) + 1, children))
         if text.startswith(",", position):
             position += 1
             continue
         end = _expect(text, position, ">")
         return text[start:end], fields, end
-
-
-def _nested(name: str, spark_type: str,
-            children: list[schema_dataset.SchemaDatasetFacetFields] | None
-            ) -> schema_dataset.SchemaDatasetFacetFields:
-    return schema_dataset.SchemaDatasetFacetFields(name=name, type=spark_type, fields=children)
 
 
 def _expect(text: str, position: int, char: str) -> int:

@@ -13,6 +13,7 @@ Azure's `container@account` is kept: there the user part is the container, not a
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -61,6 +62,13 @@ def dataset_name(location: str) -> tuple[str, str]:
         )
     if "\x00" in location:
         raise InvalidLocationError(f"dataset location {location!r} contains a NUL character")
+    # A relative path names a dataset under the working directory, so that is part of the key.
+    return _cached_name(location, None if location.startswith("/") else os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_name(location: str, _cwd: str | None) -> tuple[str, str]:
+    """Memoized: the sensor names the same few datasets in every event it renders."""
     naming = _naming(location)
     return naming.get_namespace(), naming.get_name()
 

@@ -42,7 +42,7 @@ from ..workspace.files import (
     journal_segments,
     segment_path,
 )
-from .transport import emit, error_text, redact
+from .transport import Emitter, error_text, redact
 
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport
@@ -443,25 +443,26 @@ class Outbox:
         sent = failed = 0
         dirty = False
         try:
-            for event, segment, end, line in self._pending_events(state):
-                if time.monotonic() - started >= budget_seconds:
-                    break
-                try:
-                    emit(transport, event, line)
-                except Exception as exc:
-                    elapsed = dt.timedelta(seconds=time.monotonic() - started)
-                    self._failed(state, event, exc, transport, now + elapsed)
-                    failed, dirty = 1, True
-                    break
-                sent += 1
-                state.segment, state.offset, state.delivered = segment, end, state.delivered + 1
-                state.attempts, state.next_attempt_at = 0, None
-                state.last_delivery_at = _iso(now + dt.timedelta(
-                    seconds=time.monotonic() - started))
-                dirty = True
-                if time.monotonic() - last_saved >= CHECKPOINT_SECONDS:
-                    self._write_state(state)
-                    last_saved, dirty = time.monotonic(), False
+            with Emitter(transport) as emitter:
+                for event, segment, end, line in self._pending_events(state):
+                    if time.monotonic() - started >= budget_seconds:
+                        break
+                    try:
+                        emitter.emit(event, line)
+                    except Exception as exc:
+                        elapsed = dt.timedelta(seconds=time.monotonic() - started)
+                        self._failed(state, event, exc, transport, now + elapsed)
+                        failed, dirty = 1, True
+                        break
+                    sent += 1
+                    state.segment, state.offset, state.delivered = segment, end, state.delivered + 1
+                    state.attempts, state.next_attempt_at = 0, None
+                    state.last_delivery_at = _iso(now + dt.timedelta(
+                        seconds=time.monotonic() - started))
+                    dirty = True
+                    if time.monotonic() - last_saved >= CHECKPOINT_SECONDS:
+                        self._write_state(state)
+                        last_saved, dirty = time.monotonic(), False
         finally:
             if dirty:
                 self._write_state(state)

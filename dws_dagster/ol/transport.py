@@ -31,7 +31,7 @@ import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import Transport
 from openlineage.client.transport.composite import CompositeTransport
-from openlineage.client.transport.file import FileConfig, FileTransport
+from openlineage.client.transport.file import FileConfig, FileTransport, LocalFileHandler
 from openlineage.client.transport.http import HttpTransport
 from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
 
@@ -168,25 +168,61 @@ def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
 
 
 def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
-    """`transport.emit(event)`, for an event read back from its spooled JSON `line`.
+    """`transport.emit(event)`, for an event read back from its spooled JSON `line` (see
+    `Emitter`)."""
+    with Emitter(transport) as emitter:
+        emitter.emit(event, line)
 
-    The client's file transport appending to one file serializes each event with
-    `Serde.to_json`, whose pass removing nulls (and empty objects from lists) costs most of
-    the delivery; an event whose line shows neither (`null`, `[{}`, `,{}`) has nothing to
-    remove, so the same text is written without that pass. Any other event or transport goes
-    through `transport.emit`.
+
+class Emitter:
+    """Sends the events of one delivery through a transport.
+
+    The client's file transport appending to one local file opens it for every event and
+    serializes each with `Serde.to_json`, whose pass removing nulls (and empty objects from
+    lists) costs most of the delivery. An event whose spooled line shows neither (`null`,
+    `[{}`, `,{}`) has nothing to remove, so the same text is written without that pass, to a
+    file opened once per delivery and unbuffered (each event is written, or fails, on its
+    own). Any other event or transport goes through `transport.emit`.
     """
-    if type(transport) is FileTransport and transport.config.append \
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self._fast = type(transport) is FileTransport and transport.config.append \
             and not transport.config.debug_mode \
-            and b"null" not in line and b"[{}" not in line and b",{}" not in line:
-        try:
-            path = transport._get_file_path(event)  # the file emit() would pick
-            with transport._file_handler.open_file(path, "a") as handle:
-                handle.write(json.dumps(event, sort_keys=True) + "\n")
-            return
-        except Exception:  # the client's own emit() then reports it in its words
-            pass
-    transport.emit(event)  # type: ignore[arg-type]
+            and type(transport._file_handler) is LocalFileHandler
+        self._path: str | None = None
+        self._file: Any = None
+
+    def __enter__(self) -> Emitter:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def emit(self, event: dict[str, Any], line: bytes) -> None:
+        if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
+            text = (json.dumps(event, sort_keys=True) + "\n").encode("ascii")
+            try:
+                file = self._open(self.transport._get_file_path(event))  # type: ignore[attr-defined]
+                if file.write(text) == len(text):
+                    return
+            except Exception:  # the client's own emit() then reports it in its words
+                pass
+            self.close()
+        self.transport.emit(event)  # type: ignore[arg-type]
+
+    def _open(self, path: str) -> Any:
+        """The file `emit()` would append to, kept open while events go to the same one."""
+        if path != self._path:
+            self.close()
+            self._file = open(LocalFileHandler._to_local_path(path), "ab", buffering=0)  # noqa: SIM115
+            self._path = path
+        return self._file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file, self._path = None, None
 
 
 def _sources(config_path: str | None, env_vars: list[str]) -> str:

@@ -123,6 +123,8 @@ class Workspace:
     name: str
     resources: dict[str, Resource] = field(default_factory=dict)
     _store: LineageStore | None = field(default=None, repr=False, compare=False)
+    #: resource_root by resource: restoring or versioning many refs asks for it per ref
+    _roots: dict[Resource, Path] = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ opening
 
@@ -264,13 +266,20 @@ class Workspace:
     def resource_root(self, resource: Resource | str) -> Path:
         """Local folder of a resource (file:// URIs included)."""
         res = self.resource(resource) if isinstance(resource, str) else resource
+        found = self._roots.get(res)
+        if found is not None:
+            return found
         if res.uri is not None:
             if not res.uri.startswith("file://"):
                 raise WorkspaceConfigError(
                     f"resource '{res.name}' is remote ({res.uri}); it has no local folder"
                 )
-            return Path(urlsplit(res.uri).path)
-        return (self.root / str(res.path)).absolute()
+            found = Path(urlsplit(res.uri).path)
+        else:
+            found = (self.root / str(res.path)).absolute()
+        if self.root.is_absolute():  # else the answer depends on the working directory
+            self._roots[res] = found
+        return found
 
     # ---------------------------------------------------------------------- refs
 

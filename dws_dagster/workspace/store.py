@@ -83,6 +83,42 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+class GcSparesOlderObjects:
+    """Keeps what exists on entry, and what survives each batch of a long pass
+    (`spare_survivors()`), out of the cyclic garbage collector's collections until exit
+    (`gc.freeze()`; `gc.unfreeze()` on exit). Does nothing when the collector is off or
+    something else froze objects.
+
+    The lineage sensor's tick keeps batches of Dagster records alive for a while, which
+    promoted them to the oldest generation, so a full collection came every other batch and
+    walked the whole process (Dagster's definitions, the store's indexes): a quarter of a
+    tick. Freezing is a constant-time list splice; young collections still run, so cycles made
+    and dropped within a batch are freed as before, and frozen objects are still freed by
+    reference counting. Pausing the collector for the whole tick instead saved no more time
+    and let a 20-second tick's cycles pile up (peak RSS 210 → 330 MB at 100,000
+    materializations).
+    """
+
+    def __init__(self) -> None:
+        self._owned = False
+
+    def __enter__(self) -> GcSparesOlderObjects:
+        self._owned = gc.isenabled() and not gc.get_freeze_count()
+        if self._owned:
+            gc.freeze()
+        return self
+
+    def spare_survivors(self) -> None:
+        """Spare what exists now too (call between batches)."""
+        if self._owned:
+            gc.freeze()
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._owned:
+            gc.unfreeze()
+            self._owned = False
+
+
 class StoreLockError(DwsError):
     """The workspace store's lock could not be taken in time."""
 
@@ -426,8 +462,11 @@ class LineageStore:
         """Append operations durably; the caller holds the lock and has refreshed."""
         if not ops:
             return
-        segments = self._segments()
-        number = max(segments[-1] if segments else 1, self._segment)
+        number = self._segment
+        if self._segment_path(number + 1).exists():
+            # A compaction this process has not read: cannot happen under the lock after a
+            # refresh, so checked with one stat rather than by listing the journal per append.
+            number = max(self._segments()[-1], number)
         payload = b"".join(orjson.dumps(op) + b"\n" for op in ops)
         path = self._segment_path(number)
         append_durably(path, payload, valid_bytes=self._offset if number == self._segment
