@@ -25,8 +25,10 @@ Each delivers a START and a COMPLETE event per materialization (the peer adds ru
 events). Reported per sensor: wall and CPU time to catch up, events delivered per second (and
 per CPU second, steadier on a shared machine), asset events delivered against the 2 per
 materialization expected, lost materializations (no COMPLETE event naming the Dagster run and
-asset), and peak RSS of the sensor's process. Target: ≥ 10× the peer's events/s, 0 lost, peak
-RSS flat as the backlog grows.
+asset), and peak RSS of the sensor's process. The shipped peer delivers its 180 events in
+about a second, so its rate is noisy on a shared machine: it runs `--peer-repeats` times (7)
+and the run with the median events/s is reported, with the range. Target: ≥ 10× the peer's
+events/s, 0 lost, peak RSS flat as the backlog grows.
 
     python bench/sensor_throughput.py --sizes 10000,100000
 """
@@ -377,6 +379,12 @@ def report(size_results: list[tuple[int, list[dict[str, Any]]]]) -> None:
                       f"(of {size}); duplicates: dws {ours['duplicates']}")
     for size, results in size_results:
         for r in results:
+            if r.get("rate_range") and r["rate_range"][0] != r["rate_range"][1]:
+                low, high = r["rate_range"]
+                print(f"{size:>7} materializations: {r['label']}'s events/s is the median of "
+                      f"runs from {low:.0f} to {high:.0f}")
+    for size, results in size_results:
+        for r in results:
             if r["longest_tick_seconds"] > DAGSTER_SENSOR_TIMEOUT_SECONDS:
                 print(f"{size:>7} materializations: {r['label']}'s longest tick took "
                       f"{r['longest_tick_seconds']:.0f} s, over the "
@@ -402,6 +410,9 @@ def main() -> None:
     parser.add_argument("--peer-venv", type=Path, default=None)
     parser.add_argument("--skip-unlimited-peer", action="store_true",
                         help="do not run the peer with record_filter_limit=0")
+    parser.add_argument("--peer-repeats", type=int, default=7,
+                        help="runs of the shipped peer per size (about a second each, so its "
+                             "rate is noisy): the median by events/s is reported")
     parser.add_argument("--build-only", action="store_true",
                         help="build (and cache) the instances, measure nothing")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -429,9 +440,16 @@ def main() -> None:
         runs.append(("dws", Path(sys.executable), ["dws", str(manifest["per_run"])]))
         results = []
         for label, python, worker in runs:
-            print(f"measuring {label} on {manifest['materializations']} materializations ...",
-                  flush=True)
-            results.append(measure(label, python, worker, entry, manifest, _clean_env()))
+            repeats = max(1, args.peer_repeats) if label == "peer" else 1
+            print(f"measuring {label} on {manifest['materializations']} materializations"
+                  f"{f' ({repeats} runs)' if repeats > 1 else ''} ...", flush=True)
+            runs_of = [measure(label, python, worker, entry, manifest, _clean_env())
+                       for _ in range(repeats)]
+            runs_of.sort(key=lambda r: r["events_per_second"])
+            chosen = runs_of[len(runs_of) // 2]
+            chosen["rate_range"] = (runs_of[0]["events_per_second"],
+                                    runs_of[-1]["events_per_second"])
+            results.append(chosen)
         size_results.append((manifest["materializations"], results))
     print()
     report(size_results)

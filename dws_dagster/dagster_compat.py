@@ -202,14 +202,24 @@ def parent_partition_keys(asset_graph: Any, partition: str | None, parent: Asset
 def run_job_and_created(instance: Any, run_id: str) -> tuple[str, Any] | None:
     """(job name, creation time as a timezone-aware datetime) of a run, in one read of its
     record, or None for an unknown run."""
+    return runs_job_and_created(instance, [run_id]).get(run_id)
+
+
+def runs_job_and_created(instance: Any, run_ids: Sequence[str]) -> dict[str, tuple[str, Any]]:
+    """`run_job_and_created` of many runs in one query (unknown runs are left out): the
+    sensor meets a hundred runs in a batch, and a query per run cost 5 ms."""
     import datetime as dt
 
-    record = instance.get_run_record_by_id(run_id)
-    if record is None:
-        return None
-    created = record.create_timestamp
-    if isinstance(created, dt.datetime):
-        created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
-    else:
-        created = dt.datetime.fromtimestamp(float(created), dt.UTC)
-    return record.dagster_run.job_name, created
+    from dagster import RunsFilter
+
+    found: dict[str, tuple[str, Any]] = {}
+    if not run_ids:
+        return found
+    for record in instance.get_run_records(filters=RunsFilter(run_ids=list(run_ids))):
+        created = record.create_timestamp
+        if isinstance(created, dt.datetime):
+            created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
+        else:
+            created = dt.datetime.fromtimestamp(float(created), dt.UTC)
+        found[record.dagster_run.run_id] = (record.dagster_run.job_name, created)
+    return found

@@ -126,6 +126,7 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
         if not records:
             break
         applier.ol_events.clear()
+        applier.prefetch_runs(records)
         # One fsync per batch, before the cursor moves; one hold of the store's lock per batch
         # (writers wait at most a batch, about a second), except when snapshots are taken per
         # run: a snapshot of large data may take long, and takes the lock itself.

@@ -348,12 +348,18 @@ class EventApplier:
 
     # ------------------------------------------------------------------ facts
 
+    def prefetch_runs(self, records: Any) -> None:
+        """Look up the runs of a batch of records in one query instead of one per run."""
+        wanted = list(dict.fromkeys(record.event_log_entry.run_id for record in records
+                                    if record.event_log_entry.run_id not in self._runs))
+        found = dagster_compat.runs_job_and_created(self.instance, wanted)
+        for run_id in wanted:
+            self._runs[run_id] = _run_facts(run_id, found.get(run_id))
+
     def _run(self, run_id: str) -> _RunFacts | None:
         if run_id not in self._runs:
-            found = dagster_compat.run_job_and_created(self.instance, run_id)
-            self._runs[run_id] = None if found is None else _RunFacts(
-                run_id=run_id, job=found[0], created=found[1],
-                description=f"Dagster run {run_id} of job '{found[0]}'")
+            self._runs[run_id] = _run_facts(
+                run_id, dagster_compat.run_job_and_created(self.instance, run_id))
         return self._runs[run_id]
 
     def locate(self, ref: ResourceRef | str) -> str:
@@ -438,6 +444,12 @@ _RUN_OUTCOME_TYPES = {DagsterEventType.ASSET_CHECK_EVALUATION, DagsterEventType.
 _RUN_LOG_TYPES = {*_RUN_OUTCOME_TYPES, _PLANNED, DagsterEventType.ASSET_MATERIALIZATION}
 
 AssetPartition = tuple[AssetKey, str | None]
+
+
+def _run_facts(run_id: str, found: tuple[str, dt.datetime] | None) -> _RunFacts | None:
+    return None if found is None else _RunFacts(
+        run_id=run_id, job=found[0], created=found[1],
+        description=f"Dagster run {run_id} of job '{found[0]}'")
 
 
 class _RunLog:
