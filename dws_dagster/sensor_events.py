@@ -26,6 +26,7 @@ from .bindings import metadata_value
 from .errors import DwsError, SnapshotError
 from .materialization import STEP_KIND, metrics_from_metadata, record_from_metadata
 from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
+from .stored_events import AssetEventRecord
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
 from .workspace.records import LineageRecord, StepInfo, sanitize_parameters, strip_userinfo
@@ -90,31 +91,39 @@ class EventApplier:
     # ------------------------------------------------------------------ dispatch
 
     def apply(self, record: Any) -> None:
-        entry = record.event_log_entry
-        event = entry.dagster_event
-        if event is None:
-            return
+        """Apply one record: an `AssetEventRecord`, or Dagster's record of a run's end (or of
+        an asset event, read as an `AssetEventRecord`)."""
+        if not isinstance(record, AssetEventRecord):
+            entry = record.event_log_entry
+            event = entry.dagster_event
+            if event is None:
+                return
+            if event.event_type not in RUN_END_TYPES:
+                record = AssetEventRecord.from_entry(record.storage_id, entry)
+                if record is None:
+                    return
+            else:
+                self.report.events += 1
+                when = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC)
+                self._run_ended(entry.run_id, event.event_type, event, when)
+                return
         self.report.events += 1
-        kind = event.event_type
-        when = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC)
-        if kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
-            self._streamed.setdefault(entry.run_id, _RunLog()).add(entry)
-            self._planned(entry.run_id, event, when)
-        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
-            self._streamed.setdefault(entry.run_id, _RunLog()).add(entry)
-            self._materialized(entry.run_id, event, when)
-        elif kind == DagsterEventType.ASSET_OBSERVATION:
-            self._observed(event)
-        elif kind in RUN_END_TYPES:
-            self._run_ended(entry.run_id, kind, event, when)
+        when = dt.datetime.fromtimestamp(record.timestamp, dt.UTC)
+        if record.kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
+            self._streamed.setdefault(record.run_id, _RunLog()).add_asset_event(record)
+            self._planned(record, when)
+        elif record.kind == DagsterEventType.ASSET_MATERIALIZATION:
+            self._streamed.setdefault(record.run_id, _RunLog()).add_asset_event(record)
+            self._materialized(record, when)
+        else:
+            self._observed(record)
 
     # ------------------------------------------------------------------ planned
 
-    def _planned(self, run_id: str, event: Any, when: dt.datetime) -> None:
-        data = event.event_specific_data
-        key: AssetKey = data.asset_key
-        for partition in _planned_partitions(data):
-            run = self._run_info(run_id, key, partition)
+    def _planned(self, event: AssetEventRecord, when: dt.datetime) -> None:
+        key = event.asset_key
+        for partition in event.partitions:
+            run = self._run_info(event.run_id, key, partition)
             if run is None:
                 continue
             output = self.catalog.partition_ref(key, partition)
@@ -138,11 +147,9 @@ class EventApplier:
 
     # ------------------------------------------------------------------ materialized
 
-    def _materialized(self, run_id: str, event: Any, when: dt.datetime) -> None:
-        materialization = event.event_specific_data.materialization
-        key: AssetKey = materialization.asset_key
-        partition = materialization.partition
-        metadata = dict(materialization.metadata)
+    def _materialized(self, event: AssetEventRecord, when: dt.datetime) -> None:
+        run_id, key, partition = event.run_id, event.asset_key, event.partition
+        metadata = event.metadata
         asset = key.to_user_string()
         record = record_from_metadata(metadata, asset=asset, run_id=run_id, partition=partition)
         run = self._run_info(run_id, key, partition)
@@ -204,9 +211,8 @@ class EventApplier:
 
     # ------------------------------------------------------------------ observed / checked
 
-    def _observed(self, event: Any) -> None:
-        observation = event.event_specific_data.asset_observation
-        metadata = observation.metadata
+    def _observed(self, event: AssetEventRecord) -> None:
+        metadata = event.metadata
         ref = metadata_value(metadata.get("dws/ref"))
         version = metadata_value(metadata.get("dws/version"))
         if not isinstance(ref, str) or not isinstance(version, str) or not version:
@@ -214,7 +220,7 @@ class EventApplier:
         try:
             at = metadata_value(metadata.get("dws/observed_at"))
             if self.ws.store.observe(ref, version,
-                                     extra={"asset": observation.asset_key.to_user_string()},
+                                     extra={"asset": event.asset_key.to_user_string()},
                                      at=at if isinstance(at, str) else None):
                 self.report.observations += 1
         except DwsError as exc:
@@ -350,8 +356,9 @@ class EventApplier:
 
     def prefetch_runs(self, records: Any) -> None:
         """Look up the runs of a batch of records in one query instead of one per run."""
-        wanted = list(dict.fromkeys(record.event_log_entry.run_id for record in records
-                                    if record.event_log_entry.run_id not in self._runs))
+        run_ids = (record.run_id if isinstance(record, AssetEventRecord)
+                   else record.event_log_entry.run_id for record in records)
+        wanted = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in self._runs]
         found = dagster_compat.runs_job_and_created(self.instance, wanted)
         for run_id in wanted:
             self._runs[run_id] = _run_facts(run_id, found.get(run_id))
@@ -465,30 +472,28 @@ class _RunLog:
             self.add(entry)
 
     def add(self, entry: Any) -> None:
+        """Add one of Dagster's `EventLogEntry`s of the run."""
         event = entry.dagster_event
         kind = event.event_type
         if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
             self.checks.append(entry)
-        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
-            item = event.event_specific_data.materialization
-            ref = metadata_value(item.metadata.get("dws/ref"))
-            self.materialized[(item.asset_key, item.partition)] = \
-                ResourceRef.parse(ref) if isinstance(ref, str) else None
-        elif kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
-            data = event.event_specific_data
-            for partition in _planned_partitions(data):
-                self.planned[(data.asset_key, partition)] = event.step_key
         elif kind == DagsterEventType.STEP_FAILURE:
             message, stack = _error_text(getattr(event.event_specific_data, "error", None))
             if event.step_key and message:
                 self.errors[event.step_key] = (message, stack or "")
+        else:
+            record = AssetEventRecord.from_entry(0, entry)
+            if record is not None:
+                self.add_asset_event(record)
 
-
-def _planned_partitions(data: Any) -> list[str | None]:
-    subset = getattr(data, "partitions_subset", None)
-    if subset is not None:
-        return sorted(subset.get_partition_keys())
-    return [data.partition]
+    def add_asset_event(self, record: AssetEventRecord) -> None:
+        if record.kind == DagsterEventType.ASSET_MATERIALIZATION:
+            ref = metadata_value(record.metadata.get("dws/ref"))
+            self.materialized[(record.asset_key, record.partition)] = \
+                ResourceRef.parse(ref) if isinstance(ref, str) else None
+        elif record.kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
+            for partition in record.partitions:
+                self.planned[(record.asset_key, partition)] = record.step_key
 
 
 def _error_text(error: Any) -> tuple[str | None, str | None]:

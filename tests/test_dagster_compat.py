@@ -23,7 +23,7 @@ from dagster._core.definitions.data_version import (
     DATA_VERSION_TAG,
 )
 
-from dws_dagster import dagster_compat
+from dws_dagster import dagster_compat, stored_events
 
 
 class _Probe(IOManager):
@@ -110,9 +110,11 @@ def _all_records(instance: DagsterInstance, types: list[DagsterEventType]) -> li
 
 
 @pytest.mark.parametrize("storage", ["run-sharded", "consolidated"])
-def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: str) -> None:
+def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of any size, with records kept across batches, add up to exactly the event log
-    of those types, in storage order, on both SQLite event log storages."""
+    of those types, in storage order, on both SQLite event log storages (asset events read
+    from the table's JSON, run events through Dagster)."""
     from dws_dagster.sensor_events import EVENT_TYPES
 
     home = tmp_path / "home"
@@ -140,8 +142,18 @@ def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: 
             return found
 
         instance.get_event_records = counted  # type: ignore[method-assign]
+        read_stored = stored_events.read_stored
+        stored_ids: list[int] = []
+
+        def counted_stored(*args: Any, **kwargs: Any) -> Any:
+            found = read_stored(*args, **kwargs)
+            stored_ids.extend(record.storage_id for record in found[0])
+            return found
+
+        monkeypatch.setattr(stored_events, "read_stored", counted_stored)
         for size in (1, 2, 3, 4, 7, 100):
             read_ids.clear()
+            stored_ids.clear()
             reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
             got: list[int] = []
             sizes: list[int] = []
@@ -149,6 +161,8 @@ def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: 
                 sizes.append(len(batch))
                 got += [record.storage_id for record in batch]
             assert got == expected, size
+            assert len(stored_ids) == 3 * (2 + 2), size  # every asset event from the table
+            read_ids.extend(stored_ids)
             assert sorted(read_ids) == sorted(set(read_ids)), size  # none read twice
             assert all(n == size for n in sizes[:-1]) and sizes[-1] <= size, sizes  # full
             middle = expected[4]

@@ -539,10 +539,12 @@ def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
     assert "--since 2026-03-03T12:00:00+00:00" in err
 
 
-def test_file_delivery_writes_what_the_clients_file_transport_writes(tmp_path: Path) -> None:
-    """The outbox writes file-transport lines without the client's null-removal pass when a
-    line has nothing to remove; the file must be byte for byte what `emit` writes, also for
-    events that do hold nulls, empty objects in lists, or the word null in a string."""
+def test_file_delivery_writes_the_events_the_clients_file_transport_writes(
+        tmp_path: Path) -> None:
+    """The outbox appends a spooled line as it is when it has nothing for the client's
+    null-removal pass to remove: the file holds, line for line, the JSON the client's file
+    transport writes (in compact form), also around events that do hold nulls, empty objects
+    in lists, or the word null in a string, which go through the client."""
     from openlineage.client.transport.file import FileConfig, FileTransport
 
     from dws_dagster.ol.transport import Emitter, emit
@@ -554,23 +556,23 @@ def test_file_delivery_writes_what_the_clients_file_transport_writes(tmp_path: P
     worded = {**run_event(str(uuid.uuid4()), "START"), "job": {"namespace": "null",
                                                                "name": "a,{}b"}}
     events = [plain, nulls, empties, worded]
+    lines = [orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n" for event in events]
     ours = FileTransport(FileConfig(log_file_path=str(tmp_path / "ours.jsonl"), append=True))
     theirs = FileTransport(FileConfig(log_file_path=str(tmp_path / "theirs.jsonl"),
                                       append=True))
-    for event in events:
-        line = orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"
+    for line in lines:
         emit(ours, orjson.loads(line), line)
         theirs.emit(orjson.loads(line))
     # A delivery keeps the file open across events, those it writes itself and those it leaves
-    # to the client (nulls, empty objects) interleaved: same bytes, same order.
+    # to the client (nulls, empty objects) interleaved: the same events, in the same order.
     batch = FileTransport(FileConfig(log_file_path=str(tmp_path / "batch.jsonl"), append=True))
     with Emitter(batch) as emitter:
-        for event in events:
-            line = orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"
+        for line in lines:
             emitter.emit(orjson.loads(line), line)
-    assert (tmp_path / "batch.jsonl").read_bytes() == (tmp_path / "theirs.jsonl").read_bytes()
-    written = (tmp_path / "ours.jsonl").read_bytes()
-    assert written == (tmp_path / "theirs.jsonl").read_bytes()
-    assert [json.loads(line)["run"]["runId"] for line in written.splitlines()] == \
-        [event["run"]["runId"] for event in events]
-    assert "inputs" not in json.loads(written.splitlines()[1])
+    client = (tmp_path / "theirs.jsonl").read_bytes().splitlines(keepends=True)
+    for name in ("ours.jsonl", "batch.jsonl"):
+        written = (tmp_path / name).read_bytes().splitlines(keepends=True)
+        assert [json.loads(line) for line in written] == [json.loads(line) for line in client]
+        # the events with nothing to remove are their spooled lines; the others the client's
+        assert written == [lines[0], client[1], client[2], client[3]]
+    assert "inputs" not in json.loads(client[1])

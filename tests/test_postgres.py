@@ -29,6 +29,7 @@ from dws_dagster.dagster_compat import EventReader, read_event_records
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.sensor import parse_cursor
 from dws_dagster.sensor_events import EVENT_TYPES
+from dws_dagster.stored_events import AssetEventRecord, stored_reader
 from tests.lineage_compare import lineage_view, versions
 from tests.pipeline import io_manager, make_workspace
 from tests.postgres_server import PostgresServer, start_server, stop_server, unavailable_reason
@@ -221,7 +222,9 @@ def test_event_reads_on_postgres_are_complete_and_in_storage_order(runs):
     expected = _postgres_event_ids(instance, list(EVENT_TYPES))
     whole = read_event_records(instance, EVENT_TYPES, after_storage_id=0, limit=10_000)
     assert [r.storage_id for r in whole] == expected
-    kinds = {r.event_log_entry.dagster_event.event_type for r in whole}
+    assert stored_reader(instance) is instance.event_log_storage  # asset events: the table
+    kinds = {r.kind if isinstance(r, AssetEventRecord)
+             else r.event_log_entry.dagster_event.event_type for r in whole}
     assert {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION,
             DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
             DagsterEventType.RUN_CANCELED} <= kinds

@@ -177,12 +177,13 @@ def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
 class Emitter:
     """Sends the events of one delivery through a transport.
 
-    The client's file transport appending to one local file opens it for every event and
-    serializes each with `Serde.to_json`, whose pass removing nulls (and empty objects from
-    lists) costs most of the delivery. An event whose spooled line shows neither (`null`,
-    `[{}`, `,{}`) has nothing to remove, so the same text is written without that pass, to a
-    file opened once per delivery and unbuffered (each event is written, or fails, on its
-    own). Any other event or transport goes through `transport.emit`.
+    The client's file transport appending to one local file opens the file for every event
+    and serializes each with `Serde.to_json`, whose pass removing nulls (and empty objects
+    from lists) and whose pure-Python key sorting cost most of a delivery. An event whose
+    spooled line shows neither (`null`, `[{}`, `,{}`) has nothing to remove, so its spooled
+    line, the same JSON with sorted keys in compact form, is appended as it is, to a file
+    opened once per delivery and unbuffered (each event is written, or fails, on its own).
+    Any other event or transport goes through `transport.emit`.
     """
 
     def __init__(self, transport: Transport) -> None:
@@ -201,7 +202,7 @@ class Emitter:
 
     def emit(self, event: dict[str, Any], line: bytes) -> None:
         if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
-            text = (json.dumps(event, sort_keys=True) + "\n").encode("ascii")
+            text = line if line.endswith(b"\n") else line + b"\n"
             try:
                 file = self._open(self.transport._get_file_path(event))  # type: ignore[attr-defined]
                 if file.write(text) == len(text):
