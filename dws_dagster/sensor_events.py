@@ -96,16 +96,13 @@ class EventApplier:
         if not isinstance(record, AssetEventRecord):
             entry = record.event_log_entry
             event = entry.dagster_event
-            if event is None:
-                return
-            if event.event_type not in RUN_END_TYPES:
-                record = AssetEventRecord.from_entry(record.storage_id, entry)
-                if record is None:
-                    return
-            else:
+            if event is not None and event.event_type in RUN_END_TYPES:
                 self.report.events += 1
                 when = dt.datetime.fromtimestamp(entry.timestamp, dt.UTC)
                 self._run_ended(entry.run_id, event.event_type, event, when)
+                return
+            record = AssetEventRecord.from_entry(record.storage_id, entry)
+            if record is None:  # no Dagster event, or not one the sensor applies
                 return
         self.report.events += 1
         when = dt.datetime.fromtimestamp(record.timestamp, dt.UTC)

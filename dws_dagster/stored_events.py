@@ -115,6 +115,12 @@ _PLAIN_FIELDS, _KEY_PATH_FIELD = _learn_format()
 _SERDES_MARKERS = frozenset({"__class__", "__enum__", "__set__", "__frozenset__",
                              "__mapping_items__"})
 _KINDS = {kind.value: kind for kind in ASSET_EVENT_TYPES}
+#: Per kind of event holding an asset's metadata: (its data's class, the field holding the
+#: materialization or observation, that object's class).
+_EVENT_ITEMS = {
+    MATERIALIZED: ("StepMaterializationData", "materialization", "AssetMaterialization"),
+    OBSERVED: ("AssetObservationData", "asset_observation", "AssetObservation"),
+}
 _ASSET_KEYS: dict[tuple[str, ...], AssetKey] = {}
 #: Decoded values of other metadata types (table schemas, column lineage...), which repeat
 #: from run to run, by their stored JSON.
@@ -154,17 +160,9 @@ def _decode(storage_id: int, stored: dict[str, Any]) -> AssetEventRecord:
         return AssetEventRecord(storage_id, _text(stored["run_id"]), _number(stored["timestamp"]),
                                 kind, _opt_text(event.get("step_key")),
                                 _asset_key(data["asset_key"]), (_opt_text(data["partition"]),))
-    if kind == MATERIALIZED:
-        if data["__class__"] != "StepMaterializationData":
-            raise _Unfamiliar
-        item = data["materialization"]
-        expected = "AssetMaterialization"
-    else:
-        if data["__class__"] != "AssetObservationData":
-            raise _Unfamiliar
-        item = data["asset_observation"]
-        expected = "AssetObservation"
-    if item["__class__"] != expected:
+    data_class, item_field, item_class = _EVENT_ITEMS[kind]
+    item = data[item_field]
+    if data["__class__"] != data_class or item["__class__"] != item_class:
         raise _Unfamiliar
     return AssetEventRecord(storage_id, _text(stored["run_id"]), _number(stored["timestamp"]),
                             kind, _opt_text(event.get("step_key")), _asset_key(item["asset_key"]),

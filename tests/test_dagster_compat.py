@@ -25,6 +25,8 @@ from dagster._core.definitions.data_version import (
 
 from dws_dagster import dagster_compat, stored_events
 
+from .dagster_homes import sqlite_home
+
 
 class _Probe(IOManager):
     def __init__(self) -> None:
@@ -117,15 +119,7 @@ def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: 
     from the table's JSON, run events through Dagster)."""
     from dws_dagster.sensor_events import EVENT_TYPES
 
-    home = tmp_path / "home"
-    home.mkdir()
-    config = "telemetry:\n  enabled: false\n"
-    if storage == "consolidated":
-        config += ("event_log_storage:\n  module: dagster._core.storage.event_log\n"
-                   "  class: ConsolidatedSqliteEventLogStorage\n"
-                   f"  config:\n    base_dir: {tmp_path / 'events'}\n")
-    (home / "dagster.yaml").write_text(config)
-    with DagsterInstance.from_config(str(home)) as instance, \
+    with DagsterInstance.from_config(sqlite_home(tmp_path, storage)) as instance, \
             warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(3):

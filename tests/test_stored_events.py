@@ -42,6 +42,8 @@ from dws_dagster import dagster_compat, stored_events
 from dws_dagster.sensor_events import EVENT_TYPES
 from dws_dagster.stored_events import AssetEventRecord, decode, read_stored, stored_reader
 
+from .dagster_homes import sqlite_home
+
 SCHEMA = TableSchema(columns=[TableColumn("id", "bigint"), TableColumn("fare", "double")])
 RICH_METADATA: dict[str, Any] = {
     "dws/ref": "inter/rich", "text": "plain text", "json": {"nested": [1, {"a": None}]},
@@ -80,22 +82,10 @@ def not_a_number() -> MaterializeResult:
     return MaterializeResult(metadata={"nan": float("nan"), "inf": float("inf")})
 
 
-def _home(tmp: Path, storage: str) -> str:
-    home = tmp / storage
-    home.mkdir()
-    config = "telemetry:\n  enabled: false\n"
-    if storage == "consolidated":
-        config += ("event_log_storage:\n  module: dagster._core.storage.event_log\n"
-                   "  class: ConsolidatedSqliteEventLogStorage\n"
-                   f"  config:\n    base_dir: {tmp / 'events'}\n")
-    (home / "dagster.yaml").write_text(config)
-    return str(home)
-
-
 @pytest.fixture(scope="module")
 def instance(tmp_path_factory: pytest.TempPathFactory):
-    with DagsterInstance.from_config(_home(tmp_path_factory.mktemp("stored"), "consolidated")) \
-            as instance, warnings.catch_warnings():
+    home = sqlite_home(tmp_path_factory.mktemp("stored"), "consolidated")
+    with DagsterInstance.from_config(home) as instance, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         materialize([rich], instance=instance)
         materialize([daily], instance=instance, partition_key="d2")
@@ -204,7 +194,7 @@ def test_json_metadata_holding_dagster_encodings_is_decoded_by_dagster(instance)
 
 
 def test_unreadable_rows_are_skipped_named_and_counted(tmp_path: Path, caplog) -> None:
-    with DagsterInstance.from_config(_home(tmp_path, "consolidated")) as instance, \
+    with DagsterInstance.from_config(sqlite_home(tmp_path, "consolidated")) as instance, \
             warnings.catch_warnings():
         warnings.simplefilter("ignore")
         materialize([daily], instance=instance, partition_key="d1")
@@ -233,7 +223,7 @@ def test_unreadable_rows_are_skipped_named_and_counted(tmp_path: Path, caplog) -
 
 @pytest.mark.parametrize("storage", ["run-sharded", "consolidated"])
 def test_sqlite_storages_are_read_from_their_table(tmp_path: Path, storage: str) -> None:
-    with DagsterInstance.from_config(_home(tmp_path, storage)) as instance:
+    with DagsterInstance.from_config(sqlite_home(tmp_path, storage)) as instance:
         assert stored_reader(instance) is instance.event_log_storage
     assert stored_reader(DagsterInstance.ephemeral()) is not None
 
