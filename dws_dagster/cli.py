@@ -18,7 +18,7 @@ import orjson
 
 from .errors import DwsError
 from .workspace.config import ROLES, VERSIONING_MODES, RemoteDataError, Workspace
-from .workspace.store import gc_paused
+from .workspace.store import attention_note, gc_paused
 from .workspace.versions import DataNotFoundError, short
 
 Handler = Callable[[argparse.Namespace], int]
@@ -68,6 +68,8 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
         }
         if state.attempt is not None:
             row["error"] = state.attempt.get("error")
+        if state.unknown or state.attempt is not None:
+            row["attention"] = attention_note(ref, state)
         if verify:
             try:
                 actual = ws.version_of(ref)
@@ -115,6 +117,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if attention:
         print(f"\n{len(attention)} ref(s) need attention: "
               + ", ".join(f"{row['ref']} ({row['status']})" for row in attention))
+        for row in attention:
+            print(f"  {row['ref']}: {row['attention']}")
     return 0
 
 
@@ -204,7 +208,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     for ref in report.lineage_removed:
         print(f"  lineage removed (not in snapshot): {ref}")
     for ref, why in report.not_restored:
-        print(f"  NOT restored:   {ref}: {why}; marked unknown")
+        print(f"  NOT restored:   {ref}: marked unknown: {why}")
     return 0
 
 
@@ -261,6 +265,24 @@ def cmd_forget(args: argparse.Namespace) -> int:
         print(f"forgot the lineage of {ref}; its data is untouched")
     else:
         print(f"{ref} has no lineage; nothing to forget")
+    return 0
+
+
+def cmd_observe(args: argparse.Namespace) -> int:
+    from .workspace.refs import ResourceRef
+
+    ws = _open(args)
+    outcome = ws.store.observe_source(ResourceRef.parse(args.ref))
+    if args.format == "json":
+        _print_json({"ref": outcome.ref, "version": outcome.version,
+                     "recorded": outcome.recorded, "was_unknown": outcome.was_unknown})
+    elif outcome.recorded:
+        cleared = "; it is no longer unknown" if outcome.was_unknown else ""
+        print(f"recorded {outcome.ref}@{short(outcome.version)} as the lineage of that source "
+              f"data{cleared}")
+    else:
+        print(f"{outcome.ref}@{short(outcome.version)} is already its recorded lineage; "
+              "nothing written")
     return 0
 
 
@@ -452,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also delete the snapshot's results copies")
 
     p = add("forget", cmd_forget, "drop a ref's lineage so another step may write it")
+    p.add_argument("ref", metavar="REF")
+
+    p = add("observe", cmd_observe, "record source data's version now as its lineage (clears "
+            "unknown after a partial restore); refs a step writes recover by re-running it",
+            formats=True)
     p.add_argument("ref", metavar="REF")
 
     p = add("demo", cmd_demo, "run the example NYC taxi forecast (Dagster + Spark) end to end "

@@ -174,11 +174,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
              **({"dagster/partition": partition} if partition is not None else {})},
             what=f"asset '{asset}': parameter")
         store = ws.store
-        store.claim(asset, [ref])
-
         plan = self._plan(context, obj, asset)
         inputs, input_assets = self._inputs(ws, reads, plan, obj.sparkSession, asset, ref)
-        provenance = store.check_inputs(asset, inputs, outputs=[ref]).provenance
+        # The output claimed (rule (a)) only if the inputs pass too, in one append under the
+        # store's lock: a refused asset leaves no claim behind.
+        provenance = store.begin_step(asset, claims=[ref], inputs=inputs).provenance
         step = StepInfo(name=asset, kind=STEP_KIND, run_id=context.run_id, partition=partition,
                         code_version=_code_version(context), git_commit=git_commit(ws.root))
         built: list[LineageRecord] = []
@@ -306,7 +306,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                                            fmt=binding.format, options=binding.read_options,
                                            what=what)
         at = now_iso()
-        ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)}, at=at)
+        # Versioned just now: also the way back for a source a partial restore left unknown.
+        ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)}, at=at,
+                         recover=True)
         uri = f"file://{location}" if storage.is_local(location) else location
         return version, uri, at
 

@@ -17,18 +17,18 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..errors import DwsError, InvalidParameterError, LineageApiError, LineageConflictError
+from ..errors import DwsError, InvalidParameterError, LineageApiError
 from .config import RemoteDataError, Workspace
 from .files import atomic_write_bytes, segment_path
 from .gitinfo import git_commit
 from .records import LineageRecord, StepInfo, now_iso, sanitize_parameters
 from .refs import ResourceRef, as_ref
-from .store import LineageStore, conflict_message
+from .store import LineageStore
 from .versions import DataNotFoundError
 
 log = logging.getLogger("dws_dagster.lineage")
@@ -133,10 +133,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         self._code = tuple((str(ref), self._version_of(ref, role="code"))
                            for ref in (self._resolve(item) for item in code))
         declared = [self._resolve(item) for item in outputs]
-        self._check_outputs(declared)  # refuse before anything is written
-        self._add_inputs([self._resolve(item) for item in inputs])
-        for ref in declared:
-            self.add_output_ref(ref)
+        self._begin(inputs=[self._resolve(item) for item in inputs], outputs=declared)
 
     # ------------------------------------------------------------------ helpers
 
@@ -164,26 +161,34 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
             raise DataNotFoundError(
                 f"step '{self.step_name}': {role} {exc}") from None
 
-    def _add_inputs(self, refs: list[ResourceRef]) -> None:
-        candidate = dict(self._inputs)
-        for ref in refs:
-            candidate[ref] = self._version_of(ref, role="input")
-        check = self.store.check_inputs(self.step_name, candidate.items(),
-                                        outputs=self._outputs)
-        for ref in refs:  # source data no step writes: remember a version not seen before
-            state = self.store.get(ref)
-            if state is None or (state.owner is None and state.version != candidate[ref]):
-                self.store.observe(ref, candidate[ref])
+    def _begin(self, *, inputs: Sequence[ResourceRef] = (), outputs: Sequence[ResourceRef] = ()
+               ) -> None:
+        """Check new outputs and inputs, then claim and observe them: all or nothing.
+
+        Each output must be writable (no symlink out of its resource), each input must have
+        data to version; the store then checks them against the lineage (other steps' refs,
+        unknown inputs, mixed versions) and claims the outputs and observes the source inputs
+        in one append under its lock. A refusal for any one of them raises before anything is
+        written, so a refused step leaves no claim to block the steps that write its other
+        outputs.
+        """
+        claims: list[ResourceRef] = []
+        for ref in outputs:
+            resolved = self.workspace.check_writable(ref)
+            if any(out.covers(resolved) for out in [*self._outputs, *claims]):
+                continue
+            claims = [out for out in claims if not resolved.covers(out)] + [resolved]
+        read = {ref: self._version_of(ref, role="input") for ref in inputs}
+        candidate = {**self._inputs, **read}
+        check = self.store.begin_step(
+            self.step_name, claims=claims, inputs=list(candidate.items()) if read else (),
+            observe=list(read.items()), outputs=self._outputs)
         for message in check.warnings:
             warnings.warn(f"step '{self.step_name}': {message}", stacklevel=3)
-        self._inputs, self._provenance = candidate, check.provenance
-
-    def _check_outputs(self, refs: list[ResourceRef]) -> None:
-        self.store.refresh()
-        for ref in refs:
-            clashes = self.store.conflicts(self.step_name, ref)
-            if clashes:
-                raise LineageConflictError(conflict_message(self.step_name, ref, clashes))
+        if read:
+            self._inputs, self._provenance = candidate, check.provenance
+        self._outputs = [out for out in self._outputs
+                         if not any(ref.covers(out) for ref in claims)] + claims
 
     def _check_open(self, action: str) -> None:
         if not self.in_progress:
@@ -195,12 +200,12 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
     def add_input_path(self, path: str | os.PathLike[str]) -> None:
         """Resolve a local path to its ref and add it as an input (checked now)."""
         self._check_open("add an input")
-        self._add_inputs([self._resolve(path)])
+        self._begin(inputs=[self._resolve(path)])
 
     def add_input_ref(self, ref: ResourceRef | str) -> None:
         """Add a ref as an input (versioned and checked now)."""
         self._check_open("add an input")
-        self._add_inputs([self._resolve(as_ref(ref))])
+        self._begin(inputs=[self._resolve(as_ref(ref))])
 
     def add_output_path(self, path: str | os.PathLike[str]) -> None:
         """Resolve a local path to its ref and claim it as an output before it is written."""
@@ -209,14 +214,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
     def add_output_ref(self, ref: ResourceRef | str) -> None:
         """Claim a ref as an output; refused at once if another step writes it (rule (a))."""
         self._check_open("add an output")
-        resolved = self.workspace.check_writable(as_ref(ref))
-        if any(out.covers(resolved) for out in self._outputs):
-            return
-        state = self.store.get(resolved)
-        if state is None or state.owner != self.step_name \
-                or self.store.conflicts(self.step_name, resolved):
-            self.store.claim(self.step_name, [resolved])  # else the claim is on record already
-        self._outputs = [out for out in self._outputs if not resolved.covers(out)] + [resolved]
+        self._begin(outputs=[as_ref(ref)])
 
     def add_param(self, name: str, value: Any) -> None:
         """Add one parameter to the step's lineage."""

@@ -31,7 +31,13 @@ from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
 from .refs import as_ref
-from .store import RefState, gc_paused, read_snapshot_manifest, snapshot_manifest_path
+from .store import (
+    RefState,
+    gc_paused,
+    read_snapshot_manifest,
+    recovery_advice,
+    snapshot_manifest_path,
+)
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short
 
@@ -333,12 +339,13 @@ def restore_snapshot(ws: Workspace, name: str,
         for ref, raw in sorted(manifest["refs"].items()):
             if progress is not None:
                 progress(ref)
-            version = RefState.from_json(raw).version
+            state = RefState.from_json(raw)
+            version = state.version
             if version is None:
                 continue
             plan = _plan_restore(ws, info, ref, version)
             if plan.problem is not None:
-                missing.append((ref, plan.problem))
+                missing.append((ref, f"{plan.problem}; {recovery_advice(ref, state.owner)}"))
             else:
                 plans.append((ref, version, plan))
         if missing and not partial:
@@ -348,7 +355,8 @@ def restore_snapshot(ws: Workspace, name: str,
         for ref, version, plan in plans:
             problem = _restore_data(ws, ref, version, plan, report)
             if problem is not None:
-                report.not_restored.append((ref, problem))
+                owner = RefState.from_json(manifest["refs"][ref]).owner
+                report.not_restored.append((ref, f"{problem}; {recovery_advice(ref, owner)}"))
         report.not_restored.sort()
         report.lineage_removed = sorted(set(current) - set(manifest["refs"]))
         store.reset(info.hash, [ref for ref, _ in report.not_restored])
@@ -389,8 +397,7 @@ def _plan_restore(ws: Workspace, info: SnapshotInfo, ref: str, version: str) -> 
     candidates = [path for path in candidates if path.exists()]
     if not candidates:
         where = f"data is now at {short(now)}" if now else "its data is missing"
-        return _RestorePlan(now=now, problem=f"version {short(version)} was not kept ({where}); "
-                                             "re-run its step")
+        return _RestorePlan(now=now, problem=f"version {short(version)} was not kept ({where})")
     return _RestorePlan(now=now, candidates=candidates)
 
 
@@ -401,7 +408,8 @@ def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
             f"{len(missing)} ref(s) cannot be brought back ({shown}{more}); nothing was "
             "changed. Keep versions (SparkWorkspaceIOManager keep_versions) to make them "
             "restorable, or restore with partial=True (`dws-dagster restore --partial`) to "
-            "restore the rest and mark these unknown until their steps run again")
+            "restore the rest and mark these unknown until their steps run again (or, for "
+            "source data, until 'dws-dagster observe REF' records its data as it is)")
 
 
 def _restore_data(ws: Workspace, ref: str, version: str, plan: _RestorePlan,

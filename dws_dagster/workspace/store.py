@@ -182,6 +182,17 @@ class InputCheck:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Observed:
+    """What `LineageStore.observe_source` did: the version recorded for `ref`, whether that was
+    new (`recorded`), and whether the ref was `unknown` before."""
+
+    ref: str
+    version: str
+    recorded: bool
+    was_unknown: bool
+
+
 class LineageStore:
     """Current lineage of a workspace's refs, shared safely by many processes."""
 
@@ -524,15 +535,59 @@ class LineageStore:
             self._refuse_conflicts(record.step.name, as_ref(record.ref))
 
     def claim(self, step: str, refs: Iterable[ResourceRef | str]) -> None:
-        """Make `step` the writer of `refs`, or refuse with LineageConflictError (rule (a))."""
-        wanted = [as_ref(ref) for ref in refs]
+        """Make `step` the writer of `refs`, or refuse with LineageConflictError (rule (a)).
+        All or nothing: one ref refused, none is claimed."""
+        self.begin_step(step, claims=refs)
+
+    def begin_step(self, step: str, *, claims: Iterable[ResourceRef | str] = (),
+                   inputs: Collection[tuple[ResourceRef | str, str]] = (),
+                   observe: Iterable[tuple[ResourceRef | str, str]] = (),
+                   outputs: Iterable[ResourceRef | str] = ()) -> InputCheck:
+        """Check a step, then claim its outputs and observe its source inputs: all or nothing.
+
+        Every ref of `claims` is checked against other steps (rule (a)) and every input of
+        `inputs` for unknown state and mixed versions (rule (b), as `check_inputs`; `outputs`
+        are refs the step claimed before). Only when all passed are the claims and the
+        observations of `observe` (source data no step writes, at a version the store has not
+        seen) appended, in one append under the lock: a step refused for one ref leaves no
+        claim that would block the steps writing its other refs, and no step can claim a ref
+        between the check and the claim.
+        """
+        wanted = list(dict.fromkeys(as_ref(ref) for ref in claims))
+        seen = {str(as_ref(ref)): version for ref, version in observe}
+        self.refresh()
+        if not self._step_ops(step, wanted, seen):
+            # Nothing to write (a step run again): the checks need no lock, as before a claim.
+            return self._check_step(step, wanted, inputs, outputs)
         with self.locked():
             self.refresh()
-            for ref in wanted:
-                self._refuse_conflicts(step, ref)
-            self._append([{"op": "claim", "ref": str(ref), "step": step, "at": now_iso()}
-                          for ref in wanted
-                          if (state := self._refs.get(str(ref))) is None or state.owner is None])
+            check = self._check_step(step, wanted, inputs, outputs)
+            self._append(self._step_ops(step, wanted, seen))
+        return check
+
+    def _check_step(self, step: str, claims: list[ResourceRef],
+                    inputs: Collection[tuple[ResourceRef | str, str]],
+                    outputs: Iterable[ResourceRef | str]) -> InputCheck:
+        for ref in claims:
+            self._refuse_conflicts(step, ref)
+        return self.check_inputs(step, inputs, outputs=[*outputs, *claims]) if inputs \
+            else InputCheck({})
+
+    def _step_ops(self, step: str, claims: list[ResourceRef],
+                  observe: dict[str, str]) -> list[dict[str, Any]]:
+        """The claims not on record yet, and the observations of source data at a version
+        not seen before (refs claimed now are not sources)."""
+        ops: list[dict[str, Any]] = [
+            {"op": "claim", "ref": str(ref), "step": step, "at": now_iso()}
+            for ref in claims
+            if (state := self._refs.get(str(ref))) is None or state.owner is None]
+        claimed = {str(ref) for ref in claims}
+        for key, version in observe.items():
+            state = self._refs.get(key)
+            if key not in claimed and (state is None or (
+                    state.owner is None and state.version != version)):
+                ops.append(_observation_op(key, version))
+        return ops
 
     def check_inputs(self, step: str, inputs: Collection[tuple[ResourceRef | str, str]],
                      *, outputs: Iterable[ResourceRef | str] = ()) -> InputCheck:
@@ -692,22 +747,64 @@ class LineageStore:
             return True
 
     def observe(self, ref: ResourceRef | str, version: str,
-                extra: dict[str, Any] | None = None, *, at: str | None = None) -> bool:
-        """Record the version of data no step wrote (source data); False if already known."""
+                extra: dict[str, Any] | None = None, *, at: str | None = None,
+                recover: bool = False) -> bool:
+        """Record the version of data no step wrote (source data); False if already known.
+
+        `recover`: the data was versioned just now (not an event replayed from the past), so
+        it also clears `unknown` when the version is the one on record.
+        """
         key = str(as_ref(ref))
         with self.locked():
             self.refresh()
             state = self._refs.get(key)
-            if state is not None and state.version == version:
-                return False
             if state is not None and state.owner is not None:
                 return False  # a step writes this ref: drift is reported, not adopted
-            record = LineageRecord(ref=key, version=version,
-                                   step=StepInfo(name="observation", kind="observation"),
-                                   start_time=at or now_iso(), end_time=at or now_iso(),
-                                   extra=extra or {})
-            self._append([{"op": "record", "record": record.to_json()}])
+            if state is not None and state.version == version \
+                    and not (recover and state.unknown):
+                return False
+            self._append([_observation_op(key, version, extra, at)])
             return True
+
+    def observe_source(self, ref: ResourceRef | str, version: str | None = None, *,
+                       extra: dict[str, Any] | None = None) -> Observed:
+        """Record source data's version now as its lineage, clearing `unknown` (what
+        `dws-dagster observe REF` does): the way back for a source ref a partial restore could
+        not bring back, once its data is what steps should read.
+
+        `version` defaults to the local data's version now. Refused (LineageConflictError) for
+        a ref a step writes: only re-running that step rewrites its data and lineage.
+        """
+        key = str(self.workspace.check_ref(as_ref(ref)))
+        self._refuse_owned(key)  # before hashing the data, which may take long
+        if version is None:
+            version = self._version_now(key)
+        with self.locked():
+            state = self._refuse_owned(key)
+            recorded = self.observe(key, version, extra, recover=True)
+            return Observed(ref=key, version=version, recorded=recorded,
+                            was_unknown=state is not None and state.unknown)
+
+    def _refuse_owned(self, ref: str) -> RefState | None:
+        state = self.get(ref)
+        if state is not None and state.owner is not None:
+            raise LineageConflictError(
+                f"ref {ref} is written by step '{state.owner}', so its lineage comes from that "
+                f"step, not from an observation: re-run '{state.owner}' to rewrite {ref} and "
+                f"its lineage{' (that clears unknown)' if state.unknown else ''}")
+        return state
+
+    def _version_now(self, ref: str) -> str:
+        from .config import RemoteDataError
+
+        try:
+            return self.workspace.version_of(ref)
+        except RemoteDataError:
+            raise RemoteDataError(
+                f"ref {ref} lives in remote resource '{as_ref(ref).name}': its version cannot "
+                "be read from here; observe it through its Dagster source asset "
+                "(dws_source_asset), or pass the version it has now"
+            ) from None
 
     def fail(self, records: Iterable[LineageRecord], unknown: Iterable[str] = ()) -> None:
         """Record failed attempts; the last good record stays, `unknown` refs become unreadable."""
@@ -795,13 +892,48 @@ def conflict_message(step: str, ref: ResourceRef, clashes: list[tuple[str, str]]
             f"subpath, or hand the ref over with 'dws-dagster forget {clashes[0][0]}'")
 
 
-def _unknown_message(step: str, ref: str, state: RefState) -> str:
-    attempt = state.attempt or {}
-    writer = (attempt.get("step") or {}).get("name") or state.owner or "its writer"
+def _observation_op(ref: str, version: str, extra: dict[str, Any] | None = None,
+                    at: str | None = None) -> dict[str, Any]:
+    record = LineageRecord(ref=ref, version=version,
+                           step=StepInfo(name="observation", kind="observation"),
+                           start_time=at or now_iso(), end_time=at or now_iso(),
+                           extra=extra or {})
+    return {"op": "record", "record": record.to_json()}
+
+
+def recovery_advice(ref: str, owner: str | None) -> str:
+    """How to bring back a ref whose data may not match its lineage: its step re-run, or for
+    source data (no step writes it) a new observation of the data as it is."""
+    if owner is not None:
+        return f"re-run its step '{owner}' to rewrite {ref}"
+    return (f"it is source data (no step writes it): once its data is what steps should read, "
+            f"record that as its lineage with 'dws-dagster observe {ref}' "
+            "(LineageStore.observe_source)")
+
+
+def attention_note(ref: str, state: RefState) -> str:
+    """What happened to a `failed` or `unknown` ref and how to bring it back (`status`, and
+    the refusal to read an unknown ref)."""
+    good = f" {short(state.version)}" if state.version else ""
+    attempt = state.attempt
+    if state.unknown and (state.owner is None or attempt is None):
+        # Only a restore marks a source unknown (a source has no step to fail), and a failed
+        # step always leaves its attempt.
+        return (f"a snapshot restore could not bring back its version{good}, so its data may "
+                f"not match its lineage (marked unknown); {recovery_advice(ref, state.owner)}")
+    attempt = attempt or {}
+    writer = (attempt.get("step") or {}).get("name") or state.owner
     when = attempt.get("end_time") or attempt.get("start_time") or "an earlier run"
-    good = f"; its last good version was {short(state.version)}" if state.version else ""
-    return (f"step '{step}' may not read ref {ref}: its data may be partial after step "
-            f"'{writer}' failed ({when}){good}. Re-run '{writer}' to rewrite {ref}, then "
+    if state.unknown:
+        last = f" (its last good version was{good})" if good else ""
+        return (f"its data may be partial after step '{writer}' failed ({when}){last}; re-run "
+                f"'{writer}' to rewrite {ref}")
+    kept = f"; version{good} is still the one read" if good else ""
+    return f"step '{writer}' failed ({when}){kept}; re-run '{writer}' to bring {ref} up to date"
+
+
+def _unknown_message(step: str, ref: str, state: RefState) -> str:
+    return (f"step '{step}' may not read ref {ref}: {attention_note(ref, state)}, then "
             f"re-run '{step}'")
 
 
