@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dws_dagster import LineageConflictError, UnknownRefStateError, Workspace
+from dws_dagster import LineageBuilder, LineageConflictError, UnknownRefStateError, Workspace
 from dws_dagster.workspace.versions import short
 
 from .conftest import run_step, tree_state, write
@@ -148,8 +148,7 @@ def test_unknown_resource_and_missing_data_are_refused(ws: Workspace, cli: CLI,
 def test_a_failed_step_is_still_named_as_such(ws: Workspace) -> None:
     """Unknown after a failed step (not a restore): the step and its failure are named."""
     write(ws.root / "data/src/trips.csv", "a\n1\n")
-    with pytest.raises(RuntimeError), \
-            __import__("dws_dagster").LineageBuilder().with_step_name("prep") \
+    with pytest.raises(RuntimeError), LineageBuilder().with_step_name("prep") \
             .with_parameters({}).with_input_ref(SRC).with_workspace_directory(ws.root) \
             .eval() as lineage:
         lineage.add_output_ref(PREP)
