@@ -1,13 +1,31 @@
-"""The git commit of the code a step ran, when the workspace is a git repository."""
+"""The git commit of the code a step ran, when the workspace is a git repository.
+
+A step in a notebook or a long-lived process must record the commit checked out *now*, so
+HEAD's commit is not cached for the process's life: it is kept only while git's files that
+decide it are unchanged (`HEAD`, the branch's loose ref, `packed-refs`). Checking those costs a
+few `stat`/`read` calls (microseconds); asking git costs a process start (milliseconds), paid
+again only after a commit, checkout or reset.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
+#: A ref name HEAD may point to that is safe to open under the repository's git folder.
+_REF_NAME = re.compile(r"refs/[A-Za-z0-9._/+-]+")
+#: What HEAD holds in a repository whose refs are in a reftable (no files to watch).
+_REFTABLE_HEAD = "refs/heads/.invalid"
+_MAX_CACHED = 64
+#: directory -> (what git's files looked like, commit) at the last look.
+_COMMITS: dict[Path, tuple[tuple[object, ...], str | None]] = {}
+_BRANCHES: dict[Path, tuple[tuple[object, ...], str | None]] = {}
 
-@functools.lru_cache(maxsize=32)
+
 def git_commit(directory: Path) -> str | None:
     """HEAD's commit of the repository holding `directory`, or None outside git.
 
@@ -15,12 +33,101 @@ def git_commit(directory: Path) -> str | None:
     step, so a dirty flag would be set nearly always and tell nothing; code resources carry
     their own content versions instead.
     """
-    try:
-        head = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    return _while_head_unchanged(_COMMITS, directory,
+                                 lambda: _git(directory, "rev-parse", "HEAD"))
+
+
+def git_branch(directory: Path) -> str | None:
+    """The branch checked out now (None when HEAD is detached, or outside git)."""
+    def ask() -> str | None:
+        branch = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
+        return None if branch in (None, "HEAD") else branch
+    return _while_head_unchanged(_BRANCHES, directory, ask)
+
+
+def clear_cache() -> None:
+    """Forget every cached answer (tests; never needed for correctness)."""
+    _COMMITS.clear()
+    _BRANCHES.clear()
+    _git_dirs.cache_clear()
+
+
+git_commit.cache_clear = clear_cache  # type: ignore[attr-defined]  # the lru_cache API it had
+
+
+def _while_head_unchanged(cache: dict[Path, tuple[tuple[object, ...], str | None]],
+                          directory: Path, ask: Callable[[], str | None]) -> str | None:
+    dirs = _git_dirs(directory, _discovery_key(directory))
+    if dirs is None:
         return None
-    return head.stdout.strip() or None if head.returncode == 0 else None
+    key = _head_key(*dirs)
+    if key is not None:
+        cached = cache.get(directory)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    answer = ask()
+    if key is not None:
+        if len(cache) >= _MAX_CACHED:
+            cache.clear()
+        cache[directory] = (key, answer)
+    return answer
+
+
+def _discovery_key(directory: Path) -> tuple[str | None, str | None]:
+    """What decides whether (and where) `directory` lies in a repository: the nearest folder
+    holding a `.git` entry, and $GIT_DIR. A repository created later changes it."""
+    env = os.environ.get("GIT_DIR")
+    current = os.path.abspath(directory)
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")):
+            return current, env
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None, env
+        current = parent
+
+
+@functools.lru_cache(maxsize=32)
+def _git_dirs(directory: Path, _key: tuple[str | None, str | None]) -> tuple[str, str] | None:
+    """(git folder, common git folder) of the repository holding `directory` (they differ in
+    a linked worktree: HEAD is its own, branches are shared), or None outside git."""
+    found = _git(directory, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+    lines = found.splitlines() if found is not None else []
+    if len(lines) != 2:
+        return None
+    common = os.path.normpath(os.path.join(directory, lines[1]))  # relative to `directory`
+    return lines[0], common
+
+
+def _read(path: str) -> bytes | None:
+    """The file's bytes; None if it does not exist (other errors propagate)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _head_key(git_dir: str, common: str) -> tuple[object, ...] | None:
+    """What git's files that decide HEAD's commit look like now; None when they cannot be
+    watched this way (reftable storage, an odd HEAD): then git is asked every time.
+    Plain `os` calls: this runs for every record a step writes."""
+    try:
+        head = _read(os.path.join(git_dir, "HEAD"))
+        if head is None or not head.startswith(b"ref: "):
+            return (head,)  # detached: the commit is in HEAD itself
+        name = head[5:].strip().decode("utf-8", "replace")
+        if not _REF_NAME.fullmatch(name) or ".." in name or name == _REFTABLE_HEAD:
+            return None
+        loose = _read(os.path.join(common, name))  # rewritten by every commit to the branch
+        try:  # rewritten (renamed into place) when refs are packed
+            info = os.stat(os.path.join(common, "packed-refs"))
+            packed: tuple[int, int, int] | None = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except FileNotFoundError:
+            packed = None
+    except OSError:
+        return None
+    return head, loose, packed
 
 
 def _git(directory: Path, *args: str) -> str | None:
@@ -46,9 +153,3 @@ def git_toplevel(directory: Path) -> Path | None:
     """The root folder of the repository holding `directory`."""
     top = _git(directory, "rev-parse", "--show-toplevel")
     return Path(top) if top else None
-
-
-@functools.lru_cache(maxsize=32)
-def git_branch(directory: Path) -> str | None:
-    branch = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
-    return None if branch in (None, "HEAD") else branch

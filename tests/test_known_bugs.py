@@ -1,0 +1,120 @@
+"""Two known bugs, each reproduced with the real thing: a git repository whose HEAD moves while
+one process records steps (a notebook), and a lineage sensor tick during which another process
+forgets a ref."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dws_dagster import Workspace
+from dws_dagster.workspace import gitinfo
+
+from .conftest import run_python, run_step
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
+                           "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main",
+                           *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def head(cwd: Path) -> str:
+    return git(cwd, "rev-parse", "HEAD")
+
+
+def recorded_commit(ws: Workspace, n: int) -> str | None:
+    """Run a script step in this process (as a notebook cell would) and return the commit its
+    record holds."""
+    run_step(ws, "cell", [], {"inter/out": f"run {n}\n"}, parameters={"n": n})
+    return ws.store.get("inter/out").record["step"].get("git_commit")
+
+
+# ------------------------------------------------------------------ the git commit
+
+
+def test_a_step_records_the_commit_checked_out_now(ws: Workspace) -> None:
+    repo = ws.root
+    assert recorded_commit(ws, 0) is None  # not a repository (yet)
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+    assert recorded_commit(ws, 1) == head(repo)  # the repository made since is seen
+    first = head(repo)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    second = head(repo)
+    assert second != first
+    assert recorded_commit(ws, 2) == second
+    git(repo, "pack-refs", "--all")  # the branch now lives in packed-refs only
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert recorded_commit(ws, 3) == second
+    git(repo, "commit", "-q", "--allow-empty", "-m", "third")
+    assert recorded_commit(ws, 4) == head(repo)
+    git(repo, "checkout", "-q", "--detach", first)
+    assert recorded_commit(ws, 5) == first
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", second)
+    assert recorded_commit(ws, 6) == second
+
+
+def test_a_linked_worktree_sees_commits_made_in_it(ws: Workspace, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+    git(repo, "worktree", "add", "-q", "-b", "work", str(tmp_path / "linked"))
+    linked = tmp_path / "linked"
+    assert gitinfo.git_commit(linked) == head(linked)
+    assert gitinfo.git_branch(linked) == "work"
+    git(linked, "commit", "-q", "--allow-empty", "-m", "in the worktree")
+    assert gitinfo.git_commit(linked) == head(linked) != head(repo)
+    git(linked, "checkout", "-q", "-b", "other")
+    assert gitinfo.git_branch(linked) == "other"
+
+
+def test_the_commit_is_asked_of_git_only_when_head_moved(ws: Workspace,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cost side: a warm step pays a few file reads, not a git process."""
+    git(ws.root, "init", "-q")
+    git(ws.root, "commit", "-q", "--allow-empty", "-m", "first")
+    asked: list[tuple[str, ...]] = []
+    real = gitinfo._git
+
+    def counting(directory: Path, *args: str) -> str | None:
+        asked.append(args)
+        return real(directory, *args)
+
+    monkeypatch.setattr(gitinfo, "_git", counting)
+    for _ in range(5):
+        assert gitinfo.git_commit(ws.root) == head(ws.root)
+    assert asked.count(("rev-parse", "HEAD")) <= 1
+    git(ws.root, "commit", "-q", "--allow-empty", "-m", "second")
+    assert gitinfo.git_commit(ws.root) == head(ws.root)
+    assert asked.count(("rev-parse", "HEAD")) <= 2
+
+
+def test_a_process_records_the_commit_after_a_commit_made_by_another(ws: Workspace) -> None:
+    """The notebook case across processes: one long-lived interpreter records two steps, the
+    repository gets a commit in between from a `git` run outside it."""
+    git(ws.root, "init", "-q")
+    git(ws.root, "commit", "-q", "--allow-empty", "-m", "first")
+    code = (
+        "import subprocess, sys\n"
+        "from dws_dagster import Workspace\n"
+        "from tests.conftest import run_step\n"
+        "ws = Workspace.open('.')\n"
+        "seen = []\n"
+        "for n in range(2):\n"
+        "    run_step(ws, 'cell', [], {'inter/out': f'{n}\\n'}, parameters={'n': n})\n"
+        "    seen.append(ws.store.get('inter/out').record['step'].get('git_commit'))\n"
+        "    if n == 0:\n"
+        "        subprocess.run(['git', '-c', 'user.name=t', '-c', 'user.email=t@e.com',\n"
+        "                        '-c', 'commit.gpgsign=false', 'commit', '-q',\n"
+        "                        '--allow-empty', '-m', 'second'], check=True)\n"
+        "print(' '.join(seen))\n")
+    done = run_python(code, ws.root)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.split()
+    assert second == head(ws.root) != first
