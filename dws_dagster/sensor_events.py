@@ -249,7 +249,14 @@ class EventApplier:
         enriched = replace(record, extra={**record.extra, "checks": checks})
         try:
             with self.ws.store.locked():
-                if self.ws.store.get(binding.ref).record == state.record:
+                # Read again under the lock: another process may have rewritten the ref or
+                # forgotten it (`dws-dagster forget`) since; the verdict joins only the record
+                # it was read with, and a forgotten ref stays forgotten.
+                now = self.ws.store.get(binding.ref)
+                if now is None:
+                    self._skip(f"check '{name}' of '{key.to_user_string()}': the lineage of "
+                               f"{binding.ref} was forgotten meanwhile; verdict not recorded")
+                elif now.record == state.record:
                     self.ws.store.commit([enriched])
                     self.report.checks += 1
         except DwsError as exc:

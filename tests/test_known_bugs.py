@@ -8,8 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dagster import (
+    AssetCheckResult,
+    Definitions,
+    asset,
+    asset_check,
+    build_sensor_context,
+    materialize,
+)
 
-from dws_dagster import Workspace
+from dws_dagster import Workspace, WorkspaceResource, dws_ref, lineage_sensor, sensor_events
 from dws_dagster.workspace import gitinfo
 
 from .conftest import run_python, run_step
@@ -118,3 +126,64 @@ def test_a_process_records_the_commit_after_a_commit_made_by_another(ws: Workspa
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.split()
     assert second == head(ws.root) != first
+
+
+# ------------------------------------------------------------------ forget during a tick
+
+
+def test_a_ref_forgotten_by_another_process_during_a_tick(
+        ws: Workspace, instance, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A lineage sensor tick applies a check's verdict to the checked ref's record; another
+    process runs `dws-dagster forget` on that ref while the tick is at it. The tick completes,
+    the ref stays forgotten, and the next tick is clean.
+
+    The race is timing-dependent, so the forget is injected at a seam: between the tick's
+    first read of the ref and its read under the store's lock (the `replace` that builds the
+    enriched record), it runs in another process and returns when done. The sensor snapshots
+    per run (`snapshot_on_results`), so it does not hold the store's lock across the batch;
+    with the lock held across a batch the other process would wait for it instead.
+    """
+    ref = "inter/checked"
+    run_step(ws, "checked", [], {ref: "x\n"})
+
+    @asset(name="checked", metadata=dws_ref("inter", "checked"))
+    def checked() -> int:
+        return 1
+
+    @asset_check(asset="checked")
+    def sane() -> AssetCheckResult:
+        return AssetCheckResult(passed=True)
+
+    workspace = WorkspaceResource(root=str(ws.root))
+    sensor = lineage_sensor(snapshot_on_results=True, openlineage=False)
+    defs = Definitions(assets=[checked], asset_checks=[sane], sensors=[sensor],
+                       resources={"workspace": workspace})
+    assert materialize([checked, sane], instance=instance).success
+
+    real_replace = sensor_events.replace
+    forgotten: list[str] = []
+
+    def replace_after_a_forget(obj, /, **changes):
+        if "extra" in changes and not forgotten:
+            done = run_python("from dws_dagster import Workspace\n"
+                              f"print(Workspace.open('.').store.forget({ref!r}))\n", ws.root)
+            assert done.returncode == 0, done.stderr
+            forgotten.append(done.stdout.strip())
+        return real_replace(obj, **changes)
+
+    monkeypatch.setattr(sensor_events, "replace", replace_after_a_forget)
+    context = build_sensor_context(instance=instance, definitions=defs,
+                                   resources={"workspace": workspace})
+    with caplog.at_level("WARNING", logger="dws_dagster.sensor"):
+        result = sensor(context)
+    assert forgotten == ["True"]  # the other process did forget the ref mid-tick
+    assert f"the lineage of {ref} was forgotten meanwhile; verdict not recorded" in caplog.text
+    assert Workspace.open(ws.root).store.get(ref) is None
+    assert ws.store.get(ref) is None
+    assert "records" in result.skip_reason.skip_message
+    # The next tick, from the saved cursor, has nothing left to do and changes nothing.
+    context = build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor,
+                                   resources={"workspace": workspace})
+    assert sensor(context).cursor == result.cursor
+    assert Workspace.open(ws.root).store.get(ref) is None
