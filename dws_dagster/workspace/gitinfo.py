@@ -100,12 +100,16 @@ def _git_dirs(directory: Path, _key: tuple[str | None, str | None]) -> tuple[str
 
 
 def _read(path: str) -> bytes | None:
-    """The file's bytes; None if it does not exist (other errors propagate)."""
+    """The start of a small file (a ref: 41 bytes); None if it does not exist (other errors
+    propagate). Unbuffered: a third of the cost of `open().read()`."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
 
 
 def _head_key(git_dir: str, common: str) -> tuple[object, ...] | None:
