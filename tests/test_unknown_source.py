@@ -159,3 +159,15 @@ def test_a_failed_step_is_still_named_as_such(ws: Workspace) -> None:
     message = str(info.value)
     assert "its data may be partial after step 'prep' failed" in message
     assert "re-run 'prep' to rewrite inter/prep" in message and "restore" not in message
+
+
+def test_a_remote_source_is_observed_with_its_version_given(ws: Workspace, cli: CLI) -> None:
+    """Remote data cannot be versioned from here: the CLI says how instead; the API takes the
+    version (as the Dagster source asset's observation does)."""
+    ws.add_resource("lake", "source-data", uri="s3a://bucket/lake")
+    before = tree_state(ws.meta_dir)
+    code, _, err = cli("observe", "lake/trips", "-w", ws.root)
+    assert code == 1 and "remote resource 'lake'" in err and "dws_source_asset" in err
+    assert tree_state(ws.meta_dir) == before
+    outcome = ws.store.observe_source("lake/trips", "v" * 64)
+    assert outcome.recorded and ws.store.get("lake/trips").version == "v" * 64
