@@ -10,12 +10,15 @@ Script API here; the Dagster IO manager (real Spark, real materializations) at t
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dws_dagster import (
     DwsError,
@@ -176,6 +179,55 @@ def test_a_refused_addition_to_a_running_step_writes_nothing(busy: Workspace) ->
         write(ws.local_path(GOOD) / "part-0.csv", "g\n")
     assert ws.store.get(GOOD).owner == "adder"
     assert json.loads(json.dumps(ws.store.get(GOOD).record["inputs"])) == []
+
+
+#: Bad outputs and inputs a step may hold beside good ones, in any number and order.
+BAD_OUTPUTS = {"escape": "inter/link/out", "conflict": "inter/prep",
+               "nested": "inter/prep/sub", "resource": ResourceRef("nosuch", "x")}
+BAD_INPUTS = {"missing": "inter/nothing", "unknown": "inter/broken",
+              "resource": ResourceRef("nosuch", "y")}
+_EXAMPLES = itertools.count()
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_mix_of_good_and_bad_refs_is_all_or_nothing(busy: Workspace,
+                                                        data: st.DataObject) -> None:
+    """Good outputs and source inputs mixed with any bad ones, in any order: with one bad ref
+    or more the step is refused and the store's files are unchanged; with none, every output
+    is claimed and every source input observed."""
+    ws = busy
+    n = next(_EXAMPLES)  # fresh names each example: the workspace is shared by all
+    goods = data.draw(st.integers(0, 3), label="good outputs")
+    sources = data.draw(st.integers(0, 2), label="source inputs")
+    bad_out = data.draw(st.lists(st.sampled_from(sorted(BAD_OUTPUTS)), max_size=2), "bad out")
+    bad_in = data.draw(st.lists(st.sampled_from(sorted(BAD_INPUTS)), max_size=2), "bad in")
+    mixed = data.draw(st.booleans(), label="two versions of one input")
+    outputs = [f"inter/g{n}_{i}" for i in range(goods)] + [BAD_OUTPUTS[k] for k in bad_out]
+    inputs = [f"src/f{n}_{i}.csv" for i in range(sources)] + [BAD_INPUTS[k] for k in bad_in]
+    inputs += ["inter/old_view", "inter/new_view"] if mixed else []
+    for i in range(sources):
+        write(ws.root / f"data/src/f{n}_{i}.csv", f"{n},{i}\n")
+    builder = LineageBuilder().with_step_name(f"mix{n}").with_parameters({}) \
+        .with_workspace_directory(ws.root)
+    builder = builder.with_no_inputs() if not inputs else builder
+    for item in data.draw(st.permutations([("in", i) for i in inputs]
+                                          + [("out", o) for o in outputs]), label="order"):
+        builder = builder.with_input_ref(item[1]) if item[0] == "in" \
+            else builder.with_output_ref(item[1])
+    files = store_files(ws)
+    if bad_out or bad_in or mixed:
+        with pytest.raises(DwsError):
+            builder.eval()
+        assert store_files(ws) == files
+        return
+    lineage = builder.eval()
+    for ref in outputs:
+        assert ws.store.get(ref).owner == f"mix{n}"
+    for ref in inputs:
+        assert ws.store.get(ref).status == "source"
+    assert sorted(str(ref) for ref in lineage.outputs) == sorted(outputs)
 
 
 # ------------------------------------------------------------------ Dagster IO manager
