@@ -177,8 +177,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         plan = self._plan(context, obj, asset)
         inputs, input_assets = self._inputs(ws, reads, plan, obj.sparkSession, asset, ref)
         # The output claimed (rule (a)) only if the inputs pass too, in one append under the
-        # store's lock: a refused asset leaves no claim behind.
-        provenance = store.begin_step(asset, claims=[ref], inputs=inputs).provenance
+        # store's lock: a refused asset leaves no claim behind. The lock is taken even when the
+        # claim is on record, so an unwritable store is found before the data is touched.
+        provenance = store.begin_step(asset, claims=[ref], inputs=inputs, lock=True).provenance
         step = StepInfo(name=asset, kind=STEP_KIND, run_id=context.run_id, partition=partition,
                         code_version=_code_version(context), git_commit=git_commit(ws.root))
         built: list[LineageRecord] = []

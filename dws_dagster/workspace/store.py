@@ -542,7 +542,8 @@ class LineageStore:
     def begin_step(self, step: str, *, claims: Iterable[ResourceRef | str] = (),
                    inputs: Collection[tuple[ResourceRef | str, str]] = (),
                    observe: Iterable[tuple[ResourceRef | str, str]] = (),
-                   outputs: Iterable[ResourceRef | str] = ()) -> InputCheck:
+                   outputs: Iterable[ResourceRef | str] = (), lock: bool = False
+                   ) -> InputCheck:
         """Check a step, then claim its outputs and observe its source inputs: all or nothing.
 
         Every ref of `claims` is checked against other steps (rule (a)) and every input of
@@ -552,11 +553,15 @@ class LineageStore:
         seen) appended, in one append under the lock: a step refused for one ref leaves no
         claim that would block the steps writing its other refs, and no step can claim a ref
         between the check and the claim.
+
+        With nothing to write (a step run again) the lock is not taken, unless `lock`: a writer
+        about to write data then learns before touching it that the store cannot be written
+        (a read-only or full disk).
         """
         wanted = list(dict.fromkeys(as_ref(ref) for ref in claims))
         seen = {str(as_ref(ref)): version for ref, version in observe}
         self.refresh()
-        if not self._step_ops(step, wanted, seen):
+        if not lock and not self._step_ops(step, wanted, seen):
             # Nothing to write (a step run again): the checks need no lock, as before a claim.
             return self._check_step(step, wanted, inputs, outputs)
         with self.locked():
