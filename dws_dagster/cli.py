@@ -26,7 +26,7 @@ import orjson
 
 from .errors import DwsError, WorkspaceNotFoundError
 from .workspace.config import ROLES, VERSIONING_MODES, WORKSPACE_DIR, RemoteDataError, Workspace
-from .workspace.files import writing
+from .workspace.files import first_os_error, write_error, writing
 from .workspace.store import gc_paused
 from .workspace.versions import DataNotFoundError, short
 
@@ -535,6 +535,9 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 def _os_error_message(exc: OSError) -> str:
     """An OSError nobody converted, as one line naming the file and what to do."""
+    exc = first_os_error(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) and exc.filename is not None:
+        return str(write_error(exc.filename, exc))  # with the free space and what to do
     names = " -> ".join(str(n) for n in (exc.filename, exc.filename2) if n is not None)
     reason = exc.strerror or str(exc)
     advice = {
@@ -608,8 +611,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(text: str) -> str:
-    """A message on one line (an error text may carry newlines, e.g. a file name)."""
-    return " ".join(text.split("\n")) if "\n" in text else text
+    """A message on one line: a newline becomes a space, and any other character that is not
+    printable (in a file name, a tag: a line separator, a terminal escape) is shown escaped."""
+    text = text.replace("\n", " ")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 if __name__ == "__main__":

@@ -227,7 +227,8 @@ def test_no_command_line_gives_a_traceback_or_an_internal_error(pipeline_ws: Wor
     try:
         code, out, err = cli(*argv, cwd=pipeline_ws.root)
     except SystemExit as stop:  # argparse: --help (0) or a bad command line (2)
-        assert stop.code in (0, 2)
+        code, out, err = stop.code, "", ""
+    if code == 2 or (code == 0 and "--help" in argv):
         return
     assert "Traceback" not in err and "Traceback" not in out
     assert code in (0, 1), (argv, code, err)

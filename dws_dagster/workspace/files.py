@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -56,6 +57,7 @@ def write_error(path: str | os.PathLike[str], exc: OSError, *, action: str = "wr
     `kept`: the write left the file's earlier contents as they were."""
     if isinstance(exc, WorkspaceWriteError):
         return exc
+    exc = first_os_error(exc)
     target = Path(path)
     code = exc.errno
     reason = exc.strerror or str(exc)
@@ -64,7 +66,7 @@ def write_error(path: str | os.PathLike[str], exc: OSError, *, action: str = "wr
         advice = (f"{free} free on its disk; " if free else "") \
             + "free space (or raise the quota), then re-run"
     elif code == errno.EROFS:
-        advice = "its file system is read-only: remount it read-write, then re-run"
+        advice = "remount its file system read-write, then re-run"
     elif code in (errno.EACCES, errno.EPERM):
         advice = f"make {target.parent} writable for this user, then re-run"
     elif code in (errno.ENOTDIR, errno.EEXIST):
@@ -75,6 +77,20 @@ def write_error(path: str | os.PathLike[str], exc: OSError, *, action: str = "wr
         advice = "fix the cause, then re-run"
     unchanged = "; its earlier contents are unchanged" if kept else ""
     return WorkspaceWriteError(f"cannot {action} {target}: {reason}; {advice}{unchanged}", code)
+
+
+def first_os_error(exc: OSError) -> OSError:
+    """`exc`, or for `shutil.Error` (copytree gathers the errors of its files as text) the
+    first file's error, its errno read back from the text so a message can say what to do."""
+    if not isinstance(exc, shutil.Error):
+        return exc
+    for item in exc.args[0] if exc.args and isinstance(exc.args[0], list) else ():
+        if isinstance(item, tuple) and len(item) == 3:
+            found = re.match(r"\[Errno (\d+)\] ([^:]+)", str(item[2]))
+            if found:
+                return OSError(int(found.group(1)), found.group(2), item[1])
+            return OSError(None, str(item[2]), item[1])
+    return OSError(None, str(exc))
 
 
 @contextmanager
