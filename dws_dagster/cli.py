@@ -530,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _show_warning(message: Warning | str, category: type[Warning], filename: str,
                   lineno: int, file: Any = None, line: str | None = None) -> None:
     """Warnings (files skipped as not data, ...) as one `warning:` line, not Python's two."""
-    print(f"warning: {message}", file=sys.stderr)
+    print(f"warning: {_one_line(str(message))}", file=sys.stderr)
 
 
 def _os_error_message(exc: OSError) -> str:

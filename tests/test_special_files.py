@@ -151,23 +151,38 @@ def test_a_ref_that_is_itself_special_has_no_version(tmp_path: Path, unix_socket
         assert "not a data file or folder" in str(raised.value)
 
 
-def test_a_file_swapped_for_a_pipe_after_listing_is_skipped_not_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The race the open closes: listed as a regular file, a pipe when opened. The listing is
-    replaced by one that names the pipe as a data file (what a swap in between would give)."""
+@pytest.mark.parametrize("swapped_in", ["pipe", "pipe with a writer", "/dev/zero"])
+def test_a_file_swapped_after_listing_is_skipped_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str) -> None:
+    """The race the open closes: listed as a regular file, a pipe or an endless device when
+    opened. The listing is replaced by one that names it as a data file (what a swap in
+    between would give)."""
     folder = _data_folder(tmp_path)
     clean = content_version(folder)
-    os.mkfifo(folder / "late")
+    late = folder / "late"
+    writer = None
+    if swapped_in == "/dev/zero":
+        os.symlink("/dev/zero", late)
+    else:
+        os.mkfifo(late)
+        if swapped_in == "pipe with a writer":  # held open, some bytes in it, never closed
+            writer = os.open(late, os.O_RDWR | os.O_NONBLOCK)
+            os.write(writer, b"x" * 1000)
     real = versions._data_files
 
     def listing_before_the_swap(path, exclude_top, kind="?", *, skipped):
         found = real(path, exclude_top, kind, skipped=skipped)
         skipped.clear()  # the listing saw a regular file
-        return sorted([*found, ("late", str(folder / "late"))])
+        return sorted([*found, ("late", str(late))])
 
     monkeypatch.setattr(versions, "_data_files", listing_before_the_swap)
-    with pytest.warns(SpecialFileWarning, match=r"late \(named pipe\)"):
-        assert content_version(folder) == clean
+    try:
+        with pytest.warns(SpecialFileWarning, match=r"late \((symlink to a )?(named pipe|character"
+                                                    r" device)\)"):
+            assert content_version(folder) == clean
+    finally:
+        if writer is not None:
+            os.close(writer)
 
 
 def test_the_marker_is_never_read_through_a_pipe(tmp_path: Path) -> None:

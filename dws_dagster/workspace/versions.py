@@ -227,15 +227,22 @@ def _walk(folder: str, prefix: str, excluded: frozenset[str],
         _walk(base + name, f"{prefix}{name}/", excluded, found, skipped)
 
 
-def _open_regular(path: str) -> int | None:
-    """A descriptor of the regular file at `path`, or None if it is no longer one (swapped for
-    a pipe or a device since it was listed: opened non-blocking, so that cannot hang)."""
+def _open_data(path: str) -> int | None:
+    """A non-blocking descriptor of the file at `path`, None if it is gone (or a broken link)."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        return os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         if exc.errno in _MISSING_ERRNOS:
             return None
         raise _read_error(path, exc) from None
+
+
+def _open_regular(path: str) -> int | None:
+    """A descriptor of the regular file at `path`, or None if it is no longer one (swapped for
+    a pipe or a device since it was checked: opened non-blocking, so that cannot hang)."""
+    fd = _open_data(path)
+    if fd is None:
+        return None
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError:
@@ -257,31 +264,39 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None
     from a memory map skips the copy (faster on big cached files) but was not taken: a file
     truncated by another process while mapped kills this process with SIGBUS, and files
     written in small pieces and still cached hash slower that way (see README, Performance).
+
+    The file was a regular one when listed, but may have been swapped for a pipe or a device
+    since. Opened non-blocking, a pipe cannot block the reads; whatever is not read whole in
+    one call (empty, big, endless like /dev/zero, or a pipe with nothing in it) is checked with
+    `fstat` before it is read further. A small file read whole needs no check: the check would
+    cost a fifth of versioning many tiny files, and such bytes are data whatever held them.
     """
-    fd = _open_regular(path)
+    fd = _open_data(path)
     if fd is None:
         return None
     try:
         chunk = os.read(fd, _CHUNK)
-        if len(chunk) < _CHUNK:
+        following = b""
+        if chunk and len(chunk) < _CHUNK:
             following = os.read(fd, _CHUNK)
             if not following:  # read whole at once, as most small files are: one-shot hash
-                if chunk and progress is not None:
+                if progress is not None:
                     progress(len(chunk))
                 return xxhash.xxh3_128_hexdigest(chunk), len(chunk)
-            hasher = xxhash.xxh3_128(chunk)
-            size = len(chunk)
-            if progress is not None:
-                progress(size)
-            chunk = following
-        else:
-            hasher, size = xxhash.xxh3_128(), 0
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        hasher, size = xxhash.xxh3_128(), 0
         while chunk:
             hasher.update(chunk)
             size += len(chunk)
             if progress is not None:
                 progress(len(chunk))
-            chunk = os.read(fd, _CHUNK)
+            if following:
+                chunk, following = following, b""
+            else:
+                chunk = os.read(fd, _CHUNK)
+    except BlockingIOError:  # only a pipe, socket or device would block, never a data file
+        return None
     except OSError as exc:
         raise _read_error(path, exc) from None
     finally:
