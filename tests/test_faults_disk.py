@@ -412,3 +412,31 @@ def test_init_and_add_on_a_read_only_or_full_disk(disk: Disk, cli) -> None:
     assert (ws.meta_dir / "resources.json").read_bytes() == resources
     assert cli("add", "more", "--role", "results", "--path", "more", "-w", ws.root)[0] == 0
     assert cli("init", disk.root / "other")[0] == 0
+
+
+def test_an_append_whose_compaction_finds_the_disk_full_still_succeeds(
+        disk: Disk, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folding the journal into current.json is only a speed-up: when the disk has room for
+    the appended line but not for current.json, the append succeeds and the fold waits."""
+    from dws_dagster.workspace import store as store_module
+
+    ws = _small_ws(disk.root / "ws")
+    for n in range(2):
+        run_step(ws, f"step{n}", ["src/trips.csv"], {f"inter/o{n}": f"A\n{n}\n"}, BIG)
+    current = ws.meta_dir / "lineage" / "current.json"
+    before = current.read_bytes() if current.exists() else None
+    disk.fill()
+    os.truncate(disk.filler, os.path.getsize(disk.filler) - 8192)  # room for a line, no more
+    monkeypatch.setattr(store_module, "COMPACT_MIN_OPS", 1)  # this append folds the journal
+    store = Workspace.open(ws.root).store
+    store.observe("src/trips.csv", "0" * 32)
+    assert (current.read_bytes() if current.exists() else None) == before
+    assert Workspace.open(ws.root).store.get("src/trips.csv").version == "0" * 32
+    assert not _leftovers(ws.root)
+
+    disk.make_room()
+    Workspace.open(ws.root).store.observe("src/trips.csv", "1" * 32)
+    assert current.read_bytes() != before  # folded now
+    reopened = Workspace.open(ws.root).store
+    assert reopened.get("src/trips.csv").version == "1" * 32
+    assert reopened.get("inter/o1").status == "ok"
