@@ -286,3 +286,18 @@ def test_io_manager_source_observation_logs_skipped_files_to_dagster(
         in skipped[0], logs
     state = Workspace.open(ws.root).store.get("src/trips")
     assert state.version == ws.version_of("src/trips", on_skip=lambda message: None)
+
+
+def test_data_copies_skip_what_versions_skip(tmp_path: Path, unix_socket: Path) -> None:
+    """Kept versions and restores copy data with `copy_data`: special files are left out
+    (copying a pipe would block), so the copy has the version of the data."""
+    from dws_dagster.workspace.swap import copy_data
+
+    folder = _data_folder(tmp_path)
+    for kind in KINDS:
+        _make(kind, folder / "sub" / kind, unix_socket)
+    copy_data(folder, tmp_path / "copy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpecialFileWarning)
+        assert content_version(tmp_path / "copy") == content_version(folder)
+    assert sorted(p.name for p in (tmp_path / "copy/sub").iterdir()) == ["part-1.csv"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import DwsError
 from .files import fsync_dir, write_error, writing
+from .versions import special_names
 
 OLD_PREFIX = ".dws-old-"
 STAGING_PREFIX = ".dws-staging-"
@@ -100,8 +101,7 @@ def copy_data(source: Path, destination: Path) -> None:
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination)
             return
-        shutil.copytree(source, destination, ignore=shutil.ignore_patterns(
-            ".dws", f"{OLD_PREFIX}*", f"{STAGING_PREFIX}*"))
+        shutil.copytree(source, destination, ignore=_not_copied)
     except OSError as exc:  # shutil.Error (copytree's errors of its files) is one too
         _remove_quietly(destination)
         raise write_error(_for_message(destination), exc, action=f"copy {source} to"
@@ -109,6 +109,15 @@ def copy_data(source: Path, destination: Path) -> None:
     except BaseException:
         _remove_quietly(destination)
         raise
+
+
+_BOOKKEEPING = shutil.ignore_patterns(".dws", f"{OLD_PREFIX}*", f"{STAGING_PREFIX}*")
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    """Bookkeeping, and what versions skip as not data (pipes, sockets, devices, broken
+    links): copying a pipe would block or fail, and the copy keeps the version of the data."""
+    return set(_BOOKKEEPING(folder, names)) | special_names(folder)
 
 
 def _for_message(path: Path) -> Path:

@@ -119,6 +119,24 @@ def _describe_special(path: str) -> str:
     return f"symlink to a {kind}" if link else kind
 
 
+def special_names(folder: str | os.PathLike[str]) -> set[str]:
+    """Names in `folder` that are neither regular files nor folders (following links): what
+    versions skip as not data. From the listing's file types: no call per plain file."""
+    found = set()
+    try:
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                try:
+                    if entry.is_file() or entry.is_dir():
+                        continue
+                except OSError:
+                    pass
+                found.add(entry.name)
+    except OSError:
+        pass
+    return found
+
+
 def _read_error(path: str, exc: OSError) -> DataReadError:
     return DataReadError(
         f"cannot read data file {path}: {exc.strerror or exc}; fix its permissions or move "
