@@ -2,26 +2,39 @@
 
 Only the workspace layer is imported here, never dagster or pyspark, so lineage and status
 commands start fast.
+
+No failure prints a traceback: each is one line on stderr and an exit code: 1 for a refusal
+(`DwsError`) or a file the system would not read or write (named, with what to do), 2 for a
+command line argparse rejects, 130 for Ctrl-C, and 70 (EX_SOFTWARE) for an internal error,
+a bug to report; `DWS_DEBUG=1` in the environment prints its traceback too.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import os
 import sys
+import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .errors import DwsError
-from .workspace.config import ROLES, VERSIONING_MODES, RemoteDataError, Workspace
+from .errors import DwsError, WorkspaceNotFoundError
+from .workspace.config import ROLES, VERSIONING_MODES, WORKSPACE_DIR, RemoteDataError, Workspace
+from .workspace.files import first_os_error, write_error, writing
 from .workspace.store import attention_note, gc_paused
 from .workspace.versions import DataNotFoundError, short
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: Exit codes besides 0, 1 (refused) and 2 (bad command line, from argparse).
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
 
 
 def _print_json(value: Any) -> None:
@@ -29,7 +42,29 @@ def _print_json(value: Any) -> None:
 
 
 def _open(args: argparse.Namespace) -> Workspace:
-    return Workspace.open(args.workspace)
+    """The workspace `--workspace DIR` names (DIR must be its root: the flag names THE
+    workspace, so a wrong DIR is never silently replaced by one enclosing it), else the
+    nearest one at or above the current folder."""
+    if args.workspace is None:
+        return Workspace.open()
+    root = Path(args.workspace).absolute()
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise WorkspaceNotFoundError(
+            f"--workspace {root} {what}: pass the root folder of a workspace (the one holding "
+            f"{WORKSPACE_DIR}/), or create one with 'dws-dagster init {root}'")
+    try:
+        return Workspace.open(root, search_parents=False)
+    except WorkspaceNotFoundError:
+        try:
+            enclosing: Path | None = Workspace.find_root(root.parent)
+        except WorkspaceNotFoundError:
+            enclosing = None
+        hint = f"; it is inside the workspace at {enclosing}: pass --workspace {enclosing}" \
+            if enclosing is not None else f"; create one with 'dws-dagster init {root}'"
+        raise WorkspaceNotFoundError(
+            f"--workspace {root} is not a workspace (no {WORKSPACE_DIR}/config.json){hint}"
+        ) from None
 
 
 def _progress(total: int | None, desc: str, unit: str = "it", **kwargs: Any) -> Any:
@@ -147,8 +182,9 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     else:
         output = renderers[args.format](graph)
     if args.output:
-        Path(args.output).write_text(output + ("" if output.endswith("\n") else "\n"),
-                                     encoding="utf-8")
+        with writing(args.output):
+            Path(args.output).write_text(output + ("" if output.endswith("\n") else "\n"),
+                                         encoding="utf-8")
         print(f"wrote {args.format} lineage of {ref} to {args.output}")
     else:
         sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
@@ -293,7 +329,8 @@ def cmd_version(args: argparse.Namespace) -> int:
     ws = _open(args)
     ref = ws.check_ref(ResourceRef.parse(args.ref))
     path = ws.local_path(ref)
-    total = data_size(path) if path.exists() else None
+    # Files that are not data are told once, by the version below.
+    total = data_size(path, on_skip=lambda message: None) if path.exists() else None
     bar = _progress(total, f"hashing {ref}", unit="B", unit_scale=True)
     try:
         version = ws.version_of(ref, progress=bar.update)
@@ -517,9 +554,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, file: Any = None, line: str | None = None) -> None:
+    """Warnings (files skipped as not data, ...) as one `warning:` line, not Python's two."""
+    print(f"warning: {_one_line(str(message))}", file=sys.stderr)
+
+
+def _os_error_message(exc: OSError) -> str:
+    """An OSError nobody converted, as one line naming the file and what to do."""
+    exc = first_os_error(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) and exc.filename is not None:
+        return str(write_error(exc.filename, exc))  # with the free space and what to do
+    names = " -> ".join(str(n) for n in (exc.filename, exc.filename2) if n is not None)
+    reason = exc.strerror or str(exc)
+    advice = {
+        errno.ENOSPC: "free space, then re-run", errno.EDQUOT: "free space, then re-run",
+        errno.EROFS: "remount it read-write, then re-run",
+        errno.EACCES: "fix its permissions, then re-run",
+        errno.EPERM: "fix its permissions, then re-run",
+        errno.ENOENT: "check the path", errno.ENOTDIR: "check the path",
+        errno.EISDIR: "name a file, not a folder",
+        errno.EEXIST: "move it away or choose another path",
+    }.get(exc.errno or 0, "fix the cause, then re-run")
+    return f"{names}: {reason}; {advice}" if names else f"{reason}; {advice}"
+
+
+def _utf8_tolerant_output() -> None:
+    """File names that are not UTF-8 (kept by Python as surrogate escapes) are written back as
+    their bytes instead of failing the print."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="surrogateescape")
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        _utf8_tolerant_output()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     # `--workspace` is accepted before and after the command; its action is shared by all the
     # parsers (parents=), so no parser may give it a default, or that default would override
     # a value given before the command.
@@ -528,7 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # A command lives for seconds and builds large acyclic structures from JSON; the
         # cyclic garbage collector would only walk them again and again.
-        with gc_paused():
+        with gc_paused(), warnings.catch_warnings():
+            warnings.showwarning = _show_warning
             code = int(args.handler(args))
         if argv is None:
             # Run as the command (arguments from sys.argv), the process exits next: freezing
@@ -537,14 +618,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.freeze()
         return code
     except DwsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a file the system refused that no layer named: still the user's
+        print(f"error: {_one_line(_os_error_message(exc))}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line, not a traceback, and a distinct exit code
+        if os.environ.get("DWS_DEBUG"):
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}; please report "
+              "it (DWS_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _one_line(text: str) -> str:
+    """A message on one line: a newline becomes a space, and any other character that is not
+    printable (in a file name, a tag: a line separator, a terminal escape) is shown escaped."""
+    text = text.replace("\n", " ")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 if __name__ == "__main__":

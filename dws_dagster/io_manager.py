@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -175,7 +175,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             what=f"asset '{asset}': parameter")
         store = ws.store
         plan = self._plan(context, obj, asset)
-        inputs, input_assets = self._inputs(ws, reads, plan, obj.sparkSession, asset, ref)
+        inputs, input_assets = self._inputs(ws, reads, plan, obj.sparkSession, asset, ref,
+                                            log=context.log.warning)
         # The output claimed (rule (a)) only if the inputs pass too, in one append under the
         # store's lock: a refused asset leaves no claim behind. The lock is taken even when the
         # claim is on record, so an unwritable store is found before the data is touched.
@@ -231,7 +232,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             return None
 
     def _inputs(self, ws: Workspace, reads: _StepReads, plan: PlanLineage | None,
-                spark: SparkSession, asset: str, output: ResourceRef
+                spark: SparkSession, asset: str, output: ResourceRef, *,
+                log: Callable[[str], None] | None = None
                 ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
         """Inputs loaded through the IO manager, plus workspace data the body read by path
         (found in the Spark plan)."""
@@ -247,7 +249,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             if ref is None or ref.overlaps(output) or any(r.overlaps(ref) for r in loaded_refs):
                 continue
             found[str(ref)] = self.current_version(ws, ref, spark, fmt=item.format or "parquet",
-                                                   what=f"asset '{asset}'")
+                                                   what=f"asset '{asset}'", log=log)
             loaded_refs.append(ref)
         return tuple(sorted(found.items())), input_assets
 
@@ -291,21 +293,22 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     # ----------------------------------------------------------------- sources
 
-    def observe_source(self, metadata: Mapping[str, Any], key_path: Sequence[str]
-                       ) -> tuple[str, str, str]:
+    def observe_source(self, metadata: Mapping[str, Any], key_path: Sequence[str], *,
+                       log: Callable[[str], None] | None = None) -> tuple[str, str, str]:
         """Version source data now (local files by their bytes, whatever marker they carry) and
-        record it as an observation; returns (version, URI, observation time)."""
+        record it as an observation; returns (version, URI, observation time). Files skipped
+        as not data (pipes, sockets, broken links) are told to `log` (the Dagster log)."""
         ws = self._workspace()
         binding = self.binding_for(metadata, key_path)
         location = ws.location(binding.ref)
         what = f"source asset '{'/'.join(key_path)}'"
         resource = ws.resource(binding.ref.name)
         if resource.is_local:
-            version = ws.version_of(binding.ref)
+            version = ws.version_of(binding.ref, on_skip=log)
         else:
             version = self.current_version(ws, binding.ref, self._session(),
                                            fmt=binding.format, options=binding.read_options,
-                                           what=what)
+                                           what=what, log=log)
         at = now_iso()
         # Versioned just now: also the way back for a source a partial restore left unknown.
         ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)}, at=at,
@@ -338,7 +341,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                               for key, location in zip(keys, locations, strict=True)},
                              what=what, upstream=upstream)
         versions = [self.current_version(ws, ref, spark, fmt=binding.format,
-                                         options=binding.read_options, what=what)
+                                         options=binding.read_options, what=what,
+                                         log=context.log.warning)
                     for ref in refs]
 
         run_id, step_key = dagster_compat.step_identity(context)
@@ -393,7 +397,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     def current_version(self, ws: Workspace, ref: ResourceRef, spark: SparkSession, *,
                         fmt: str = "parquet", options: Mapping[str, str] | None = None,
-                        what: str) -> str:
+                        what: str, log: Callable[[str], None] | None = None) -> str:
         """The version of the data at a ref now: the marker written with it (re-hashed when
         `verify_inputs`), the byte version of files written outside Spark, or for remote data
         without a marker a listing or logical version by the resource's versioning mode."""
@@ -405,7 +409,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 _catch_up(ws, ref, marker)
                 return marker["version"]
         try:
-            return ws.version_of(ref)
+            return ws.version_of(ref, on_skip=log)
         except RemoteDataError:
             pass
         if resource.versioning == "listing":

@@ -44,7 +44,8 @@ def dws_source_asset(key: str | Sequence[str], resource: str, subpath: str | Non
                 f"source asset '{'/'.join(key_path)}': resource '{io_manager_key}' is a "
                 f"{type(manager).__name__}, not a SparkWorkspaceIOManager; pass io_manager_key="
                 "the key of your SparkWorkspaceIOManager")
-        version, location, observed_at = manager.observe_source(binding, key_path)
+        version, location, observed_at = manager.observe_source(binding, key_path,
+                                                                    log=context.log.warning)
         return ObserveResult(data_version=DataVersion(version), metadata={
             "dws/ref": MetadataValue.text(binding["dws/ref"]),
             "dws/version": MetadataValue.text(version),

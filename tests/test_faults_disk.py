@@ -1,10 +1,16 @@
-"""A workspace whose disk fills up, or that becomes read-only, in the middle of a write: the run
-fails with a StorageError naming the asset, the ref, the cause and what to do; the old data and
-its lineage stay whole; once there is room again the next run proceeds.
+"""A workspace whose disk fills up, or that becomes read-only, in the middle of a write.
 
-As root (CI and this machine) the workspace lives on a real small tmpfs, filled by the write
-itself or remounted read-only; without root the same error is injected at the OS boundary
-where the write's last file is created (the version marker), and the test says which path ran.
+Every writer is covered: the lineage journal and its compaction into current.json, snapshot
+manifests and index, the results archive copy, the OpenLineage outbox journal and state.json,
+data restored from a snapshot, `init` and `add`, and a Spark asset write. Each fails with a
+`DwsError` naming the file and what to do (a full disk also says how much is free), nothing
+written earlier is lost (no torn journal line, no half-replaced JSON, no temp or staging file
+left), and the next write succeeds once there is room.
+
+As root (CI and this machine) the workspace lives on a real small tmpfs, filled by a filler
+file or remounted read-only. Without root the Spark test injects the error at the OS boundary
+where the write's last file is created (the version marker) and says which path ran; the other
+tests need the real disk and skip.
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref
+from dws_dagster.errors import DwsError
+from dws_dagster.ol.outbox import Outbox
 from dws_dagster.spark import storage
+from dws_dagster.workspace.files import WorkspaceWriteError
+from dws_dagster.workspace.snapshots import list_snapshots
 from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX
 
+from .conftest import run_step, write
 from .pipeline import io_manager, make_workspace
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 REF = "intermediate-data/victim"
 
@@ -88,6 +97,8 @@ def _check_old_data_whole(spark, ws: Workspace, old_version: str) -> None:
                 if p.name.startswith((STAGING_PREFIX, OLD_PREFIX))]
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["disk-full", "read-only"])
 def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
         spark, tmp_path, small_disk, monkeypatch, fault):
@@ -139,3 +150,293 @@ def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
     again = Workspace.open(ws.root)
     assert storage.read(spark, str(ws.local_path(REF))).count() == 70
     assert again.store.get(REF).version == again.version_of(REF) != old_version
+
+
+# ------------------------------------------------------ every writer of the workspace
+
+
+class Disk:
+    """A real 1 MiB tmpfs that a test fills, empties, or makes read-only."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.filler = root / "filler"
+
+    def fill(self) -> None:
+        """Take every free page: any write needing a new one fails with ENOSPC."""
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            for size in (1 << 16, 1 << 12, 1):
+                with pytest.raises(OSError) as full:
+                    while True:
+                        os.write(fd, b"\0" * size)
+                assert full.value.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+
+    def make_room(self) -> None:
+        self.filler.unlink()
+
+    def read_only(self, yes: bool = True) -> None:
+        subprocess.run(["mount", "-o", f"remount,{'ro' if yes else 'rw'}", str(self.root)],
+                       check=True)
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[Disk]:
+    where = tmp_path / "disk"
+    where.mkdir()
+    if not _mount(where, "size=1m,mode=0755"):
+        pytest.skip("needs a real tmpfs (root with mount rights): the write errors come from "
+                    "the kernel, not from a mock")
+    yield Disk(where)
+    subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def _small_ws(root: Path) -> Workspace:
+    ws = Workspace.init(root)
+    ws.add_resource("src", "source-data", path="data/src")
+    ws.add_resource("inter", "intermediate-data", path="data/inter")
+    ws.add_resource("results", "results", path="results")
+    write(root / "data/src/trips.csv", "a\n1\n")
+    return ws
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (lock files aside) with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock") and p.name != "lock"}
+
+
+def _leftovers(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".tmp")
+            or p.name.startswith((STAGING_PREFIX, OLD_PREFIX))]
+
+
+def _check_full_disk_error(exc: BaseException, *names: str) -> None:
+    assert isinstance(exc, DwsError), repr(exc)
+    message = str(exc)
+    assert "No space left on device" in message and "free space" in message, message
+    assert all(name in message for name in names), message
+
+
+BIG = {"blob": "x" * 9000}  # a journal line over two pages: it cannot fit in a page's slack
+
+
+def test_lineage_journal_append_on_a_full_disk(disk: Disk) -> None:
+    ws = _small_ws(disk.root / "ws")
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, {"scale": 2})
+    good = Workspace.open(ws.root).store.get("inter/prep")
+    meta_before = _files(ws.meta_dir)
+    disk.fill()
+    with pytest.raises(DwsError) as raised:
+        run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "B\n2\n"}, BIG)
+    _check_full_disk_error(raised.value, str(ws.meta_dir / "lineage"), "earlier contents")
+    assert isinstance(raised.value, WorkspaceWriteError)
+    # No torn line: every journal file is as it was or ends with a whole line.
+    for name, data in _files(ws.meta_dir).items():
+        if name.endswith(".jsonl"):
+            assert data == meta_before.get(name, data) or data.endswith(b"\n"), name
+    assert not _leftovers(ws.root)
+    again = Workspace.open(ws.root).store.get("inter/prep")
+    assert again.version == good.version and again.record == good.record
+
+    disk.make_room()
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "B\n2\n"}, BIG)
+    state = Workspace.open(ws.root).store.get("inter/prep")
+    assert state.status == "ok" and state.version != good.version
+    assert state.record["parameters"]["blob"] == BIG["blob"]
+
+
+def test_compaction_into_current_json_on_a_full_disk(disk: Disk) -> None:
+    ws = _small_ws(disk.root / "ws")
+    for n in range(5):
+        run_step(ws, f"step{n}", ["src/trips.csv"], {f"inter/o{n}": f"A\n{n}\n"}, BIG)
+    states = {ref: state.to_json() for ref, state in Workspace.open(ws.root).store.items()}
+    current = ws.meta_dir / "lineage" / "current.json"
+    before = current.read_bytes() if current.exists() else None
+    disk.fill()
+    with pytest.raises(DwsError) as raised:
+        Workspace.open(ws.root).store.compact()
+    _check_full_disk_error(raised.value, str(current))
+    assert (current.read_bytes() if current.exists() else None) == before
+    assert not _leftovers(ws.root)
+    assert {ref: state.to_json() for ref, state in Workspace.open(ws.root).store.items()} \
+        == states
+
+    disk.make_room()
+    store = Workspace.open(ws.root).store
+    store.compact()
+    run_step(ws, "late", ["src/trips.csv"], {"inter/late": "L\n"})
+    reopened = Workspace.open(ws.root).store
+    assert {ref: state.to_json() for ref, state in reopened.items() if ref != "inter/late"} \
+        == states
+    assert reopened.get("inter/late").status == "ok"
+
+
+@pytest.fixture
+def results_ws(disk: Disk) -> Workspace:
+    ws = _small_ws(disk.root / "ws")
+    run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.1}, results={"mae": 1.5},
+             results_dir="results/exp")
+    return ws
+
+
+@pytest.mark.parametrize("big_results", [False, True], ids=["manifest", "results-copy"])
+def test_snapshot_on_a_full_disk(disk: Disk, results_ws: Workspace, cli,
+                                 big_results: bool) -> None:
+    ws = results_ws
+    if big_results:  # the copy of the results into results/snapshots/ is what fails
+        write(ws.root / "results/exp/model.bin", "m" * 300_000)
+        run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.2}, results={"mae": 1.2},
+                 results_dir="results/exp")
+    meta_before = _files(ws.meta_dir)
+    disk.fill()
+    if big_results:  # room for the manifest, not for the copy
+        os.truncate(disk.filler, os.path.getsize(disk.filler) - 100_000)
+    code, _, err = cli("snapshot", "s1", "-w", ws.root)
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "No space left on device" in err
+    assert str(ws.root) in err
+    assert _files(ws.meta_dir) == meta_before
+    assert not _leftovers(ws.root) and not (ws.root / "results/snapshots/s1").exists()
+    assert list_snapshots(Workspace.open(ws.root)) == []
+
+    disk.make_room()
+    code, out, err = cli("snapshot", "s1", "-w", ws.root)
+    assert code == 0, err
+    assert [info.tags for info in list_snapshots(Workspace.open(ws.root))] == [["s1"]]
+    assert (ws.root / "results/snapshots/s1/exp/results.json").is_file()
+
+
+def test_restoring_data_on_a_full_disk_keeps_the_data_there(disk: Disk, results_ws: Workspace,
+                                                            cli) -> None:
+    ws = results_ws
+    write(ws.root / "results/exp/model.bin", "m" * 200_000)
+    run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.2}, results={"mae": 1.2},
+             results_dir="results/exp")
+    assert cli("snapshot", "s1", "-w", ws.root)[0] == 0
+    write(ws.root / "results/exp/model.bin", "n" * 10)
+    run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.3}, results={"mae": 1.1},
+             results_dir="results/exp")
+    data_before = _files(ws.root / "results/exp")
+    meta_before = _files(ws.meta_dir)
+    disk.fill()
+    code, _, err = cli("restore", "s1", "-w", ws.root)
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "No space left on device" in err and "results/exp" in err and "free space" in err
+    assert _files(ws.root / "results/exp") == data_before
+    assert _files(ws.meta_dir) == meta_before
+    assert not _leftovers(ws.root)
+
+    disk.make_room()
+    code, out, err = cli("restore", "s1", "-w", ws.root)
+    assert code == 0, err
+    assert (ws.root / "results/exp/model.bin").read_text() == "m" * 200_000
+    assert Workspace.open(ws.root).store.get("results/exp").record["parameters"] \
+        == {"gamma": 0.2}
+
+
+def _event(n: int) -> dict:
+    return {"eventTime": f"2026-03-01T12:{n % 60:02d}:00+00:00", "eventType": "START",
+            "producer": "https://example.com/tests", "schemaURL": "https://openlineage.io/x",
+            "run": {"runId": f"00000000-0000-0000-0000-{n:012d}"},
+            "job": {"namespace": "t", "name": f"job{n}" + "j" * 5000},
+            "inputs": [], "outputs": []}
+
+
+class _Collecting:
+    """A transport that keeps what it is sent."""
+
+    kind = "test"
+
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def emit(self, event: dict) -> None:
+        self.sent.append(event)
+
+    def close(self) -> None:
+        pass
+
+
+def test_outbox_spool_and_state_on_a_full_disk(disk: Disk) -> None:
+    ws = _small_ws(disk.root / "ws")
+    outbox = Outbox(ws)
+    assert outbox.spool([_event(1), _event(2)]) == 2
+    transport = _Collecting()
+    assert outbox.deliver(transport).sent == 2
+    assert outbox.spool([_event(3)]) == 1
+    outbox_files = _files(outbox.dir)
+    disk.fill()
+    with pytest.raises(DwsError) as raised:
+        Outbox(ws).spool([_event(4)])
+    _check_full_disk_error(raised.value, str(outbox.dir))
+    with pytest.raises(DwsError) as raised:  # event 3 is sent, its position cannot be saved
+        Outbox(ws).deliver(transport)
+    _check_full_disk_error(raised.value, "state.json")
+    assert _files(outbox.dir) == outbox_files and not _leftovers(ws.root)
+    assert Outbox(ws).status().pending == 1
+
+    disk.make_room()
+    fresh = Outbox(ws)
+    assert fresh.spool([_event(4)]) == 1
+    assert fresh.deliver(transport).sent == 2  # event 3 again (at least once), then 4
+    assert Outbox(ws).status().pending == 0 and Outbox(ws).status().delivered == 4
+
+
+def test_init_and_add_on_a_read_only_or_full_disk(disk: Disk, cli) -> None:
+    ws = _small_ws(disk.root / "ws")
+    resources = (ws.meta_dir / "resources.json").read_bytes()
+    disk.fill()
+    code, _, err = cli("add", "more", "--role", "results", "--uri", "s3a://b/r" + "x" * 5000,
+                       "-w", ws.root)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "No space left on device" in err and "resources.json" in err
+    assert (ws.meta_dir / "resources.json").read_bytes() == resources
+    assert not _leftovers(ws.root)
+    disk.make_room()
+
+    disk.read_only()
+    try:
+        code, _, err = cli("init", disk.root / "other")
+        assert code == 1 and len(err.strip().splitlines()) == 1, err
+        assert "Read-only file system" in err and str(disk.root / "other") in err
+        assert "read-write" in err
+        code, _, err = cli("add", "more", "--role", "results", "--path", "more", "-w", ws.root)
+        assert code == 1 and "Read-only file system" in err and str(ws.meta_dir) in err
+        code, _, err = cli("snapshot", "s1", "-w", ws.root)
+        assert code == 1 and "Read-only file system" in err and "Traceback" not in err
+    finally:
+        disk.read_only(False)
+    assert (ws.meta_dir / "resources.json").read_bytes() == resources
+    assert cli("add", "more", "--role", "results", "--path", "more", "-w", ws.root)[0] == 0
+    assert cli("init", disk.root / "other")[0] == 0
+
+
+def test_an_append_whose_compaction_finds_the_disk_full_still_succeeds(
+        disk: Disk, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folding the journal into current.json is only a speed-up: when the disk has room for
+    the appended line but not for current.json, the append succeeds and the fold waits."""
+    from dws_dagster.workspace import store as store_module
+
+    ws = _small_ws(disk.root / "ws")
+    for n in range(2):
+        run_step(ws, f"step{n}", ["src/trips.csv"], {f"inter/o{n}": f"A\n{n}\n"}, BIG)
+    current = ws.meta_dir / "lineage" / "current.json"
+    before = current.read_bytes() if current.exists() else None
+    disk.fill()
+    os.truncate(disk.filler, os.path.getsize(disk.filler) - 8192)  # room for a line, no more
+    monkeypatch.setattr(store_module, "COMPACT_MIN_OPS", 1)  # this append folds the journal
+    store = Workspace.open(ws.root).store
+    store.observe("src/trips.csv", "0" * 32)
+    assert (current.read_bytes() if current.exists() else None) == before
+    assert Workspace.open(ws.root).store.get("src/trips.csv").version == "0" * 32
+    assert not _leftovers(ws.root)
+
+    disk.make_room()
+    Workspace.open(ws.root).store.observe("src/trips.csv", "1" * 32)
+    assert current.read_bytes() != before  # folded now
+    reopened = Workspace.open(ws.root).store
+    assert reopened.get("src/trips.csv").version == "1" * 32
+    assert reopened.get("inter/o1").status == "ok"

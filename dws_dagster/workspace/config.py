@@ -20,9 +20,14 @@ from ..errors import (
     WorkspaceConfigError,
     WorkspaceNotFoundError,
 )
-from .files import atomic_write_json, read_json_file
+from .files import atomic_write_json, read_json_file, writing
 from .refs import ResourceRef, as_ref, validate_resource_name
-from .versions import DataNotFoundError, effective_version, listing_version
+from .versions import (
+    DataNotFoundError,
+    SkipReporter,
+    effective_version,
+    listing_version,
+)
 
 if TYPE_CHECKING:
     from .store import LineageStore
@@ -144,9 +149,14 @@ class Workspace:
             raise WorkspaceConfigError(
                 f"{root} is already a workspace ({meta} exists); open it instead"
             )
-        root.mkdir(parents=True, exist_ok=True)
-        meta.mkdir(exist_ok=True)
         ws_name = name or root.name or "workspace"
+        if not ws_name.isprintable():  # it is stored as JSON text and printed
+            raise WorkspaceConfigError(
+                f"workspace name {ws_name!r} holds characters that are not printable text (a "
+                "folder name that is not UTF-8?): choose a name with --name")
+        with writing(root, action="create the workspace folder"):
+            root.mkdir(parents=True, exist_ok=True)
+            meta.mkdir(exist_ok=True)
         atomic_write_json(meta / "resources.json", {"format": CONFIG_FORMAT, "resources": []})
         atomic_write_json(meta / "config.json", {"format": CONFIG_FORMAT, "name": ws_name})
         return cls.open(root)
@@ -226,7 +236,9 @@ class Workspace:
             if resource.is_local:
                 self._check_no_overlap(resource)
             if rel_path is not None and create:
-                self.resource_root(resource).mkdir(parents=True, exist_ok=True)
+                folder = self.resource_root(resource)
+                with writing(folder, action="create the resource folder"):
+                    folder.mkdir(parents=True, exist_ok=True)
             resources = {**self.resources, name: resource}
             atomic_write_json(self.meta_dir / "resources.json", {
                 "format": CONFIG_FORMAT,
@@ -373,10 +385,13 @@ class Workspace:
         return str(self.local_path(resolved))
 
     def version_of(self, ref: ResourceRef | str, *, at: Path | None = None,
-                   progress: Callable[[int], None] | None = None) -> str:
+                   progress: Callable[[int], None] | None = None,
+                   on_skip: SkipReporter | None = None) -> str:
         """The version of a local ref's data now, by its resource's versioning mode.
 
-        `at` versions data staged elsewhere as if it were at the ref (same rules).
+        `at` versions data staged elsewhere as if it were at the ref (same rules). Files that
+        are not data (pipes, sockets, devices, broken links) are skipped and reported to
+        `on_skip` (default: a `SpecialFileWarning`).
         """
         resolved = self.check_ref(ref)
         resource = self.resource(resolved.name)
@@ -390,8 +405,9 @@ class Workspace:
             and resolved.subpath is None else ()
         try:
             if resource.versioning == "listing":
-                return listing_version(path, exclude_top=exclude)
-            return effective_version(path, exclude_top=exclude, progress=progress)
+                return listing_version(path, exclude_top=exclude, on_skip=on_skip)
+            return effective_version(path, exclude_top=exclude, progress=progress,
+                                     on_skip=on_skip)
         except DataNotFoundError:
             raise DataNotFoundError(
                 f"ref {resolved} has no data at {path}: write it first, or check the path"

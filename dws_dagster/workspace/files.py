@@ -1,8 +1,16 @@
-"""Durable, atomic file writes and JSON encoding shared by the workspace store."""
+"""Durable, atomic file writes and JSON encoding shared by the workspace store.
+
+Every write here either completes or leaves the file as it was: a full or read-only disk, or a
+missing permission, raises `WorkspaceWriteError` naming the file and what to do, with no temp
+file left behind and no torn journal line, so the next write succeeds once there is room.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,8 +24,83 @@ from filelock import Timeout as LockTimeout
 from ..errors import DwsError, WorkspaceConfigError
 
 
-class WorkspaceWriteError(DwsError):
-    """The workspace's files cannot be written (read-only or full disk, no permission)."""
+class WorkspaceWriteError(DwsError, OSError):
+    """A file cannot be written (read-only or full disk, no permission, a file where a folder
+    should be). Also an OSError with the cause's errno, so code that sorts disk faults by
+    errno (the Spark storage layer) still can."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = code  # type: ignore[misc]
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _free_space(path: Path) -> str | None:
+    """Free space on the disk holding `path` (its nearest existing folder), for a message."""
+    for folder in (path, *path.parents):
+        try:
+            free = shutil.disk_usage(folder).free
+        except (OSError, ValueError):
+            continue
+        for unit in ("bytes", "KiB", "MiB", "GiB"):
+            if free < 1024 or unit == "GiB":
+                return f"{free:.0f} {unit}" if unit == "bytes" else f"{free:.1f} {unit}"
+            free /= 1024
+    return None
+
+
+def write_error(path: str | os.PathLike[str], exc: OSError, *, action: str = "write",
+                kept: bool = False) -> WorkspaceWriteError:
+    """`exc` from writing `path`, as an error that names the file and says what to do.
+    `kept`: the write left the file's earlier contents as they were."""
+    if isinstance(exc, WorkspaceWriteError):
+        return exc
+    exc = first_os_error(exc)
+    target = Path(path)
+    code = exc.errno
+    reason = exc.strerror or str(exc)
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        free = _free_space(target.parent)
+        advice = (f"{free} free on its disk; " if free else "") \
+            + "free space (or raise the quota), then re-run"
+    elif code == errno.EROFS:
+        advice = "remount its file system read-write, then re-run"
+    elif code in (errno.EACCES, errno.EPERM):
+        advice = f"make {target.parent} writable for this user, then re-run"
+    elif code in (errno.ENOTDIR, errno.EEXIST):
+        advice = "a file stands where a folder is needed: move it away or choose another path"
+    elif code == errno.ENOENT:
+        advice = f"the folder {target.parent} does not exist: create it first"
+    else:
+        advice = "fix the cause, then re-run"
+    unchanged = "; its earlier contents are unchanged" if kept else ""
+    return WorkspaceWriteError(f"cannot {action} {target}: {reason}; {advice}{unchanged}", code)
+
+
+def first_os_error(exc: OSError) -> OSError:
+    """`exc`, or for `shutil.Error` (copytree gathers the errors of its files as text) the
+    first file's error, its errno read back from the text so a message can say what to do."""
+    if not isinstance(exc, shutil.Error):
+        return exc
+    for item in exc.args[0] if exc.args and isinstance(exc.args[0], list) else ():
+        if isinstance(item, tuple) and len(item) == 3:
+            found = re.match(r"\[Errno (\d+)\] ([^:]+)", str(item[2]))
+            if found:
+                return OSError(int(found.group(1)), found.group(2), item[1])
+            return OSError(None, str(item[2]), item[1])
+    return OSError(None, str(exc))
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str], *, action: str = "write", kept: bool = False
+            ) -> Iterator[None]:
+    """Turn an OSError of the block into `write_error(path, ...)`."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(path, exc, action=action, kept=kept) from exc
 
 
 def canonical_json(value: Any) -> bytes:
@@ -45,28 +128,46 @@ def fsync_dir(path: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Replace `path` with `data` so that readers and crashes see the old or the new file, whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
+    """Replace `path` with `data` so that readers and crashes see the old or the new file, whole.
+    A failed write (full or read-only disk) raises `WorkspaceWriteError` and leaves `path` as it
+    was, with no temp file."""
+    with writing(path, kept=True):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.replace(tmp_name, path)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            try:
+                os.unlink(tmp_name)
+            except FileNotFoundError:
+                pass
+            raise
     if durable:
         fsync_dir(path.parent)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` (an `os.write` may write part of it, then fail on the rest)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
-    atomic_write_bytes(path, pretty_json(value), durable=durable)
+    try:
+        data = pretty_json(value)
+    except orjson.JSONEncodeError as exc:  # e.g. a file name that is not UTF-8
+        raise WorkspaceConfigError(
+            f"cannot write {path}: {exc}; a name in it is not valid text (a file name that is "
+            "not UTF-8?): rename it") from None
+    atomic_write_bytes(path, data, durable=durable)
 
 
 def read_json_file(path: Path, *, what: str) -> Any:
@@ -107,27 +208,41 @@ def append_durably(path: Path, payload: bytes, *, valid_bytes: int | None = None
     `valid_bytes` is how much of the file the caller has read as complete lines: anything past
     it is a torn line from a writer that crashed mid-append, and is cut before appending.
     `sync=False` leaves the fsync to the caller (`fsync_file`), who batches several appends.
+    A failed append (full or read-only disk) raises `WorkspaceWriteError` and cuts what it wrote
+    of `payload`, so the file keeps whole lines only.
     """
-    with open(path, "ab") as handle:
-        size = handle.tell()
-        if valid_bytes is not None and size > valid_bytes:
-            handle.truncate(valid_bytes)
-            handle.seek(valid_bytes)
-        handle.write(payload)
-        handle.flush()
-        if sync:
-            os.fsync(handle.fileno())
+    with writing(path, action="append to", kept=True):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                     0o666)
+        try:
+            size = start = os.fstat(fd).st_size
+            if valid_bytes is not None and size > valid_bytes:
+                os.ftruncate(fd, valid_bytes)
+                start = valid_bytes
+            try:
+                _write_all(fd, payload)
+                if sync:
+                    os.fsync(fd)
+            except OSError:
+                try:  # no torn line: the journal ends with the last whole append
+                    os.ftruncate(fd, start)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(fd)
     if size == 0:
         fsync_dir(path.parent)
 
 
 def fsync_file(path: Path) -> None:
     """Make what was written to `path` (by this process or any other) durable."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    with writing(path, action="sync"):
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 @contextmanager

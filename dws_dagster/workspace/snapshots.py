@@ -146,10 +146,20 @@ def resolve_snapshot(ws: Workspace, name: str) -> SnapshotInfo:
 
 
 def validate_tag(tag: str) -> str:
+    """Refuse a tag that cannot name a folder, be printed or be told from a hash, before
+    anything is written. A tag names a results folder, and its staging copy
+    `.dws-staging-<tag>-<32 hex>` too: file names hold 255 bytes, so a tag holds 200 (UTF-8)."""
+    max_bytes = 200
     if not isinstance(tag, str) or not tag or len(tag) > 128 or any(
-            c.isspace() or c in "/\\\x00" for c in tag) or tag in (".", "..", CURRENT):
-        raise SnapshotError(f"invalid tag {tag!r}: use 1-128 characters without spaces or "
-                            f"slashes, other than '{CURRENT}'")
+            c.isspace() or c in "/\\\x00" or not c.isprintable() for c in tag) \
+            or tag in (".", "..", CURRENT):
+        raise SnapshotError(f"invalid tag {tag!r}: use 1-128 printable characters without "
+                            f"spaces or slashes, other than '{CURRENT}'")
+    size = len(tag.encode("utf-8"))
+    if size > max_bytes:
+        raise SnapshotError(
+            f"tag {tag[:20]!r}... is {size} bytes in UTF-8; a tag names a folder, so it may "
+            f"hold at most {max_bytes} bytes: choose a shorter tag")
     if _HEXISH.match(tag):
         raise SnapshotError(f"tag {tag!r} looks like a snapshot hash; choose a tag that does "
                             "not (for example 'v-{tag}')")

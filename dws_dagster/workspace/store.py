@@ -35,6 +35,7 @@ from ..errors import (
 )
 from .digests import key_digest, pack_position, unpack_position
 from .files import (
+    WorkspaceWriteError,
     append_durably,
     atomic_write_bytes,
     fsync_dir,
@@ -496,7 +497,12 @@ class LineageStore:
         else:
             self._read_tail()
         if self._tail_ops >= max(COMPACT_MIN_OPS, len(self._refs)):
-            self.compact()
+            try:
+                self.compact()
+            except WorkspaceWriteError:
+                # The operations are in the journal already; folding it is only a speed-up,
+                # tried again on a later append once the disk has room.
+                pass
 
     def compact(self) -> None:
         """Fold the journal into `current.json` and start a new journal segment."""

@@ -15,7 +15,8 @@ import uuid
 from pathlib import Path
 
 from ..errors import DwsError
-from .files import fsync_dir
+from .files import fsync_dir, write_error, writing
+from .versions import special_names
 
 OLD_PREFIX = ".dws-old-"
 STAGING_PREFIX = ".dws-staging-"
@@ -93,13 +94,45 @@ def swap_into_place(staging: Path, target: Path, *, keep_old_as: Path | None = N
 
 def copy_data(source: Path, destination: Path) -> None:
     """Copy a file or folder (real copies: a step that rewrites a file in place must never
-    change a kept version or an archived result through a shared inode)."""
-    if source.is_file():
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, destination)
-        return
-    shutil.copytree(source, destination,
-                    ignore=shutil.ignore_patterns(".dws", f"{OLD_PREFIX}*", f"{STAGING_PREFIX}*"))
+    change a kept version or an archived result through a shared inode). A copy that fails
+    (full or read-only disk) is removed, and `WorkspaceWriteError` names what was copied."""
+    try:
+        if source.is_file():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+            return
+        shutil.copytree(source, destination, ignore=_not_copied)
+    except OSError as exc:  # shutil.Error (copytree's errors of its files) is one too
+        _remove_quietly(destination)
+        raise write_error(_for_message(destination), exc, action=f"copy {source} to"
+                          ) from exc
+    except BaseException:
+        _remove_quietly(destination)
+        raise
+
+
+_BOOKKEEPING = shutil.ignore_patterns(".dws", f"{OLD_PREFIX}*", f"{STAGING_PREFIX}*")
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    """Bookkeeping, and what versions skip as not data (pipes, sockets, devices, broken
+    links): copying a pipe would block or fail, and the copy keeps the version of the data."""
+    return set(_BOOKKEEPING(folder, names)) | special_names(folder)
+
+
+def _for_message(path: Path) -> Path:
+    """A staging path as the path it stages (what the user knows)."""
+    name = path.name
+    if name.startswith(STAGING_PREFIX) and len(name) > len(STAGING_PREFIX) + 33:
+        return path.with_name(name[len(STAGING_PREFIX):-33])
+    return path
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        _remove(path)
+    except OSError:
+        pass
 
 
 def kept_version_path(resource_root: Path, subpath: str | None, version: str) -> Path:
@@ -125,9 +158,15 @@ def keep_copy(resource_root: Path, subpath: str | None, version: str, data: Path
     if destination.exists():
         return destination
     staging = staging_path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    with writing(destination.parent, action="create the folder"):
+        destination.parent.mkdir(parents=True, exist_ok=True)
     copy_data(data, staging)
-    os.replace(staging, destination)
+    with writing(destination, action="put in place"):
+        try:
+            os.replace(staging, destination)
+        except OSError:
+            _remove_quietly(staging)
+            raise
     return destination
 
 

@@ -6,6 +6,13 @@ xxh3-128 hash of its bytes, sorted. Hidden and bookkeeping files (`.*`, `_*` suc
 `*.crc`) are skipped, as Spark and Hadoop skip them when reading. So identical content gives an
 identical version whatever Spark named the files, and any byte change gives a new one.
 
+Only regular files (also through a symlink) are data. Named pipes, sockets, devices, dangling
+symlinks and symlink loops are skipped with one `SpecialFileWarning` naming them: opening a
+named pipe would block until someone writes to it, so anyone able to create one in a source
+folder could stall every step reading it; Spark does not read them as data either. Each file is
+checked before it is opened and again, on the open descriptor, after (it may be swapped for a
+pipe in between); it is opened non-blocking, so that check cannot hang.
+
 xxh3-128 is not a cryptographic hash: it guards against accidental collisions (about 2^-64 for
 a pair even across billions of versions), not against someone crafting two datasets to collide.
 """
@@ -16,6 +23,7 @@ import errno
 import os
 import re
 import stat
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -34,7 +42,10 @@ MARKER_SCHEME = "spark-logical-2"
 DESCRIPTION_FILES = ("results.json", "lineage.json")
 LISTING_PREFIX = "ls-"
 _CHUNK = 1 << 20
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+#: Non-blocking: a file swapped for a named pipe after it was checked must not block the open.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+#: Names shown in one skip warning; the rest are counted.
+_SHOWN_SKIPPED = 10
 #: What `Path.is_file()` treats as "not there" rather than an error.
 _MISSING_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 #: Spark: part-00000-<uuid>[_00000][-c000].<ext>; the UUID changes on every write.
@@ -46,6 +57,91 @@ _SPARK_PART = re.compile(
 
 class DataNotFoundError(DwsError, FileNotFoundError):
     """A ref names data that does not exist, so it has no version."""
+
+
+class DataReadError(DwsError, OSError):
+    """A data file cannot be read (no permission, an I/O error), so the data has no version."""
+
+
+class SpecialFileWarning(UserWarning):
+    """Versioning skipped files under a ref that are not data: pipes, sockets, devices,
+    dangling symlinks, symlink loops."""
+
+
+#: Told what versioning skipped (one message naming the files); default: a SpecialFileWarning.
+SkipReporter = Callable[[str], None]
+
+
+def warn_skipped(message: str) -> None:
+    """The default `SkipReporter`: Python's warnings, shown once per message by default."""
+    warnings.warn(SpecialFileWarning(message), stacklevel=4)
+
+
+def _report_skipped(path: Path, skipped: list[tuple[str, str]],
+                    on_skip: SkipReporter | None) -> None:
+    if not skipped:
+        return
+    shown = ", ".join(f"{rel or path.name} ({what})" for rel, what in skipped[:_SHOWN_SKIPPED])
+    more = len(skipped) - _SHOWN_SKIPPED
+    message = (f"skipped {len(skipped)} file(s) under {path} that are not data: {shown}"
+               f"{f' and {more} more' if more > 0 else ''}; they are not part of its version "
+               "(move or delete them to silence this)")
+    (on_skip or warn_skipped)(message)
+
+
+def _special_kind(mode: int) -> str:
+    """What a non-regular, non-folder file is, for a message."""
+    if stat.S_ISFIFO(mode):
+        return "named pipe"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    return "special file"
+
+
+def _describe_special(path: str) -> str:
+    """Why `path` (not a regular file nor a folder, following links) is not data."""
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return "vanished"
+    try:
+        kind = _special_kind(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "dangling symlink" if link else "vanished"
+        return f"unreadable: {exc.strerror or exc}"
+    return f"symlink to a {kind}" if link else kind
+
+
+def special_names(folder: str | os.PathLike[str]) -> set[str]:
+    """Names in `folder` that are neither regular files nor folders (following links): what
+    versions skip as not data. From the listing's file types: no call per plain file."""
+    found = set()
+    try:
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                try:
+                    if entry.is_file() or entry.is_dir():
+                        continue
+                except OSError:
+                    pass
+                found.add(entry.name)
+    except OSError:
+        pass
+    return found
+
+
+def _read_error(path: str, exc: OSError) -> DataReadError:
+    return DataReadError(
+        f"cannot read data file {path}: {exc.strerror or exc}; fix its permissions or move "
+        "it out of the data folder, then re-run"
+    )
 
 
 class FileEntry(NamedTuple):
@@ -70,10 +166,14 @@ def stable_name(name: str) -> str:
     return f"part-*{match.group('ext') or ''}" if match else name
 
 
-def iter_data_files(path: Path, *, exclude_top: Iterable[str] = ()) -> list[tuple[str, Path]]:
+def iter_data_files(path: Path, *, exclude_top: Iterable[str] = (),
+                    on_skip: SkipReporter | None = None) -> list[tuple[str, Path]]:
     """(relative path, absolute path) of every data file under `path`, sorted, symlinks followed
     only for files."""
-    return [(rel, Path(absolute)) for rel, absolute in _data_files(path, exclude_top)]
+    skipped: list[tuple[str, str]] = []
+    found = _data_files(path, exclude_top, skipped=skipped)
+    _report_skipped(path, skipped, on_skip)
+    return [(rel, Path(absolute)) for rel, absolute in found]
 
 
 def _kind(path: Path) -> str | None:
@@ -90,25 +190,32 @@ def _kind(path: Path) -> str | None:
     return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 
-def _data_files(path: Path, exclude_top: Iterable[str], kind: str | None = "?"
-                ) -> list[tuple[str, str]]:
+def _data_files(path: Path, exclude_top: Iterable[str], kind: str | None = "?", *,
+                skipped: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """`iter_data_files` on plain strings: a walk of many small files spends its time on
-    per-file overhead, so no Path object is made per file. `kind` is `_kind(path)` if known."""
+    per-file overhead, so no Path object is made per file. `kind` is `_kind(path)` if known.
+    What is not data is added to `skipped` as (relative path, what it is)."""
     if kind == "?":
         kind = _kind(path)
     if kind == "file":
         return [("", str(path))]
+    if kind == "other":
+        raise DataNotFoundError(
+            f"{path} is a {_describe_special(os.fspath(path))}, not a data file or folder, so "
+            "it has no version; replace it with the data")
     if kind != "dir":
         raise DataNotFoundError(f"{path} does not exist, so it has no version")
     found: list[tuple[str, str]] = []
-    _walk(os.fspath(path), "", frozenset(exclude_top), found)
+    _walk(os.fspath(path), "", frozenset(exclude_top), found, skipped)
     return found
 
 
 def _walk(folder: str, prefix: str, excluded: frozenset[str],
-          found: list[tuple[str, str]]) -> None:
+          found: list[tuple[str, str]], skipped: list[tuple[str, str]]) -> None:
     """Files of `folder` (sorted), then its subfolders in name order, as `os.walk` visits
-    them: unreadable folders are skipped and symlinked folders are not entered."""
+    them: unreadable folders are skipped and symlinked folders are not entered; what is
+    neither a regular file nor a folder (following links) goes to `skipped`. Entries of a
+    plain folder know their type from the listing, so this costs no call per file."""
     try:
         with os.scandir(folder) as scan:
             entries = list(scan)
@@ -121,22 +228,53 @@ def _walk(folder: str, prefix: str, excluded: frozenset[str],
         if is_ignored_name(name) or (not prefix and name in excluded):
             continue
         try:
+            if entry.is_file():
+                files.append(name)
+                continue
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
         if not is_dir:
-            files.append(name)
+            skipped.append((prefix + name, _describe_special(entry.path)))
         elif not entry.is_symlink():
             folders.append(name)
     base = folder + os.sep
     for name in sorted(files):
         found.append((prefix + name, base + name))
     for name in sorted(folders):
-        _walk(base + name, f"{prefix}{name}/", excluded, found)
+        _walk(base + name, f"{prefix}{name}/", excluded, found, skipped)
 
 
-def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[str, int]:
-    """xxh3-128 of a file's bytes and how many bytes that was, in one pass.
+def _open_data(path: str) -> int | None:
+    """A non-blocking descriptor of the file at `path`, None if it is gone (or a broken link)."""
+    try:
+        return os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno in _MISSING_ERRNOS:
+            return None
+        raise _read_error(path, exc) from None
+
+
+def _open_regular(path: str) -> int | None:
+    """A descriptor of the regular file at `path`, or None if it is no longer one (swapped for
+    a pipe or a device since it was checked: opened non-blocking, so that cannot hang)."""
+    fd = _open_data(path)
+    if fd is None:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _hash_and_size(path: str, progress: Callable[[int], None] | None
+                   ) -> tuple[str, int] | None:
+    """xxh3-128 of a file's bytes and how many bytes that was, in one pass; None if `path` is
+    not a regular file when opened.
 
     `os.read` of 1 MiB chunks: cheaper per file than a file object and a preallocated
     buffer, which matters for many small files, and a file read whole in one call is hashed in
@@ -144,29 +282,41 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[s
     from a memory map skips the copy (faster on big cached files) but was not taken: a file
     truncated by another process while mapped kills this process with SIGBUS, and files
     written in small pieces and still cached hash slower that way (see README, Performance).
+
+    The file was a regular one when listed, but may have been swapped for a pipe or a device
+    since. Opened non-blocking, a pipe cannot block the reads; whatever is not read whole in
+    one call (empty, big, endless like /dev/zero, or a pipe with nothing in it) is checked with
+    `fstat` before it is read further. A small file read whole needs no check: the check would
+    cost a fifth of versioning many tiny files, and such bytes are data whatever held them.
     """
-    fd = os.open(path, _OPEN_FLAGS)
+    fd = _open_data(path)
+    if fd is None:
+        return None
     try:
         chunk = os.read(fd, _CHUNK)
-        if len(chunk) < _CHUNK:
+        following = b""
+        if chunk and len(chunk) < _CHUNK:
             following = os.read(fd, _CHUNK)
             if not following:  # read whole at once, as most small files are: one-shot hash
-                if chunk and progress is not None:
+                if progress is not None:
                     progress(len(chunk))
                 return xxhash.xxh3_128_hexdigest(chunk), len(chunk)
-            hasher = xxhash.xxh3_128(chunk)
-            size = len(chunk)
-            if progress is not None:
-                progress(size)
-            chunk = following
-        else:
-            hasher, size = xxhash.xxh3_128(), 0
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        hasher, size = xxhash.xxh3_128(), 0
         while chunk:
             hasher.update(chunk)
             size += len(chunk)
             if progress is not None:
                 progress(len(chunk))
-            chunk = os.read(fd, _CHUNK)
+            if following:
+                chunk, following = following, b""
+            else:
+                chunk = os.read(fd, _CHUNK)
+    except BlockingIOError:  # only a pipe, socket or device would block, never a data file
+        return None
+    except OSError as exc:
+        raise _read_error(path, exc) from None
     finally:
         os.close(fd)
     return hasher.hexdigest(), size
@@ -174,17 +324,26 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[s
 
 def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
     """xxh3-128 of a file's bytes (as `_hash_and_size` reads them)."""
-    return _hash_and_size(os.fspath(path), progress)[0]
+    got = _hash_and_size(os.fspath(path), progress)
+    if got is None:
+        raise DataNotFoundError(f"{path} is not a regular file, so it has no hash")
+    return got[0]
 
 
 def content_manifest(path: Path, *, exclude_top: Iterable[str] = (),
                      progress: Callable[[int], None] | None = None,
-                     kind: str | None = "?") -> list[FileEntry]:
+                     kind: str | None = "?", on_skip: SkipReporter | None = None
+                     ) -> list[FileEntry]:
     """The hashed entries a content version is made of (the size is the bytes hashed)."""
     entries = []
-    for rel, absolute in _data_files(path, exclude_top, kind):
-        digest, size = _hash_and_size(absolute, progress)
-        entries.append(FileEntry(rel, size, digest))
+    skipped: list[tuple[str, str]] = []
+    for rel, absolute in _data_files(path, exclude_top, kind, skipped=skipped):
+        got = _hash_and_size(absolute, progress)
+        if got is None:
+            skipped.append((rel, _describe_special(absolute)))
+            continue
+        entries.append(FileEntry(rel, got[1], got[0]))
+    _report_skipped(path, skipped, on_skip)
     return entries
 
 
@@ -202,16 +361,19 @@ def version_of_manifest(entries: Iterable[FileEntry], *, single_file: bool) -> s
 
 
 def content_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
-                    progress: Callable[[int], None] | None = None) -> str:
+                    progress: Callable[[int], None] | None = None,
+                    on_skip: SkipReporter | None = None) -> str:
     """The content version of the file or folder at `path`."""
     target = Path(path)
     kind = _kind(target)
-    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind)
+    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind,
+                               on_skip=on_skip)
     return version_of_manifest(entries, single_file=kind == "file")
 
 
 def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
-                      progress: Callable[[int], None] | None = None) -> str:
+                      progress: Callable[[int], None] | None = None,
+                      on_skip: SkipReporter | None = None) -> str:
     """The version of the data at `path`: the version recorded in its marker while the files
     are byte for byte those the marker describes, else the byte content version."""
     target = Path(path)
@@ -222,11 +384,12 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
         # results.json / lineage.json describe Spark-written data (the lineage sensor and
         # snapshots put them beside it); they are not part of it.
         exclude_top = (*exclude_top, *DESCRIPTION_FILES)
-    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind)
+    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind,
+                               on_skip=on_skip)
     version = version_of_manifest(entries, single_file=kind == "file")
     if has_marker:
         try:
-            data = orjson.loads(marker.read_bytes())
+            data = orjson.loads(_read_regular(os.fspath(marker)))
         except (OSError, orjson.JSONDecodeError):
             return version
         if isinstance(data, dict) and data.get("scheme") == MARKER_SCHEME \
@@ -235,24 +398,57 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
     return version
 
 
-def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = ()) -> str:
+def _read_regular(path: str) -> bytes:
+    """The bytes of a small regular file; OSError if it is not one (never blocks)."""
+    fd = _open_regular(path)
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def _stat_files(path: Path, exclude_top: Iterable[str], on_skip: SkipReporter | None
+                ) -> list[tuple[str, os.stat_result]]:
+    """(relative path, stat) of the data files under `path`; a file gone or no longer regular
+    since the listing is skipped like any other non-data file."""
+    skipped: list[tuple[str, str]] = []
+    stats = []
+    for rel, absolute in _data_files(path, exclude_top, skipped=skipped):
+        try:
+            info = os.stat(absolute)
+        except OSError as exc:
+            if exc.errno not in _MISSING_ERRNOS:
+                raise _read_error(absolute, exc) from None
+            skipped.append((rel, _describe_special(absolute)))
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            skipped.append((rel, _describe_special(absolute)))
+            continue
+        stats.append((rel, info))
+    _report_skipped(path, skipped, on_skip)
+    return stats
+
+
+def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
+                    on_skip: SkipReporter | None = None) -> str:
     """A cheaper version from names, sizes and modification times only (no bytes read).
 
     Meant for object stores where reading everything is costly; any rewrite changes it, even of
     identical data, and an in-place edit that keeps size and mtime would go unseen.
     """
-    target = Path(path)
     hasher = xxhash.xxh3_128(b"listing\n")
-    for rel, absolute in _data_files(target, exclude_top):
-        info = os.stat(absolute)
+    for rel, info in _stat_files(Path(path), exclude_top, on_skip):
         hasher.update(os.fsencode(rel) + f"\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return LISTING_PREFIX + hasher.hexdigest()
 
 
-def data_size(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = ()) -> int:
+def data_size(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
+              on_skip: SkipReporter | None = None) -> int:
     """Bytes of data under `path` that a version covers."""
-    return sum(os.stat(absolute).st_size
-               for _, absolute in _data_files(Path(path), exclude_top))
+    return sum(info.st_size for _, info in _stat_files(Path(path), exclude_top, on_skip))
 
 
 def short(version: str | None) -> str:
