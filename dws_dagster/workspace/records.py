@@ -32,40 +32,40 @@ def sanitize(value: Any, *, path: str) -> Any:
     """A JSON-ready copy of a parameter value with secrets redacted, or InvalidParameterError
     naming the parameter (and where inside it) for values that cannot be recorded: other
     types, cycles, nesting deeper than MAX_PARAMETER_DEPTH."""
-    return _sanitize(value, path, 0, set())
+    return _sanitize(value, path, 0, set(), "parameter")
 
 
-def _sanitize(value: Any, path: str, depth: int, active: set[int]) -> Any:
+def _sanitize(value: Any, path: str, depth: int, active: set[int], what: str) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         if int(value) not in _INT_RANGE:
             raise InvalidParameterError(
-                f"parameter '{_shown(path)}' is an integer beyond 64 bits, which JSON readers "
+                f"{what} '{_shown(path)}' is an integer beyond 64 bits, which JSON readers "
                 "cannot take; pass it as a string (str(value))")
         return int(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(value)
     if isinstance(value, str):
-        return redact_text(_text(value, path))
+        return redact_text(_text(value, path, what))
     if isinstance(value, enum.Enum):
-        return _sanitize(value.value, path, depth, active)
+        return _sanitize(value.value, path, depth, active, what)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, PurePath):
-        return redact_text(_text(value.as_posix(), path))
+        return redact_text(_text(value.as_posix(), path, what))
     if not isinstance(value, Mapping | list | tuple | set | frozenset):
         raise InvalidParameterError(
-            f"parameter '{_shown(path)}' is a {type(value).__module__}."
+            f"{what} '{_shown(path)}' is a {type(value).__module__}."
             f"{type(value).__qualname__}, which cannot be recorded as JSON; pass a string, "
             "number, bool, list or dict (for example str(value))")
     if id(value) in active:
         raise InvalidParameterError(
-            f"parameter '{_shown(path)}' contains itself (a cycle); pass a value without "
+            f"{what} '{_shown(path)}' contains itself (a cycle); pass a value without "
             "cycles")
     if depth >= MAX_PARAMETER_DEPTH:
         raise InvalidParameterError(
-            f"parameter '{_shown(path)}' nests deeper than {MAX_PARAMETER_DEPTH} levels of "
+            f"{what} '{_shown(path)}' nests deeper than {MAX_PARAMETER_DEPTH} levels of "
             "dicts and lists; record a path, a ref or a hash of the value instead")
     active.add(id(value))
     try:
@@ -74,29 +74,29 @@ def _sanitize(value: Any, path: str, depth: int, active: set[int]) -> Any:
             for key, item in value.items():
                 if not isinstance(key, str | int | float | bool) or isinstance(key, enum.Enum):
                     raise InvalidParameterError(
-                        f"parameter '{_shown(path)}' has a key of type {type(key).__name__}; "
+                        f"{what} '{_shown(path)}' has a key of type {type(key).__name__}; "
                         "use string keys")
-                name = _text(str(key), path)
+                name = _text(str(key), path, what)
                 inner = f"{path}.{name}"
                 out[redact_text(name)] = REDACTED if is_secret_name(name) \
-                    else _sanitize(item, inner, depth + 1, active)
+                    else _sanitize(item, inner, depth + 1, active, what)
             return out
         if isinstance(value, list | tuple):
-            return [_sanitize(item, f"{path}[{i}]", depth + 1, active)
+            return [_sanitize(item, f"{path}[{i}]", depth + 1, active, what)
                     for i, item in enumerate(value)]
-        items = [_sanitize(item, f"{path}[]", depth + 1, active) for item in value]
+        items = [_sanitize(item, f"{path}[]", depth + 1, active, what) for item in value]
         return sorted(items, key=canonical_json)
     finally:
         active.discard(id(value))
 
 
-def _text(value: str, path: str) -> str:
+def _text(value: str, path: str, what: str = "parameter") -> str:
     """`value` if it can be stored as UTF-8 (lone surrogates cannot)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidParameterError(
-            f"parameter '{_shown(path)}' holds text that is not valid Unicode (a lone "
+            f"{what} '{_shown(path)}' holds text that is not valid Unicode (a lone "
             "surrogate); decode it properly or pass it escaped") from None
     return str(value)
 
@@ -132,9 +132,9 @@ def sanitize_parameters(parameters: Mapping[str, Any] | None, *,
         if not isinstance(name, str) or not name:
             raise InvalidParameterError(
                 f"{what} names must be non-empty strings, got {_safe_repr(name)}")
-        shown = _text(name, "")
+        shown = _text(name, "", what)
         clean[redact_text(shown)] = REDACTED if is_secret_name(name) \
-            else _sanitize(value, name, 0, set())
+            else _sanitize(value, name, 0, set(), what)
     total = 0
     for name, item in clean.items():
         size = len(canonical_json(item))
