@@ -226,7 +226,7 @@ def test_credential_names(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["passenger_count", "tokenizer", "keyword", "author", "user",
-                                  "partition_key", "monkey"])
+                                  "partition_key", "monkey", "max_tokens", "sigma"])
 def test_ordinary_names(name: str) -> None:
     assert not is_secret_name(name)
 
@@ -235,7 +235,8 @@ def test_known_secrets_are_removed_from_any_text() -> None:
     assert redact_text("login failed for hunter2!", known={"hunter2"}) == \
         f"login failed for {REDACTED}!"
     assert secret_values({"a": 1, "db": {"password": "pw-1", "port": 5432},
-                          "tokens": ["t-1", "t-2"]}) == {"pw-1", "t-1", "t-2"}
+                          "credentials": ["t-1", "t-2"], "max_tokens": "512"}) == {
+        "pw-1", "t-1", "t-2"}
 
 
 def test_redaction_is_fast_enough_for_the_sensor() -> None:
@@ -374,6 +375,14 @@ def test_real_credentials_in_a_resource_uri_are_refused_without_echo(
     assert "Traceback" not in err
     assert (ws.meta_dir / "resources.json").read_bytes() == before
     assert uri_credentials(uri) is not None
+
+
+def test_a_malformed_uri_holding_a_credential_is_not_echoed(tmp_path: Path, cli) -> None:
+    Workspace.init(tmp_path / "ws")
+    code, out, err = cli("add", "lake", "--role", "intermediate-data", "--uri",
+                         "etl:hunter2-pw@db/x", cwd=tmp_path / "ws")
+    assert code != 0 and "is not a URI" in err
+    assert "hunter2-pw" not in out + err
 
 
 @pytest.mark.parametrize(("uri", "namespace"), [

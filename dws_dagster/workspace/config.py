@@ -101,7 +101,9 @@ def make_resource(name: str, role: str, *, path: str | None = None, uri: str | N
     if uri is not None:
         if not _URI_SCHEME.match(uri):
             raise WorkspaceConfigError(
-                f"resource '{name}': {_shown_uri(uri)} is not a URI (expected scheme://...); "
+                f"resource '{name}': "
+                + (repr(uri) if "@" not in uri else "the URI given (it holds '@': not shown)")
+                + " is not a URI (expected scheme://...); "
                 "use a path for local folders"
             )
         # A user name alone is no credential (`abfss://container@account...` names the
@@ -116,11 +118,6 @@ def make_resource(name: str, role: str, *, path: str | None = None, uri: str | N
     if path is not None and ("\x00" in path or not path.strip()):
         raise WorkspaceConfigError(f"resource '{name}': invalid path {path!r}")
     return Resource(name, role, path, uri, versioning, description)
-
-
-def _shown_uri(uri: str) -> str:
-    """`uri` for a message, unless it may hold a credential the rules cannot place."""
-    return repr(uri) if "@" not in uri else "the URI given (not shown: it holds '@')"
 
 
 @dataclass

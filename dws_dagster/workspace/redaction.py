@@ -54,7 +54,7 @@ MIN_REPEATED = 3
 
 #: Name words that mark a parameter, key or flag as a credential (whole words of the name).
 _SECRET_WORDS = frozenset({
-    "password", "passwd", "pass", "pwd", "passphrase", "secret", "secrets", "token", "tokens",
+    "password", "passwd", "pass", "pwd", "passphrase", "secret", "secrets", "token",
     "credential", "credentials", "creds", "auth", "authorization", "cookie", "signature",
     "apikey", "privatekey", "secretkey", "accesskey", "sessionkey", "clientsecret",
     "authtoken", "accountkey", "sig", "sas", "jwt", "bearer",
@@ -198,7 +198,7 @@ def uri_credentials(uri: str) -> str | None:
     rest = match.group("rest")
     userinfo, _host = split_userinfo(rest)
     if userinfo is not None and ":" in userinfo:
-        return "a password in its user-info (user:password@)"
+        return "a password in its user-info, user:password@"
     for pair in _QUERY_PAIR.finditer(rest):
         if _is_secret_query_name(unquote(pair.group("name"))):
             return f"the credential query parameter '{_safe_name(pair.group('name'))}'"
@@ -385,5 +385,3 @@ def _collect_secret_values(value: Any, secret: bool, found: set[str], depth: int
     elif isinstance(value, list | tuple | set | frozenset):
         for item in value:
             _collect_secret_values(item, secret, found, depth + 1)
-    elif secret and isinstance(value, int | float) and not isinstance(value, bool):
-        found.add(str(value))
