@@ -213,3 +213,43 @@ def test_asset_config_nested_too_deep_is_refused_naming_asset_and_parameter(
     assert "asset 'deep'" in str(cause) and "'grid" in str(cause)
     assert f"{MAX_PARAMETER_DEPTH} levels" in str(cause)
     assert tree_state(ws.root) == before
+
+
+@pytest.mark.spark
+def test_a_write_failing_in_spark_records_no_secret(spark, tmp_path: Path, clean_env: None,
+                                                    caplog: pytest.LogCaptureFixture,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The IO manager's own failure path: the write fails inside Spark with an error that
+    quotes the config's password plainly and in a DSN; the failed attempt it records, the
+    sensor's record and event, and the logs hold neither."""
+    from pyspark.sql import functions as F
+
+    secret = "pl41n-Secret-77"
+
+    class Creds(Config):
+        db_password: str
+
+    @asset(name="leaky", metadata=dws_ref("intermediate-data", "leaky"))
+    def leaky(config: Creds) -> DataFrame:
+        password = config.db_password
+
+        def boom(v: int) -> int:
+            if v == 3:
+                raise ValueError(f"login with {password} to postgresql://etl:{password}@db/x")
+            return v
+
+        return spark.range(5).withColumn("x", F.udf(boom, "long")("id"))
+
+    ws = make_workspace(tmp_path / "ws")
+    with DagsterInstance.ephemeral() as instance, caplog.at_level(logging.DEBUG):
+        result = materialize([leaky], instance=instance, raise_on_error=False,
+                             resources={"io_manager": io_manager(ws)},
+                             run_config={"ops": {"leaky": {"config": {"db_password": secret}}}})
+        assert not result.success
+        attempt = ws.store.get(REF).attempt
+        assert attempt["status"] == "failed" and REDACTED in attempt["error"]
+        process_events(instance, ws, repository_def=Definitions(
+            assets=[leaky]).get_repository_def())
+        found = places(ws, instance, result.run_id, caplog, cli_text(ws, capsys))
+    for where, text in found.items():
+        assert secret not in text, f"the secret reached the {where}"
