@@ -60,7 +60,7 @@ _SECRET_WORDS = frozenset({
     "authtoken", "accountkey", "sig", "sas", "jwt", "bearer",
 })
 #: Further names that are credentials as URI query parameters (`?key=...` is an API key).
-_QUERY_WORDS = frozenset({"key", "code", "sig", "se_sig"})
+_QUERY_WORDS = frozenset({"key", "code", "sig"})
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 #: Schemes whose bare user name is a container, not a credential.
 AZURE_SCHEMES = frozenset({"abfs", "abfss", "wasb", "wasbs"})
