@@ -399,6 +399,20 @@ def test_dataset_names_keep_the_container_and_drop_any_password(uri: str,
     assert dataset_name(uri)[0] == namespace
 
 
+@SETTINGS
+@given(scheme=st.sampled_from(["s3a", "s3", "gs", "abfss", "wasbs", "hdfs", "https", "file"]),
+       user=users, secret=uri_secrets, path=st.sampled_from(["/lake", "/a/b/c", "/"]),
+       container=st.booleans())
+def test_dataset_names_never_hold_a_password(scheme: str, user: str, secret: str, path: str,
+                                             container: bool) -> None:
+    host = "account.dfs.core.windows.net" if scheme in ("abfss", "wasbs") else "bucket"
+    assume(secret not in f"{scheme}://{user}@{host}{path}")
+    namespace, name = dataset_name(f"{scheme}://{user}:{secret}@{host}{path}")
+    assert secret not in namespace + name
+    if scheme == "abfss":
+        assert namespace == f"abfss://{user}@{host}"
+
+
 # --------------------------------------------------------------------------- script API
 
 
