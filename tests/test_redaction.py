@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dws_dagster import LineageBuilder, Workspace
-from dws_dagster.cli import main as cli_main
 from dws_dagster.ol.naming import dataset_name
 from dws_dagster.workspace.records import StepInfo, sanitize_parameters
 from dws_dagster.workspace.redaction import (
@@ -521,4 +520,3 @@ def test_parameters_from_cli_output_and_results_json_hold_no_secret(ws: Workspac
     assert code == 0
     assert_nowhere(ws.root, ["hunter2-pw", "tok-4242-x", "desc-pw-1", "met-tok-77"],
                    extra={"CLI output": out + err})
-    assert cli_main  # the CLI entry point exercised above
