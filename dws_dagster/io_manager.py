@@ -41,6 +41,7 @@ from .spark import storage
 from .workspace.config import RemoteDataError, Workspace
 from .workspace.gitinfo import git_commit
 from .workspace.records import LineageRecord, StepInfo, now_iso, sanitize_parameters
+from .workspace.redaction import redact_text, secret_values
 from .workspace.refs import ResourceRef
 from .workspace.swap import KEPT_DIR, KEPT_MARK, kept_version_path, prune_kept
 
@@ -169,9 +170,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         location = ws.location(ws.check_writable(ref))
         reads = _reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
+        config = dagster_compat.op_config(context)
         parameters = sanitize_parameters(
-            {**dagster_compat.op_config(context),
-             **({"dagster/partition": partition} if partition is not None else {})},
+            {**config, **({"dagster/partition": partition} if partition is not None else {})},
             what=f"asset '{asset}': parameter")
         store = ws.store
         plan = self._plan(context, obj, asset)
@@ -206,10 +207,10 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                     ref=str(ref), version=None, status="failed", step=step,
                     parameters=parameters, inputs=inputs, provenance=provenance,
                     start_time=reads.started, end_time=now_iso(),
-                    error=f"{type(exc).__name__}: {exc}")])
+                    error=redact_text(f"{type(exc).__name__}: {exc}", secret_values(config)))])
             except (OSError, DwsError) as unrecorded:  # the same full or read-only disk
                 exc.add_note(f"asset '{asset}': the failed attempt could not be recorded in "
-                             f"the lineage store either: {unrecorded}")
+                             f"the lineage store either: {redact_text(str(unrecorded))}")
             raise
         self._prune_kept(ws, ref)
         record = built[-1]  # the record kept with the data, committed as is
@@ -228,7 +229,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
             return plan_lineage(df)
         except Exception as exc:  # lineage is best effort; the data is what matters
-            context.log.warning(f"asset '{asset}': no column lineage from the Spark plan: {exc}")
+            context.log.warning(redact_text(
+                f"asset '{asset}': no column lineage from the Spark plan: {exc}"))
             return None
 
     def _inputs(self, ws: Workspace, reads: _StepReads, plan: PlanLineage | None,
@@ -491,7 +493,7 @@ def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[st
         described = {"ref": ref, "column": item.column, "kind": item.kind.value,
                      "subtype": item.subtype}
         if ref is None:
-            described["location"] = item.path
+            described["location"] = redact_text(item.path)
         asset = asset_of(ref)
         if asset is not None:
             described["asset"] = asset

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,12 +28,13 @@ from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
 from .stored_events import AssetEventRecord
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
-from .workspace.records import LineageRecord, StepInfo, sanitize_parameters, strip_userinfo
+from .workspace.records import LineageRecord, StepInfo, sanitize_parameters
+from .workspace.redaction import get_logger, redact_text, secret_values
 from .workspace.refs import ResourceRef
 from .workspace.snapshots import list_snapshots, take_snapshot
 from .workspace.versions import MARKER_NAME
 
-log = logging.getLogger("dws_dagster.sensor")
+log = get_logger("dws_dagster.sensor")
 
 RUN_END_TYPES = (DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
                  DagsterEventType.RUN_CANCELED)
@@ -241,7 +241,7 @@ class EventApplier:
                    "at": when.isoformat()}
         description = getattr(evaluation, "description", None)
         if description:
-            verdict["description"] = strip_userinfo(str(description))
+            verdict["description"] = redact_text(str(description))
         name = evaluation.check_name
         if checks.get(name) == verdict:
             return
@@ -279,6 +279,8 @@ class EventApplier:
         run_error = _error_text(getattr(event.event_specific_data, "error", None))
         results_written = any(ref is not None and self._is_results(ref)
                               for ref in materialized.values())
+        secrets = self._run_secrets(run_id) if missing and kind != DagsterEventType.RUN_SUCCESS \
+            else set()
         for (key, partition), step_key in ((item, planned[item]) for item in missing):
             message, stack = errors.get(step_key, (None, None))
             if kind == DagsterEventType.RUN_CANCELED:
@@ -289,6 +291,9 @@ class EventApplier:
                 message = message or run_error[0] or f"run {run_id} failed before '" \
                     f"{key.to_user_string()}' was materialized"
                 stack = stack or run_error[1]
+            if secrets:
+                message = redact_text(message, secrets)
+                stack = redact_text(stack, secrets) if stack else stack
             if kind != DagsterEventType.RUN_SUCCESS:
                 self._record_failure(key, partition, run_id, message, when)
             run = self._run_info(run_id, key, partition)
@@ -299,6 +304,15 @@ class EventApplier:
                     stack_trace=stack if failed else None))
         if results_written and self.snapshot_on_results:
             self._snapshot(run_id)
+
+    def _run_secrets(self, run_id: str) -> set[str]:
+        """Values of credential-like fields of the run's config: removed from its error
+        texts wherever they appear (an exception may quote a password it was given)."""
+        try:
+            run = self.instance.get_run_by_id(run_id)
+        except Exception:
+            return set()
+        return secret_values(getattr(run, "run_config", None) or {})
 
     def _run_log(self, run_id: str) -> _RunLog:
         """The run's log: what this tick read of it when it read it all, else read again
@@ -445,6 +459,7 @@ class EventApplier:
             return False
 
     def _skip(self, message: str) -> None:
+        message = redact_text(message)
         log.warning(message)
         self.report.skipped.append(message)
 
@@ -502,7 +517,7 @@ class _RunLog:
 
 def _error_text(error: Any) -> tuple[str | None, str | None]:
     """(message, stack trace) of a Dagster error, the user's own exception first (Dagster wraps
-    it), with user-info removed from any URI in them."""
+    it), redacted (`redact_text`)."""
     if error is None:
         return None, None
     inner = error
@@ -516,7 +531,7 @@ def _error_text(error: Any) -> tuple[str | None, str | None]:
         stack = error.to_string()
     except Exception:
         stack = "".join(getattr(error, "stack", []) or [])
-    return strip_userinfo(message), strip_userinfo(stack)
+    return redact_text(message), redact_text(stack)
 
 
 @functools.cache

@@ -14,7 +14,6 @@ The tests compare both readings of real runs, field by field.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +22,9 @@ import orjson
 from dagster import AssetKey, DagsterEventType
 
 from .bindings import metadata_value
+from .workspace.redaction import get_logger
 
-log = logging.getLogger("dws_dagster.sensor")
+log = get_logger("dws_dagster.sensor")
 
 PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED
 MATERIALIZED = DagsterEventType.ASSET_MATERIALIZATION

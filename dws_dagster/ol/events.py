@@ -52,6 +52,7 @@ from openlineage.client.uuid import generate_static_uuid
 
 from .. import __version__
 from ..errors import DwsError
+from ..workspace.redaction import redact_text
 from .model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
 from .naming import dataset_name
 
@@ -193,8 +194,9 @@ def _run_facets(event: AssetRunEvent, producer: str) -> dict[str, Any]:
         facets = _shared_run_facets(run, job.namespace, job.name, producer)
     if event.kind == "FAIL" and event.error_message:
         facets["errorMessage"] = _facet(
-            _ERROR_MESSAGE, producer, message=event.error_message,
-            programmingLanguage="python", stackTrace=event.stack_trace or None)
+            _ERROR_MESSAGE, producer, message=redact_text(event.error_message),
+            programmingLanguage="python",
+            stackTrace=redact_text(event.stack_trace) if event.stack_trace else None)
     return facets
 
 
@@ -262,13 +264,14 @@ def _job_facets(job: JobInfo, producer: str) -> dict[str, Any]:
         _JOB_TYPE, producer, processingType="BATCH", integration=INTEGRATION, jobType="ASSET")}
     if job.source_code:
         facets["sourceCode"] = _facet(_SOURCE_CODE, producer, language="python",
-                                      sourceCode=job.source_code)
+                                      sourceCode=redact_text(job.source_code))
     location = _source_code_location(job, producer)
     if location is not None:
         facets["sourceCodeLocation"] = location
     if job.description:
         # Dagster renders asset descriptions as Markdown.
-        facets["documentation"] = _facet(_DOCUMENTATION, producer, description=job.description,
+        facets["documentation"] = _facet(_DOCUMENTATION, producer,
+                                         description=redact_text(job.description),
                                          contentType="text/markdown")
     owners = _unique(job.owners)
     if owners:

@@ -31,6 +31,7 @@ from openlineage.client.naming.dataset import (
 )
 
 from ..errors import DwsError
+from ..workspace.redaction import redact_text, without_credentials
 
 __all__ = ["InvalidLocationError", "dataset_name"]
 
@@ -74,6 +75,7 @@ def _cached_name(location: str, _cwd: str | None) -> tuple[str, str]:
 
 
 def _naming(location: str) -> DatasetNaming:
+    location = without_credentials(location)  # also a password holding raw `@` or `/`
     parts = urlsplit(location)
     scheme = parts.scheme.lower()
     if not scheme or _is_windows_drive(scheme):
@@ -198,9 +200,5 @@ def _azure(scheme: str, container: str | None, host_port: str, key: str) -> Data
 
 
 def _redacted(location: str) -> str:
-    """A location fit for an error message: no user-info, no query, no fragment."""
-    parts = urlsplit(location)
-    if not parts.netloc:
-        return location
-    _user, host_port = _split_netloc(parts.netloc)
-    return f"{parts.scheme}://{host_port}{parts.path}"
+    """A location fit for an error message (`redact_text`)."""
+    return redact_text(location)

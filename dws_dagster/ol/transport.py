@@ -36,7 +36,7 @@ from openlineage.client.transport.http import HttpTransport
 from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
 
 from ..errors import DwsError
-from ..workspace.records import REDACTED, is_secret_name, strip_userinfo
+from ..workspace.redaction import is_secret_name, redact_text
 
 if TYPE_CHECKING:
     from ..workspace.config import Workspace
@@ -288,11 +288,8 @@ def secrets_of(transport: Transport | None) -> set[str]:
 
 
 def redact(text: str, transport: Transport | None = None) -> str:
-    """`text` without URL user-info or any secret of `transport`."""
-    out = strip_userinfo(text)
-    for secret in sorted(secrets_of(transport), key=len, reverse=True):
-        out = out.replace(secret, REDACTED)
-    return out
+    """`text` through `redact_text`, with every secret `transport` holds removed too."""
+    return redact_text(text, secrets_of(transport))
 
 
 def _collect(value: Any, name: str, found: set[str], depth: int) -> None:

@@ -21,6 +21,7 @@ from ..errors import (
     WorkspaceNotFoundError,
 )
 from .files import atomic_write_json, read_json_file, writing
+from .redaction import uri_credentials
 from .refs import ResourceRef, as_ref, validate_resource_name
 from .versions import (
     DataNotFoundError,
@@ -105,14 +106,18 @@ def make_resource(name: str, role: str, *, path: str | None = None, uri: str | N
     if uri is not None:
         if not _URI_SCHEME.match(uri):
             raise WorkspaceConfigError(
-                f"resource '{name}': {uri!r} is not a URI (expected scheme://...); "
+                f"resource '{name}': "
+                + (repr(uri) if "@" not in uri else "the URI given (it holds '@': not shown)")
+                + " is not a URI (expected scheme://...); "
                 "use a path for local folders"
             )
-        parts = urlsplit(uri)
-        if parts.username is not None or parts.password is not None:
+        # A user name alone is no credential (`abfss://container@account...` names the
+        # container); a password or a signed query is one, and is never echoed back.
+        credential = uri_credentials(uri)
+        if credential is not None:
             raise WorkspaceConfigError(
-                f"resource '{name}': the URI carries credentials (user-info); remove them and "
-                "configure credentials through Spark/Hadoop settings or the environment"
+                f"resource '{name}': the URI carries credentials ({credential}); remove them "
+                "and configure credentials through Spark/Hadoop settings or the environment"
             )
         uri = uri.rstrip("/") or uri
     if path is not None and ("\x00" in path or not path.strip()):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import logging
 import os
 import sys
 import threading
 import warnings
+from argparse import Namespace
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -26,12 +26,13 @@ from ..errors import DwsError, InvalidParameterError, LineageApiError
 from .config import RemoteDataError, Workspace
 from .files import atomic_write_bytes, segment_path
 from .gitinfo import git_commit
-from .records import LineageRecord, StepInfo, now_iso, sanitize_parameters
+from .records import LineageRecord, StepInfo, as_parameters, now_iso, sanitize_parameters
+from .redaction import get_logger, redact_command_line, redact_text, secret_values
 from .refs import ResourceRef, as_ref
 from .store import LineageStore
 from .versions import DataNotFoundError
 
-log = logging.getLogger("dws_dagster.lineage")
+log = get_logger("dws_dagster.lineage")
 
 PathOrRef = str | os.PathLike[str] | ResourceRef
 
@@ -123,7 +124,10 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         if self.start_time.tzinfo is None:
             self.start_time = self.start_time.astimezone()
         self.parameters = sanitize_parameters(parameters)
-        self.command_line = tuple(command_line or ())
+        #: values of credential parameters and flags: removed from this step's error texts
+        self._secrets = secret_values(as_parameters(parameters))
+        self.command_line = tuple(redact_command_line(command_line or (), self._secrets,
+                                                      found=self._secrets))
         self.run_id = run_id
         self.in_progress = True
         self.metrics: dict[str, Any] | None = None
@@ -224,6 +228,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
                 f"step '{self.step_name}': parameter names must be non-empty strings, "
                 f"got {name!r}")
         self.parameters = {**self.parameters, **sanitize_parameters({name: value})}
+        self._secrets |= secret_values({name: value})
 
     @property
     def inputs(self) -> dict[ResourceRef, str]:
@@ -272,8 +277,9 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
                   f"'{self.step_name}'", file=sys.stderr)
             return
         self.in_progress = False
-        message = None if error is None else (
-            error if isinstance(error, str) else f"{type(error).__name__}: {error}")
+        message = None if error is None else redact_text(
+            error if isinstance(error, str) else f"{type(error).__name__}: {error}",
+            self._secrets)
         records, unknown = [], []
         for ref in self._outputs:
             state = self.store.get(ref)
@@ -334,7 +340,8 @@ class ResultsLineage(Lineage):
             "start_time": self.start_time.isoformat(),
             "execution_time_seconds": elapsed,
             "parameters": self.parameters,
-            "run_description": self.run_description,
+            "run_description": None if self.run_description is None
+            else redact_text(self.run_description, self._secrets),
             "metrics": clean,
         }
         self.results_dir.mkdir(parents=True, exist_ok=True)
@@ -390,10 +397,12 @@ class LineageBuilder:
                 f"the step name is already set to {self.step_name!r}; set it once")
         self.step_name = step_name
 
-    def with_parameters(self, parameters: Mapping[str, Any]) -> LineageBuilder:
+    def with_parameters(self, parameters: Mapping[str, Any] | Namespace) -> LineageBuilder:
+        """The step's parameters: a dict of name -> value, or the `argparse.Namespace` of a
+        script's parsed arguments (its `vars()`)."""
         if self.parameters is not None:
             raise LineageApiError("parameters are already set; call with_parameters once")
-        self.parameters = dict(parameters)
+        self.parameters = dict(as_parameters(parameters))
         return self
 
     def _add_inputs(self, items: Iterable[PathOrRef]) -> LineageBuilder:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import enum
-import itertools
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
@@ -16,70 +15,110 @@ import xxhash
 
 from ..errors import InvalidParameterError
 from .files import canonical_json
+from .redaction import REDACTED, is_secret_name, redact_command_line, redact_text
 
 RECORD_FORMAT = 1
-REDACTED = "***REDACTED***"
 MAX_PARAMETER_BYTES = 64 * 1024
 MAX_PARAMETERS_BYTES = 256 * 1024
-
-#: Name words that mark a parameter as a credential (matched on whole words of the name).
-_SECRET_WORDS = {
-    "password", "passwd", "pass", "pwd", "passphrase", "secret", "secrets", "token",
-    "credential", "credentials", "creds", "auth", "authorization", "cookie", "signature",
-    "apikey", "privatekey", "secretkey", "accesskey", "sessionkey", "clientsecret", "authtoken",
-}
-_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_URI_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
-
-
-def is_secret_name(name: str) -> bool:
-    """True for names such as `password`, `db_token`, `apiKey`, `AWS_SECRET_ACCESS_KEY`."""
-    words = [w.lower() for w in _NAME_WORDS.findall(str(name))]
-    if any(word in _SECRET_WORDS for word in words):
-        return True
-    return any(a + b in _SECRET_WORDS for a, b in itertools.pairwise(words))
-
-
-def strip_userinfo(text: str) -> str:
-    """Remove `user:password@` from every URI inside `text`."""
-    return _URI_USERINFO.sub(r"\g<scheme>", text)
+#: How deep a parameter's value may nest (dicts and lists within each other): deeper values
+#: are refused, so a pathological or cyclic value cannot exhaust the stack.
+MAX_PARAMETER_DEPTH = 64
+_INT_RANGE = range(-(2**63), 2**64)  # what JSON readers (orjson, most catalogs) take as numbers
+#: `strip_userinfo` is the name this module used before `redaction` took over; kept for callers.
+strip_userinfo = redact_text
 
 
 def sanitize(value: Any, *, path: str) -> Any:
-    """A JSON-ready copy of a parameter value with secrets redacted, or InvalidParameterError."""
-    if value is None or isinstance(value, bool | int):
+    """A JSON-ready copy of a parameter value with secrets redacted, or InvalidParameterError
+    naming the parameter (and where inside it) for values that cannot be recorded: other
+    types, cycles, nesting deeper than MAX_PARAMETER_DEPTH."""
+    return _sanitize(value, path, 0, set(), "parameter")
+
+
+def _sanitize(value: Any, path: str, depth: int, active: set[int], what: str) -> Any:
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):
+        if int(value) not in _INT_RANGE:
+            raise InvalidParameterError(
+                f"{what} '{_shown(path)}' is an integer beyond 64 bits, which JSON readers "
+                "cannot take; pass it as a string (str(value))")
+        return int(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
+        return float(value) if math.isfinite(value) else repr(value)
     if isinstance(value, str):
-        return strip_userinfo(value)
+        return redact_text(_text(value, path, what))
     if isinstance(value, enum.Enum):
-        return sanitize(value.value, path=path)
+        return _sanitize(value.value, path, depth, active, what)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, PurePath):
-        return value.as_posix()
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str | int | float | bool):
-                raise InvalidParameterError(
-                    f"parameter '{path}' has a key of type {type(key).__name__}; "
-                    "use string keys"
-                )
-            name = str(key)
-            out[name] = REDACTED if is_secret_name(name) else sanitize(item, path=f"{path}.{name}")
-        return out
-    if isinstance(value, list | tuple):
-        return [sanitize(item, path=f"{path}[{i}]") for i, item in enumerate(value)]
-    if isinstance(value, set | frozenset):
-        items = [sanitize(item, path=f"{path}[]") for item in value]
-        return sorted(items, key=lambda item: canonical_json(item))
-    raise InvalidParameterError(
-        f"parameter '{path}' is a {type(value).__module__}.{type(value).__qualname__}, which "
-        "cannot be recorded as JSON; pass a string, number, bool, list or dict "
-        "(for example str(value))"
-    )
+        return redact_text(_text(value.as_posix(), path, what))
+    if not isinstance(value, Mapping | list | tuple | set | frozenset):
+        raise InvalidParameterError(
+            f"{what} '{_shown(path)}' is a {type(value).__module__}."
+            f"{type(value).__qualname__}, which cannot be recorded as JSON; pass a string, "
+            "number, bool, list or dict (for example str(value))")
+    if id(value) in active:
+        raise InvalidParameterError(
+            f"{what} '{_shown(path)}' contains itself (a cycle); pass a value without "
+            "cycles")
+    if depth >= MAX_PARAMETER_DEPTH:
+        raise InvalidParameterError(
+            f"{what} '{_shown(path)}' nests deeper than {MAX_PARAMETER_DEPTH} levels of "
+            "dicts and lists; record a path, a ref or a hash of the value instead")
+    active.add(id(value))
+    try:
+        if isinstance(value, Mapping):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if not isinstance(key, str | int | float | bool) or isinstance(key, enum.Enum):
+                    raise InvalidParameterError(
+                        f"{what} '{_shown(path)}' has a key of type {type(key).__name__}; "
+                        "use string keys")
+                name = _text(str(key), path, what)
+                inner = f"{path}.{name}"
+                out[redact_text(name)] = REDACTED if is_secret_name(name) \
+                    else _sanitize(item, inner, depth + 1, active, what)
+            return out
+        if isinstance(value, list | tuple):
+            return [_sanitize(item, f"{path}[{i}]", depth + 1, active, what)
+                    for i, item in enumerate(value)]
+        items = [_sanitize(item, f"{path}[]", depth + 1, active, what) for item in value]
+        return sorted(items, key=canonical_json)
+    finally:
+        active.discard(id(value))
+
+
+def _text(value: str, path: str, what: str = "parameter") -> str:
+    """`value` if it can be stored as UTF-8 (lone surrogates cannot)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidParameterError(
+            f"{what} '{_shown(path)}' holds text that is not valid Unicode (a lone "
+            "surrogate); decode it properly or pass it escaped") from None
+    return str(value)
+
+
+def _shown(path: str) -> str:
+    """A parameter path short enough for a message: its start names the parameter."""
+    path = redact_text(path)
+    return path if len(path) <= 160 else f"{path[:120]}...{path[-30:]}"
+
+
+def as_parameters(parameters: Any, *, what: str = "parameter") -> Mapping[str, Any]:
+    """The name -> value mapping of a step's parameters: a mapping, or an
+    `argparse.Namespace` (its `vars()`, as Data Workspaces takes it); anything else is
+    InvalidParameterError."""
+    if isinstance(parameters, argparse.Namespace):
+        return dict(vars(parameters))
+    if not isinstance(parameters, Mapping):
+        raise InvalidParameterError(
+            f"{what}s must be a dict of name -> value or an argparse.Namespace, got "
+            f"{type(parameters).__module__}.{type(parameters).__qualname__}: pass "
+            f"{{'name': value, ...}}")
+    return parameters
 
 
 def sanitize_parameters(parameters: Mapping[str, Any] | None, *,
@@ -87,23 +126,23 @@ def sanitize_parameters(parameters: Mapping[str, Any] | None, *,
     """Validate, redact and size-check a step's parameters (or metrics)."""
     if parameters is None:
         return {}
-    if not isinstance(parameters, Mapping):
-        raise InvalidParameterError(
-            f"{what}s must be a dict of name -> value, got {type(parameters).__name__}"
-        )
+    parameters = as_parameters(parameters, what=what)
     clean: dict[str, Any] = {}
     for name, value in parameters.items():
         if not isinstance(name, str) or not name:
-            raise InvalidParameterError(f"{what} names must be non-empty strings, got {name!r}")
-        clean[name] = REDACTED if is_secret_name(name) else sanitize(value, path=name)
+            raise InvalidParameterError(
+                f"{what} names must be non-empty strings, got {_safe_repr(name)}")
+        shown = _text(name, "", what)
+        clean[redact_text(shown)] = REDACTED if is_secret_name(name) \
+            else _sanitize(value, name, 0, set(), what)
     total = 0
     for name, item in clean.items():
         size = len(canonical_json(item))
         total += size
         if size > MAX_PARAMETER_BYTES:
             raise InvalidParameterError(
-                f"{what} '{name}' is {size} bytes as JSON; the limit is {MAX_PARAMETER_BYTES}: "
-                "record a path, a ref or a hash of the value instead"
+                f"{what} '{_shown(name)}' is {size} bytes as JSON; the limit is "
+                f"{MAX_PARAMETER_BYTES}: record a path, a ref or a hash of the value instead"
             )
     if total > MAX_PARAMETERS_BYTES:
         raise InvalidParameterError(
@@ -111,6 +150,15 @@ def sanitize_parameters(parameters: Mapping[str, Any] | None, *,
             "record paths, refs or hashes of the large values instead"
         )
     return clean
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"a {type(value).__name__}"
+    text = redact_text(text)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def now_iso() -> str:
@@ -138,7 +186,7 @@ class StepInfo:
         if self.code:
             data["code"] = [{"ref": ref, "version": version} for ref, version in self.code]
         if self.command_line:
-            data["command_line"] = [strip_userinfo(arg) for arg in self.command_line]
+            data["command_line"] = redact_command_line(self.command_line)
         return data
 
     @classmethod
@@ -199,9 +247,11 @@ class LineageRecord:
         }
         if self.step is not None:
             data["step"] = self.step.to_json()
-        for key in ("start_time", "end_time", "error"):
+        for key in ("start_time", "end_time"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
+        if self.error is not None:
+            data["error"] = redact_text(self.error)
         if self.metrics is not None:
             data["metrics"] = dict(self.metrics)
         if self.extra:
