@@ -33,6 +33,7 @@ from ..errors import (
     UnknownRefStateError,
     WorkspaceConfigError,
 )
+from . import formats
 from .digests import key_digest, pack_position, unpack_position
 from .files import (
     append_durably,
@@ -273,20 +274,12 @@ class LineageStore:
         self._segment, self._offset, self._tail_ops = 1, 0, 0
         if self.current_path.exists():
             data = read_json_file(self.current_path, what="current lineage")
-            if not isinstance(data, dict) or data.get("format") != STORE_FORMAT:
-                raise WorkspaceConfigError(
-                    f"{self.current_path} is not a lineage store of format {STORE_FORMAT}; "
-                    "restore it from git or a backup"
-                )
-            try:
-                self._segment = int(data["position"]["segment"])
-                self._offset = int(data["position"]["offset"])
-                self._refs = {ref: RefState.from_json(state)
-                              for ref, state in data["refs"].items()}
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise WorkspaceConfigError(
-                    f"{self.current_path} is corrupt ({exc!r}); restore it from git or a backup"
-                ) from None
+            shell = formats.check(formats.CURRENT_SHELL, data, self.current_path,
+                                  what="current lineage")
+            refs = formats.check_states(shell["refs"], self.current_path, what="current lineage")
+            self._segment = shell["position"]["segment"]
+            self._offset = shell["position"]["offset"]
+            self._refs = {ref: RefState.from_json(state) for ref, state in refs.items()}
         self._sorted = None
         self._loaded = True
 
@@ -445,8 +438,8 @@ class LineageStore:
         except (OSError, orjson.JSONDecodeError):
             return None
         record = op.get("record") if isinstance(op, dict) and op.get("op") == "record" else None
-        if not isinstance(record, dict) or (record.get("ref"), record.get("version")) != key:
-            return None
+        if not formats.record_ok(record) or (record.get("ref"), record.get("version")) != key:
+            return None  # type: ignore[union-attr]
         return record
 
     def history(self) -> Iterator[dict[str, Any]]:
@@ -475,7 +468,7 @@ class LineageStore:
         if self._unsynced is not None:
             self._unsynced.add(path)
         if number == self._segment:  # the file now ends with `payload`: apply it as read back
-            written = parse_journal(payload, path, self._offset)
+            written = parse_journal(payload, path, self._offset, check=False)
             for op in written:
                 self._apply(op)
             if self._by_version is not None:
@@ -752,32 +745,47 @@ def _index_records(index: dict[int, int],
                 pack_position(segment, base + start)
 
 
-def parse_journal(data: bytes, path: Path, offset: int) -> list[dict[str, Any]]:
-    """The operations in `data`, complete JSON lines read from `path` at byte `offset`.
+def parse_journal(data: bytes, path: Path, offset: int, *, check: bool = True
+                  ) -> list[dict[str, Any]]:
+    """The operations in `data`, complete JSON lines read from `path` at byte `offset`,
+    checked against the journal's format (`formats.JournalOp`) unless `check` is False (lines
+    this process just wrote).
 
     One `orjson.loads` over the lines joined as an array: parsing line by line costs more
     than the parsing itself when a store of many refs is opened. A corrupt line is then looked
     for line by line, to name where it is.
     """
+    def where(index: int) -> str:
+        return _line_of(data, offset, index)
+
+    ops: list[Any]
     try:  # JSON strings hold no raw newline, so each one can only separate two lines
         ops = orjson.loads(b"[" + data.rstrip(b"\r\n").replace(b"\n", b",") + b"]")
-        if all(isinstance(op, dict) for op in ops):
-            return ops
     except orjson.JSONDecodeError:  # a corrupt or blank line: find it line by line
-        pass
-    lines = [line for line in data.splitlines() if line.strip()]
-    ops = []
-    for index, line in enumerate(lines):
-        try:
-            op = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            op = None
-        if not isinstance(op, dict):
-            raise WorkspaceConfigError(
-                f"journal {path} is corrupt at byte {offset} (line {index + 1} of the unread "
-                "tail); restore the lineage folder from git or a backup")
-        ops.append(op)
-    return ops
+        lines = [line for line in data.split(b"\n") if line.strip()]
+        ops = []
+        for index, line in enumerate(lines):
+            try:
+                ops.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                raise WorkspaceConfigError(
+                    f"lineage journal {path} is corrupt at {where(index)}: not valid JSON; restore the "
+                    "lineage folder from git or a backup (or move that line out of the "
+                    "file)") from None
+    return formats.check_ops(ops, path, where) if check else ops
+
+
+def _line_of(data: bytes, offset: int, index: int) -> str:
+    """Where the `index`-th non-blank line of `data` (read at byte `offset`) starts."""
+    position = 0
+    seen = -1
+    for line in data.split(b"\n"):
+        if line.strip():
+            seen += 1
+            if seen == index:
+                break
+        position += len(line) + 1
+    return f"byte {offset + position} (line {index + 1} of the unread tail)"
 
 
 def _is_source(state: RefState) -> bool:
@@ -810,14 +818,22 @@ def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
 
 
 def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str, Any]:
-    """Load a snapshot manifest, checking that its content matches its hash-named file."""
+    """Load a snapshot manifest, checking its format and that its content matches its
+    hash-named file (the hash is checked before it becomes a file name)."""
+    if not formats.is_snapshot_hash(snapshot_hash):
+        raise WorkspaceConfigError(
+            f"{snapshot_hash!r} is not a snapshot hash (32 lowercase hex digits), so it names "
+            "no manifest; restore the snapshot index or lineage journal that holds it from git "
+            "or a backup")
     path = snapshot_manifest_path(workspace, snapshot_hash)
     with gc_paused():
         data = read_json_file(path, what="snapshot manifest")
-    if not isinstance(data, dict) or data.get("hash") != snapshot_hash \
-            or not isinstance(data.get("refs"), dict):
+    advice = "restore it from git or a backup, or delete the snapshot"
+    shell = formats.check(formats.MANIFEST_SHELL, data, path, what="snapshot manifest",
+                          advice=advice)
+    if shell["hash"] != snapshot_hash:
         raise WorkspaceConfigError(
-            f"snapshot manifest {path} is corrupt (wrong hash or missing refs); restore it "
-            "from git or a backup, or delete the snapshot"
-        )
+            f"snapshot manifest {path} is corrupt: hash: {shell['hash']!r} is the wrong hash "
+            f"(not the one in its file name); {advice}")
+    formats.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
     return data
