@@ -422,8 +422,27 @@ _STEP_TEXTS = ("run_id", "partition", "code_version", "git_commit")
 _RECORD_TEXTS = ("start_time", "end_time", "error")
 
 
+#: Refs found valid, so each is matched once however many records name it (a store repeats
+#: every ref in the provenance of each record downstream of it). Bounded: cleared when full.
+_GOOD_REFS: set[str] = set()
+_GOOD_REFS_MAX = 1 << 20
+
+
 def _ref_ok(value: Any) -> bool:
-    return type(value) is str and len(value) <= 4225 and _REF_RE.fullmatch(value) is not None
+    if value in _GOOD_REFS:
+        return True
+    if type(value) is not str or len(value) > 4225 or _REF_RE.fullmatch(value) is None:
+        return False
+    if len(_GOOD_REFS) >= _GOOD_REFS_MAX:
+        _GOOD_REFS.clear()
+    _GOOD_REFS.add(value)
+    return True
+
+
+def _version_ok(value: str) -> bool:
+    # The same as VERSION_PATTERN or stricter (isprintable also refuses some other spaces).
+    return 0 < len(value) <= 254 and value.isprintable() and "/" not in value \
+        and "\\" not in value
 
 
 def _pairs_ok(items: Any) -> bool:
@@ -461,8 +480,7 @@ def record_ok(record: Any) -> bool:
         return False
     get = record.get
     version = record["version"]
-    if version is not None and (type(version) is not str
-                                or _VERSION_RE.fullmatch(version) is None):
+    if version is not None and (type(version) is not str or not _version_ok(version)):
         return False
     fmt = get("format", 1)
     status = get("status", "ok")
