@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
 from pydantic import (
-    InstanceOf,
     AfterValidator,
     ConfigDict,
     Field,
+    InstanceOf,
     StringConstraints,
     TypeAdapter,
     ValidationError,
@@ -271,11 +271,11 @@ class ManifestFile(TypedDict):
 @with_config(_CONFIG)
 class MarkerFile(TypedDict):
     """`_dws_version.json`, written beside Spark data. `version` names kept copies, so it must
-    be a version as dws_dagster makes them."""
+    be one file name."""
 
     format: NotRequired[int]
     scheme: str
-    version: Annotated[str, StringConstraints(pattern=DATA_VERSION.pattern)]
+    version: Version
     rows: NotRequired[int | None]
     content: NotRequired[str | None]
     file_format: NotRequired[str | None]
@@ -347,7 +347,8 @@ def check(adapter: TypeAdapter[T], data: Any, path: Path | str, *, advice: str =
                                             prefix=prefix, what=what)) from None
     except RecursionError:
         raise WorkspaceConfigError(
-            f"{what + ' ' if what else ''}{path}: nested too deeply to be a dws_dagster file; {advice}") from None
+            f"{what + ' ' if what else ''}{path}: nested too deeply to be a dws_dagster file; "
+            f"{advice}") from None
 
 
 def describe(exc: ValidationError, path: Path | str, *, advice: str = RESTORE,

@@ -27,8 +27,8 @@ from ..errors import (
     SnapshotRestoreError,
     WorkspaceConfigError,
 )
-from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from . import formats
+from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
 from .refs import as_ref

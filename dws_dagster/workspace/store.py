@@ -769,9 +769,9 @@ def parse_journal(data: bytes, path: Path, offset: int, *, check: bool = True
                 ops.append(orjson.loads(line))
             except orjson.JSONDecodeError:
                 raise WorkspaceConfigError(
-                    f"lineage journal {path} is corrupt at {where(index)}: not valid JSON; restore the "
-                    "lineage folder from git or a backup (or move that line out of the "
-                    "file)") from None
+                    f"lineage journal {path} is corrupt at {where(index)}: not valid JSON; "
+                    "restore the lineage folder from git or a backup (or move that line out "
+                    "of the file)") from None
     return formats.check_ops(ops, path, where) if check else ops
 
 

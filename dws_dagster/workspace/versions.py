@@ -18,7 +18,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 import xxhash
@@ -229,10 +229,23 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
             data = orjson.loads(marker.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return version
-        if isinstance(data, dict) and data.get("scheme") == MARKER_SCHEME \
-                and data.get("content") == version and isinstance(data.get("version"), str):
-            return data["version"]
+        marker = checked_marker(data)
+        if marker is not None and marker.get("content") == version:
+            return marker["version"]
     return version
+
+
+def checked_marker(data: Any) -> dict[str, Any] | None:
+    """A parsed `_dws_version.json` if it matches `formats.MarkerFile` and this scheme, else
+    None: a damaged or foreign marker is ignored, so the data is versioned by its bytes. Its
+    version names kept copies, so it must be a version as dws_dagster makes them."""
+    from . import formats  # formats -> snapshots -> ... -> versions: imported when needed
+
+    try:
+        marker = formats.check(formats.MARKER, data, MARKER_NAME)
+    except DwsError:
+        return None
+    return marker if marker["scheme"] == MARKER_SCHEME else None
 
 
 def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = ()) -> str:
