@@ -450,67 +450,73 @@ def _pairs_ok(items: Any) -> bool:
     if type(items) is not list:
         return False
     for item in items:
-        if type(item) is not dict or type(item.get("version")) is not str \
-                or not _ref_ok(item.get("ref")):
+        if type(item) is not dict or type(item.get("version")) is not str:
+            return False
+        ref = item.get("ref")
+        if ref not in _GOOD_REFS and not _ref_ok(ref):
             return False
     return True
 
 
 def _step_ok(step: Any) -> bool:
-    if type(step) is not dict or type(step.get("name")) is not str:
+    if type(step) is not dict:
         return False
-    kind = step.get("kind", "script")
-    if type(kind) is not str or kind not in _STEP_KINDS:
+    get = step.get
+    if type(get("name")) is not str or get("kind", "script") not in _STEP_KINDS:
         return False
-    for key in _STEP_TEXTS:
-        value = step.get(key)
+    for value in (get("run_id"), get("partition"), get("code_version"), get("git_commit")):
         if value is not None and type(value) is not str:
             return False
     if "code" in step and not _pairs_ok(step["code"]):
         return False
     if "command_line" in step:
         line = step["command_line"]
-        if type(line) is not list or not all(type(arg) is str for arg in line):
+        if type(line) is not list or not set(map(type, line)) <= _STR_ONLY:
             return False
     return True
 
 
 def record_ok(record: Any) -> bool:
     """Whether `record` surely matches `RecordJson` (False: ask the schema)."""
-    if type(record) is not dict or not _ref_ok(record.get("ref")) or "version" not in record:
+    if type(record) is not dict or "version" not in record:
         return False
     get = record.get
-    version = record["version"]
-    if version is not None and (type(version) is not str or not _version_ok(version)):
+    ref = get("ref")
+    if ref not in _GOOD_REFS and not _ref_ok(ref):
         return False
+    version = record["version"]
+    if version is not None and (type(version) is not str or not 0 < len(version) <= 254
+                                or not version.isprintable() or "/" in version
+                                or "\\" in version):
+        return False  # stricter than VERSION_PATTERN: isprintable refuses some other spaces
     fmt = get("format", 1)
-    status = get("status", "ok")
-    if type(fmt) is not int or fmt != 1 or type(status) is not str \
-            or status not in ("ok", "failed"):
+    if type(fmt) is not int or fmt != 1 or get("status", "ok") not in _STATUSES:
         return False
     step = get("step")
     if step is not None and not _step_ok(step):
         return False
-    for key in ("parameters", "extra"):
-        if key in record and type(record[key]) is not dict:
+    for value in (get("start_time"), get("end_time"), get("error")):
+        if value is not None and type(value) is not str:
+            return False
+    for value in (get("parameters", _EMPTY), get("extra", _EMPTY)):
+        if type(value) is not dict:
             return False
     metrics = get("metrics")
     if metrics is not None and type(metrics) is not dict:
         return False
-    for key in _RECORD_TEXTS:
-        value = get(key)
-        if value is not None and type(value) is not str:
-            return False
     if "inputs" in record and not _pairs_ok(record["inputs"]):
         return False
-    if "provenance" in record:
-        provenance = record["provenance"]
-        if type(provenance) is not dict:
-            return False
-        for ref, value in provenance.items():
-            if type(value) is not str or not _ref_ok(ref):
-                return False
-    return True
+    provenance = get("provenance", _EMPTY)
+    if type(provenance) is not dict:
+        return False
+    return not provenance or (
+        (_GOOD_REFS.issuperset(provenance) or all(map(_ref_ok, provenance)))
+        and set(map(type, provenance.values())) <= _STR_ONLY)
+
+
+_EMPTY: dict[str, Any] = {}
+_STATUSES = ("ok", "failed")
+_STR_ONLY = frozenset({str})
 
 
 def states_ok(refs: Any) -> bool:

@@ -245,7 +245,15 @@ def checked_marker(data: Any) -> dict[str, Any] | None:
         marker = formats.check(formats.MARKER, data, MARKER_NAME)
     except DwsError:
         return None
-    return marker if marker["scheme"] == MARKER_SCHEME else None
+    if marker["scheme"] != MARKER_SCHEME:
+        return None
+    lineage = marker.get("lineage")
+    if lineage is not None and not formats.record_ok(lineage):
+        try:
+            formats.check(formats.RECORD, lineage, MARKER_NAME)
+        except DwsError:  # a damaged record: the data's version still counts, the record not
+            return {**marker, "lineage": None}
+    return marker
 
 
 def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = ()) -> str:
