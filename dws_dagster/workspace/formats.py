@@ -430,9 +430,11 @@ _GOOD_REFS_MAX = 1 << 20
 
 
 def _ref_ok(value: Any) -> bool:
+    if type(value) is not str:
+        return False
     if value in _GOOD_REFS:
         return True
-    if type(value) is not str or len(value) > 4225 or _REF_RE.fullmatch(value) is None:
+    if len(value) > 4225 or _REF_RE.fullmatch(value) is None:
         return False
     if len(_GOOD_REFS) >= _GOOD_REFS_MAX:
         _GOOD_REFS.clear()
@@ -452,8 +454,7 @@ def _pairs_ok(items: Any) -> bool:
     for item in items:
         if type(item) is not dict or type(item.get("version")) is not str:
             return False
-        ref = item.get("ref")
-        if ref not in _GOOD_REFS and not _ref_ok(ref):
+        if not _ref_ok(item.get("ref")):
             return False
     return True
 
@@ -481,8 +482,7 @@ def record_ok(record: Any) -> bool:
     if type(record) is not dict or "version" not in record:
         return False
     get = record.get
-    ref = get("ref")
-    if ref not in _GOOD_REFS and not _ref_ok(ref):
+    if not _ref_ok(get("ref")):
         return False
     version = record["version"]
     if version is not None and (type(version) is not str or not 0 < len(version) <= 254
