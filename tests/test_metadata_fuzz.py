@@ -30,7 +30,7 @@ from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigErro
 from dws_dagster.cli import main as cli_main
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.ol.transport import make_transport
-from dws_dagster.workspace import formats
+from dws_dagster.workspace import formats, shapes
 from dws_dagster.workspace.snapshots import (
     delete_snapshot,
     list_snapshots,
@@ -361,33 +361,65 @@ def test_byte_damage(pristine: Path, tmp_path: Path, data: st.DataObject) -> Non
         battery(root)
 
 
-# -------------------------------------------- the store's fast check agrees with the schema
+# --------------------------------------------- the quick checks agree with the schemas
+
+
+def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
+    """(kind, part of the parsed file it checks) for a file under `.dataworkspace/`."""
+    whole = [("config", "config.json"), ("resources", "resources.json"),
+             ("index", "snapshots/index.json"), ("outbox state", "outbox/state.json")]
+    for kind, suffix in whole:
+        if name.endswith(suffix):
+            return [(kind, lambda data: data)]
+    if name == "lineage/current.json":
+        return [("current", lambda data: data), ("states", lambda data: data.get("refs"))]
+    if name.startswith("snapshots/"):
+        return [("manifest", lambda data: data), ("states", lambda data: data.get("refs"))]
+    if name.endswith(".keys.json"):
+        return [("outbox keys", lambda data: data)]
+    return []
 
 
 @functools.cache
-def parsed_store(pristine: Path) -> tuple[Any, list[tuple[Any, ...]], Any, list[tuple[Any, ...]]]:
-    refs = orjson.loads((pristine / "ws/.dataworkspace/lineage/current.json").read_bytes())["refs"]
+def parsed_files(pristine: Path) -> list[tuple[str, Any, list[tuple[Any, ...]]]]:
+    meta = pristine / "ws/.dataworkspace"
+    found = [(name, orjson.loads((meta / name).read_bytes()))
+             for name in metadata_files(pristine / "ws") if kinds_of(name)]
     ops = [orjson.loads(line) for line in history_ops(pristine / "ws")]
-    return refs, paths_in(refs), ops, paths_in(ops)
+    found.append(("lineage/journal", ops))
+    return [(name, data, paths_in(data)) for name, data in found]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True,
+@settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_fast_checks_accept_only_what_the_schemas_accept(pristine: Path,
-                                                         data: st.DataObject) -> None:
-    """The store checks ref states and journal lines with plain loops first (`states_ok`,
-    `ops_ok`), for speed; whatever they accept, the schemas must accept too."""
-    refs, ref_paths, ops, op_paths = parsed_store(pristine)
-    path = data.draw(st.sampled_from(ref_paths))
+def test_quick_checks_accept_only_what_the_schemas_accept(pristine: Path,
+                                                          data: st.DataObject) -> None:
+    """Files are checked by plain loops first (`shapes`), for speed; whatever they accept, the
+    schemas (`formats`) must accept too, or a damaged file would get past both."""
+    name, parsed, paths = data.draw(st.sampled_from(parsed_files(pristine)))
+    path = data.draw(st.sampled_from(paths))
     action = data.draw(st.sampled_from(["replace", "delete", "nest"]) if path
                        else st.just("replace"))
-    mutated = replaced(refs, path, data.draw(json_values()), action)
-    if formats.states_ok(mutated):
-        formats.check(formats._STATES, mutated, "current.json")  # must not raise
-    path = data.draw(st.sampled_from(op_paths))
-    action = data.draw(st.sampled_from(["replace", "delete", "nest"]) if path
-                       else st.just("replace"))
-    mutated_ops = replaced(ops, path, data.draw(json_values()), action)
-    if isinstance(mutated_ops, list) and formats.ops_ok(mutated_ops):
-        formats.check(formats.JOURNAL, mutated_ops, "journal")  # must not raise
+    mutated = replaced(parsed, path, data.draw(json_values()), action)
+    if name == "lineage/journal":
+        if isinstance(mutated, list) and shapes.ops_ok(mutated):
+            formats.check(formats.JOURNAL, mutated, name)  # must not raise
+        return
+    for kind, part in kinds_of(name):
+        piece = part(mutated) if isinstance(mutated, dict) else mutated
+        quick, schema = shapes._KINDS[kind]
+        if quick(piece):
+            formats.check(getattr(formats, schema), piece, name)  # must not raise
+
+
+def test_checks_and_schemas_accept_the_files_dws_dagster_writes(pristine: Path) -> None:
+    for name, parsed, _ in parsed_files(pristine):
+        if name == "lineage/journal":
+            assert shapes.ops_ok(parsed)
+            formats.check(formats.JOURNAL, parsed, name)
+            continue
+        for kind, part in kinds_of(name):
+            quick, schema = shapes._KINDS[kind]
+            assert quick(part(parsed)), (name, kind)
+            formats.check(getattr(formats, schema), part(parsed), name)

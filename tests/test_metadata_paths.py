@@ -249,3 +249,34 @@ def test_deleting_tags_in_the_cli_says_what_happened(snap_ws: Workspace, cli) ->
     code, out, _ = cli("delete-snapshot", "v1", "--workspace", snap_ws.root)
     assert code == 0 and out == f"deleted snapshot v1 ({digest[:12]})\n"
     assert list_snapshots(snap_ws) == []
+
+
+# ------------------------------------------------------------ data markers
+
+
+def test_a_marker_version_that_is_not_a_file_name_is_ignored(tmp_path: Path) -> None:
+    """`_dws_version.json` beside data names the version its kept copies get; one with a
+    slash is not a marker dws_dagster wrote: the data is versioned by its bytes instead."""
+    from dws_dagster.workspace.versions import (
+        MARKER_NAME,
+        MARKER_SCHEME,
+        checked_marker,
+        content_version,
+        effective_version,
+    )
+
+    folder = tmp_path / "data"
+    write(folder / "part-0.csv", "a\n1\n")
+    content = content_version(folder)
+    marker = {"format": 1, "scheme": MARKER_SCHEME, "version": "f" * 32, "rows": 1,
+              "content": content, "file_format": "csv", "versioning": "rows",
+              "columns": [["a", "int"]], "lineage": {"ref": "inter/x", "version": "f" * 32}}
+    (folder / MARKER_NAME).write_text(json.dumps(marker))
+    assert effective_version(folder) == "f" * 32
+    assert checked_marker(marker) == marker
+    for version in ("../../outside", "a/b", "", 7, None):
+        (folder / MARKER_NAME).write_text(json.dumps({**marker, "version": version}))
+        assert effective_version(folder) == content
+    broken = {**marker, "lineage": {"ref": "../x", "version": 3}}
+    assert checked_marker(broken) == {**marker, "lineage": None}
+    assert checked_marker({**marker, "columns": [["a"]]}) is None

@@ -33,7 +33,7 @@ from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
 from ..errors import DwsError, WorkspaceConfigError
-from ..workspace import formats
+from ..workspace import shapes
 from ..workspace.digests import key_digest
 from ..workspace.files import (
     append_durably,
@@ -210,7 +210,7 @@ class _State:
 
     @classmethod
     def from_json(cls, data: Any, path: Path) -> _State:
-        data = formats.check(formats.OUTBOX_STATE, data, path, what="outbox state",
+        data = shapes.checked("outbox state", data, path, what="outbox state",
                              advice=_STATE_ADVICE)
         for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
             if data.get(name) is not None:
@@ -339,7 +339,7 @@ class Outbox:
             return None
         path = self._keys_path(number)
         try:
-            data = formats.check(formats.OUTBOX_KEYS, orjson.loads(path.read_bytes()), path)
+            data = shapes.checked("outbox keys", orjson.loads(path.read_bytes()), path)
         except (OSError, orjson.JSONDecodeError, WorkspaceConfigError):
             return None  # missing, stale or damaged: the segment itself is read instead
         if data["bytes"] != self._size(number):

@@ -20,7 +20,7 @@ from ..errors import (
     WorkspaceConfigError,
     WorkspaceNotFoundError,
 )
-from . import formats
+from . import shapes
 from .files import atomic_write_json, read_json_file
 from .refs import ResourceRef, as_ref, validate_resource_name
 from .versions import DataNotFoundError, effective_version, listing_version
@@ -178,7 +178,7 @@ class Workspace:
                     "run 'dws-dagster init' there"
                 )
         config_path = root / WORKSPACE_DIR / "config.json"
-        config = formats.check(formats.CONFIG, _format_checked(read_json_file(
+        config = shapes.checked("config", _format_checked(read_json_file(
             config_path, what="workspace config"), config_path), config_path)
         ws = cls(root=root, name=str(config.get("name") or root.name))
         ws.resources = ws._load_resources()
@@ -186,7 +186,7 @@ class Workspace:
 
     def _load_resources(self) -> dict[str, Resource]:
         path = self.meta_dir / "resources.json"
-        data = formats.check(formats.RESOURCES, _format_checked(read_json_file(
+        data = shapes.checked("resources", _format_checked(read_json_file(
             path, what="resources file"), path), path)
         resources: dict[str, Resource] = {}
         for item in data["resources"]:

@@ -16,7 +16,6 @@ Unknown keys are kept (`extra="allow"`), so a newer writer's additions survive a
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
@@ -33,33 +32,25 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from ..errors import WorkspaceConfigError
+from .shapes import (
+    DATA_VERSION,
+    REF_PATTERN,
+    RESTORE,
+    SNAPSHOT_HASH_PATTERN,
+    VERSION_PATTERN,
+    results_folder_ok,
+)
 
 FORMAT = 1
 _CONFIG = ConfigDict(extra="allow", strict=True)
 
-#: A snapshot hash: xxh3-128 as lowercase hex. Manifest files are named after it.
-SNAPSHOT_HASH_PATTERN = r"^[0-9a-f]{32}$"
-SNAPSHOT_HASH = re.compile(SNAPSHOT_HASH_PATTERN)
-#: A data version as dws_dagster computes it: content and Spark versions are xxh3-128 hex,
-#: listing versions add `ls-`. Kept copies of data are named after it.
-DATA_VERSION = re.compile(r"^(?:ls-)?[0-9a-f]{32}$")
-#: A stored ref (normalised): a resource name, then components that are neither `.` nor `..`,
-#: without backslashes or control characters. The same rules as `ResourceRef`, in a form the
-#: validator checks in Rust (no look-ahead): a component starts with a character other than a
-#: dot, or with one dot and another character, or with two dots and at least one more.
-_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
-_CHAR = r"[^/\\\x00-\x1f\x7f-\x9f]"
-_NODOT = r"[^./\\\x00-\x1f\x7f-\x9f]"
-_PART = rf"(?:{_NODOT}{_CHAR}*|\.{_NODOT}{_CHAR}*|\.\.{_CHAR}+)"
-REF_PATTERN = rf"^{_NAME}(?:/{_PART})*$"
-
 Ref = Annotated[str, StringConstraints(pattern=REF_PATTERN, max_length=4096 + 129)]
-#: A version stored in a record names a kept copy (`@<version>`): one path component at most.
-VERSION_PATTERN = r"^[^/\\\x00-\x1f\x7f-\x9f]{1,254}$"
 Version = Annotated[str, StringConstraints(pattern=VERSION_PATTERN)]
 SnapshotHash = Annotated[str, StringConstraints(pattern=SNAPSHOT_HASH_PATTERN)]
 NonNegative = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
+#: `[a, b]`: JSON has no tuples (and a strict tuple refuses a list).
+Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
 JsonObject = InstanceOf[dict]  # not copied: parsed JSON holds only str keys
 
 
@@ -211,24 +202,13 @@ def _tag(value: str) -> str:
         raise ValueError(str(exc)) from None
 
 
-Tag = Annotated[str, AfterValidator(_tag)]
-#: A snapshot's name as a folder: its first tag when it was taken, else its short hash.
-_SHORT_HASH = re.compile(r"^[0-9a-f]{12}$")
-
-
 def _results_folder(value: str) -> str:
-    head, slash, name = value.partition("/")
-    if head != "snapshots" or not slash or not (_SHORT_HASH.match(name) or _is_tag(name)):
+    if not results_folder_ok(value):
         raise ValueError(f"{value!r} is not 'snapshots/<tag or short hash>'")
     return value
 
 
-def _is_tag(name: str) -> bool:
-    try:
-        _tag(name)
-    except ValueError:
-        return False
-    return True
+Tag = Annotated[str, AfterValidator(_tag)]
 
 
 @with_config(_CONFIG)
@@ -280,7 +260,7 @@ class MarkerFile(TypedDict):
     content: NotRequired[str | None]
     file_format: NotRequired[str | None]
     versioning: NotRequired[str | None]
-    columns: NotRequired[list[tuple[str, str]] | None]
+    columns: NotRequired[list[Pair] | None]
     lineage: NotRequired[JsonObject | None]
 
 
@@ -304,7 +284,7 @@ class OutboxKeys(TypedDict):
 
     format: Literal[1]
     bytes: NonNegative
-    keys: list[tuple[str, str]]
+    keys: list[Pair]
 
 
 # --------------------------------------------------------------------------- checking
@@ -322,7 +302,6 @@ MARKER = TypeAdapter(MarkerFile)
 OUTBOX_STATE = TypeAdapter(OutboxState)
 OUTBOX_KEYS = TypeAdapter(OutboxKeys)
 
-RESTORE = "restore it from git or a backup, or fix that field"
 _PATTERN_NAMES = {
     REF_PATTERN: "a ref (RESOURCE/SUBPATH without '..', '.', empty parts, backslashes or "
                  "control characters)",
@@ -398,193 +377,9 @@ def field_path(location: list[Any]) -> str:
     return text
 
 
-def is_snapshot_hash(value: Any) -> bool:
-    return isinstance(value, str) and SNAPSHOT_HASH.match(value) is not None
 
 
-def is_data_version(value: Any) -> bool:
-    return isinstance(value, str) and DATA_VERSION.match(value) is not None
-
-
-# ------------------------------------------------------------- the store's fast path
-#
-# The store loads every ref's state and replays journal tails of thousands of records; pydantic
-# rebuilds each dict it validates, which doubled the time to open a store of 10,000 refs. So
-# the two bulk shapes (ref states, journal operations) are first checked by the plain loops
-# below, which build nothing. They accept a subset of what the schemas accept (each check is at
-# least as strict), and anything they refuse goes to the schema, which names the field at
-# fault (or, if it accepts after all, supplies the value) — so the schemas above stay the one
-# definition of the formats. `tests/test_metadata_fuzz.py` checks the two agree.
-
-_REF_RE = re.compile(REF_PATTERN)
-_VERSION_RE = re.compile(VERSION_PATTERN)
-_STEP_KINDS = ("script", "dagster-asset", "observation")
-_STEP_TEXTS = ("run_id", "partition", "code_version", "git_commit")
-_RECORD_TEXTS = ("start_time", "end_time", "error")
-
-
-#: Refs found valid, so each is matched once however many records name it (a store repeats
-#: every ref in the provenance of each record downstream of it). Bounded: cleared when full.
-_GOOD_REFS: set[str] = set()
-_GOOD_REFS_MAX = 1 << 20
-
-
-def _ref_ok(value: Any) -> bool:
-    if type(value) is not str:
-        return False
-    if value in _GOOD_REFS:
-        return True
-    if len(value) > 4225 or _REF_RE.fullmatch(value) is None:
-        return False
-    if len(_GOOD_REFS) >= _GOOD_REFS_MAX:
-        _GOOD_REFS.clear()
-    _GOOD_REFS.add(value)
-    return True
-
-
-def _version_ok(value: str) -> bool:
-    # The same as VERSION_PATTERN or stricter (isprintable also refuses some other spaces).
-    return 0 < len(value) <= 254 and value.isprintable() and "/" not in value \
-        and "\\" not in value
-
-
-def _pairs_ok(items: Any) -> bool:
-    if type(items) is not list:
-        return False
-    for item in items:
-        if type(item) is not dict or type(item.get("version")) is not str:
-            return False
-        if not _ref_ok(item.get("ref")):
-            return False
-    return True
-
-
-def _step_ok(step: Any) -> bool:
-    if type(step) is not dict:
-        return False
-    get = step.get
-    if type(get("name")) is not str or get("kind", "script") not in _STEP_KINDS:
-        return False
-    for value in (get("run_id"), get("partition"), get("code_version"), get("git_commit")):
-        if value is not None and type(value) is not str:
-            return False
-    if "code" in step and not _pairs_ok(step["code"]):
-        return False
-    if "command_line" in step:
-        line = step["command_line"]
-        if type(line) is not list or not set(map(type, line)) <= _STR_ONLY:
-            return False
-    return True
-
-
-def record_ok(record: Any) -> bool:
-    """Whether `record` surely matches `RecordJson` (False: ask the schema)."""
-    if type(record) is not dict or "version" not in record:
-        return False
-    get = record.get
-    if not _ref_ok(get("ref")):
-        return False
-    version = record["version"]
-    if version is not None and (type(version) is not str or not 0 < len(version) <= 254
-                                or not version.isprintable() or "/" in version
-                                or "\\" in version):
-        return False  # stricter than VERSION_PATTERN: isprintable refuses some other spaces
-    fmt = get("format", 1)
-    if type(fmt) is not int or fmt != 1 or get("status", "ok") not in _STATUSES:
-        return False
-    step = get("step")
-    if step is not None and not _step_ok(step):
-        return False
-    for value in (get("start_time"), get("end_time"), get("error")):
-        if value is not None and type(value) is not str:
-            return False
-    for value in (get("parameters", _EMPTY), get("extra", _EMPTY)):
-        if type(value) is not dict:
-            return False
-    metrics = get("metrics")
-    if metrics is not None and type(metrics) is not dict:
-        return False
-    if "inputs" in record and not _pairs_ok(record["inputs"]):
-        return False
-    provenance = get("provenance", _EMPTY)
-    if type(provenance) is not dict:
-        return False
-    return not provenance or (
-        (_GOOD_REFS.issuperset(provenance) or all(map(_ref_ok, provenance)))
-        and set(map(type, provenance.values())) <= _STR_ONLY)
-
-
-_EMPTY: dict[str, Any] = {}
-_STATUSES = ("ok", "failed")
-_STR_ONLY = frozenset({str})
-
-
-def states_ok(refs: Any) -> bool:
-    """Whether a `{ref: state}` mapping surely matches `dict[Ref, RefStateJson]`."""
-    if type(refs) is not dict:
-        return False
-    for ref, state in refs.items():
-        if type(state) is not dict or not _ref_ok(ref):
-            return False
-        owner = state.get("owner")
-        unknown = state.get("unknown", False)
-        if (owner is not None and type(owner) is not str) or type(unknown) is not bool:
-            return False
-        record = state.get("record")
-        if record is not None and not record_ok(record):
-            return False
-        attempt = state.get("attempt")
-        if attempt is not None and not record_ok(attempt):
-            return False
-    return True
-
-
-def ops_ok(ops: list[Any]) -> bool:
-    """Whether parsed journal lines surely match `list[JournalOp]`."""
-    for op in ops:
-        if type(op) is not dict:
-            return False
-        kind = op.get("op")
-        if kind == "record":
-            if not record_ok(op.get("record")):
-                return False
-        elif kind == "fail":
-            if not record_ok(op.get("record")) or type(op.get("unknown", False)) is not bool:
-                return False
-        elif kind == "claim":
-            if not _ref_ok(op.get("ref")) or type(op.get("step")) is not str:
-                return False
-        elif kind == "forget":
-            if not _ref_ok(op.get("ref")):
-                return False
-        elif kind == "reset":
-            unknown = op.get("unknown", [])
-            if not is_snapshot_hash(op.get("snapshot")) or type(unknown) is not list \
-                    or not all(_ref_ok(ref) for ref in unknown):
-                return False
-        else:
-            return False
-    return True
-
-
-def check_states(refs: Any, path: Path | str, *, what: str = "", advice: str = RESTORE
-                 ) -> dict[str, Any]:
-    """The `{ref: state}` part of `current.json` or a manifest, checked."""
-    if states_ok(refs):
-        return refs  # type: ignore[no-any-return]
-    return check(_STATES, refs, path, prefix="refs", what=what, advice=advice)
-
-
-def check_ops(ops: list[Any], path: Path | str, where: Any) -> list[dict[str, Any]]:
-    """Journal operations parsed from `path`, checked; `where(index)` names a line."""
-    if ops_ok(ops):
-        return ops
-    return check(JOURNAL, ops, path, where=where, what="lineage journal",
-                 advice="restore the lineage folder from git or a backup (or move that line "
-                        "out of the file)")
-
-
-_STATES = TypeAdapter(dict[Ref, RefStateJson])
+STATES = TypeAdapter(dict[Ref, RefStateJson])
 
 
 @with_config(_CONFIG)

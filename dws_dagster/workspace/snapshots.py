@@ -27,7 +27,7 @@ from ..errors import (
     SnapshotRestoreError,
     WorkspaceConfigError,
 )
-from . import formats
+from . import shapes
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
@@ -104,7 +104,7 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     path = _index_path(ws)
     if not path.exists():
         return []
-    data = formats.check(formats.INDEX, read_json_file(path, what="snapshot index"), path,
+    data = shapes.checked("index", read_json_file(path, what="snapshot index"), path,
                          what="snapshot index")
     infos = [SnapshotInfo.from_json(item) for item in data["snapshots"]]
     seen: dict[str, int] = {}

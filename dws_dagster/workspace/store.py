@@ -33,7 +33,7 @@ from ..errors import (
     UnknownRefStateError,
     WorkspaceConfigError,
 )
-from . import formats
+from . import shapes
 from .digests import key_digest, pack_position, unpack_position
 from .files import (
     append_durably,
@@ -274,9 +274,9 @@ class LineageStore:
         self._segment, self._offset, self._tail_ops = 1, 0, 0
         if self.current_path.exists():
             data = read_json_file(self.current_path, what="current lineage")
-            shell = formats.check(formats.CURRENT_SHELL, data, self.current_path,
+            shell = shapes.checked("current", data, self.current_path,
                                   what="current lineage")
-            refs = formats.check_states(shell["refs"], self.current_path, what="current lineage")
+            refs = shapes.check_states(shell["refs"], self.current_path, what="current lineage")
             self._segment = shell["position"]["segment"]
             self._offset = shell["position"]["offset"]
             self._refs = {ref: RefState.from_json(state) for ref, state in refs.items()}
@@ -438,7 +438,7 @@ class LineageStore:
         except (OSError, orjson.JSONDecodeError):
             return None
         record = op.get("record") if isinstance(op, dict) and op.get("op") == "record" else None
-        if not formats.record_ok(record) or (record.get("ref"), record.get("version")) != key:
+        if not shapes.record_ok(record) or (record.get("ref"), record.get("version")) != key:
             return None  # type: ignore[union-attr]
         return record
 
@@ -772,7 +772,7 @@ def parse_journal(data: bytes, path: Path, offset: int, *, check: bool = True
                     f"lineage journal {path} is corrupt at {where(index)}: not valid JSON; "
                     "restore the lineage folder from git or a backup (or move that line out "
                     "of the file)") from None
-    return formats.check_ops(ops, path, where) if check else ops
+    return shapes.check_ops(ops, path, where) if check else ops
 
 
 def _line_of(data: bytes, offset: int, index: int) -> str:
@@ -820,7 +820,7 @@ def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
 def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str, Any]:
     """Load a snapshot manifest, checking its format and that its content matches its
     hash-named file (the hash is checked before it becomes a file name)."""
-    if not formats.is_snapshot_hash(snapshot_hash):
+    if not shapes.is_snapshot_hash(snapshot_hash):
         raise WorkspaceConfigError(
             f"{snapshot_hash!r} is not a snapshot hash (32 lowercase hex digits), so it names "
             "no manifest; restore the snapshot index or lineage journal that holds it from git "
@@ -829,11 +829,11 @@ def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str
     with gc_paused():
         data = read_json_file(path, what="snapshot manifest")
     advice = "restore it from git or a backup, or delete the snapshot"
-    shell = formats.check(formats.MANIFEST_SHELL, data, path, what="snapshot manifest",
+    shell = shapes.checked("manifest", data, path, what="snapshot manifest",
                           advice=advice)
     if shell["hash"] != snapshot_hash:
         raise WorkspaceConfigError(
             f"snapshot manifest {path} is corrupt: hash: {shell['hash']!r} is the wrong hash "
             f"(not the one in its file name); {advice}")
-    formats.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
+    shapes.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
     return data

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import DwsError, InvalidResourceRefError
 from .files import fsync_dir
-from .formats import VERSION_PATTERN
+from .shapes import VERSION_PATTERN
 
 OLD_PREFIX = ".dws-old-"
 STAGING_PREFIX = ".dws-staging-"

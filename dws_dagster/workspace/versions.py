@@ -239,18 +239,18 @@ def checked_marker(data: Any) -> dict[str, Any] | None:
     """A parsed `_dws_version.json` if it matches `formats.MarkerFile` and this scheme, else
     None: a damaged or foreign marker is ignored, so the data is versioned by its bytes. Its
     version names kept copies, so it must be a version as dws_dagster makes them."""
-    from . import formats  # formats -> snapshots -> ... -> versions: imported when needed
+    from . import shapes  # shapes -> snapshots -> ... -> versions: imported when needed
 
     try:
-        marker = formats.check(formats.MARKER, data, MARKER_NAME)
+        marker = shapes.checked("marker", data, MARKER_NAME)
     except DwsError:
         return None
     if marker["scheme"] != MARKER_SCHEME:
         return None
     lineage = marker.get("lineage")
-    if lineage is not None and not formats.record_ok(lineage):
+    if lineage is not None and not shapes.record_ok(lineage):
         try:
-            formats.check(formats.RECORD, lineage, MARKER_NAME)
+            shapes.checked("record", lineage, MARKER_NAME)
         except DwsError:  # a damaged record: the data's version still counts, the record not
             return {**marker, "lineage": None}
     return marker
