@@ -280,3 +280,24 @@ def test_a_marker_version_that_is_not_a_file_name_is_ignored(tmp_path: Path) -> 
     broken = {**marker, "lineage": {"ref": "../x", "version": 3}}
     assert checked_marker(broken) == {**marker, "lineage": None}
     assert checked_marker({**marker, "columns": [["a"]]}) is None
+
+
+def test_values_nested_too_deeply_to_encode_are_refused(snap_ws: Workspace, cli) -> None:
+    """orjson reads 1,024 levels but writes 255: a hand-made record nesting its parameters
+    600 deep is read, but a snapshot or a compaction (which write it again) refuse with
+    WorkspaceConfigError before writing anything — never a TypeError."""
+    segment = sorted((snap_ws.meta_dir / "lineage" / "journal").glob("*.jsonl"))[-1]
+    deep = "[" * 600 + "]" * 600
+    with segment.open("a") as handle:
+        handle.write('{"op": "record", "record": {"ref": "inter/deep", "version": "v", '
+                     f'"parameters": {{"p": {deep}}}, "step": {{"name": "s"}}}}}}\n')
+    before = tree_state(snap_ws.root)
+    for action in (lambda: take_snapshot(Workspace.open(snap_ws.root), "v9"),
+                   lambda: Workspace.open(snap_ws.root).store.compact()):
+        with pytest.raises(WorkspaceConfigError, match="nest too deeply"):
+            action()
+    code, _, err = cli("snapshot", "v9", "--workspace", snap_ws.root)
+    assert code == 1 and err.count("\n") == 1 and "nest too deeply" in err
+    assert tree_state(snap_ws.root) == before
+    code, out, _ = cli("status", "--workspace", snap_ws.root)  # reading still works
+    assert code == 0 and "inter/deep" in out

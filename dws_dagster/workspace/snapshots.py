@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import xxhash
 
 from ..errors import (
@@ -32,7 +33,13 @@ from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
 from .refs import as_ref
-from .store import RefState, gc_paused, read_snapshot_manifest, snapshot_manifest_path
+from .store import (
+    RefState,
+    gc_paused,
+    read_snapshot_manifest,
+    snapshot_manifest_path,
+    too_deep,
+)
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short
 
@@ -168,7 +175,10 @@ def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
                        else record_identity(state.record)}
                  for ref, state in sorted(states.items())},
     }
-    return xxhash.xxh3_128_hexdigest(canonical_json(body))
+    try:
+        return xxhash.xxh3_128_hexdigest(canonical_json(body))
+    except orjson.JSONEncodeError as exc:
+        raise WorkspaceConfigError(too_deep(ws.meta_dir / "lineage", exc)) from None
 
 
 def record_identity(record: dict[str, Any]) -> dict[str, Any]:
@@ -517,7 +527,10 @@ def _record_changes(a: RefState, b: RefState) -> list[str]:
 
 
 def _show(value: Any) -> str:
-    text = canonical_json(value).decode() if value is not None else "(unset)"
+    try:
+        text = canonical_json(value).decode() if value is not None else "(unset)"
+    except orjson.JSONEncodeError:
+        return "(nested too deeply to show)"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -485,13 +485,16 @@ class LineageStore:
         with self.locked():
             self.refresh()
             next_segment = self._segment + 1
+            try:  # encoded before anything is written: a refusal leaves the files as they are
+                body = orjson.dumps({
+                    "format": STORE_FORMAT,
+                    "position": {"segment": next_segment, "offset": 0},
+                    "refs": {ref: self._refs[ref].to_json() for ref in self._sorted_refs},
+                })
+            except orjson.JSONEncodeError as exc:
+                raise WorkspaceConfigError(too_deep(self.dir, exc)) from None
             self._segment_path(next_segment).touch()
             fsync_dir(self.journal_dir)
-            body = orjson.dumps({
-                "format": STORE_FORMAT,
-                "position": {"segment": next_segment, "offset": 0},
-                "refs": {ref: self._refs[ref].to_json() for ref in self._sorted_refs},
-            })
             atomic_write_bytes(self.current_path, body)
             self._segment, self._offset, self._tail_ops = next_segment, 0, 0
 
@@ -811,6 +814,14 @@ def _unknown_message(step: str, ref: str, state: RefState) -> str:
     return (f"step '{step}' may not read ref {ref}: its data may be partial after step "
             f"'{writer}' failed ({when}){good}. Re-run '{writer}' to rewrite {ref}, then "
             f"re-run '{step}'")
+
+
+def too_deep(where: Path, exc: Exception) -> str:
+    """The message for lineage that cannot be encoded again: values nested deeper than JSON
+    encoding allows (orjson stops at 255 levels) can only come from an edited file."""
+    return (f"the lineage under {where} holds a record whose parameters, metrics or extra "
+            f"values nest too deeply to be written again ({exc}); restore the lineage folder "
+            "from git or a backup")
 
 
 def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
