@@ -301,3 +301,36 @@ def test_values_nested_too_deeply_to_encode_are_refused(snap_ws: Workspace, cli)
     assert tree_state(snap_ws.root) == before
     code, out, _ = cli("status", "--workspace", snap_ws.root)  # reading still works
     assert code == 0 and "inter/deep" in out
+
+
+# ------------------------------------------------- current.json written and checked once
+
+
+def test_current_json_is_checked_again_unless_it_is_the_file_the_store_wrote(
+        snap_ws: Workspace, tmp_path: Path) -> None:
+    """The store notes the identity of the `current.json` it wrote and checked (inode, size,
+    modification and change times), so opening it again skips the check; an edit in place, even
+    of the same size with the modification time put back, or a copy, is checked in full."""
+    snap_ws.store.compact()
+    current = snap_ws.meta_dir / "lineage" / "current.json"
+    assert (snap_ws.meta_dir / "lineage" / "current.checked").exists()
+    assert Workspace.open(snap_ws.root).store.get("inter/prep").owner == "prep"
+    text = current.read_bytes()
+    assert b'"owner":"prep"' in text
+    info = current.stat()
+    with current.open("r+b") as handle:  # same inode, same size
+        handle.write(text.replace(b'"owner":"prep"', b'"owner":123456'))
+    os.utime(current, ns=(info.st_atime_ns, info.st_mtime_ns))
+    with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
+        Workspace.open(snap_ws.root).store.items()
+
+    # A copy (new inodes, times kept) of a workspace with a bad current.json: checked.
+    current.write_bytes(text.replace(b'"owner":"prep"', b'"owner":["x"]'))
+    Path(snap_ws.meta_dir / "lineage" / "current.checked").write_bytes(
+        json.dumps([*map(int, (current.stat().st_dev, current.stat().st_ino,
+                               current.stat().st_size, current.stat().st_mtime_ns,
+                               current.stat().st_ctime_ns))]).encode())
+    copy = tmp_path / "copy"
+    shutil.copytree(snap_ws.root, copy)
+    with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
+        Workspace.open(copy).store.items()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import os
 import threading
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
@@ -191,6 +192,7 @@ class LineageStore:
         self.dir = workspace.meta_dir / "lineage"
         self.journal_dir = self.dir / "journal"
         self.current_path = self.dir / "current.json"
+        self.checked_path = self.dir / "current.checked"
         self._lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT_SECONDS)
         #: This thread's hold of the lock: its depth, and whether the state was refreshed
         #: since it was taken (nobody else can append until it is released).
@@ -272,16 +274,51 @@ class LineageStore:
     def _load_compacted(self) -> None:
         self._refs = {}
         self._segment, self._offset, self._tail_ops = 1, 0, 0
-        if self.current_path.exists():
-            data = read_json_file(self.current_path, what="current lineage")
+        try:
+            with open(self.current_path, "rb") as handle:
+                identity = _identity(os.fstat(handle.fileno()))
+                raw = handle.read()
+        except FileNotFoundError:
+            raw = None
+        if raw is not None:
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise WorkspaceConfigError(
+                    f"current lineage {self.current_path} is not valid JSON ({exc}); restore it "
+                    "from git or a backup") from None
             shell = shapes.checked("current", data, self.current_path,
                                   what="current lineage")
-            refs = shapes.check_states(shell["refs"], self.current_path, what="current lineage")
+            refs = shell["refs"] if self._checked_before(identity) else \
+                shapes.check_states(shell["refs"], self.current_path, what="current lineage")
             self._segment = shell["position"]["segment"]
             self._offset = shell["position"]["offset"]
             self._refs = {ref: RefState.from_json(state) for ref, state in refs.items()}
         self._sorted = None
         self._loaded = True
+
+    def _checked_before(self, identity: list[int]) -> bool:
+        """Whether `current.json` is the very file this store wrote, and checked, at its last
+        compaction: the same inode, size and modification and change times (`current.checked`).
+        Any other copy (edited by hand, cloned, restored from a backup) has another inode or
+        change time, which no one can set, and is checked in full: checking 10,000 refs costs
+        about as much as parsing them, on every command."""
+        try:
+            return bool(orjson.loads(self.checked_path.read_bytes()) == identity)
+        except (OSError, orjson.JSONDecodeError):
+            return False
+
+    def _note_checked(self, refs: dict[str, Any]) -> None:
+        """Remember that the `current.json` just written holds checked lineage (see
+        `_checked_before`); checked here once, as it is written, rather than on every read."""
+        try:
+            self.checked_path.unlink(missing_ok=True)
+            if shapes.states_ok(refs):
+                atomic_write_bytes(self.checked_path,
+                                   orjson.dumps(_identity(self.current_path.stat())),
+                                   durable=False)
+        except OSError:
+            pass  # then the next reader checks the file in full
 
     def _segment_path(self, number: int) -> Path:
         return segment_path(self.journal_dir, number)
@@ -485,17 +522,19 @@ class LineageStore:
         with self.locked():
             self.refresh()
             next_segment = self._segment + 1
+            refs = {ref: self._refs[ref].to_json() for ref in self._sorted_refs}
             try:  # encoded before anything is written: a refusal leaves the files as they are
                 body = orjson.dumps({
                     "format": STORE_FORMAT,
                     "position": {"segment": next_segment, "offset": 0},
-                    "refs": {ref: self._refs[ref].to_json() for ref in self._sorted_refs},
+                    "refs": refs,
                 })
             except orjson.JSONEncodeError as exc:
                 raise WorkspaceConfigError(too_deep(self.dir, exc)) from None
             self._segment_path(next_segment).touch()
             fsync_dir(self.journal_dir)
             atomic_write_bytes(self.current_path, body)
+            self._note_checked(refs)
             self._segment, self._offset, self._tail_ops = next_segment, 0, 0
 
     # ------------------------------------------------------------------ rules
@@ -730,6 +769,10 @@ class LineageStore:
             self._append([{"op": "reset", "snapshot": snapshot_hash,
                            "unknown": sorted(set(unknown)), "at": now_iso()}])
             self.compact()
+
+
+def _identity(info: os.stat_result) -> list[int]:
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def _index_records(index: dict[int, int],
