@@ -113,7 +113,12 @@ def test_the_workspace_has_every_kind_of_file(pristine: Path) -> None:
         assert wanted in names
     assert any(n.startswith("lineage/journal/") for n in names)
     assert sum(n.endswith(".keys.json") for n in names) >= 2
-    assert sum(n.startswith("snapshots/") and n != "snapshots/index.json" for n in names) == 2
+    manifests = [n for n in names if n.startswith("snapshots/") and n.endswith(".json")
+                 and n != "snapshots/index.json"]
+    assert len(manifests) == 2
+    # and the notes that the store checked what it wrote (checked again when they disagree)
+    assert "lineage/current.checked" in names
+    assert all(n.replace(".json", ".checked") in names for n in manifests)
     journal = b"".join(p.read_bytes() for p in
                        sorted((pristine / "ws/.dataworkspace/lineage/journal").glob("*.jsonl")))
     for op in (b'"op":"record"', b'"op":"fail"', b'"op":"claim"', b'"op":"forget"',
@@ -373,7 +378,7 @@ def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
             return [(kind, lambda data: data)]
     if name == "lineage/current.json":
         return [("current", lambda data: data), ("states", lambda data: data.get("refs"))]
-    if name.startswith("snapshots/"):
+    if name.startswith("snapshots/") and name.endswith(".json"):
         return [("manifest", lambda data: data), ("states", lambda data: data.get("refs"))]
     if name.endswith(".keys.json"):
         return [("outbox keys", lambda data: data)]

@@ -334,3 +334,22 @@ def test_current_json_is_checked_again_unless_it_is_the_file_the_store_wrote(
     shutil.copytree(snap_ws.root, copy)
     with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
         Workspace.open(copy).store.items()
+
+
+def test_a_manifest_is_checked_again_unless_it_is_the_file_the_store_wrote(
+        snap_ws: Workspace) -> None:
+    info = resolve_snapshot(snap_ws, "v1")
+    manifest = snap_ws.meta_dir / "snapshots" / f"{info.hash}.json"
+    assert (snap_ws.meta_dir / "snapshots" / f"{info.hash}.checked").exists()
+    restore_snapshot(snap_ws, "v1")  # read through the note
+    text = manifest.read_bytes()
+    assert b'"owner": "prep"' in text
+    info_before = manifest.stat()
+    with manifest.open("r+b") as handle:  # same inode and size, times put back
+        handle.write(text.replace(b'"owner": "prep"', b'"owner": 123456'))
+    os.utime(manifest, ns=(info_before.st_atime_ns, info_before.st_mtime_ns))
+    with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
+        restore_snapshot(Workspace.open(snap_ws.root), "v1")
+    manifest.write_bytes(text)
+    delete_snapshot(snap_ws, "v1")
+    assert sorted(p.name for p in (snap_ws.meta_dir / "snapshots").iterdir()) == ["index.json"]

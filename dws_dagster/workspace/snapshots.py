@@ -36,6 +36,8 @@ from .refs import as_ref
 from .store import (
     RefState,
     gc_paused,
+    manifest_checked_path,
+    note_checked,
     read_snapshot_manifest,
     snapshot_manifest_path,
     too_deep,
@@ -248,12 +250,15 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             if not manifest_path.exists():
                 atomic_write_json(manifest_path, manifest)
                 wrote_manifest = True
+                note_checked(manifest_path, manifest_checked_path(manifest_path),
+                             store.states_checked(manifest["refs"]))
             _save_index(ws, [*infos, info])
         except BaseException:
             for folder in placed:
                 shutil.rmtree(folder, ignore_errors=True)
             if wrote_manifest:
                 manifest_path.unlink(missing_ok=True)
+                manifest_checked_path(manifest_path).unlink(missing_ok=True)
             raise
         return outcome
 
@@ -582,6 +587,7 @@ def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False
         store.compact()  # no journal tail may still refer to the manifest being deleted
         _save_index(ws, [i for i in infos if i.hash != info.hash])
         snapshot_manifest_path(ws, info.hash).unlink(missing_ok=True)
+        manifest_checked_path(snapshot_manifest_path(ws, info.hash)).unlink(missing_ok=True)
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
     return SnapshotDeletion(info, removed_results=folders)

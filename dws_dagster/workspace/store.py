@@ -43,7 +43,6 @@ from .files import (
     fsync_file,
     held,
     journal_segments,
-    read_json_file,
     segment_path,
 )
 from .records import LineageRecord, StepInfo, now_iso
@@ -204,6 +203,10 @@ class LineageStore:
         self._offset = 0
         self._tail_ops = 0
         self._loaded = False
+        #: Whether this process appended operations it did not read back through the format's
+        #: check (its own records): then lineage written whole is checked before it is vouched
+        #: for (`note_checked`).
+        self._unchecked = False
         #: Where in the journal the good record of each (ref, version) is (segment, byte
         #: offset), once needed: records are read back on demand, so memory does not grow
         #: with the history (a sensor catching up with 40,000 runs held every record before).
@@ -274,22 +277,13 @@ class LineageStore:
     def _load_compacted(self) -> None:
         self._refs = {}
         self._segment, self._offset, self._tail_ops = 1, 0, 0
-        try:
-            with open(self.current_path, "rb") as handle:
-                identity = _identity(os.fstat(handle.fileno()))
-                raw = handle.read()
-        except FileNotFoundError:
-            raw = None
-        if raw is not None:
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise WorkspaceConfigError(
-                    f"current lineage {self.current_path} is not valid JSON ({exc}); restore it "
-                    "from git or a backup") from None
+        found = read_identified(self.current_path, what="current lineage")
+        self._unchecked = False
+        if found is not None:
+            data, identity = found
             shell = shapes.checked("current", data, self.current_path,
                                   what="current lineage")
-            refs = shell["refs"] if self._checked_before(identity) else \
+            refs = shell["refs"] if checked_before(self.checked_path, identity) else \
                 shapes.check_states(shell["refs"], self.current_path, what="current lineage")
             self._segment = shell["position"]["segment"]
             self._offset = shell["position"]["offset"]
@@ -297,28 +291,15 @@ class LineageStore:
         self._sorted = None
         self._loaded = True
 
-    def _checked_before(self, identity: list[int]) -> bool:
-        """Whether `current.json` is the very file this store wrote, and checked, at its last
-        compaction: the same inode, size and modification and change times (`current.checked`).
-        Any other copy (edited by hand, cloned, restored from a backup) has another inode or
-        change time, which no one can set, and is checked in full: checking 10,000 refs costs
-        about as much as parsing them, on every command."""
-        try:
-            return bool(orjson.loads(self.checked_path.read_bytes()) == identity)
-        except (OSError, orjson.JSONDecodeError):
-            return False
-
-    def _note_checked(self, refs: dict[str, Any]) -> None:
-        """Remember that the `current.json` just written holds checked lineage (see
-        `_checked_before`); checked here once, as it is written, rather than on every read."""
-        try:
-            self.checked_path.unlink(missing_ok=True)
-            if shapes.states_ok(refs):
-                atomic_write_bytes(self.checked_path,
-                                   orjson.dumps(_identity(self.current_path.stat())),
-                                   durable=False)
-        except OSError:
-            pass  # then the next reader checks the file in full
+    def states_checked(self, states: dict[str, Any]) -> bool:
+        """Whether `states` (ref states as JSON, about to be written whole: `current.json`, a
+        manifest) are surely of the format: without a check when every state this store holds
+        was read through one (no operation appended by this process since)."""
+        if not self._unchecked:
+            return True
+        ok = shapes.states_ok(states)
+        self._unchecked = not ok
+        return ok
 
     def _segment_path(self, number: int) -> Path:
         return segment_path(self.journal_dir, number)
@@ -506,6 +487,7 @@ class LineageStore:
             self._unsynced.add(path)
         if number == self._segment:  # the file now ends with `payload`: apply it as read back
             written = parse_journal(payload, path, self._offset, check=False)
+            self._unchecked = True
             for op in written:
                 self._apply(op)
             if self._by_version is not None:
@@ -534,7 +516,7 @@ class LineageStore:
             self._segment_path(next_segment).touch()
             fsync_dir(self.journal_dir)
             atomic_write_bytes(self.current_path, body)
-            self._note_checked(refs)
+            note_checked(self.current_path, self.checked_path, self.states_checked(refs))
             self._segment, self._offset, self._tail_ops = next_segment, 0, 0
 
     # ------------------------------------------------------------------ rules
@@ -771,8 +753,51 @@ class LineageStore:
             self.compact()
 
 
+# ------------------------------------------------ files written whole and checked once
+#
+# `current.json` and snapshot manifests hold every ref's lineage: checking 10,000 refs costs
+# about as much as parsing them, on every command. So when the store writes one of them from
+# lineage known to be checked, it notes the file's identity beside it (`<name>.checked`: device,
+# inode, size, modification and change times); a reader finding that very file skips the check.
+# Any other copy (edited by hand, cloned, restored from a backup, replaced) has another inode
+# or change time, which no one can set, so it is checked in full.
+
+
 def _identity(info: os.stat_result) -> list[int]:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def read_identified(path: Path, *, what: str) -> tuple[Any, list[int]] | None:
+    """The parsed JSON of `path` and the identity of the file read (None if it is missing)."""
+    try:
+        with open(path, "rb") as handle:
+            identity = _identity(os.fstat(handle.fileno()))
+            raw = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        return orjson.loads(raw), identity
+    except orjson.JSONDecodeError as exc:
+        raise WorkspaceConfigError(
+            f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
+        ) from None
+
+
+def checked_before(sidecar: Path, identity: list[int]) -> bool:
+    try:
+        return bool(orjson.loads(sidecar.read_bytes()) == identity)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+
+
+def note_checked(path: Path, sidecar: Path, ok: bool) -> None:
+    """Note that `path`, just written, holds checked lineage (`ok`), or forget any such note."""
+    try:
+        sidecar.unlink(missing_ok=True)
+        if ok:
+            atomic_write_bytes(sidecar, orjson.dumps(_identity(path.stat())), durable=False)
+    except OSError:
+        pass  # then the next reader checks the file in full
 
 
 def _index_records(index: dict[int, int],
@@ -881,7 +906,11 @@ def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str
             "or a backup")
     path = snapshot_manifest_path(workspace, snapshot_hash)
     with gc_paused():
-        data = read_json_file(path, what="snapshot manifest")
+        found = read_identified(path, what="snapshot manifest")
+    if found is None:
+        raise WorkspaceConfigError(f"snapshot manifest {path} is missing; restore it from git "
+                                   "or a backup, or delete the snapshot")
+    data, identity = found
     advice = "restore it from git or a backup, or delete the snapshot"
     shell = shapes.checked("manifest", data, path, what="snapshot manifest",
                           advice=advice)
@@ -889,5 +918,10 @@ def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str
         raise WorkspaceConfigError(
             f"snapshot manifest {path} is corrupt: hash: {shell['hash']!r} is the wrong hash "
             f"(not the one in its file name); {advice}")
-    shapes.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
+    if not checked_before(manifest_checked_path(path), identity):
+        shapes.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
     return data
+
+
+def manifest_checked_path(manifest: Path) -> Path:
+    return manifest.with_name(manifest.stem + ".checked")
