@@ -8,10 +8,11 @@ the file and the field, before any of its content is used, and never surface as 
 (snapshot hashes, tags, results folders, refs, versions) are constrained here too, so no value
 read from a file can point a read, write or delete outside the workspace or its resource.
 
-The schemas are TypedDicts validated by pydantic-core (Rust) in one call per file or per
-journal tail, returning the plain dicts the rest of the code works with: the store loads
-100,000 records this way, and building model objects per record would cost more than parsing.
-Unknown keys are kept (`extra="allow"`), so a newer writer's additions survive a rewrite.
+The schemas are TypedDicts over plain dicts (what the rest of the code works with), validated
+by pydantic-core; unknown keys are allowed (`extra="allow"`), so a newer writer's additions
+survive a rewrite. Callers go through `shapes.checked`: plain-Python checks at least as strict
+as these schemas accept a good file without importing pydantic (0.1 s for a new process) or
+rebuilding its dicts; a file they refuse comes here, to be named field by field.
 """
 
 from __future__ import annotations
@@ -377,14 +378,13 @@ def field_path(location: list[Any]) -> str:
     return text
 
 
-
-
+# The bulk parts, checked separately so that the shells stay cheap (see `shapes`).
 STATES = TypeAdapter(dict[Ref, RefStateJson])
 
 
 @with_config(_CONFIG)
 class _CurrentShell(TypedDict):
-    """`CurrentFile` without looking into `refs` (checked by `check_states`)."""
+    """`CurrentFile` without looking into `refs` (checked as `STATES`)."""
 
     format: Literal[1]
     position: Position
@@ -393,7 +393,7 @@ class _CurrentShell(TypedDict):
 
 @with_config(_CONFIG)
 class _ManifestShell(TypedDict):
-    """`ManifestFile` without looking into `refs` (checked by `check_states`)."""
+    """`ManifestFile` without looking into `refs` (checked as `STATES`)."""
 
     format: Literal[1]
     hash: SnapshotHash
