@@ -287,8 +287,14 @@ def cmd_delete_snapshot(args: argparse.Namespace) -> int:
     from .workspace.snapshots import delete_snapshot
 
     ws = _open(args)
-    info = delete_snapshot(ws, args.snapshot, remove_results=args.remove_results)
-    print(f"deleted snapshot {info.name} ({info.hash[:12]})")
+    done = delete_snapshot(ws, args.snapshot, remove_results=args.remove_results)
+    info = done.info
+    if done.removed_tag is not None:
+        kept = " (its results copies stay with it)" if args.remove_results else ""
+        print(f"removed tag {done.removed_tag} from snapshot {info.hash[:12]} (still tagged "
+              f"{', '.join(info.tags)}){kept}")
+    else:
+        print(f"deleted snapshot {info.name} ({info.hash[:12]})")
     return 0
 
 

@@ -22,7 +22,7 @@ from dagster import AssetKey, DagsterEventType, TableSchema
 from . import dagster_compat
 from .asset_catalog import AssetCatalog
 from .bindings import metadata_value
-from .errors import DwsError, SnapshotError
+from .errors import DwsError, SnapshotError, WorkspaceConfigError
 from .materialization import STEP_KIND, metrics_from_metadata, record_from_metadata
 from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
 from .stored_events import AssetEventRecord
@@ -162,7 +162,8 @@ class EventApplier:
             if self.ws.store.apply(record):
                 self.report.records += 1
         except DwsError as exc:  # e.g. the ref was handed to another step since
-            self._skip(f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}")
+            self._skip(f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}",
+                       cause=exc)
         if run is not None:
             self.ol_events.append(AssetRunEvent(
                 kind="COMPLETE", event_time=when, job=self._job_info(key), run=run,
@@ -221,7 +222,7 @@ class EventApplier:
                                      at=at if isinstance(at, str) else None):
                 self.report.observations += 1
         except DwsError as exc:
-            self._skip(f"observation of {ref}: {exc}")
+            self._skip(f"observation of {ref}: {exc}", cause=exc)
 
     def _checked(self, run_id: str, event: Any, when: dt.datetime) -> None:
         """A check's verdict joins the current record of the ref it checked, when that record
@@ -260,7 +261,7 @@ class EventApplier:
                     self.ws.store.commit([enriched])
                     self.report.checks += 1
         except DwsError as exc:
-            self._skip(f"check '{name}' of '{key.to_user_string()}': {exc}")
+            self._skip(f"check '{name}' of '{key.to_user_string()}': {exc}", cause=exc)
 
     # ------------------------------------------------------------------ run ended
 
@@ -354,7 +355,7 @@ class EventApplier:
             if self.ws.store.apply_failure(record):  # atomic writes: never partial data
                 self.report.failures += 1
         except DwsError as exc:
-            self._skip(f"failure of '{asset}' in run {run_id}: {exc}")
+            self._skip(f"failure of '{asset}' in run {run_id}: {exc}", cause=exc)
 
     def _snapshot(self, run_id: str) -> None:
         facts = self._run(run_id)
@@ -458,7 +459,11 @@ class EventApplier:
         except DwsError:
             return False
 
-    def _skip(self, message: str) -> None:
+    def _skip(self, message: str, *, cause: DwsError | None = None) -> None:
+        """Skip one event with a warning; but a corrupt workspace file fails the tick (before
+        its cursor moves), so the events are applied once the file is repaired, not lost."""
+        if isinstance(cause, WorkspaceConfigError):
+            raise cause
         message = redact_text(message)
         log.warning(message)
         self.report.skipped.append(message)

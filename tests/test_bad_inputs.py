@@ -99,7 +99,8 @@ def test_bad_input_refused_and_nothing_changed(busy_ws: Workspace, error: type[D
 
 @pytest.mark.parametrize(("name", "content", "fragment"), [
     ("resources.json", "{not json", "not valid JSON"),
-    ("resources.json", '{"format": 1, "resources": [{"name": "x"}]}', "needs 'name' and 'role'"),
+    ("resources.json", '{"format": 1, "resources": [{"name": "x"}]}',
+     "resources[0].role: Field required"),
     ("resources.json", '{"format": 99, "resources": []}', "has format 99"),
     ("config.json", "[]", "must hold a JSON object"),
 ])

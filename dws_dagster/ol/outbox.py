@@ -32,7 +32,8 @@ import orjson
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
-from ..errors import DwsError
+from ..errors import DwsError, WorkspaceConfigError
+from ..workspace import shapes
 from ..workspace.digests import key_digest
 from ..workspace.files import (
     append_durably,
@@ -62,8 +63,17 @@ MAX_ERROR_CHARS = 2000
 Key = tuple[str, str]
 
 
+_STATE_ADVICE = ("restore it from a backup, or delete it to send every archived event again "
+                 "(catalogs ignore duplicates)")
+
+
 class OutboxError(DwsError):
     """The OpenLineage outbox cannot take, read or send events as asked."""
+
+
+class OutboxFileError(OutboxError, WorkspaceConfigError):
+    """A file of the outbox (its state or a journal line) is corrupt: a workspace file like any
+    other under `.dataworkspace/`, so also a `WorkspaceConfigError`."""
 
 
 def utc_now() -> dt.datetime:
@@ -199,12 +209,20 @@ class _State:
         return {"format": OUTBOX_FORMAT, "position": position, **data}
 
     @classmethod
-    def from_json(cls, data: Any) -> _State:
-        if not isinstance(data, dict) or data.get("format") != OUTBOX_FORMAT:
-            raise ValueError(f"not an outbox state of format {OUTBOX_FORMAT}")
+    def from_json(cls, data: Any, path: Path) -> _State:
+        data = shapes.checked("outbox state", data, path, what="outbox state",
+                             advice=_STATE_ADVICE)
+        for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
+            if data.get(name) is not None:
+                try:
+                    parse_time(data[name], what=name)
+                except DwsError:
+                    raise OutboxFileError(
+                        f"outbox state {path} is corrupt: {name}: {data[name][:40]!r} is not an "
+                        f"ISO time; {_STATE_ADVICE}") from None
         position = data["position"]
-        return cls(segment=int(position["segment"]), offset=int(position["offset"]),
-                   delivered=int(data.get("delivered", 0)), attempts=int(data.get("attempts", 0)),
+        return cls(segment=position["segment"], offset=position["offset"],
+                   delivered=data.get("delivered", 0), attempts=data.get("attempts", 0),
                    next_attempt_at=data.get("next_attempt_at"),
                    last_error=data.get("last_error"), last_error_at=data.get("last_error_at"),
                    last_delivery_at=data.get("last_delivery_at"))
@@ -285,9 +303,12 @@ class Outbox:
                 try:
                     event = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    raise OutboxError(
-                        f"outbox journal {path} is corrupt at byte {offset + start}; move that "
-                        "line out of the file (or restore the file from a backup)") from None
+                    event = None
+                if not isinstance(event, dict):
+                    raise OutboxFileError(
+                        f"outbox journal {path} is corrupt at byte {offset + start} (not a JSON "
+                        "object); move that line out of the file (or restore the file from a "
+                        "backup)") from None
                 yield event, offset + stop, line
             start = stop
 
@@ -316,13 +337,14 @@ class Outbox:
         """The keys of a sealed segment from its keys file, if it matches the segment."""
         if not self._segment_path(number + 1).exists():
             return None
+        path = self._keys_path(number)
         try:
-            data = orjson.loads(self._keys_path(number).read_bytes())
-            if data["format"] != OUTBOX_FORMAT or data["bytes"] != self._size(number):
-                return None
-            return [(str(run_id), str(kind)) for run_id, kind in data["keys"]]
-        except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            return None  # missing or stale: the segment itself is read instead
+            data = shapes.checked("outbox keys", orjson.loads(path.read_bytes()), path)
+        except (OSError, orjson.JSONDecodeError, WorkspaceConfigError):
+            return None  # missing, stale or damaged: the segment itself is read instead
+        if data["bytes"] != self._size(number):
+            return None
+        return [(run_id, kind) for run_id, kind in data["keys"]]
 
     def _add_keys(self, keys: Sequence[Key]) -> None:
         self._keys.update(key_digest(*key) for key in keys)
@@ -381,12 +403,14 @@ class Outbox:
         except FileNotFoundError:
             return _State()
         try:
-            return _State.from_json(orjson.loads(raw))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise OutboxError(
-                f"outbox state {self.state_path} is corrupt ({exc}); restore it from a backup, "
-                "or delete it to send every archived event again (catalogs ignore duplicates)"
-            ) from None
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise OutboxFileError(
+                f"outbox state {self.state_path} is corrupt ({exc}); {_STATE_ADVICE}") from None
+        try:
+            return _State.from_json(data, self.state_path)
+        except WorkspaceConfigError as exc:
+            raise OutboxFileError(str(exc)) from None
 
     def _write_state(self, state: _State) -> None:
         atomic_write_json(self.state_path, state.to_json())

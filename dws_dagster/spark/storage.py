@@ -38,6 +38,7 @@ from ..workspace.versions import (
     LISTING_PREFIX,
     MARKER_NAME,
     MARKER_SCHEME,
+    checked_marker,
     content_version,
     data_size,
 )
@@ -376,10 +377,7 @@ def read_marker(spark: SparkSession | None, location: str) -> dict[str, Any] | N
         data = orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("scheme") != MARKER_SCHEME \
-            or not isinstance(data.get("version"), str):
-        return None
-    return data
+    return checked_marker(data)
 
 
 def remote_listing_version(spark: SparkSession, location: str) -> str:

@@ -20,6 +20,7 @@ from ..errors import (
     WorkspaceConfigError,
     WorkspaceNotFoundError,
 )
+from . import shapes
 from .files import atomic_write_json, read_json_file, writing
 from .redaction import uri_credentials
 from .refs import ResourceRef, as_ref, validate_resource_name
@@ -191,21 +192,19 @@ class Workspace:
                     f"{root} is not a workspace (no {WORKSPACE_DIR}/config.json): "
                     "run 'dws-dagster init' there"
                 )
-        config = read_json_file(root / WORKSPACE_DIR / "config.json", what="workspace config")
-        _check_format(config, root / WORKSPACE_DIR / "config.json")
+        config_path = root / WORKSPACE_DIR / "config.json"
+        config = shapes.checked("config", _format_checked(read_json_file(
+            config_path, what="workspace config"), config_path), config_path)
         ws = cls(root=root, name=str(config.get("name") or root.name))
         ws.resources = ws._load_resources()
         return ws
 
     def _load_resources(self) -> dict[str, Resource]:
         path = self.meta_dir / "resources.json"
-        data = read_json_file(path, what="resources file")
-        _check_format(data, path)
-        items = data.get("resources")
-        if not isinstance(items, list):
-            raise WorkspaceConfigError(f"{path}: 'resources' must be a list; fix the file")
+        data = shapes.checked("resources", _format_checked(read_json_file(
+            path, what="resources file"), path), path)
         resources: dict[str, Resource] = {}
-        for item in items:
+        for item in data["resources"]:
             resource = Resource.from_json(item, source=path)
             if resource.name in resources:
                 raise WorkspaceConfigError(
@@ -447,6 +446,11 @@ def _links_below(root: Path, subpath: str) -> bool:
 
 def _path_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _format_checked(data: Any, path: Path) -> Any:
+    _check_format(data, path)
+    return data
 
 
 def _check_format(data: Any, path: Path) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import xxhash
 
 from ..errors import (
@@ -27,6 +28,7 @@ from ..errors import (
     SnapshotRestoreError,
     WorkspaceConfigError,
 )
+from . import shapes
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
 from .graph import SnapshotView, upstream_records
@@ -34,9 +36,12 @@ from .refs import as_ref
 from .store import (
     RefState,
     gc_paused,
+    manifest_checked_path,
+    note_checked,
     read_snapshot_manifest,
     recovery_advice,
     snapshot_manifest_path,
+    too_deep,
 )
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short
@@ -109,16 +114,18 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     path = _index_path(ws)
     if not path.exists():
         return []
-    data = read_json_file(path, what="snapshot index")
-    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT \
-            or not isinstance(data.get("snapshots"), list):
-        raise WorkspaceConfigError(f"snapshot index {path} is corrupt; restore it from git or "
-                                   "a backup")
-    try:
-        return [SnapshotInfo.from_json(item) for item in data["snapshots"]]
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise WorkspaceConfigError(f"snapshot index {path} is corrupt ({exc!r}); restore it "
-                                   "from git or a backup") from None
+    data = shapes.checked("index", read_json_file(path, what="snapshot index"), path,
+                         what="snapshot index")
+    infos = [SnapshotInfo.from_json(item) for item in data["snapshots"]]
+    seen: dict[str, int] = {}
+    for number, info in enumerate(infos):
+        for name in (info.hash, *info.tags):
+            if seen.setdefault(name, number) != number:
+                raise WorkspaceConfigError(
+                    f"snapshot index {path} is corrupt: snapshots[{number}]: {name!r} also "
+                    f"names snapshots[{seen[name]}]; restore it from git or a backup, or "
+                    "remove one of them")
+    return infos
 
 
 def _save_index(ws: Workspace, infos: list[SnapshotInfo]) -> None:
@@ -128,7 +135,10 @@ def _save_index(ws: Workspace, infos: list[SnapshotInfo]) -> None:
 
 def resolve_snapshot(ws: Workspace, name: str) -> SnapshotInfo:
     """Find a snapshot by tag, full hash, or unique hash prefix (at least 4 characters)."""
-    infos = list_snapshots(ws)
+    return _resolve(list_snapshots(ws), name)
+
+
+def _resolve(infos: list[SnapshotInfo], name: str) -> SnapshotInfo:
     for info in infos:
         if name in info.tags or name == info.hash:
             return info
@@ -178,7 +188,10 @@ def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
                        else record_identity(state.record)}
                  for ref, state in sorted(states.items())},
     }
-    return xxhash.xxh3_128_hexdigest(canonical_json(body))
+    try:
+        return xxhash.xxh3_128_hexdigest(canonical_json(body))
+    except orjson.JSONEncodeError as exc:
+        raise WorkspaceConfigError(too_deep(ws.meta_dir / "lineage", exc)) from None
 
 
 def record_identity(record: dict[str, Any]) -> dict[str, Any]:
@@ -243,23 +256,35 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
         placed: list[Path] = []
         wrote_manifest = False
         try:
-            placed = _archive_results(ws, info, states, results_refs, manifest, outcome)
+            placed = _archive_results(ws, info, states, results_refs, manifest, outcome,
+                                      _folder_name(info, infos))
             if not manifest_path.exists():
                 atomic_write_json(manifest_path, manifest)
                 wrote_manifest = True
+                note_checked(manifest_path, manifest_checked_path(manifest_path),
+                             store.states_checked(manifest["refs"]))
             _save_index(ws, [*infos, info])
         except BaseException:
             for folder in placed:
                 shutil.rmtree(folder, ignore_errors=True)
             if wrote_manifest:
                 manifest_path.unlink(missing_ok=True)
+                manifest_checked_path(manifest_path).unlink(missing_ok=True)
             raise
         return outcome
 
 
+def _folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:
+    """The name of a new snapshot's results folder: its tag, unless an older snapshot's results
+    still use that name (a tag removed from a snapshot with other tags keeps its folder), then
+    its short hash."""
+    taken = {entry["folder"] for other in infos for entry in other.results}
+    return info.name if f"{RESULTS_SNAPSHOT_DIR}/{info.name}" not in taken else info.hash[:12]
+
+
 def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefState],
                      results_refs: list[str], manifest: dict[str, Any],
-                     outcome: SnapshotOutcome) -> list[Path]:
+                     outcome: SnapshotOutcome, name: str) -> list[Path]:
     """Copy each results ref with its lineage.json into `<resource>/snapshots/<name>/`."""
     view = SnapshotView(manifest, ws.store)
     staged: dict[str, Path] = {}
@@ -282,7 +307,7 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
                     f"({short(states[ref].version)}); not archived — re-run its step")
                 continue
             root = ws.resource_root(resource)
-            final = root / RESULTS_SNAPSHOT_DIR / info.name
+            final = root / RESULTS_SNAPSHOT_DIR / name
             if final.exists():
                 raise SnapshotError(f"{final} already exists; move it away or choose another "
                                     "tag")
@@ -302,9 +327,9 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
                 target.with_name(target.name + ".lineage.json").write_bytes(pretty_json(lineage))
-            info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{info.name}"})
-        for name, stage in staged.items():
-            final = ws.resource_root(name) / RESULTS_SNAPSHOT_DIR / info.name
+            info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{name}"})
+        for resource_name, stage in staged.items():
+            final = ws.resource_root(resource_name) / RESULTS_SNAPSHOT_DIR / name
             os.replace(stage, final)
             placed.append(final)
     except BaseException:
@@ -400,10 +425,11 @@ def _plan_restore(ws: Workspace, info: SnapshotInfo, ref: str, version: str) -> 
         return _RestorePlan(now=now)
     root = ws.resource_root(ws.resource(parsed.name))
     candidates = [kept_version_path(root, parsed.subpath, version)]
-    for entry in info.results:
+    for number, entry in enumerate(info.results):
         if entry["ref"] == ref:
-            folder = root / entry["folder"]
-            candidates.append(folder / parsed.subpath if parsed.subpath else folder)
+            folder = _results_folder(ws, info, number)
+            if folder is not None:
+                candidates.append(folder / parsed.subpath if parsed.subpath else folder)
     candidates = [path for path in candidates if path.exists()]
     if not candidates:
         where = f"data is now at {short(now)}" if now else "its data is missing"
@@ -519,29 +545,92 @@ def _record_changes(a: RefState, b: RefState) -> list[str]:
 
 
 def _show(value: Any) -> str:
-    text = canonical_json(value).decode() if value is not None else "(unset)"
+    try:
+        text = canonical_json(value).decode() if value is not None else "(unset)"
+    except orjson.JSONEncodeError:
+        return "(nested too deeply to show)"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 # ---------------------------------------------------------------------------- delete
 
 
-def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False) -> SnapshotInfo:
-    """Delete a snapshot (its manifest and index entry; its results copies if asked)."""
+@dataclass
+class SnapshotDeletion:
+    """What `delete_snapshot` did: removed one tag of a snapshot that keeps others
+    (`removed_tag`), or deleted the snapshot (`removed_tag` None)."""
+
+    info: SnapshotInfo
+    removed_tag: str | None = None
+    removed_results: list[Path] = field(default_factory=list)
+
+    @property
+    def deleted(self) -> bool:
+        return self.removed_tag is None
+
+    @property
+    def hash(self) -> str:
+        return self.info.hash
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False
+                    ) -> SnapshotDeletion:
+    """Delete a tag, or a snapshot. A tag of a snapshot that has others goes alone; the
+    snapshot (manifest, index entry, and its results copies if asked) goes with its last tag,
+    or when named by its hash.
+
+    Every results folder the index names is checked to lie inside its results resource before
+    anything changes: the index is a file anyone can edit.
+    """
     store = ws.store
     with store.locked():
-        info = resolve_snapshot(ws, name)
+        infos = list_snapshots(ws)
+        info = _resolve(infos, name)
+        if name in info.tags and len(info.tags) > 1:
+            info.tags.remove(name)
+            _save_index(ws, infos)
+            return SnapshotDeletion(info, removed_tag=name)
+        folders = [folder for number in range(len(info.results))
+                   if (folder := _results_folder(ws, info, number)) is not None] \
+            if remove_results else []
         store.compact()  # no journal tail may still refer to the manifest being deleted
-        infos = [i for i in list_snapshots(ws) if i.hash != info.hash]
-        _save_index(ws, infos)
+        _save_index(ws, [i for i in infos if i.hash != info.hash])
         snapshot_manifest_path(ws, info.hash).unlink(missing_ok=True)
-        if remove_results:
-            for entry in info.results:
-                parsed = as_ref(entry["ref"])
-                if parsed.name in ws.resources:
-                    shutil.rmtree(ws.resource_root(parsed.name) / entry["folder"],
-                                  ignore_errors=True)
-    return info
+        manifest_checked_path(snapshot_manifest_path(ws, info.hash)).unlink(missing_ok=True)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+    return SnapshotDeletion(info, removed_results=folders)
+
+
+def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | None:
+    """The results copy `info.results[number]` names, checked to lie inside its results
+    resource; None when that resource is gone or remote (nothing to read or delete here)."""
+    entry = info.results[number]
+    path = _index_path(ws)
+    field_name = f"snapshot {info.hash[:12]}: results[{number}]"
+    parsed = as_ref(entry["ref"])  # the format checked it is a ref
+    resource = ws.resources.get(parsed.name)
+    if resource is None or not resource.is_local:
+        return None
+    if resource.role != "results":
+        raise WorkspaceConfigError(
+            f"snapshot index {path} is corrupt: {field_name}.ref: {entry['ref']!r} is not in a "
+            f"results resource ('{parsed.name}' holds {resource.role}); restore it from git or "
+            "a backup")
+    root = ws.resource_root(resource)
+    folder = root / entry["folder"]  # the format checked it is `snapshots/<name>`
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(folder)
+    if not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise WorkspaceConfigError(
+            f"snapshot index {path}: {field_name}.folder: {folder} leads to {real}, outside "
+            f"results resource '{resource.name}' ({real_root}); nothing was changed. Replace "
+            f"the symlink on the way with a folder, or restore the index from git or a backup")
+    return folder
 
 
 def _carry_over_unversioned(target: Path, staging: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import os
 import threading
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from ..errors import (
     UnknownRefStateError,
     WorkspaceConfigError,
 )
+from . import shapes
 from .digests import key_digest, pack_position, unpack_position
 from .files import (
     WorkspaceWriteError,
@@ -42,7 +44,6 @@ from .files import (
     fsync_file,
     held,
     journal_segments,
-    read_json_file,
     segment_path,
 )
 from .records import LineageRecord, StepInfo, now_iso
@@ -202,6 +203,7 @@ class LineageStore:
         self.dir = workspace.meta_dir / "lineage"
         self.journal_dir = self.dir / "journal"
         self.current_path = self.dir / "current.json"
+        self.checked_path = self.dir / "current.checked"
         self._lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT_SECONDS)
         #: This thread's hold of the lock: its depth, and whether the state was refreshed
         #: since it was taken (nobody else can append until it is released).
@@ -213,6 +215,10 @@ class LineageStore:
         self._offset = 0
         self._tail_ops = 0
         self._loaded = False
+        #: Whether this process appended operations it did not read back through the format's
+        #: check (its own records): then lineage written whole is checked before it is vouched
+        #: for (`note_checked`).
+        self._unchecked = False
         #: Where in the journal the good record of each (ref, version) is (segment, byte
         #: offset), once needed: records are read back on demand, so memory does not grow
         #: with the history (a sensor catching up with 40,000 runs held every record before).
@@ -283,24 +289,29 @@ class LineageStore:
     def _load_compacted(self) -> None:
         self._refs = {}
         self._segment, self._offset, self._tail_ops = 1, 0, 0
-        if self.current_path.exists():
-            data = read_json_file(self.current_path, what="current lineage")
-            if not isinstance(data, dict) or data.get("format") != STORE_FORMAT:
-                raise WorkspaceConfigError(
-                    f"{self.current_path} is not a lineage store of format {STORE_FORMAT}; "
-                    "restore it from git or a backup"
-                )
-            try:
-                self._segment = int(data["position"]["segment"])
-                self._offset = int(data["position"]["offset"])
-                self._refs = {ref: RefState.from_json(state)
-                              for ref, state in data["refs"].items()}
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise WorkspaceConfigError(
-                    f"{self.current_path} is corrupt ({exc!r}); restore it from git or a backup"
-                ) from None
+        found = read_identified(self.current_path, what="current lineage")
+        self._unchecked = False
+        if found is not None:
+            data, identity = found
+            shell = shapes.checked("current", data, self.current_path,
+                                  what="current lineage")
+            refs = shell["refs"] if checked_before(self.checked_path, identity) else \
+                shapes.check_states(shell["refs"], self.current_path, what="current lineage")
+            self._segment = shell["position"]["segment"]
+            self._offset = shell["position"]["offset"]
+            self._refs = {ref: RefState.from_json(state) for ref, state in refs.items()}
         self._sorted = None
         self._loaded = True
+
+    def states_checked(self, states: dict[str, Any]) -> bool:
+        """Whether `states` (ref states as JSON, about to be written whole: `current.json`, a
+        manifest) are surely of the format: without a check when every state this store holds
+        was read through one (no operation appended by this process since)."""
+        if not self._unchecked:
+            return True
+        ok = shapes.states_ok(states)
+        self._unchecked = not ok
+        return ok
 
     def _segment_path(self, number: int) -> Path:
         return segment_path(self.journal_dir, number)
@@ -444,7 +455,11 @@ class LineageStore:
                 with open(path, "rb") as handle:
                     data = handle.read()
                 data = data[: data.rfind(b"\n") + 1]
-                _index_records(index, parse_journal(data, path, 0), data, number, 0)
+                # Not checked here: this only notes where records are, and each is checked
+                # when read back (`_record_at`); checking the whole history cost a snapshot of
+                # 10,000 refs a tenth of its time.
+                _index_records(index, parse_journal(data, path, 0, check=False), data, number,
+                               0)
         self._by_version = index
 
     def _record_at(self, where: int, key: tuple[str, str | None]) -> dict[str, Any] | None:
@@ -457,7 +472,8 @@ class LineageStore:
         except (OSError, orjson.JSONDecodeError):
             return None
         record = op.get("record") if isinstance(op, dict) and op.get("op") == "record" else None
-        if not isinstance(record, dict) or (record.get("ref"), record.get("version")) != key:
+        if record is None or not shapes.record_ok(record) \
+                or (record.get("ref"), record.get("version")) != key:
             return None
         return record
 
@@ -487,7 +503,8 @@ class LineageStore:
         if self._unsynced is not None:
             self._unsynced.add(path)
         if number == self._segment:  # the file now ends with `payload`: apply it as read back
-            written = parse_journal(payload, path, self._offset)
+            written = parse_journal(payload, path, self._offset, check=False)
+            self._unchecked = True
             for op in written:
                 self._apply(op)
             if self._by_version is not None:
@@ -509,14 +526,19 @@ class LineageStore:
         with self.locked():
             self.refresh()
             next_segment = self._segment + 1
+            refs = {ref: self._refs[ref].to_json() for ref in self._sorted_refs}
+            try:  # encoded before anything is written: a refusal leaves the files as they are
+                body = orjson.dumps({
+                    "format": STORE_FORMAT,
+                    "position": {"segment": next_segment, "offset": 0},
+                    "refs": refs,
+                })
+            except orjson.JSONEncodeError as exc:
+                raise WorkspaceConfigError(too_deep(self.dir, exc)) from None
             self._segment_path(next_segment).touch()
             fsync_dir(self.journal_dir)
-            body = orjson.dumps({
-                "format": STORE_FORMAT,
-                "position": {"segment": next_segment, "offset": 0},
-                "refs": {ref: self._refs[ref].to_json() for ref in self._sorted_refs},
-            })
             atomic_write_bytes(self.current_path, body)
+            note_checked(self.current_path, self.checked_path, self.states_checked(refs))
             self._segment, self._offset, self._tail_ops = next_segment, 0, 0
 
     # ------------------------------------------------------------------ rules
@@ -844,48 +866,111 @@ class LineageStore:
             self.compact()
 
 
+# ------------------------------------------------ files written whole and checked once
+#
+# `current.json` and snapshot manifests hold every ref's lineage: checking 10,000 refs costs
+# about as much as parsing them, on every command. So when the store writes one of them from
+# lineage known to be checked, it notes the file's identity beside it (`<name>.checked`: device,
+# inode, size, modification and change times); a reader finding that very file skips the check.
+# Any other copy (edited by hand, cloned, restored from a backup, replaced) has another inode
+# or change time, which no one can set, so it is checked in full.
+
+
+def _identity(info: os.stat_result) -> list[int]:
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def read_identified(path: Path, *, what: str) -> tuple[Any, list[int]] | None:
+    """The parsed JSON of `path` and the identity of the file read (None if it is missing)."""
+    try:
+        with open(path, "rb") as handle:
+            identity = _identity(os.fstat(handle.fileno()))
+            raw = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        return orjson.loads(raw), identity
+    except orjson.JSONDecodeError as exc:
+        raise WorkspaceConfigError(
+            f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
+        ) from None
+
+
+def checked_before(sidecar: Path, identity: list[int]) -> bool:
+    try:
+        return bool(orjson.loads(sidecar.read_bytes()) == identity)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+
+
+def note_checked(path: Path, sidecar: Path, ok: bool) -> None:
+    """Note that `path`, just written, holds checked lineage (`ok`), or forget any such note."""
+    try:
+        sidecar.unlink(missing_ok=True)
+        if ok:
+            atomic_write_bytes(sidecar, orjson.dumps(_identity(path.stat())), durable=False)
+    except OSError:
+        pass  # then the next reader checks the file in full
+
+
 def _index_records(index: dict[int, int],
                    ops: list[dict[str, Any]], data: bytes, segment: int, base: int) -> None:
     """Note where each good record of `ops` (parsed from `data`, read from `segment` at byte
-    `base`) lies: `parse_journal` keeps one operation per non-blank line, in order."""
+    `base`) lies: `parse_journal` keeps one operation per non-blank line, in order. Operations
+    may be unchecked: what is not a record of the expected shape is left out."""
     starts, position = [], 0
     for line in data.split(b"\n")[:-1]:
         if line.strip():
             starts.append(position)
         position += len(line) + 1
     for op, start in zip(ops, starts, strict=True):
-        if op.get("op") == "record":
-            record = op["record"]
-            index[key_digest(record["ref"], record.get("version"))] = \
-                pack_position(segment, base + start)
+        record = op.get("record") if type(op) is dict and op.get("op") == "record" else None
+        if type(record) is dict and type(ref := record.get("ref")) is str \
+                and type(version := record.get("version")) in (str, type(None)):
+            index[key_digest(ref, version)] = pack_position(segment, base + start)
 
 
-def parse_journal(data: bytes, path: Path, offset: int) -> list[dict[str, Any]]:
-    """The operations in `data`, complete JSON lines read from `path` at byte `offset`.
+def parse_journal(data: bytes, path: Path, offset: int, *, check: bool = True
+                  ) -> list[dict[str, Any]]:
+    """The operations in `data`, complete JSON lines read from `path` at byte `offset`,
+    checked against the journal's format (`formats.JournalOp`) unless `check` is False (lines
+    this process just wrote).
 
     One `orjson.loads` over the lines joined as an array: parsing line by line costs more
     than the parsing itself when a store of many refs is opened. A corrupt line is then looked
     for line by line, to name where it is.
     """
+    def where(index: int) -> str:
+        return _line_of(data, offset, index)
+
+    ops: list[Any]
     try:  # JSON strings hold no raw newline, so each one can only separate two lines
         ops = orjson.loads(b"[" + data.rstrip(b"\r\n").replace(b"\n", b",") + b"]")
-        if all(isinstance(op, dict) for op in ops):
-            return ops
     except orjson.JSONDecodeError:  # a corrupt or blank line: find it line by line
-        pass
-    lines = [line for line in data.splitlines() if line.strip()]
-    ops = []
-    for index, line in enumerate(lines):
-        try:
-            op = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            op = None
-        if not isinstance(op, dict):
-            raise WorkspaceConfigError(
-                f"journal {path} is corrupt at byte {offset} (line {index + 1} of the unread "
-                "tail); restore the lineage folder from git or a backup")
-        ops.append(op)
-    return ops
+        lines = [line for line in data.split(b"\n") if line.strip()]
+        ops = []
+        for index, line in enumerate(lines):
+            try:
+                ops.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                raise WorkspaceConfigError(
+                    f"lineage journal {path} is corrupt at {where(index)}: not valid JSON; "
+                    "restore the lineage folder from git or a backup (or move that line out "
+                    "of the file)") from None
+    return shapes.check_ops(ops, path, where) if check else ops
+
+
+def _line_of(data: bytes, offset: int, index: int) -> str:
+    """Where the `index`-th non-blank line of `data` (read at byte `offset`) starts."""
+    position = 0
+    seen = -1
+    for line in data.split(b"\n"):
+        if line.strip():
+            seen += 1
+            if seen == index:
+                break
+        position += len(line) + 1
+    return f"byte {offset + position} (line {index + 1} of the unread tail)"
 
 
 def _is_source(state: RefState) -> bool:
@@ -948,19 +1033,44 @@ def _unknown_message(step: str, ref: str, state: RefState) -> str:
             f"re-run '{step}'")
 
 
+def too_deep(where: Path, exc: Exception) -> str:
+    """The message for lineage that cannot be encoded again: values nested deeper than JSON
+    encoding allows (orjson stops at 255 levels) can only come from an edited file."""
+    return (f"the lineage under {where} holds a record whose parameters, metrics or extra "
+            f"values nest too deeply to be written again ({exc}); restore the lineage folder "
+            "from git or a backup")
+
+
 def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
     return workspace.meta_dir / "snapshots" / f"{snapshot_hash}.json"
 
 
 def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str, Any]:
-    """Load a snapshot manifest, checking that its content matches its hash-named file."""
+    """Load a snapshot manifest, checking its format and that its content matches its
+    hash-named file (the hash is checked before it becomes a file name)."""
+    if not shapes.is_snapshot_hash(snapshot_hash):
+        raise WorkspaceConfigError(
+            f"{snapshot_hash!r} is not a snapshot hash (32 lowercase hex digits), so it names "
+            "no manifest; restore the snapshot index or lineage journal that holds it from git "
+            "or a backup")
     path = snapshot_manifest_path(workspace, snapshot_hash)
     with gc_paused():
-        data = read_json_file(path, what="snapshot manifest")
-    if not isinstance(data, dict) or data.get("hash") != snapshot_hash \
-            or not isinstance(data.get("refs"), dict):
+        found = read_identified(path, what="snapshot manifest")
+    if found is None:
+        raise WorkspaceConfigError(f"snapshot manifest {path} is missing; restore it from git "
+                                   "or a backup, or delete the snapshot")
+    data, identity = found
+    advice = "restore it from git or a backup, or delete the snapshot"
+    shell = shapes.checked("manifest", data, path, what="snapshot manifest",
+                          advice=advice)
+    if shell["hash"] != snapshot_hash:
         raise WorkspaceConfigError(
-            f"snapshot manifest {path} is corrupt (wrong hash or missing refs); restore it "
-            "from git or a backup, or delete the snapshot"
-        )
+            f"snapshot manifest {path} is corrupt: hash: {shell['hash']!r} is the wrong hash "
+            f"(not the one in its file name); {advice}")
+    if not checked_before(manifest_checked_path(path), identity):
+        shapes.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
     return data
+
+
+def manifest_checked_path(manifest: Path) -> Path:
+    return manifest.with_name(manifest.stem + ".checked")

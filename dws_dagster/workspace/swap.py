@@ -9,13 +9,15 @@ only ever find the old or the new data whole. Kept versions live in the resource
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import uuid
 from pathlib import Path
 
-from ..errors import DwsError
+from ..errors import DwsError, InvalidResourceRefError
 from .files import fsync_dir, write_error, writing
+from .shapes import VERSION_PATTERN
 from .versions import special_names
 
 OLD_PREFIX = ".dws-old-"
@@ -25,6 +27,7 @@ KEPT_DIR = ".dws/versions"
 STALE_STAGING_SECONDS = 6 * 3600
 #: Kept copies are named `@<version>` inside the folder of their subpath.
 KEPT_MARK = "@"
+_VERSION = re.compile(VERSION_PATTERN)
 
 
 class SwapError(DwsError):
@@ -136,7 +139,17 @@ def _remove_quietly(path: Path) -> None:
 
 
 def kept_version_path(resource_root: Path, subpath: str | None, version: str) -> Path:
-    """Where a kept copy of `subpath@version` lives inside its resource."""
+    """Where a kept copy of `subpath@version` lives inside its resource.
+
+    Versions reach here from files anyone can edit (lineage records, snapshot manifests, data
+    markers), so one that is not a single file name is refused: `@../../x` must never lead a
+    restore or a prune out of the resource. (`subpath` is a ref's, which cannot leave it.)
+    """
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise InvalidResourceRefError(
+            f"version {str(version)[:80]!r} cannot name a kept copy in {resource_root}: a "
+            "version is one file name (no '/', backslash or control character); the lineage "
+            "file it came from was edited: restore it from git or a backup")
     folder = resource_root / KEPT_DIR
     return (folder / subpath if subpath else folder) / f"{KEPT_MARK}{version}"
 

@@ -26,7 +26,7 @@ import stat
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 import xxhash
@@ -392,9 +392,9 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
             data = orjson.loads(_read_regular(os.fspath(marker)))
         except (OSError, orjson.JSONDecodeError):
             return version
-        if isinstance(data, dict) and data.get("scheme") == MARKER_SCHEME \
-                and data.get("content") == version and isinstance(data.get("version"), str):
-            return data["version"]
+        marker = checked_marker(data)
+        if marker is not None and marker.get("content") == version:
+            return marker["version"]
     return version
 
 
@@ -430,6 +430,27 @@ def _stat_files(path: Path, exclude_top: Iterable[str], on_skip: SkipReporter | 
         stats.append((rel, info))
     _report_skipped(path, skipped, on_skip)
     return stats
+
+
+def checked_marker(data: Any) -> dict[str, Any] | None:
+    """A parsed `_dws_version.json` if it matches `formats.MarkerFile` and this scheme, else
+    None: a damaged or foreign marker is ignored, so the data is versioned by its bytes. Its
+    version names kept copies, so it must be a version as dws_dagster makes them."""
+    from . import shapes  # shapes -> snapshots -> ... -> versions: imported when needed
+
+    try:
+        marker = shapes.checked("marker", data, MARKER_NAME)
+    except DwsError:
+        return None
+    if marker["scheme"] != MARKER_SCHEME:
+        return None
+    lineage = marker.get("lineage")
+    if lineage is not None and not shapes.record_ok(lineage):
+        try:
+            shapes.checked("record", lineage, MARKER_NAME)
+        except DwsError:  # a damaged record: the data's version still counts, the record not
+            return {**marker, "lineage": None}
+    return marker
 
 
 def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
