@@ -31,7 +31,7 @@ from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.spark import storage
 from dws_dagster.workspace.files import WorkspaceWriteError
-from dws_dagster.workspace.snapshots import list_snapshots
+from dws_dagster.workspace.snapshots import list_snapshots, take_snapshot
 from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX
 
 from .conftest import run_step, write
@@ -294,6 +294,9 @@ def test_snapshot_on_a_full_disk(disk: Disk, results_ws: Workspace, cli,
     disk.fill()
     if big_results:  # room for the manifest, not for the copy
         os.truncate(disk.filler, os.path.getsize(disk.filler) - 100_000)
+    with pytest.raises(DwsError) as api_error:  # the API names the archive, as the CLI does
+        take_snapshot(Workspace.open(ws.root), "s1")
+    _check_full_disk_error(api_error.value, str(ws.root))
     code, _, err = cli("snapshot", "s1", "-w", ws.root)
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "No space left on device" in err
@@ -405,6 +408,8 @@ def test_init_and_add_on_a_read_only_or_full_disk(disk: Disk, cli) -> None:
         assert "read-write" in err
         code, _, err = cli("add", "more", "--role", "results", "--path", "more", "-w", ws.root)
         assert code == 1 and "Read-only file system" in err and str(ws.meta_dir) in err
+        with pytest.raises(DwsError, match="Read-only file system"):
+            Workspace.open(ws.root).add_resource("more", "results", path="more")
         code, _, err = cli("snapshot", "s1", "-w", ws.root)
         assert code == 1 and "Read-only file system" in err and "Traceback" not in err
     finally:

@@ -15,7 +15,6 @@ import logging
 import string
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -236,20 +235,6 @@ def test_known_secrets_are_removed_from_any_text() -> None:
     assert secret_values({"a": 1, "db": {"password": "pw-1", "port": 5432},
                           "credentials": ["t-1", "t-2"], "max_tokens": "512"}) == {
         "pw-1", "t-1", "t-2"}
-
-
-def test_redaction_is_fast_enough_for_the_sensor() -> None:
-    """The sensor redacts the error text of every failed asset it applies: a typical
-    traceback must cost well under a millisecond."""
-    trace = ("Traceback (most recent call last):\n" + "".join(
-        f'  File "/srv/pipeline/module_{i}.py", line {i}, in step_{i}\n'
-        f"    result = transform(frame, key={i}, mode='fast')\n" for i in range(30))
-        + "ValueError: could not read s3a://bucket/path/part-0.parquet (status: 404)\n")
-    started = time.perf_counter()
-    for _ in range(1000):
-        redact_text(trace)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 5.0, f"{elapsed:.2f} s for 1000 tracebacks of {len(trace)} chars"
 
 
 # --------------------------------------------------------------------------- command lines
@@ -520,3 +505,27 @@ def test_parameters_from_cli_output_and_results_json_hold_no_secret(ws: Workspac
     assert code == 0
     assert_nowhere(ws.root, ["hunter2-pw", "tok-4242-x", "desc-pw-1", "met-tok-77"],
                    extra={"CLI output": out + err})
+
+
+def test_snapshot_messages_and_resource_descriptions_hold_no_secret(ws: Workspace, cli) -> None:
+    """Free text a user types is stored (the snapshot index, resources.json) and printed
+    (`history`, `status`): a credential pasted into it is redacted like any other."""
+    code, _, err = cli("add", "lake", "--role", "intermediate-data", "--uri", "s3a://bucket/lake",
+                       "--description", "mirror of postgresql://etl:lake-pw-31@db/warehouse",
+                       cwd=ws.root)
+    assert code == 0, err
+    write(ws.local_path("src/trips") / "part-0.csv", "a\n1\n")
+    run_step = LineageBuilder().with_step_name("prep").with_parameters({}) \
+        .with_workspace_directory(ws.root).with_input_ref("src/trips")
+    with run_step.eval() as lineage:
+        lineage.add_output_ref("inter/prep")
+        write(ws.local_path("inter/prep") / "part-0.csv", "b\n2\n")
+    code, _, err = cli("snapshot", "s1", "-m", "retrained with api_key=snap-key-42",
+                       cwd=ws.root)
+    assert code == 0, err
+    outputs = [cli(*command, cwd=ws.root) for command in (
+        ["history"], ["history", "--format", "json"], ["status"], ["status", "--format", "json"])]
+    assert all(code == 0 for code, _, _ in outputs)
+    assert "REDACTED" in (ws.meta_dir / "snapshots/index.json").read_text()
+    assert_nowhere(ws.root, ["lake-pw-31", "snap-key-42"],
+                   extra={"CLI output": "".join(out + err for _, out, err in outputs)})

@@ -30,7 +30,7 @@ from dws_dagster.workspace.versions import (
     listing_version,
 )
 
-from .conftest import ROOT, write
+from .conftest import ROOT, run_step, write
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -301,3 +301,24 @@ def test_data_copies_skip_what_versions_skip(tmp_path: Path, unix_socket: Path) 
         warnings.simplefilter("ignore", SpecialFileWarning)
         assert content_version(tmp_path / "copy") == content_version(folder)
     assert sorted(p.name for p in (tmp_path / "copy/sub").iterdir()) == ["part-1.csv"]
+
+
+@pytest.mark.timeout(60)
+def test_a_snapshot_archives_results_past_special_files(ws: Workspace, unix_socket: Path
+                                                        ) -> None:
+    """The results copy a snapshot keeps leaves special files out, as versions do: copying a
+    pipe would block the snapshot forever."""
+    from dws_dagster.workspace.snapshots import take_snapshot
+
+    write(ws.local_path("src/trips") / "part-0.csv", "a\n1\n")
+    run_step(ws, "train", ["src/trips"], {}, {"gamma": 0.1}, results={"mae": 1.5},
+             results_dir="results/exp")
+    folder = ws.local_path("results/exp")
+    for kind in KINDS:
+        _make(kind, folder / kind, unix_socket)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpecialFileWarning)
+        outcome = take_snapshot(Workspace.open(ws.root), "s1")
+    assert outcome.created and not outcome.warnings, outcome.warnings
+    archived = ws.root / "results/snapshots/s1/exp"
+    assert sorted(p.name for p in archived.iterdir()) == ["lineage.json", "results.json"]

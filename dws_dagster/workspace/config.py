@@ -22,7 +22,7 @@ from ..errors import (
 )
 from . import shapes
 from .files import atomic_write_json, read_json_file, writing
-from .redaction import uri_credentials
+from .redaction import redact_text, uri_credentials
 from .refs import ResourceRef, as_ref, validate_resource_name
 from .versions import (
     DataNotFoundError,
@@ -123,7 +123,8 @@ def make_resource(name: str, role: str, *, path: str | None = None, uri: str | N
         uri = uri.rstrip("/") or uri
     if path is not None and ("\x00" in path or not path.strip()):
         raise WorkspaceConfigError(f"resource '{name}': invalid path {path!r}")
-    return Resource(name, role, path, uri, versioning, description)
+    # Free text typed by a user is stored and printed: no credential it quotes may go with it.
+    return Resource(name, role, path, uri, versioning, redact_text(description))
 
 
 @dataclass
@@ -230,7 +231,10 @@ class Workspace:
             rel_path = Path(os.path.relpath(os.path.normpath(absolute), self.root)).as_posix()
         resource = make_resource(name, role, path=rel_path, uri=uri, versioning=versioning,
                                  description=description)
-        with self._config_lock():
+        lock = self._config_lock()
+        with writing(lock.lock_file, action="lock"):
+            lock.acquire()
+        try:
             self.resources = self._load_resources()
             if name in self.resources:
                 raise WorkspaceConfigError(
@@ -249,6 +253,8 @@ class Workspace:
                 "resources": [r.to_json() for r in resources.values()],
             })
             self.resources = resources
+        finally:
+            lock.release()
         return resource
 
     def _check_no_overlap(self, new: Resource) -> None:

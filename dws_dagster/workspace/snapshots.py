@@ -30,8 +30,9 @@ from ..errors import (
 )
 from . import shapes
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
-from .files import atomic_write_json, canonical_json, pretty_json, read_json_file
+from .files import atomic_write_json, canonical_json, pretty_json, read_json_file, writing
 from .graph import SnapshotView, upstream_records
+from .redaction import redact_text
 from .refs import as_ref
 from .store import (
     RefState,
@@ -44,7 +45,7 @@ from .store import (
     too_deep,
 )
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
-from .versions import DataNotFoundError, is_ignored_name, short
+from .versions import DataNotFoundError, is_ignored_name, short, special_names
 
 INDEX_FORMAT = 1
 _HEXISH = re.compile(r"^[0-9a-f]{4,}$")  # as short as a usable hash prefix
@@ -243,7 +244,8 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             _save_index(ws, infos)
             return SnapshotOutcome(existing, created=False, tag_added=True)
 
-        info = SnapshotInfo(hash=digest, tags=[tag] if tag else [], message=message or "",
+        info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
+                            message=redact_text(message or ""),
                             created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         outcome = SnapshotOutcome(info, created=True)
         results_refs = _results_refs(ws, states)
@@ -320,13 +322,16 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
             lineage = {"format": INDEX_FORMAT, "snapshot": info.hash, "ref": ref,
                        "version": states[ref].version,
                        "records": upstream_records(view, ref)}
-            if source.is_dir():
-                _copy_results_dir(source, target)
-                (target / "lineage.json").write_bytes(pretty_json(lineage))
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, target)
-                target.with_name(target.name + ".lineage.json").write_bytes(pretty_json(lineage))
+            # Named by where the copy goes, not by the staging folder the user never sees.
+            with writing(final, action="copy results into"):
+                if source.is_dir():
+                    _copy_results_dir(source, target)
+                    (target / "lineage.json").write_bytes(pretty_json(lineage))
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source, target)
+                    target.with_name(target.name + ".lineage.json").write_bytes(
+                        pretty_json(lineage))
             info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{name}"})
         for resource_name, stage in staged.items():
             final = ws.resource_root(resource_name) / RESULTS_SNAPSHOT_DIR / name
@@ -342,9 +347,14 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
 
 
 def _copy_results_dir(source: Path, target: Path) -> None:
-    def ignore(directory: str, names: list[str]) -> list[str]:
+    """Copy what the results' version covers: pipes, sockets and devices are not data (a
+    pipe would block the copy), the snapshot archives are not part of a snapshot."""
+    def ignore(directory: str, names: list[str]) -> set[str]:
         top = Path(directory) == source
-        return [n for n in names if is_ignored_name(n) or (top and n == RESULTS_SNAPSHOT_DIR)]
+        skipped = special_names(directory)
+        skipped.update(n for n in names
+                       if is_ignored_name(n) or (top and n == RESULTS_SNAPSHOT_DIR))
+        return skipped
     shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
 
 
