@@ -188,7 +188,10 @@ class EventApplier:
         if current_run is not None and record.step is not None \
                 and current_run != record.step.run_id:
             return record  # a replayed older run: the data (and results.json) are a later run's
-        if not (folder / MARKER_NAME).is_file() or self.ws.version_of(ref) != record.version:
+        # Files skipped as not data (pipes, sockets...) are named in the sensor's log, which
+        # the daemon keeps, rather than as Python warnings nobody sees there.
+        if not (folder / MARKER_NAME).is_file() \
+                or self.ws.version_of(ref, on_skip=log.warning) != record.version:
             self._skip(f"results of {record.ref}: the data there is no longer version "
                        f"{record.version}; results.json not written")
             return record
