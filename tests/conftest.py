@@ -114,3 +114,27 @@ def instance(tmp_path: Path):
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     with DagsterInstance.local_temp(str(home)) as inst:
         yield inst
+
+
+@pytest.fixture
+def clean_ol_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No OpenLineage configuration anywhere: not in the environment, the working folder or
+    the home folder, so events go to the workspace's own file."""
+    for name in list(os.environ):
+        if name.startswith("OPENLINEAGE"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def script_pipeline_ws(ws: Workspace) -> Workspace:
+    """Workspace `ws` after two script steps: prep (src -> inter/prep) and train (a results
+    step writing results/exp)."""
+    write(ws.root / "data/src/trips.csv", "a\n1\n")
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, {"scale": 2})
+    run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": 1.5},
+             results_dir="results/exp")
+    return ws

@@ -64,18 +64,6 @@ def instance():
 
 
 @pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No OpenLineage configuration from the machine: events go to the workspace's file."""
-    for name in list(os.environ):
-        if name.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
 def built(spark, tmp_path: Path, instance) -> Workspace:
     """The taxi pipeline materialized once, so every refusal has lineage and data to spare."""
     ws = make_workspace(tmp_path / "ws")
@@ -297,7 +285,7 @@ def _leaky(spark) -> Any:
 
 
 def test_secrets_are_redacted_in_store_event_log_openlineage_and_logs(
-        built: Workspace, spark, instance, clean_env, caplog: pytest.LogCaptureFixture) -> None:
+        built: Workspace, spark, instance, clean_ol_env, caplog: pytest.LogCaptureFixture) -> None:
     leaky = _leaky(spark)
     config = {"api_token": SECRET, "warehouse_password": SECRET, "batch": 4,
               "source_url": f"https://alice:{URI_PASSWORD}@example.com/export"}
@@ -341,7 +329,7 @@ def _free_port() -> int:
 
 
 def test_invalid_openlineage_configuration_fails_the_tick_and_changes_nothing(
-        built: Workspace, clean_env, instance, tmp_path: Path) -> None:
+        built: Workspace, clean_ol_env, instance, tmp_path: Path) -> None:
     (tmp_path / "openlineage.yml").write_text("transport:\n  type: http\n")  # no url
     error = refused(built, lambda: process_events(instance, built), TransportConfigError,
                     "openlineage.yml", "url")
@@ -355,7 +343,7 @@ def test_invalid_openlineage_configuration_fails_the_tick_and_changes_nothing(
 
 
 def test_unreachable_catalog_keeps_events_and_the_tick_succeeds(
-        built: Workspace, clean_env, instance, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+        built: Workspace, clean_ol_env, instance, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     monkeypatch.setenv("OPENLINEAGE_URL", url)
     monkeypatch.setenv("OPENLINEAGE_API_KEY", SECRET)

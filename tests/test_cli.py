@@ -16,15 +16,6 @@ from dws_dagster import Workspace
 from .conftest import ROOT, run_python, run_step, write
 
 
-@pytest.fixture
-def pipeline_ws(ws: Workspace) -> Workspace:
-    write(ws.root / "data/src/trips.csv", "a\n1\n")
-    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, {"scale": 2})
-    run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": 1.5},
-             results_dir="results/exp")
-    return ws
-
-
 def test_init_add_and_status(tmp_path: Path, cli) -> None:
     code, out, _ = cli("init", tmp_path / "w")
     assert code == 0 and "initialised" in out
@@ -43,8 +34,8 @@ def test_init_add_and_status(tmp_path: Path, cli) -> None:
     assert data["refs"] == []
 
 
-def test_status_lists_refs_versions_and_problems(pipeline_ws: Workspace, cli) -> None:
-    ws = pipeline_ws
+def test_status_lists_refs_versions_and_problems(script_pipeline_ws: Workspace, cli) -> None:
+    ws = script_pipeline_ws
     code, out, _ = cli("status", "-w", ws.root)
     assert code == 0
     prep_version = ws.store.get("inter/prep").version
@@ -69,10 +60,10 @@ def test_status_lists_refs_versions_and_problems(pipeline_ws: Workspace, cli) ->
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "dot", "mermaid", "html"])
-def test_lineage_formats(pipeline_ws: Workspace, cli, fmt: str) -> None:
-    code, out, err = cli("lineage", "inter/prep", "--format", fmt, "-w", pipeline_ws.root)
+def test_lineage_formats(script_pipeline_ws: Workspace, cli, fmt: str) -> None:
+    code, out, err = cli("lineage", "inter/prep", "--format", fmt, "-w", script_pipeline_ws.root)
     assert code == 0, err
-    version = pipeline_ws.store.get("inter/prep").version
+    version = script_pipeline_ws.store.get("inter/prep").version
     if fmt == "text":
         assert "Upstream" in out and "Downstream" in out and "Last run" in out
         assert "src/trips.csv@" in out and "results/exp@" in out
@@ -91,9 +82,9 @@ def test_lineage_formats(pipeline_ws: Workspace, cli, fmt: str) -> None:
         assert "<svg" in out and "inter/prep" in out and "https://" not in out
 
 
-def test_lineage_html_to_file_and_from_snapshot(pipeline_ws: Workspace, cli,
+def test_lineage_html_to_file_and_from_snapshot(script_pipeline_ws: Workspace, cli,
                                                 tmp_path: Path) -> None:
-    ws = pipeline_ws
+    ws = script_pipeline_ws
     assert cli("snapshot", "v1", "-w", ws.root)[0] == 0
     write(ws.root / "data/src/trips.csv", "a\n2\n")
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n2\n"}, {"scale": 3})
@@ -110,8 +101,8 @@ def test_lineage_html_to_file_and_from_snapshot(pipeline_ws: Workspace, cli,
     assert old["focus"] != new["focus"]
 
 
-def test_snapshot_history_diff_restore_delete(pipeline_ws: Workspace, cli) -> None:
-    ws = pipeline_ws
+def test_snapshot_history_diff_restore_delete(script_pipeline_ws: Workspace, cli) -> None:
+    ws = script_pipeline_ws
     code, out, _ = cli("snapshot", "v1", "-m", "baseline", "-w", ws.root)
     assert code == 0 and "took snapshot" in out and "mae=1.5" in out
     code, out, _ = cli("snapshot", "-w", ws.root)
@@ -138,8 +129,8 @@ def test_snapshot_history_diff_restore_delete(pipeline_ws: Workspace, cli) -> No
     assert code == 1 and "no snapshot is tagged 'v2'" in err
 
 
-def test_forget_and_version(pipeline_ws: Workspace, cli) -> None:
-    ws = pipeline_ws
+def test_forget_and_version(script_pipeline_ws: Workspace, cli) -> None:
+    ws = script_pipeline_ws
     code, out, _ = cli("version", "inter/prep", "--format", "json", "-w", ws.root)
     assert code == 0
     data = json.loads(out)
@@ -173,7 +164,7 @@ def test_no_workspace_found(tmp_path: Path, cli) -> None:
 
 
 def test_console_script_status_and_lineage_import_no_spark_or_dagster(
-        pipeline_ws: Workspace) -> None:
+        script_pipeline_ws: Workspace) -> None:
     code = """
 import sys
 from dws_dagster.cli import main
@@ -183,33 +174,34 @@ heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark
 print('HEAVY', heavy, file=sys.stderr)
 sys.exit(1 if heavy else 0)
 """
-    result = run_python(code, pipeline_ws.root)
+    result = run_python(code, script_pipeline_ws.root)
     assert result.returncode == 0, result.stderr
 
 
-def test_installed_console_script_runs(pipeline_ws: Workspace) -> None:
+def test_installed_console_script_runs(script_pipeline_ws: Workspace) -> None:
     script = shutil.which("dws-dagster", path=str(Path(sys.executable).parent))
     if script is None:
         pytest.skip("the dws-dagster console script is not installed in this environment")
-    result = subprocess.run([script, "lineage", "results/exp"], cwd=pipeline_ws.root,
+    result = subprocess.run([script, "lineage", "results/exp"], cwd=script_pipeline_ws.root,
                             capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert result.returncode == 0, result.stderr
     assert "Upstream" in result.stdout and "inter/prep@" in result.stdout
 
 
-def test_console_script_read_commands_import_no_spark_or_dagster(pipeline_ws: Workspace) -> None:
+def test_console_script_read_commands_import_no_spark_or_dagster(
+        script_pipeline_ws: Workspace) -> None:
     """The installed `dws-dagster` itself, as a new process: Python's own import report
     (`PYTHONPROFILEIMPORTTIME`) lists every module each command loads."""
     script = shutil.which("dws-dagster", path=str(Path(sys.executable).parent))
     if script is None:
         pytest.skip("the dws-dagster console script is not installed in this environment")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPROFILEIMPORTTIME": "1"}
-    assert subprocess.run([script, "snapshot", "s1"], cwd=pipeline_ws.root, env=env,
+    assert subprocess.run([script, "snapshot", "s1"], cwd=script_pipeline_ws.root, env=env,
                           capture_output=True, check=False).returncode == 0
     for argv in (["status"], ["lineage", "results/exp"], ["history"], ["diff", "s1"],
                  ["snapshot"], ["version", "inter/prep"]):
-        result = subprocess.run([script, *argv], cwd=pipeline_ws.root, capture_output=True,
+        result = subprocess.run([script, *argv], cwd=script_pipeline_ws.root, capture_output=True,
                                 text=True, timeout=60, env=env, check=False)
         assert result.returncode == 0, result.stderr
         modules = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
@@ -219,9 +211,9 @@ def test_console_script_read_commands_import_no_spark_or_dagster(pipeline_ws: Wo
         assert heavy == [], (argv, heavy)
 
 
-def test_downstream_lists_readers_of_an_older_version_as_stale(pipeline_ws: Workspace,
+def test_downstream_lists_readers_of_an_older_version_as_stale(script_pipeline_ws: Workspace,
                                                                 cli) -> None:
-    ws = pipeline_ws
+    ws = script_pipeline_ws
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\nchanged\n"}, {"scale": 2})
     code, out, _ = cli("lineage", "inter/prep", "-w", ws.root)
     downstream = out[out.index("Downstream"):out.index("Last run")]
@@ -232,13 +224,13 @@ def test_downstream_lists_readers_of_an_older_version_as_stale(pipeline_ws: Work
     assert [e["target"].split("@")[0] for e in stale_edges] == ["results/exp"]
 
 
-def test_workspace_option_before_or_after_the_command(pipeline_ws: Workspace, cli,
+def test_workspace_option_before_or_after_the_command(script_pipeline_ws: Workspace, cli,
                                                       tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    before = cli("-w", pipeline_ws.root, "status", "--format", "json", cwd=elsewhere)
-    after = cli("status", "--format", "json", "-w", pipeline_ws.root, cwd=elsewhere)
+    before = cli("-w", script_pipeline_ws.root, "status", "--format", "json", cwd=elsewhere)
+    after = cli("status", "--format", "json", "-w", script_pipeline_ws.root, cwd=elsewhere)
     assert before[0] == after[0] == 0 and before[1] == after[1]
-    nested = cli("-w", pipeline_ws.root, "openlineage", "status", "--format", "json",
+    nested = cli("-w", script_pipeline_ws.root, "openlineage", "status", "--format", "json",
                  cwd=elsewhere)
     assert nested[0] == 0 and json.loads(nested[1])["pending"] == 0

@@ -10,7 +10,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,16 +19,7 @@ from dws_dagster.errors import SnapshotError
 from dws_dagster.workspace.snapshots import list_snapshots, validate_tag
 from dws_dagster.workspace.swap import STAGING_PREFIX
 
-from .conftest import ROOT, run_step, write
-
-
-@pytest.fixture
-def pipeline_ws(ws: Workspace) -> Workspace:
-    write(ws.root / "data/src/trips.csv", "a\n1\n")
-    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, {"scale": 2})
-    run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": 1.5},
-             results_dir="results/exp")
-    return ws
+from .conftest import ROOT, write
 
 
 def _real(*args: str | Path, cwd: Path, env: dict[str, str] | None = None
@@ -61,17 +51,18 @@ def test_init_where_a_file_stands_is_one_line(tmp_path: Path, cli) -> None:
     assert (tmp_path / "taken").read_text() == "x"
 
 
-def test_lineage_output_into_a_missing_folder_or_onto_a_folder(pipeline_ws: Workspace,
+def test_lineage_output_into_a_missing_folder_or_onto_a_folder(script_pipeline_ws: Workspace,
                                                                 cli) -> None:
-    missing = pipeline_ws.root / "no-such-folder/graph.html"
+    missing = script_pipeline_ws.root / "no-such-folder/graph.html"
     code, _, err = cli("lineage", "inter/prep", "-o", missing, "--format", "html",
-                       "-w", pipeline_ws.root)
+                       "-w", script_pipeline_ws.root)
     line = _one_error_line(err)
     assert code == 1 and str(missing) in line and "does not exist" in line
     assert not missing.parent.exists()
-    code, _, err = cli("lineage", "inter/prep", "-o", pipeline_ws.root, "-w", pipeline_ws.root)
+    root = script_pipeline_ws.root
+    code, _, err = cli("lineage", "inter/prep", "-o", root, "-w", root)
     line = _one_error_line(err)
-    assert code == 1 and str(pipeline_ws.root) in line
+    assert code == 1 and str(script_pipeline_ws.root) in line
 
 
 def test_an_oserror_no_layer_named_is_still_one_line(ws: Workspace, cli, monkeypatch) -> None:
@@ -112,8 +103,8 @@ def test_a_bug_is_an_internal_error_with_its_own_exit_code(ws: Workspace, cli,
 
 
 def test_workspace_flag_naming_a_missing_folder_is_an_error_not_an_upward_search(
-        pipeline_ws: Workspace, cli) -> None:
-    ws = pipeline_ws
+        script_pipeline_ws: Workspace, cli) -> None:
+    ws = script_pipeline_ws
     missing = ws.root / "data" / "nowhere"
     # From inside the workspace too: the flag names THE workspace, the cwd does not matter.
     code, out, err = cli("status", "-w", missing, cwd=ws.root / "data")
@@ -123,8 +114,8 @@ def test_workspace_flag_naming_a_missing_folder_is_an_error_not_an_upward_search
 
 
 def test_workspace_flag_naming_a_folder_inside_a_workspace_names_the_right_one(
-        pipeline_ws: Workspace, cli) -> None:
-    ws = pipeline_ws
+        script_pipeline_ws: Workspace, cli) -> None:
+    ws = script_pipeline_ws
     inner = ws.root / "data" / "src"
     code, out, err = cli("history", "--workspace", inner)
     line = _one_error_line(err)
@@ -136,8 +127,8 @@ def test_workspace_flag_naming_a_folder_inside_a_workspace_names_the_right_one(
     assert code == 0 and "inter/prep" in out
 
 
-def test_workspace_flag_naming_a_file(pipeline_ws: Workspace, cli) -> None:
-    target = pipeline_ws.root / "data/src/trips.csv"
+def test_workspace_flag_naming_a_file(script_pipeline_ws: Workspace, cli) -> None:
+    target = script_pipeline_ws.root / "data/src/trips.csv"
     code, _, err = cli("status", "-w", target)
     assert code == 1 and "is not a folder" in _one_error_line(err)
 
@@ -145,9 +136,9 @@ def test_workspace_flag_naming_a_file(pipeline_ws: Workspace, cli) -> None:
 # -------------------------------------------------------------------------- tags
 
 
-def test_a_long_multibyte_tag_is_refused_before_anything_is_written(pipeline_ws: Workspace,
+def test_a_long_multibyte_tag_is_refused_before_anything_is_written(script_pipeline_ws: Workspace,
                                                                      cli) -> None:
-    ws = pipeline_ws
+    ws = script_pipeline_ws
     meta_before = sorted(p.relative_to(ws.root) for p in ws.root.rglob("*"))
     tag = "€" * 100  # 100 characters, 300 bytes
     code, _, err = cli("snapshot", tag, "-w", ws.root)
@@ -157,9 +148,9 @@ def test_a_long_multibyte_tag_is_refused_before_anything_is_written(pipeline_ws:
     assert list_snapshots(Workspace.open(ws.root)) == []
 
 
-def test_the_longest_tag_in_bytes_names_its_results_folder(pipeline_ws: Workspace,
+def test_the_longest_tag_in_bytes_names_its_results_folder(script_pipeline_ws: Workspace,
                                                           cli) -> None:
-    ws = pipeline_ws
+    ws = script_pipeline_ws
     tag = "v" + "€" * 66 + "x"  # 1 + 198 + 1 = 200 bytes
     assert len(tag.encode()) == 200
     code, out, err = cli("snapshot", tag, "-w", ws.root)
@@ -222,10 +213,10 @@ ARGV = st.one_of(ANY_ARGV, WELL_FORMED)
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(argv=ARGV)
-def test_no_command_line_gives_a_traceback_or_an_internal_error(pipeline_ws: Workspace, cli,
+def test_no_command_line_gives_a_traceback_or_an_internal_error(script_pipeline_ws: Workspace, cli,
                                                                 argv: list[str]) -> None:
     try:
-        code, out, err = cli(*argv, cwd=pipeline_ws.root)
+        code, out, err = cli(*argv, cwd=script_pipeline_ws.root)
     except SystemExit as stop:  # argparse: --help (0) or a bad command line (2)
         code, out, err = stop.code, "", ""
     if code == 2 or (code == 0 and "--help" in argv):
@@ -239,8 +230,8 @@ def test_no_command_line_gives_a_traceback_or_an_internal_error(pipeline_ws: Wor
 # ------------------------------------------------------------------ real processes
 
 
-def test_real_processes_fail_in_one_line(pipeline_ws: Workspace, tmp_path: Path) -> None:
-    ws = pipeline_ws
+def test_real_processes_fail_in_one_line(script_pipeline_ws: Workspace, tmp_path: Path) -> None:
+    ws = script_pipeline_ws
     write(tmp_path / "afile", "x")
     cases = [
         (["init", str(tmp_path / "afile")], "a file stands where a folder is needed"),
@@ -260,8 +251,8 @@ def test_real_processes_fail_in_one_line(pipeline_ws: Workspace, tmp_path: Path)
     assert not (ws.root / os.fsdecode(b"name-\xff")).exists()
 
 
-def test_real_process_prints_file_names_that_are_not_utf8(pipeline_ws: Workspace) -> None:
-    ws = pipeline_ws
+def test_real_process_prints_file_names_that_are_not_utf8(script_pipeline_ws: Workspace) -> None:
+    ws = script_pipeline_ws
     name = b"caf\xe9"  # Latin-1, not UTF-8
     # In a UTF-8 locale Python's stdout refuses such names unless told otherwise.
     done = _real(b"init", b"--name", b"cafe", name, cwd=ws.root / "data",

@@ -126,17 +126,6 @@ def copy_workspace(template: Path, where: Path, *, keep_lineage: bool = True) ->
     return Workspace.open(where)
 
 
-@pytest.fixture
-def clean_ol_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
-
-
 def materializations(home: Path) -> Counter[tuple[str, str]]:
     """(asset, run id) of every materialization in the event log."""
     with DagsterInstance.from_config(str(home)) as instance:

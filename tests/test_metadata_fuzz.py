@@ -199,20 +199,21 @@ def battery(root: Path) -> None:
 # ---------------------------------------------------------------- what must survive
 
 
-def history_ops(root: Path) -> list[bytes]:
+def journal_lines(folder: Path) -> list[bytes]:
+    """Every complete line of the `*.jsonl` segments in `folder`, in order."""
     out = []
-    for path in sorted((root / ".dataworkspace/lineage/journal").glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl")):
         data = path.read_bytes()
         out.extend(line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line)
     return out
+
+
+def history_ops(root: Path) -> list[bytes]:
+    return journal_lines(root / ".dataworkspace/lineage/journal")
 
 
 def outbox_lines(root: Path) -> list[bytes]:
-    out = []
-    for path in sorted((root / ".dataworkspace/openlineage/outbox/journal").glob("*.jsonl")):
-        data = path.read_bytes()
-        out.extend(line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line)
-    return out
+    return journal_lines(root / ".dataworkspace/openlineage/outbox/journal")
 
 
 @contextlib.contextmanager

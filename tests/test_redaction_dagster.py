@@ -40,18 +40,6 @@ from .test_redaction import secrets_st
 REF = "intermediate-data/leaky"
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No OpenLineage configuration from the machine: events go to the workspace's file."""
-    for name in list(os.environ):
-        if name.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
-
-
 class Login(Config):
     db_password: str
     dsn: str
@@ -150,7 +138,7 @@ def test_a_failed_asset_leaves_no_secret_anywhere(
 
 @pytest.mark.spark
 def test_a_materialized_asset_records_no_secret_anywhere(
-        spark, tmp_path: Path, clean_env: None, caplog: pytest.LogCaptureFixture,
+        spark, tmp_path: Path, clean_ol_env: None, caplog: pytest.LogCaptureFixture,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Success path: the config's secrets in every position reach neither the record, the
     materialization metadata, results on disk, OpenLineage events, logs nor the CLI."""
@@ -216,7 +204,7 @@ def test_asset_config_nested_too_deep_is_refused_naming_asset_and_parameter(
 
 
 @pytest.mark.spark
-def test_a_write_failing_in_spark_records_no_secret(spark, tmp_path: Path, clean_env: None,
+def test_a_write_failing_in_spark_records_no_secret(spark, tmp_path: Path, clean_ol_env: None,
                                                     caplog: pytest.LogCaptureFixture,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """The IO manager's own failure path: the write fails inside Spark with an error that

@@ -4,7 +4,6 @@ validated against the official schemas in ../shared/openlineage-spec."""
 
 import datetime as dt
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,19 +23,6 @@ from tests.test_sensor import cancelled_before_running, failing_pipeline, scored
 
 
 @pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No OpenLineage configuration anywhere: not in the environment, the working folder or
-    the home folder."""
-    for name in list(os.environ):
-        if name.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
 def pipeline_ws(tmp_path: Path):
     return make_workspace(tmp_path / "ws")
 
@@ -53,7 +39,7 @@ def by_job(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return jobs
 
 
-def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, instance, clean_env):
+def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, instance, clean_ol_env):
     ws = pipeline_ws
     assets = scored_assets()
     result = run(assets, ws, instance)
@@ -109,7 +95,7 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
 
 
 def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, instance,
-                                                           clean_env, monkeypatch):
+                                                           clean_ol_env, monkeypatch):
     ws = pipeline_ws
     receiver = Receiver()  # not started: connections are refused
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
@@ -149,7 +135,7 @@ def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, i
 
 
 def test_replaying_events_after_a_crash_spools_no_duplicates(spark, pipeline_ws, instance,
-                                                             clean_env):
+                                                             clean_ol_env):
     ws = pipeline_ws
     run(scored_assets(), ws, instance)
     process_events(instance, ws, deliver=False)
@@ -162,7 +148,7 @@ def test_replaying_events_after_a_crash_spools_no_duplicates(spark, pipeline_ws,
     assert list(Outbox(ws).events()) == spooled
 
 
-def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instance, clean_env):
+def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instance, clean_ol_env):
     ws = pipeline_ws
     run(scored_assets(), ws, instance)
     process_events(instance, ws)
@@ -197,7 +183,7 @@ def broken_ranking_pipeline() -> list[Any]:
 
 
 def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
-        spark, pipeline_ws, instance, clean_env):
+        spark, pipeline_ws, instance, clean_ol_env):
     """The sensor takes a run's materializations from what the tick read when it read them
     all; a tick that starts after some of them reads the run's log again, so assets the run
     did materialize (before the tick) are not reported failed."""
@@ -221,7 +207,7 @@ def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
     assert ws.store.get("results/ranking").status == "failed"
 
 
-def test_cancelled_run_sends_abort(tmp_path, instance, clean_env):
+def test_cancelled_run_sends_abort(tmp_path, instance, clean_ol_env):
     ws = make_workspace(tmp_path / "ws")
     defs = cancelled_before_running(ws, instance)
     process_events(instance, ws, repository_def=defs.get_repository_def())
@@ -233,7 +219,7 @@ def test_cancelled_run_sends_abort(tmp_path, instance, clean_env):
     assert events[0].get("inputs", []) == [] and events[0].get("outputs", []) == []
 
 
-def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, instance, clean_env):
+def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, instance, clean_ol_env):
     from dagster import DailyPartitionsDefinition
 
     ws = make_workspace(tmp_path / "ws")
@@ -267,7 +253,7 @@ def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, insta
 
 
 def test_start_names_inputs_read_by_path_from_recorded_lineage(
-        spark, pipeline_ws, instance, clean_env):
+        spark, pipeline_ws, instance, clean_ol_env):
     from pyspark.sql import DataFrame
 
     ws = pipeline_ws
