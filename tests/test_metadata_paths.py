@@ -180,6 +180,19 @@ def test_journal_reset_naming_a_path_is_refused(snap_ws: Workspace, outside: Pat
                        "snapshot: '", [outside])
 
 
+@pytest.mark.parametrize("subpath", ["a" * 256, "é" * 128, "/".join(["b" * 200] * 21)],
+                         ids=["ascii-part", "multibyte-part", "whole-subpath"])
+def test_stored_refs_over_the_byte_limits_are_a_damaged_file(snap_ws: Workspace, outside: Path,
+                                                           cli, subpath: str) -> None:
+    """A file name holds 255 bytes and a subpath 4096: a stored ref beyond that is a damaged
+    journal (`WorkspaceConfigError` naming it), not a ref refused later, elsewhere."""
+    segment = sorted((snap_ws.meta_dir / "lineage" / "journal").glob("*.jsonl"))[-1]
+    with segment.open("a") as handle:
+        handle.write(json.dumps({"op": "forget", "ref": f"inter/{subpath}"}) + "\n")
+    refused_everywhere(snap_ws, cli, ["status"], lambda: Workspace.open(snap_ws.root).store.items(),
+                       "ref", [outside])
+
+
 def test_kept_version_path_stays_inside_the_resource(tmp_path: Path) -> None:
     assert kept_version_path(tmp_path, "a/b", "0" * 32) == \
         tmp_path / ".dws/versions/a/b" / ("@" + "0" * 32)

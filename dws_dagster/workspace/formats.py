@@ -33,19 +33,29 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from ..errors import WorkspaceConfigError
+from .refs import MAX_COMPONENT_BYTES, MAX_SUBPATH_BYTES
 from .shapes import (
     DATA_VERSION,
     REF_PATTERN,
     RESTORE,
     SNAPSHOT_HASH_PATTERN,
     VERSION_PATTERN,
+    ref_sizes_ok,
     results_folder_ok,
 )
 
 FORMAT = 1
 _CONFIG = ConfigDict(extra="allow", strict=True)
 
-Ref = Annotated[str, StringConstraints(pattern=REF_PATTERN, max_length=4096 + 129)]
+def _ref_sizes(value: str) -> str:
+    if not ref_sizes_ok(value):
+        raise ValueError(f"subpath over {MAX_SUBPATH_BYTES} bytes, or a part over "
+                         f"{MAX_COMPONENT_BYTES} bytes")
+    return value
+
+
+Ref = Annotated[str, StringConstraints(pattern=REF_PATTERN, max_length=4096 + 129),
+                AfterValidator(_ref_sizes)]
 Version = Annotated[str, StringConstraints(pattern=VERSION_PATTERN)]
 SnapshotHash = Annotated[str, StringConstraints(pattern=SNAPSHOT_HASH_PATTERN)]
 NonNegative = Annotated[int, Field(ge=0)]

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .refs import MAX_COMPONENT_BYTES, MAX_SUBPATH_BYTES
+
 #: A snapshot hash: xxh3-128 as lowercase hex. Manifest files are named after it.
 SNAPSHOT_HASH_PATTERN = r"^[0-9a-f]{32}$"
 SNAPSHOT_HASH = re.compile(SNAPSHOT_HASH_PATTERN)
@@ -90,12 +92,24 @@ def _ref_ok(value: Any) -> bool:
         return False
     if value in _GOOD_REFS:
         return True
-    if len(value) > 4225 or _REF_RE.fullmatch(value) is None:
+    if len(value) > 4225 or _REF_RE.fullmatch(value) is None or not ref_sizes_ok(value):
         return False
     if len(_GOOD_REFS) >= _GOOD_REFS_MAX:
         _GOOD_REFS.clear()
     _GOOD_REFS.add(value)
     return True
+
+
+def ref_sizes_ok(value: str) -> bool:
+    """The byte limits `ResourceRef` puts on a subpath and its components (file names hold
+    255 bytes), which a pattern cannot count: a stored ref beyond them is a damaged file, not a
+    ref to refuse later."""
+    _, _, subpath = value.partition("/")
+    encoded = subpath.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_COMPONENT_BYTES:
+        return True
+    return len(encoded) <= MAX_SUBPATH_BYTES and all(
+        len(part) <= MAX_COMPONENT_BYTES for part in encoded.split(b"/"))
 
 
 def _text(value: Any) -> bool:
