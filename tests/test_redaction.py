@@ -529,3 +529,22 @@ def test_snapshot_messages_and_resource_descriptions_hold_no_secret(ws: Workspac
     assert "REDACTED" in (ws.meta_dir / "snapshots/index.json").read_text()
     assert_nowhere(ws.root, ["lake-pw-31", "snap-key-42"],
                    extra={"CLI output": "".join(out + err for _, out, err in outputs)})
+
+
+def test_errors_stored_before_redaction_are_redacted_when_shown(ws: Workspace, cli) -> None:
+    """A record written by an older dws_dagster may hold an error text with a secret in it:
+    `lineage` redacts it when it shows the last run."""
+    write(ws.local_path("src/trips") / "part-0.csv", "a\n1\n")
+    with pytest.raises(RuntimeError):
+        with LineageBuilder().with_step_name("prep").with_parameters({}) \
+                .with_workspace_directory(ws.root).with_input_ref("src/trips").eval() as lineage:
+            lineage.add_output_ref("inter/prep")
+            raise RuntimeError("marker-7f3 failed")
+    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
+    data = segment.read_bytes()
+    assert b"marker-7f3" in data
+    segment.write_bytes(data.replace(b"marker-7f3", b"postgresql://etl:old-pw-93@db/x"))
+    for args in (["lineage", "inter/prep"], ["lineage", "inter/prep", "--format", "json"]):
+        code, out, err = cli(*args, cwd=ws.root)
+        assert code == 0, err
+        assert "old-pw-93" not in out + err and "db/x" in out

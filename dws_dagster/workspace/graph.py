@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from ..errors import DwsError
 from .graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
 from .records import LineageRecord
+from .redaction import redact_text
 from .refs import ResourceRef, as_ref
 from .store import LineageStore, RefState, gc_paused
 
@@ -143,7 +144,9 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
     graph.last_run = LastRun(step=record.step_name if not record.is_observation else None,
                              status=state.status, run_id=record.step.run_id if record.step
                              else None, start_time=record.start_time, end_time=record.end_time,
-                             duration_seconds=record.duration_seconds, error=record.error)
+                             duration_seconds=record.duration_seconds,
+                             # Records stored before errors were redacted may still hold one.
+                             error=redact_text(record.error) if record.error else None)
     return graph
 
 
