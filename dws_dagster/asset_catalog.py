@@ -50,6 +50,8 @@ class AssetCode:
     git_url: str | None
     git_commit: str | None
     git_branch: str | None
+    #: the repository's folder (None outside git)
+    git_root: str | None = None
 
 
 class AssetCatalog:
@@ -65,6 +67,7 @@ class AssetCatalog:
         self._bindings: dict[AssetKey, Binding | None] = {}
         self._input_keys: dict[AssetKey, tuple[list[AssetKey], list[AssetKey]]] = {}
         self._codes: dict[AssetKey, AssetCode] = {}
+        self._roots: dict[ResourceRef, AssetKey] | None = None
         self._graph = None
         if repository_def is not None:
             try:
@@ -118,6 +121,32 @@ class AssetCatalog:
                                  f"asset '{key.to_user_string()}'")
         except DwsError:
             return None
+
+    def partitioned_root(self, key: AssetKey) -> ResourceRef | None:
+        """The root ref of a partitioned asset (its binding's ref, above every partition);
+        None for an unpartitioned asset or one this code location does not bind."""
+        node = self.node(key)
+        binding = self.binding(key)
+        if node is None or node.partitions_def is None or binding is None:
+            return None
+        return binding.ref
+
+    def root_of(self, ref: ResourceRef) -> tuple[ResourceRef, AssetKey] | None:
+        """The partitioned asset whose root holds `ref` (a partition's ref, or a folder read
+        by path inside one), with that root; None when no partitioned asset's root does."""
+        if self._roots is None:
+            self._roots = {}
+            for key in (self._graph.get_all_asset_keys() if self._graph is not None else ()):
+                root = self.partitioned_root(key)
+                if root is not None:
+                    self._roots[root] = key
+        if not self._roots:
+            return None
+        for candidate in (*reversed(ref.ancestors()), ref):
+            key = self._roots.get(candidate)
+            if key is not None:
+                return candidate, key
+        return None
 
     def _owned_ref(self, asset: str, partition: str | None) -> ResourceRef | None:
         if self._owned is None:
@@ -216,7 +245,8 @@ class AssetCatalog:
                 pass
         commit = git_commit(folder) if top is not None else None
         return AssetCode(source=source, path=path, git_url=git_remote_url(folder) if top else None,
-                         git_commit=commit, git_branch=git_branch(folder) if top else None)
+                         git_commit=commit, git_branch=git_branch(folder) if top else None,
+                         git_root=str(top) if top is not None else None)
 
     def _assets_def(self, key: AssetKey) -> Any | None:
         if self.repository_def is None:
