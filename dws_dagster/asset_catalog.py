@@ -68,6 +68,8 @@ class AssetCatalog:
         self._input_keys: dict[AssetKey, tuple[list[AssetKey], list[AssetKey]]] = {}
         self._codes: dict[AssetKey, AssetCode] = {}
         self._roots: dict[ResourceRef, AssetKey] | None = None
+        #: partition key of each upstream partition ref `input_refs` gave
+        self._keys_of_refs: dict[ResourceRef, str] = {}
         self._graph = None
         if repository_def is not None:
             try:
@@ -197,11 +199,18 @@ class AssetCatalog:
             keys = dagster_compat.parent_partition_keys(self._graph, partition, upstream, key) \
                 if self._graph is not None and partition is not None else None
             if keys and len(keys) <= MAX_LISTED_PARTITIONS:
-                found = [self.partition_ref(upstream, item) for item in keys]
-                refs.extend(ref for ref in found if ref is not None)
+                for item in keys:
+                    ref = self.partition_ref(upstream, item)
+                    if ref is not None:
+                        refs.append(ref)
+                        self._keys_of_refs[ref] = item
             else:
                 refs.append(binding.ref)
         return refs
+
+    def partition_key_of(self, ref: ResourceRef) -> str | None:
+        """The partition key of an upstream partition's ref that `input_refs` gave."""
+        return self._keys_of_refs.get(ref)
 
     def nominal_window(self, key: AssetKey, partition: str | None) -> tuple[Any, Any] | None:
         node = self.node(key)

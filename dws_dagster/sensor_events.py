@@ -492,7 +492,11 @@ class EventApplier:
             for item in order)
 
     def _partition_key(self, ref: ResourceRef) -> str | None:
-        """The partition key the workspace recorded for a partition's ref (its last step)."""
+        """The partition key of a partition's ref: as the definitions map it (planned
+        inputs), else as the workspace recorded it (the ref's last step)."""
+        found = self.catalog.partition_key_of(ref)
+        if found is not None:
+            return found
         state = self.ws.store.get(ref)
         step = ((state.record or {}).get("step") or {}) if state is not None else {}
         key = step.get("partition") if isinstance(step, Mapping) else None

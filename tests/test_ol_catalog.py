@@ -157,3 +157,23 @@ def test_job_dependencies_name_only_deps_whose_data_the_run_did_not_read(events)
         upstream = event["run"]["facets"].get("jobDependencies", {}).get("upstream", [])
         assert ({u["job"]["name"] for u in upstream} == {"weather_raw"}) != reads_weather
     assert sorted(reads) == [False, True]  # the baseline, then the forecast with weather
+
+
+def test_start_announces_the_partitions_its_complete_reads(events):
+    def read(event: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+        return {catalog_rules.dataset_id(d): [p["identifier"] for p in
+                                              d["inputFacets"]["subset"]["inputCondition"]
+                                              ["partitions"]]
+                for d in event["inputs"] if "subset" in d.get("inputFacets", {})}
+
+    starts = {e["run"]["runId"]: e for e in events if e["eventType"] == "START"}
+    checked = 0
+    for event in events:
+        start = starts.get(event["run"]["runId"])
+        if event["eventType"] != "COMPLETE" or start is None:
+            continue
+        planned, done = read(start), read(event)
+        for identity in planned.keys() & done.keys():
+            assert sorted(planned[identity]) == sorted(done[identity]), event["job"]["name"]
+            checked += 1
+    assert checked >= SMALL.days  # weather_raw reads each day of weather_staging
