@@ -5,6 +5,14 @@ caller supplies), so every event can be checked against the official JSON Schema
 One OpenLineage job per asset, one OpenLineage run per (Dagster run, asset, partition); the
 Dagster run is the parent and the root of that run.
 
+A partitioned asset is ONE dataset, named by its root (its ref above the partition folders),
+as catalogs keep only each job's latest inputs and outputs: a dataset per partition folder would
+be replaced at every run and left without its producer. The partitions written or read go in
+the `subset` output/input facets (PartitionSubsetCondition). An asset's run writes one
+partition, so an output's version is that partition's; an input reading several partitions
+gets a digest of their (subpath, version) pairs, so reading another version of any partition
+is reading another version of the dataset.
+
 Events are built as the JSON-ready dicts transports send (what the client's `Serde.to_dict`
 makes of its `RunEvent` classes: no None values, enums as strings) rather than through those
 classes: the lineage sensor renders every event it spools, and building the attrs objects
