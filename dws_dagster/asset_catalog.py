@@ -50,6 +50,8 @@ class AssetCode:
     git_url: str | None
     git_commit: str | None
     git_branch: str | None
+    #: the repository's folder (None outside git)
+    git_root: str | None = None
 
 
 class AssetCatalog:
@@ -65,6 +67,9 @@ class AssetCatalog:
         self._bindings: dict[AssetKey, Binding | None] = {}
         self._input_keys: dict[AssetKey, tuple[list[AssetKey], list[AssetKey]]] = {}
         self._codes: dict[AssetKey, AssetCode] = {}
+        self._roots: dict[ResourceRef, AssetKey] | None = None
+        #: partition key of each upstream partition ref `input_refs` gave
+        self._keys_of_refs: dict[ResourceRef, str] = {}
         self._graph = None
         if repository_def is not None:
             try:
@@ -119,6 +124,32 @@ class AssetCatalog:
         except DwsError:
             return None
 
+    def partitioned_root(self, key: AssetKey) -> ResourceRef | None:
+        """The root ref of a partitioned asset (its binding's ref, above every partition);
+        None for an unpartitioned asset or one this code location does not bind."""
+        node = self.node(key)
+        binding = self.binding(key)
+        if node is None or node.partitions_def is None or binding is None:
+            return None
+        return binding.ref
+
+    def root_of(self, ref: ResourceRef) -> tuple[ResourceRef, AssetKey] | None:
+        """The partitioned asset whose root holds `ref` (a partition's ref, or a folder read
+        by path inside one), with that root; None when no partitioned asset's root does."""
+        if self._roots is None:
+            self._roots = {}
+            for key in (self._graph.get_all_asset_keys() if self._graph is not None else ()):
+                root = self.partitioned_root(key)
+                if root is not None:
+                    self._roots[root] = key
+        if not self._roots:
+            return None
+        for candidate in (*reversed(ref.ancestors()), ref):
+            key = self._roots.get(candidate)
+            if key is not None:
+                return candidate, key
+        return None
+
     def _owned_ref(self, asset: str, partition: str | None) -> ResourceRef | None:
         if self._owned is None:
             self._owned = {}
@@ -168,11 +199,18 @@ class AssetCatalog:
             keys = dagster_compat.parent_partition_keys(self._graph, partition, upstream, key) \
                 if self._graph is not None and partition is not None else None
             if keys and len(keys) <= MAX_LISTED_PARTITIONS:
-                found = [self.partition_ref(upstream, item) for item in keys]
-                refs.extend(ref for ref in found if ref is not None)
+                for item in keys:
+                    ref = self.partition_ref(upstream, item)
+                    if ref is not None:
+                        refs.append(ref)
+                        self._keys_of_refs[ref] = item
             else:
                 refs.append(binding.ref)
         return refs
+
+    def partition_key_of(self, ref: ResourceRef) -> str | None:
+        """The partition key of an upstream partition's ref that `input_refs` gave."""
+        return self._keys_of_refs.get(ref)
 
     def nominal_window(self, key: AssetKey, partition: str | None) -> tuple[Any, Any] | None:
         node = self.node(key)
@@ -216,7 +254,8 @@ class AssetCatalog:
                 pass
         commit = git_commit(folder) if top is not None else None
         return AssetCode(source=source, path=path, git_url=git_remote_url(folder) if top else None,
-                         git_commit=commit, git_branch=git_branch(folder) if top else None)
+                         git_commit=commit, git_branch=git_branch(folder) if top else None,
+                         git_root=str(top) if top is not None else None)
 
     def _assets_def(self, key: AssetKey) -> Any | None:
         if self.repository_def is None:

@@ -30,6 +30,8 @@ from . import dagster_compat
 from .bindings import Binding, BindingError, binding_from_metadata, is_hive_style
 from .errors import DwsError
 from .materialization import (
+    META_INPUT_SCHEMAS,
+    META_REF_ROOT,
     STEP_KIND,
     column_lineage,
     column_schema,
@@ -218,6 +220,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         metadata = lineage_metadata(record, fmt=binding.format, input_assets=input_assets,
                                     workspace=ws.name)
         metadata.update(self._table_metadata(obj, result, plan, input_assets, ws))
+        if partition is not None:  # events name the asset by its root, the partition apart
+            metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
         context.add_output_metadata(metadata)
         dagster_compat.set_data_version(context, result.version)
 
@@ -291,6 +295,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             direct, described = _describe_lineage(plan, ws, input_assets)
             metadata["dagster/column_lineage"] = column_lineage(direct)
             metadata["dws/column_lineage"] = MetadataValue.json(described)
+            schemas = _input_schemas(plan, ws)
+            if schemas:
+                metadata[META_INPUT_SCHEMAS] = MetadataValue.json(schemas)
         return metadata
 
     # ----------------------------------------------------------------- sources
@@ -459,6 +466,20 @@ def partition_ref(binding: Binding, partitions_def: Any, key: str, what: str) ->
         span = partitions_def.time_window_for_partition_key(str(key))
         window = (span.start, span.end)
     return binding.partition_ref(str(key), dimensions=dimensions, window=window, what=what)
+
+
+def _input_schemas(plan: PlanLineage, ws: Workspace) -> dict[str, list[list[Any]]]:
+    """The columns Spark read from each input (by ref, else by location): OpenLineage events
+    give them as the inputs' schema facets, so column lineage resolves to an input's field
+    even for landed files no asset wrote."""
+    schemas: dict[str, list[list[Any]]] = {}
+    for item in plan.inputs:
+        if not item.schema:
+            continue
+        ref = ws.ref_for_location(item.path)
+        schemas[str(ref) if ref is not None else item.path] = [
+            [name, spark_type, nullable] for name, spark_type, nullable in item.schema]
+    return schemas
 
 
 def _code_version(context: OutputContext) -> str | None:

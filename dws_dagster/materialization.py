@@ -34,6 +34,10 @@ META_GIT_COMMIT = "dws/git_commit"
 META_STARTED = "dws/started_at"
 META_FINISHED = "dws/finished_at"
 META_COLUMN_LINEAGE = "dws/column_lineage"
+#: {input ref or location: [[column, Spark simple type, nullable], ...]} as Spark read them
+META_INPUT_SCHEMAS = "dws/input_schemas"
+#: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
+META_REF_ROOT = "dws/ref_root"
 META_WORKSPACE = "dws/workspace"
 
 

@@ -23,8 +23,14 @@ from . import dagster_compat
 from .asset_catalog import AssetCatalog
 from .bindings import metadata_value
 from .errors import DwsError, SnapshotError, WorkspaceConfigError
-from .materialization import STEP_KIND, metrics_from_metadata, record_from_metadata
-from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
+from .materialization import (
+    META_INPUT_SCHEMAS,
+    META_REF_ROOT,
+    STEP_KIND,
+    metrics_from_metadata,
+    record_from_metadata,
+)
+from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, PartitionInfo, RunInfo
 from .stored_events import AssetEventRecord
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
@@ -129,11 +135,12 @@ class EventApplier:
             if output is not None:
                 expected = self.catalog.input_refs(key, partition) or self._last_inputs(output)
                 if expected:  # inputs and outputs both, or neither: never output-only
-                    inputs = tuple(self._dataset(ref) for ref in expected)
-                    outputs = (OutputInfo(dataset=self._dataset(output)),)
+                    inputs = self._inputs([(ref, None) for ref in expected])
+                    root = self.catalog.partitioned_root(key) if partition is not None else None
+                    outputs = (OutputInfo(dataset=self._written(output, root, partition)),)
             self.ol_events.append(AssetRunEvent(
-                kind="START", event_time=when, job=self._job_info(key), run=run,
-                inputs=inputs, outputs=outputs))
+                kind="START", event_time=when, job=self._job_info(key),
+                run=self._without_data_deps(run, inputs), inputs=inputs, outputs=outputs))
 
     def _last_inputs(self, output: ResourceRef) -> list[str]:
         """What the asset read last time, for assets whose inputs only the Spark plan shows
@@ -165,10 +172,11 @@ class EventApplier:
             self._skip(f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}",
                        cause=exc)
         if run is not None:
+            inputs = self._inputs(record.inputs, _input_schemas(metadata))
             self.ol_events.append(AssetRunEvent(
-                kind="COMPLETE", event_time=when, job=self._job_info(key), run=run,
-                inputs=tuple(self._dataset(ref, version) for ref, version in record.inputs),
-                outputs=(self._output(ref, record.version, metadata),)))
+                kind="COMPLETE", event_time=when, job=self._job_info(key),
+                run=self._without_data_deps(run, inputs), inputs=inputs,
+                outputs=(self._output(ref, record.version, metadata, key, partition),)))
 
     def _with_results(self, record: LineageRecord, metadata: Mapping[str, Any]
                       ) -> LineageRecord:
@@ -434,13 +442,84 @@ class EventApplier:
             description=self.catalog.description(key), owners=self.catalog.owners(key),
             source_code=code.source, source_path=code.path, git_url=code.git_url,
             git_commit=code.git_commit, git_branch=code.git_branch,
-            code_version=self.catalog.code_version(key))
+            code_version=self.catalog.code_version(key), git_root=code.git_root)
 
     def _dataset(self, ref: ResourceRef | str, version: str | None = None) -> DatasetInfo:
         return DatasetInfo(location=self.locate(ref), ref=str(ref), version=version)
 
+    def _written(self, ref: ResourceRef, root: ResourceRef | None, partition: str | None,
+                 version: str | None = None) -> DatasetInfo:
+        """An output: a partition is named by its asset's root, the partition in the subset
+        facet (one OpenLineage run writes one partition, so the version is that partition's)."""
+        if root is None or partition is None or root == ref or not root.covers(ref):
+            return self._dataset(ref, version)
+        subpath = "/".join(ref.parts[len(root.parts):])
+        return DatasetInfo(location=self.locate(root), ref=str(root), partitions=(
+            PartitionInfo(identifier=partition, subpath=subpath, version=version),))
+
+    def _inputs(self, items: Any, schemas: Mapping[str, tuple[tuple[str, str, bool], ...]]
+                | None = None) -> tuple[DatasetInfo, ...]:
+        """Inputs (ref, version) as datasets: the partitions of one partitioned asset are one
+        dataset, its root, with the partitions read in the subset facet; the schema of each
+        dataset is the one Spark read (its first partition's, for a partitioned one)."""
+        schemas = schemas or {}
+        plain: dict[str, DatasetInfo] = {}
+        grouped: dict[ResourceRef, list[PartitionInfo]] = {}
+        order: list[ResourceRef | str] = []
+        schema_of: dict[ResourceRef, tuple[tuple[str, str, bool], ...]] = {}
+        for raw, version in items:
+            ref = ResourceRef.parse(raw) if isinstance(raw, str) else raw
+            found = self.catalog.root_of(ref)
+            if found is None or found[0] == ref:
+                if str(ref) not in plain:
+                    plain[str(ref)] = replace(self._dataset(ref, version),
+                                              schema=schemas.get(str(ref), ()))
+                    order.append(str(ref))
+                continue
+            root = found[0]
+            if root not in grouped:
+                grouped[root] = []
+                order.append(root)
+            subpath = "/".join(ref.parts[len(root.parts):])
+            grouped[root].append(PartitionInfo(identifier=self._partition_key(ref) or subpath,
+                                               subpath=subpath, version=version))
+            if root not in schema_of and schemas.get(str(ref)):
+                schema_of[root] = schemas[str(ref)]
+        return tuple(
+            plain[item] if isinstance(item, str) else DatasetInfo(
+                location=self.locate(item), ref=str(item), partitions=tuple(grouped[item]),
+                schema=schema_of.get(item, ()))
+            for item in order)
+
+    def _partition_key(self, ref: ResourceRef) -> str | None:
+        """The partition key of a partition's ref: as the definitions map it (planned
+        inputs), else as the workspace recorded it (the ref's last step)."""
+        found = self.catalog.partition_key_of(ref)
+        if found is not None:
+            return found
+        state = self.ws.store.get(ref)
+        step = ((state.record or {}).get("step") or {}) if state is not None else {}
+        key = step.get("partition") if isinstance(step, Mapping) else None
+        return key if isinstance(key, str) and key else None
+
+    def _without_data_deps(self, run: RunInfo, inputs: tuple[DatasetInfo, ...]) -> RunInfo:
+        """`jobDependencies` name the assets the run depends on without reading their data:
+        a `deps=` asset whose data the run did read (by path) is an input, not a dependency."""
+        if not run.dependencies or not inputs:
+            return run
+        read = {ResourceRef.parse(info.ref) for info in inputs if info.ref}
+        kept = []
+        for name in run.dependencies:
+            root = self.catalog.binding(AssetKey.from_user_string(name))
+            if root is None or not any(root.ref.covers(ref) or ref.covers(root.ref)
+                                       for ref in read):
+                kept.append(name)
+        return run if len(kept) == len(run.dependencies) else replace(
+            run, dependencies=tuple(kept))
+
     def _output(self, ref: ResourceRef, version: str | None,
-                metadata: Mapping[str, Any]) -> OutputInfo:
+                metadata: Mapping[str, Any], key: AssetKey | None = None,
+                partition: str | None = None) -> OutputInfo:
         schema = metadata_value(metadata.get("dagster/column_schema"))
         columns: tuple[tuple[str, str, bool], ...] = ()
         if isinstance(schema, TableSchema):
@@ -449,8 +528,11 @@ class EventApplier:
         rows = metadata_value(metadata.get("dagster/row_count"))
         size = metadata_value(metadata.get("dws/size_bytes"))
         lineage = metadata_value(metadata.get("dws/column_lineage"))
+        root = _root_from_metadata(metadata)
+        if root is None and key is not None and partition is not None:
+            root = self.catalog.partitioned_root(key)  # events recorded before dws/ref_root
         return OutputInfo(
-            dataset=self._dataset(ref, version), schema=columns,
+            dataset=self._written(ref, root, partition, version), schema=columns,
             rows=int(rows) if rows is not None else None,
             size_bytes=int(size) if size is not None else None,
             file_format=metadata_value(metadata.get("dws/format")),
@@ -478,6 +560,34 @@ _RUN_OUTCOME_TYPES = {DagsterEventType.ASSET_CHECK_EVALUATION, DagsterEventType.
 _RUN_LOG_TYPES = {*_RUN_OUTCOME_TYPES, _PLANNED, DagsterEventType.ASSET_MATERIALIZATION}
 
 AssetPartition = tuple[AssetKey, str | None]
+
+
+def _root_from_metadata(metadata: Mapping[str, Any]) -> ResourceRef | None:
+    raw = metadata_value(metadata.get(META_REF_ROOT))
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return ResourceRef.parse(raw)
+    except DwsError:  # untrusted metadata: the partition keeps its own identity
+        return None
+
+
+def _input_schemas(metadata: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    """`dws/input_schemas` as the IO manager wrote it; anything malformed is left out (events
+    of older versions have none: their inputs carry no schema)."""
+    raw = metadata_value(metadata.get(META_INPUT_SCHEMAS))
+    if not isinstance(raw, Mapping):
+        return {}
+    found: dict[str, tuple[tuple[str, str, bool], ...]] = {}
+    for name, columns in raw.items():
+        if not isinstance(columns, list):
+            continue
+        fields = tuple((column[0], column[1], bool(column[2])) for column in columns
+                       if isinstance(column, list) and len(column) == 3
+                       and isinstance(column[0], str) and isinstance(column[1], str))
+        if fields:
+            found[str(name)] = fields
+    return found
 
 
 def _run_facts(run_id: str, found: tuple[str, dt.datetime] | None) -> _RunFacts | None:

@@ -76,3 +76,27 @@ def test_a_corrupt_workspace_file_fails_the_tick_and_keeps_its_cursor(
     state = Workspace.open(ws.root).store.get("intermediate-data/never")
     assert state is not None and state.status == "failed"
     assert Workspace.open(ws.root).store.get("intermediate-data/other").owner == "other"
+
+
+@pytest.mark.parametrize("raw", [
+    None, "text", ["a"], {"r": "not a list"}, {"r": [["c"]]}, {"r": [[1, "int", True]]},
+    {"r": [["c", {"nested": 1}, True]]},
+])
+def test_malformed_input_schemas_give_inputs_no_schema(raw):
+    """`dws/input_schemas` is read from the event log: untrusted; bad entries are left out."""
+    from dws_dagster.sensor_events import _input_schemas
+
+    assert _input_schemas({"dws/input_schemas": raw}) == {}
+
+
+def test_input_schemas_and_ref_root_are_read_back():
+    from dagster import MetadataValue
+
+    from dws_dagster.sensor_events import _input_schemas, _root_from_metadata
+
+    metadata = {"dws/input_schemas": MetadataValue.json({"src/a": [["c", "int", False]]}),
+                "dws/ref_root": MetadataValue.text("inter/hourly")}
+    assert _input_schemas(metadata) == {"src/a": (("c", "int", False),)}
+    assert str(_root_from_metadata(metadata)) == "inter/hourly"
+    assert _root_from_metadata({"dws/ref_root": "../escape"}) is None
+    assert _root_from_metadata({}) is None

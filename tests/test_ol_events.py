@@ -33,6 +33,7 @@ from dws_dagster.ol.model import (
     EventKind,
     JobInfo,
     OutputInfo,
+    PartitionInfo,
     RunInfo,
 )
 from dws_dagster.ol.naming import InvalidLocationError, dataset_name
@@ -465,6 +466,11 @@ def test_job_facets_content() -> None:
      {"type": "file", "url": "file:///srv/my%20code/assets.py",
       "path": "/srv/my code/assets.py"}),
     ({"git_url": None}, None),
+    # A repository without a remote: the file in the clone, with the commit and the path.
+    ({"git_url": None, "git_root": "/srv/repo"},
+     {"type": "git", "url": "file:///srv/repo/pipelines/taxi/assets.py",
+      "repoUrl": "file:///srv/repo", "path": "pipelines/taxi/assets.py",
+      "version": "4f1c2d3e", "branch": "main"}),
     ({"git_url": None, "source_path": None}, None),
 ])
 def test_source_code_location_only_when_its_url_can_be_filled(
@@ -773,3 +779,93 @@ def test_spec_dir_fails_when_shared_lacks_the_spec(tmp_path: Path,
     monkeypatch.setattr(ol_spec, "SHARED_DIR", tmp_path / "absent")
     with pytest.raises(pytest.skip.Exception, match="no shared folder"):
         ol_spec.spec_dir()
+
+
+# ------------------------------------------------------------------ partitions as subsets
+
+HOURLY_ROOT = f"{WORKSPACE}/inter/hourly"
+
+
+def partitioned_output(*parts: PartitionInfo) -> OutputInfo:
+    return full_output(dataset=DatasetInfo(location=HOURLY_ROOT, ref="inter/hourly",
+                                           partitions=parts))
+
+
+def test_a_written_partition_is_the_assets_root_with_an_output_condition() -> None:
+    part = PartitionInfo(identifier="2024-05-01-12:00", subpath="2024-05-01-12%3A00",
+                         version="v12")
+    output = valid(full_event(outputs=(partitioned_output(part),)))["outputs"][0]
+    assert (output["namespace"], output["name"]) == ("file", HOURLY_ROOT)
+    assert output["facets"]["symlinks"]["identifiers"][0]["name"] == "inter/hourly"
+    # The version of what was written: that partition's.
+    assert output["facets"]["version"]["datasetVersion"] == "v12"
+    subset = output["outputFacets"]["subset"]
+    assert subset["_schemaURL"].endswith(
+        "BaseSubsetDatasetFacet.json#/$defs/OutputSubsetOutputDatasetFacet")
+    assert subset["outputCondition"] == {"type": "partition", "partitions": [
+        {"identifier": "2024-05-01-12:00", "dimensions": {"partition": "2024-05-01-12:00"}}]}
+    assert output["outputFacets"]["outputStatistics"]["rowCount"] == 1234
+    # START announces the same identity and partition, before any version is known.
+    start = valid(full_event("START", outputs=(partitioned_output(
+        PartitionInfo("2024-05-01-12:00", "2024-05-01-12%3A00")),)))["outputs"][0]
+    assert (start["namespace"], start["name"]) == ("file", HOURLY_ROOT)
+    assert start["outputFacets"]["subset"] == subset
+    assert "version" not in start["facets"]
+
+
+def test_an_input_reading_many_partitions_is_one_dataset_listing_them() -> None:
+    days = tuple(PartitionInfo(f"2024-05-0{d}", f"day=2024-05-0{d}/zone=a", f"v{d}")
+                 for d in (1, 2, 3))
+    rides = DatasetInfo(location=f"{WORKSPACE}/src/rides", ref="src/rides", partitions=days)
+    event = valid(full_event(inputs=(rides,)))
+    [found] = event["inputs"]
+    assert found["name"] == f"{WORKSPACE}/src/rides"
+    condition = found["inputFacets"]["subset"]["inputCondition"]
+    assert found["inputFacets"]["subset"]["_schemaURL"].endswith(
+        "#/$defs/InputSubsetInputDatasetFacet")
+    assert condition == {"type": "partition", "partitions": [
+        {"identifier": f"2024-05-0{d}", "dimensions": {"day": f"2024-05-0{d}", "zone": "a"}}
+        for d in (1, 2, 3)]}
+    # One version for what was read: the same partitions and versions give the same one,
+    # another version of any partition another.
+    version = found["facets"]["version"]["datasetVersion"]
+    again = valid(full_event(inputs=(rides,)))["inputs"][0]["facets"]["version"]
+    assert again["datasetVersion"] == version
+    changed = _replace(rides, {"partitions": (*days[:2], _replace(days[2], {"version": "v9"}))})
+    other = valid(full_event(inputs=(changed,)))["inputs"][0]["facets"]["version"]
+    assert other["datasetVersion"] != version
+    unknown = _replace(rides, {"partitions": (*days[:2], _replace(days[2], {"version": None}))})
+    assert "version" not in valid(full_event(inputs=(unknown,)))["inputs"][0]["facets"]
+
+
+def test_unpartitioned_datasets_keep_their_identity_and_have_no_subset() -> None:
+    event = valid(full_event())
+    assert [d["name"] for d in event["inputs"]] == [f"{WORKSPACE}/src/rides", "zones"]
+    assert all("inputFacets" not in d for d in event["inputs"])
+    assert "subset" not in event["outputs"][0]["outputFacets"]
+
+
+def test_inputs_carry_their_schema_and_column_lineage_names_them_by_their_root() -> None:
+    rides = DatasetInfo(
+        location=f"{WORKSPACE}/src/rides", ref="src/rides",
+        partitions=(PartitionInfo("2024-05-01", "2024-05-01", "a"),
+                    PartitionInfo("2024-05-02", "2024-05-02", "b")),
+        schema=(("ride_id", "bigint", False), ("fare", "double", True),
+                ("pickup_ts", "timestamp", True), ("zone_id", "int", True)))
+    lineage = {"columns": {
+        # one source by the partition's ref, one by a path inside the root
+        "rides": [source("src/rides/2024-05-01", "ride_id", "DIRECT", "AGGREGATION")],
+        "fare_total": [source(None, "fare", "DIRECT", "AGGREGATION",
+                              location=f"{WORKSPACE}/src/rides/2024-05-02")]}}
+    located = {**LOCATIONS, "src/rides/2024-05-01": f"{WORKSPACE}/src/rides/2024-05-01"}
+    event = build_run_event(
+        full_event(inputs=(rides,), outputs=(full_output(column_lineage=lineage),)),
+        locate=located.__getitem__, producer=TEST_PRODUCER)
+    validate_run_event(event)
+    [found] = event["inputs"]
+    assert [f["name"] for f in found["facets"]["schema"]["fields"]] == [
+        "ride_id", "fare", "pickup_ts", "zone_id"]
+    fields = event["outputs"][0]["facets"]["columnLineage"]["fields"]
+    for column in ("rides", "fare_total"):
+        [edge] = fields[column]["inputFields"]
+        assert (edge["namespace"], edge["name"]) == (found["namespace"], found["name"])

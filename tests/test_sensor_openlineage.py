@@ -88,6 +88,8 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
     assert the_input["name"] == enriched_name
     assert the_input["facets"]["version"]["datasetVersion"] == \
         ws.store.get("intermediate-data/enriched").version
+    # The input's schema as Spark read it: the column lineage's input field is one of it.
+    assert "fare_usd" in [f["name"] for f in the_input["facets"]["schema"]["fields"]]
 
     scores = jobs["scores"][1]["job"]["facets"]
     assert scores["ownership"]["owners"] == [{"name": "forecasting", "type": "team"}]

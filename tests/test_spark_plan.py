@@ -201,3 +201,13 @@ def test_paths_are_plain_for_local_files(spark, files):
     lineage = plan_lineage(spark.read.parquet(files["trips"]))
     assert all(not i.path.startswith("file:") and Path(i.path).is_absolute()
                for i in lineage.inputs)
+
+
+def test_inputs_carry_the_types_spark_read(spark, files):
+    """What OpenLineage events give as the input's schema facet (dws/input_schemas)."""
+    t, z = files["trips"], files["zones"]
+    df = spark.read.parquet(t).join(spark.read.json(z), "zone_id").select("trip_id", "borough")
+    schemas = {i.path: i.schema for i in plan_lineage(df).inputs}
+    assert schemas[t] == (("trip_id", "bigint", True), ("zone_id", "bigint", True),
+                          ("fare", "double", True), ("tags", "array<string>", True))
+    assert ("borough", "string", True) in schemas[z]

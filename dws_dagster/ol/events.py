@@ -5,6 +5,14 @@ caller supplies), so every event can be checked against the official JSON Schema
 One OpenLineage job per asset, one OpenLineage run per (Dagster run, asset, partition); the
 Dagster run is the parent and the root of that run.
 
+A partitioned asset is ONE dataset, named by its root (its ref above the partition folders),
+as catalogs keep only each job's latest inputs and outputs: a dataset per partition folder would
+be replaced at every run and left without its producer. The partitions written or read go in
+the `subset` output/input facets (PartitionSubsetCondition). An asset's run writes one
+partition, so an output's version is that partition's; an input reading several partitions
+gets a digest of their (subpath, version) pairs, so reading another version of any partition
+is reading another version of the dataset.
+
 Events are built as the JSON-ready dicts transports send (what the client's `Serde.to_dict`
 makes of its `RunEvent` classes: no None values, enums as strings) rather than through those
 classes: the lineage sensor renders every event it spools, and building the attrs objects
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import os
 import re
@@ -29,6 +38,7 @@ from uuid import UUID
 import orjson
 from openlineage.client.event_v2 import RunEvent
 from openlineage.client.facet_v2 import (
+    base_subset_dataset,
     column_lineage_dataset,
     dataset_version_dataset,
     documentation_job,
@@ -53,7 +63,7 @@ from openlineage.client.uuid import generate_static_uuid
 from .. import __version__
 from ..errors import DwsError
 from ..workspace.redaction import redact_text
-from .model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, RunInfo
+from .model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, PartitionInfo, RunInfo
 from .naming import dataset_name
 
 __all__ = [
@@ -101,6 +111,11 @@ _SYMLINKS = symlinks_dataset.SymlinksDatasetFacet._get_schema()
 _SCHEMA = schema_dataset.SchemaDatasetFacet._get_schema()
 _COLUMN_LINEAGE = column_lineage_dataset.ColumnLineageDatasetFacet._get_schema()
 _STORAGE = storage_dataset.StorageDatasetFacet._get_schema()
+_INPUT_SUBSET = base_subset_dataset.InputSubsetInputDatasetFacet._get_schema()
+_OUTPUT_SUBSET = base_subset_dataset.OutputSubsetOutputDatasetFacet._get_schema()
+#: key of the subset facets among `inputFacets` / `outputFacets` (the spec file's property)
+SUBSET_FACET = "subset"
+_HIVE_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.+)")
 _OUTPUT_STATISTICS = \
     output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet._get_schema()
 
@@ -160,7 +175,7 @@ def build_run_event(event: AssetRunEvent, *, locate: Callable[[str], str],
     event_time = _iso(event.event_time, "AssetRunEvent.event_time")
     run_id = ol_run_id(event.run, event.job.name)
     job = event.job
-    names = _Names(locate)
+    names = _Names(locate, event.inputs)
     return {
         "eventTime": event_time,
         "producer": producer,
@@ -304,6 +319,11 @@ def _source_code_location(job: JobInfo, producer: str) -> dict[str, Any] | None:
     elif path is not None and os.path.isabs(path):
         url = _path_uri(path)
         kind = "git" if job.git_commit else "file"
+    elif path is not None and job.git_root and os.path.isabs(job.git_root):
+        # A repository without a remote: the file in the local clone, at the known commit.
+        repo = _path_uri(job.git_root)
+        url = _path_uri(os.path.join(job.git_root, path))
+        kind = "git"
     else:
         return None
     return _facet(_SOURCE_CODE_LOCATION, producer, type=kind, url=url, repoUrl=repo, path=path,
@@ -362,28 +382,76 @@ def _path_uri(path: str) -> str:
 
 
 class _Names:
-    """(namespace, name) of column-lineage sources, each ref located once."""
+    """(namespace, name) of column-lineage sources, each ref located once; a source inside a
+    partitioned input (a partition's ref or path) is named by that input's root, so column
+    lineage and the inputs list name one dataset by one identity."""
 
-    def __init__(self, locate: Callable[[str], str]) -> None:
+    def __init__(self, locate: Callable[[str], str], inputs: Sequence[DatasetInfo] = ()) -> None:
         self._locate = locate
         self._refs: dict[str, tuple[str, str]] = {}
+        #: (namespace, name) of each partitioned input's root
+        self._roots: list[tuple[str, str]] = []
+        for info in inputs:
+            if info.partitions:
+                root = dataset_name(info.location)
+                self._roots.append(root)
+                if info.ref:
+                    self._refs[info.ref] = root
+                    for part in info.partitions:
+                        self._refs[f"{info.ref}/{part.subpath}"] = root
 
     def of_source(self, source: Mapping[str, Any], where: str) -> tuple[str, str]:
         ref = source.get("ref")
         if isinstance(ref, str) and ref:
             if ref not in self._refs:
-                self._refs[ref] = dataset_name(self._locate(ref))
+                self._refs[ref] = self._rooted(dataset_name(self._locate(ref)))
             return self._refs[ref]
         location = source.get("location")
         if isinstance(location, str) and location:
-            return dataset_name(location)
+            return self._rooted(dataset_name(location))
         raise EventBuildError(f"{where}: a column-lineage source has neither a ref nor a location")
+
+    def _rooted(self, name: tuple[str, str]) -> tuple[str, str]:
+        for namespace, root in self._roots:
+            if name[0] == namespace and (name[1] == root
+                                         or name[1].startswith(root.rstrip("/") + "/")):
+                return namespace, root
+        return name
+
+
+def dataset_version(info: DatasetInfo) -> str | None:
+    """The version of what an event's dataset names: the whole dataset's, else, for partitions,
+    the one partition's version, or for several partitions (an input reading many) a digest of
+    each partition's subpath and version, so that another set or version of any partition is
+    another dataset version; None when a partition's version is unknown."""
+    if info.version or not info.partitions:
+        return info.version or None
+    if len(info.partitions) == 1:
+        return info.partitions[0].version or None
+    if any(not part.version for part in info.partitions):
+        return None
+    pairs = sorted((part.subpath, part.version or "") for part in info.partitions)
+    return "partitions:" + hashlib.sha256(orjson.dumps(pairs)).hexdigest()[:32]
+
+
+def _condition(partitions: Sequence[PartitionInfo]) -> dict[str, Any]:
+    """A PartitionSubsetCondition: each partition by its key (`identifier`) and its
+    dimensions: the `column=value` folders of a Hive-style subpath, else `partition`: key."""
+    listed = []
+    for part in partitions:
+        segments = part.subpath.split("/")
+        hive = [_HIVE_SEGMENT.fullmatch(segment) for segment in segments]
+        dimensions = ({m[1]: m[2] for m in hive if m is not None} if all(hive)
+                      else {"partition": part.identifier})
+        listed.append({"identifier": part.identifier, "dimensions": dimensions})
+    return {"type": "partition", "partitions": listed}
 
 
 def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
     facets: dict[str, Any] = {}
-    if info.version:
-        facets["version"] = _facet(_DATASET_VERSION, producer, datasetVersion=info.version)
+    version = dataset_version(info)
+    if version:
+        facets["version"] = _facet(_DATASET_VERSION, producer, datasetVersion=version)
     if info.ref:
         facets["symlinks"] = _facet(_SYMLINKS, producer, identifiers=[
             {"namespace": workspace_namespace(job.namespace), "name": info.ref,
@@ -393,8 +461,14 @@ def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str,
 
 def _input(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
     namespace, name = dataset_name(info.location)
-    return {"namespace": namespace, "name": name,
-            "facets": _dataset_facets(info, job, producer)}
+    facets = _dataset_facets(info, job, producer)
+    if info.schema:
+        facets["schema"] = orjson.loads(_schema_facet_json(info.schema, producer))
+    dataset: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
+    if info.partitions:
+        dataset["inputFacets"] = {SUBSET_FACET: _facet(
+            _INPUT_SUBSET, producer, inputCondition=_condition(info.partitions))}
+    return dataset
 
 
 def _output(info: OutputInfo, job: JobInfo, names: _Names, producer: str) -> dict[str, Any]:
@@ -408,9 +482,15 @@ def _output(info: OutputInfo, job: JobInfo, names: _Names, producer: str) -> dic
     facets["storage"] = _facet(_STORAGE, producer, storageLayer="file",
                                fileFormat=info.file_format or None)
     output: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
+    output_facets: dict[str, Any] = {}
     if info.rows is not None or info.size_bytes is not None:
-        output["outputFacets"] = {"outputStatistics": _facet(
-            _OUTPUT_STATISTICS, producer, rowCount=info.rows, size=info.size_bytes)}
+        output_facets["outputStatistics"] = _facet(
+            _OUTPUT_STATISTICS, producer, rowCount=info.rows, size=info.size_bytes)
+    if info.dataset.partitions:
+        output_facets[SUBSET_FACET] = _facet(
+            _OUTPUT_SUBSET, producer, outputCondition=_condition(info.dataset.partitions))
+    if output_facets:
+        output["outputFacets"] = output_facets
     return output
 
 

@@ -16,6 +16,17 @@ EventKind = Literal["START", "COMPLETE", "FAIL", "ABORT"]
 
 
 @dataclass(frozen=True)
+class PartitionInfo:
+    """One partition of a partitioned asset's data: where it lies below the asset's root."""
+
+    #: the Dagster partition key (or, for data read by path, the subpath)
+    identifier: str
+    #: the partition's folder below the asset's root, e.g. `2024-01-01` or `date=2024-01-01`
+    subpath: str
+    version: str | None = None
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """A dataset an asset reads or writes.
 
@@ -27,6 +38,11 @@ class DatasetInfo:
     location: str
     ref: str | None = None
     version: str | None = None
+    #: for a partitioned asset, `location` and `ref` name its root and these the partitions
+    #: read or written (the subset facets' conditions); empty: the whole dataset
+    partitions: tuple[PartitionInfo, ...] = ()
+    #: the columns of an input as it was read (name, Spark simple type, nullable)
+    schema: tuple[tuple[str, str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,8 @@ class JobInfo:
     git_commit: str | None = None
     git_branch: str | None = None
     code_version: str | None = None
+    #: the git repository's folder: names the code as a `file` URL when it has no remote
+    git_root: str | None = None
 
 
 @dataclass(frozen=True)

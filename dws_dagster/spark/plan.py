@@ -42,6 +42,9 @@ class PlanInput:
     path: str
     format: str | None
     columns: tuple[str, ...]
+    #: (column, Spark simple type, nullable) of the columns as Spark read them; empty when
+    #: the plan does not say
+    schema: tuple[tuple[str, str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class _Analyzer:
         self.dataset: set[ColumnSource] = set()
         self.complete = True
         self.inputs: dict[str, tuple[str | None, list[str]]] = {}
+        self.types: dict[str, dict[str, tuple[str, bool]]] = {}
 
     # ------------------------------------------------------------ expressions
 
@@ -227,9 +231,14 @@ class _Analyzer:
                        if a.expr_id is not None]
         if node.cls in _FILE_RELATIONS and relation is not None:
             paths, fmt = relation
+            types = {str(a.fields.get("name")): typed for a in attributes
+                     if (typed := _attribute_type(a)) is not None}
             for path in paths:
                 names = self.inputs.setdefault(path, (fmt, []))[1]
                 names.extend(n for _, n in node.output if n not in names)
+                known = self.types.setdefault(path, {})
+                for name, typed in types.items():
+                    known.setdefault(name, typed)
             for expr_id, name in node.output:
                 self.lineage[expr_id] = frozenset(
                     ColumnSource(path, name, LineageKind.DIRECT, "IDENTITY") for path in paths)
@@ -352,6 +361,21 @@ def _relations(analyzed: Any) -> list[tuple[tuple[str, ...], str | None] | None]
     return found
 
 
+def _attribute_type(attribute: _Expr) -> tuple[str, bool] | None:
+    """(Spark simple type, nullable) of a relation's attribute in the plan's JSON (`dataType`
+    is the type's JSON form: `long`, or an object for structs, arrays and maps)."""
+    raw = attribute.fields.get("dataType")
+    if raw is None:
+        return None
+    try:
+        from pyspark.sql.types import _parse_datatype_json_value
+
+        simple = _parse_datatype_json_value(raw).simpleString()
+    except Exception:  # a type this pyspark does not know: the column goes untyped
+        return None
+    return simple, bool(attribute.fields.get("nullable", True))
+
+
 def _format_name(raw: str) -> str | None:
     lowered = raw.lower()
     for name in ("parquet", "csv", "json", "orc", "text", "avro"):
@@ -374,8 +398,11 @@ def plan_lineage(df: DataFrame) -> PlanLineage:
         columns[label] = _tidy(analyzer.lineage.get(expr_id, frozenset()))
     if len(tree.output) != len(names):
         analyzer.complete = False
-    inputs = tuple(PlanInput(path, fmt, tuple(cols))
-                   for path, (fmt, cols) in sorted(analyzer.inputs.items()))
+    inputs = tuple(
+        PlanInput(path, fmt, tuple(cols), tuple(
+            (col, *analyzer.types[path][col]) for col in cols
+            if col in analyzer.types.get(path, {})))
+        for path, (fmt, cols) in sorted(analyzer.inputs.items()))
     return PlanLineage(inputs=inputs, columns=columns, dataset=_tidy(analyzer.dataset),
                        complete=analyzer.complete)
 

@@ -1,0 +1,171 @@
+"""How a lineage catalog (Marquez 0.51, its `marquez/db` code) folds OpenLineage events into a
+graph, as plain functions over events, so tests can require the graph to come out right.
+
+Marquez's rules, as issue 18 states them:
+- a job's *current version* is made of the inputs and outputs of its LAST COMPLETE event;
+- a dataset is linked to its producer only through the outputs of the producing job's current
+  version (an older run's outputs are not edges any more);
+- a run named only in a child's `parent` facet is created as running, and stays so until an
+  event of its own ends it;
+- a column-lineage edge is kept only when its output field is in the output's schema facet
+  and its input field in the schema facet of an input with the same (namespace, name).
+
+Each function returns the list of problems (empty when the rule holds), so a failing test
+says every broken edge at once. Events are the JSON dicts transports send, in emission order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+Event = Mapping[str, Any]
+DatasetId = tuple[str, str]
+TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
+
+
+def dataset_id(dataset: Mapping[str, Any]) -> DatasetId:
+    return dataset["namespace"], dataset["name"]
+
+
+def job_id(event: Event) -> tuple[str, str]:
+    return event["job"]["namespace"], event["job"]["name"]
+
+
+def current_versions(events: Iterable[Event]
+                     ) -> dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]]:
+    """Each job's current version: (inputs, outputs) of its last COMPLETE event."""
+    versions: dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]] = {}
+    for event in events:
+        if event["eventType"] == "COMPLETE":
+            versions[job_id(event)] = ({dataset_id(d) for d in event.get("inputs", ())},
+                                       {dataset_id(d) for d in event.get("outputs", ())})
+    return versions
+
+
+def producers(events: Iterable[Event]) -> dict[DatasetId, set[tuple[str, str]]]:
+    """The graph's dataset → producing jobs edges: outputs of the jobs' current versions."""
+    found: dict[DatasetId, set[tuple[str, str]]] = {}
+    for job, (_inputs, outputs) in current_versions(events).items():
+        for dataset in outputs:
+            found.setdefault(dataset, set()).add(job)
+    return found
+
+
+def inputs_without_producer(events: list[Event], is_landed: Callable[[Mapping[str, Any]], bool]
+                            ) -> list[str]:
+    """Datasets read by a completed run (other than landed sources) that no job's current
+    version produces: dead ends upstream in the catalog's graph."""
+    produced = producers(events)
+    problems = []
+    for event in events:
+        if event["eventType"] != "COMPLETE":
+            continue
+        for dataset in event.get("inputs", ()):
+            if is_landed(dataset) or dataset_id(dataset) in produced:
+                continue
+            problems.append(f"job {event['job']['name']} (run {event['run']['runId']}) reads "
+                            f"{dataset_id(dataset)}, which no job's current version produces")
+    return list(dict.fromkeys(problems))
+
+
+def unfinished_runs(events: list[Event]) -> list[str]:
+    """Runs with events but no terminal event (COMPLETE, FAIL or ABORT)."""
+    seen: dict[str, str] = {}
+    for event in events:
+        run_id = event["run"]["runId"]
+        if seen.get(run_id) not in TERMINAL:
+            seen[run_id] = event["eventType"]
+    return [f"run {run_id} ends with {kind}, not COMPLETE, FAIL or ABORT"
+            for run_id, kind in seen.items() if kind not in TERMINAL]
+
+
+def parent_run_ids(events: Iterable[Event]) -> set[str]:
+    """Run ids named in `parent` facets (the Dagster runs, for asset runs)."""
+    return {event["run"]["facets"]["parent"]["run"]["runId"] for event in events
+            if "parent" in event["run"].get("facets", {})}
+
+
+def unfinished_parents(events: list[Event]) -> list[str]:
+    """Parents a catalog would show as running forever: a run id named in a parent facet
+    needs a START and a terminal event of its own."""
+    own: dict[str, set[str]] = {}
+    for event in events:
+        own.setdefault(event["run"]["runId"], set()).add(event["eventType"])
+    problems = []
+    for run_id in sorted(parent_run_ids(events)):
+        kinds = own.get(run_id, set())
+        if "START" not in kinds:
+            problems.append(f"parent run {run_id} has no START event of its own")
+        if not kinds & TERMINAL:
+            problems.append(f"parent run {run_id} has no COMPLETE, FAIL or ABORT event")
+    return problems
+
+
+def _schema_fields(dataset: Mapping[str, Any]) -> set[str]:
+    schema = dataset.get("facets", {}).get("schema") or {}
+    return {field["name"] for field in schema.get("fields", ())}
+
+
+def dropped_column_edges(events: Iterable[Event]) -> list[str]:
+    """Column-lineage edges a catalog drops: an output field missing from the output's schema
+    facet, or an input field missing from the schema facet of every input of that identity."""
+    problems = []
+    for event in events:
+        inputs: dict[DatasetId, set[str]] = {}
+        for dataset in event.get("inputs", ()):
+            inputs.setdefault(dataset_id(dataset), set()).update(_schema_fields(dataset))
+        for output in event.get("outputs", ()):
+            lineage = output.get("facets", {}).get("columnLineage")
+            if not lineage:
+                continue
+            where = f"job {event['job']['name']}, output {dataset_id(output)}"
+            own = _schema_fields(output)
+            for column, edge in lineage.get("fields", {}).items():
+                if column not in own:
+                    problems.append(f"{where}: column {column!r} is not in its schema facet")
+                for source in edge.get("inputFields", ()):
+                    problems.extend(_source_problem(source, inputs, f"{where}, {column!r}"))
+            for source in lineage.get("dataset", ()):
+                problems.extend(_source_problem(source, inputs, f"{where}, dataset"))
+    return problems
+
+
+def _source_problem(source: Mapping[str, Any], inputs: Mapping[DatasetId, set[str]],
+                    where: str) -> list[str]:
+    identity = dataset_id(source)
+    if identity not in inputs:
+        return [f"{where}: input field {source['field']!r} names {identity}, not an input"]
+    if source["field"] not in inputs[identity]:
+        return [f"{where}: input field {source['field']!r} is not in the schema facet of "
+                f"input {identity}"]
+    return []
+
+
+def start_complete_differences(events: Iterable[Event], *,
+                               read_by_choice: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """Runs whose START names other datasets than their COMPLETE (by identity).
+
+    `read_by_choice` lists (job name, dataset name) an asset reads by path when its run's
+    config says so: no START can foresee those, so a COMPLETE may name them beyond its START
+    (and only them)."""
+    chosen = set(read_by_choice)
+    starts: dict[str, Event] = {}
+    problems = []
+    for event in events:
+        run_id = event["run"]["runId"]
+        if event["eventType"] == "START":
+            starts[run_id] = event
+        elif event["eventType"] == "COMPLETE" and run_id in starts:
+            start = starts[run_id]
+            for side in ("inputs", "outputs"):
+                planned = {dataset_id(d) for d in start.get(side, ())}
+                done = {dataset_id(d) for d in event.get(side, ())}
+                if side == "inputs":
+                    done -= {d for d in done - planned
+                             if (event["job"]["name"], d[1]) in chosen}
+                if planned != done:
+                    problems.append(
+                        f"job {event['job']['name']} (run {run_id}): START {side} "
+                        f"{sorted(planned)} but COMPLETE {side} {sorted(done)}")
+    return problems
