@@ -236,7 +236,9 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
     assert {event_key(e) for e in receiver.events} == expected_keys
     # Each Dagster run's own START and end once, in order around its assets' events, in the
     # outbox and as the catalog first received them.
-    run_ids = {run_id for _asset, run_id in dws_materializations}
+    with DagsterInstance.from_config(str(home)) as instance:  # pipeline and observation runs
+        run_ids = {r.run_id for r in instance.get_runs()}
+    assert {run_id for _asset, run_id in dws_materializations} <= run_ids
     assert check_parents(list(outbox.events())) == run_ids
     assert check_parents(first_occurrences(receiver.events)) == run_ids
     if point == "mid-delivery":
