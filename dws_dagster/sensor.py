@@ -196,9 +196,14 @@ def _identity(folder: Any) -> tuple[int, int] | None:
 
 
 def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, Any]]:
+    """The batch's events in the order the applier put them: a Dagster run's own START
+    before its assets' events, its end after theirs."""
     from .ol.events import PRODUCER, build_run_event
+    from .ol.run_events import DagsterRunEvent, build_dagster_run_event
 
-    return [build_run_event(event, locate=locate, producer=PRODUCER) for event in events]
+    return [build_dagster_run_event(event, producer=PRODUCER)
+            if isinstance(event, DagsterRunEvent)
+            else build_run_event(event, locate=locate, producer=PRODUCER) for event in events]
 
 
 def parse_cursor(cursor: str | None, *, sensor_name: str) -> int:

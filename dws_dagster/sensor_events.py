@@ -31,6 +31,7 @@ from .materialization import (
     record_from_metadata,
 )
 from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, PartitionInfo, RunInfo
+from .ol.run_events import DagsterRunEvent
 from .stored_events import AssetEventRecord
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
@@ -70,6 +71,8 @@ class _RunFacts:
     job: str
     created: dt.datetime
     description: str
+    #: when the run started; None when it had not yet when its record was read
+    started: dt.datetime | None = None
 
 
 class EventApplier:
@@ -86,7 +89,10 @@ class EventApplier:
         self.namespace = namespace
         self.snapshot_on_results = snapshot_on_results
         self.report = ApplyReport()
-        self.ol_events: list[AssetRunEvent] = []
+        #: the OpenLineage events of the batch, in the order they are spooled
+        self.ol_events: list[AssetRunEvent | DagsterRunEvent] = []
+        #: Dagster runs whose own START this applier has put before their assets' events
+        self._parents_started: set[str] = set()
         self._runs: dict[str, _RunFacts | None] = {}
         self._locations: dict[str, str] = {}
         self._run_infos: dict[tuple[str, AssetKey, str | None], RunInfo | None] = {}
@@ -138,7 +144,7 @@ class EventApplier:
                     inputs = self._inputs([(ref, None) for ref in expected])
                     root = self.catalog.partitioned_root(key) if partition is not None else None
                     outputs = (OutputInfo(dataset=self._written(output, root, partition)),)
-            self.ol_events.append(AssetRunEvent(
+            self._child_event(AssetRunEvent(
                 kind="START", event_time=when, job=self._job_info(key),
                 run=self._without_data_deps(run, inputs), inputs=inputs, outputs=outputs))
 
@@ -159,8 +165,8 @@ class EventApplier:
         run = self._run_info(run_id, key, partition)
         if record is None:  # not a workspace asset: its run still completes
             if run is not None:
-                self.ol_events.append(AssetRunEvent(kind="COMPLETE", event_time=when,
-                                                    job=self._job_info(key), run=run))
+                self._child_event(AssetRunEvent(kind="COMPLETE", event_time=when,
+                                                 job=self._job_info(key), run=run))
             return
         ref = ResourceRef.parse(record.ref)
         if self._is_results(ref):
@@ -173,7 +179,7 @@ class EventApplier:
                        cause=exc)
         if run is not None:
             inputs = self._inputs(record.inputs, _input_schemas(metadata))
-            self.ol_events.append(AssetRunEvent(
+            self._child_event(AssetRunEvent(
                 kind="COMPLETE", event_time=when, job=self._job_info(key),
                 run=self._without_data_deps(run, inputs), inputs=inputs,
                 outputs=(self._output(ref, record.version, metadata, key, partition),)))
@@ -310,12 +316,53 @@ class EventApplier:
                 self._record_failure(key, partition, run_id, message, when)
             run = self._run_info(run_id, key, partition)
             if run is not None:
-                self.ol_events.append(AssetRunEvent(
+                self._child_event(AssetRunEvent(
                     kind="FAIL" if failed else "ABORT", event_time=when,
                     job=self._job_info(key), run=run, error_message=message if failed else None,
                     stack_trace=stack if failed else None))
+        if planned or materialized:
+            error = run_error[0]
+            if failed and error:
+                error = redact_text(error, secrets or self._run_secrets(run_id))
+            self._parent_ended(run_id, kind, error, when)
         if results_written and self.snapshot_on_results:
             self._snapshot(run_id)
+
+    # ------------------------------------------------------------------ the Dagster run
+
+    def _child_event(self, event: AssetRunEvent) -> None:
+        """An asset run's event, after its Dagster run's START. The START is put before the
+        first asset event of the run each applier meets: a tick that meets the run midway
+        repeats it, and the outbox, keyed by (runId, eventType), keeps the first."""
+        self._parent_started_before(event.run.dagster_run_id)
+        self.ol_events.append(event)
+
+    def _parent_started_before(self, run_id: str) -> None:
+        if run_id in self._parents_started:
+            return
+        self._parents_started.add(run_id)
+        facts = self._run(run_id)
+        if facts is not None:
+            # A run seen before it started (queued) is dated by its creation.
+            self.ol_events.append(DagsterRunEvent(
+                kind="START", event_time=facts.started or facts.created,
+                namespace=self.namespace, dagster_run_id=run_id, dagster_job=facts.job,
+                dagster_version=_dagster_version()))
+
+    def _parent_ended(self, run_id: str, kind: DagsterEventType, error: str | None,
+                      when: dt.datetime) -> None:
+        """The Dagster run's own end, after its assets' ends; dated by the run's end event,
+        whose time Dagster stores as the run's end time."""
+        facts = self._run(run_id)
+        if facts is None:
+            return
+        self._parent_started_before(run_id)
+        state = {DagsterEventType.RUN_SUCCESS: "COMPLETE", DagsterEventType.RUN_FAILURE: "FAIL",
+                 DagsterEventType.RUN_CANCELED: "ABORT"}[kind]
+        self.ol_events.append(DagsterRunEvent(
+            kind=state, event_time=when, namespace=self.namespace, dagster_run_id=run_id,
+            dagster_job=facts.job, dagster_version=_dagster_version(),
+            error_message=(error or f"run {run_id} failed") if state == "FAIL" else None))
 
     def _run_secrets(self, run_id: str) -> set[str]:
         """Values of credential-like fields of the run's config: removed from its error
@@ -389,14 +436,14 @@ class EventApplier:
         run_ids = (record.run_id if isinstance(record, AssetEventRecord)
                    else record.event_log_entry.run_id for record in records)
         wanted = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in self._runs]
-        found = dagster_compat.runs_job_and_created(self.instance, wanted)
+        found = dagster_compat.runs_job_times(self.instance, wanted)
         for run_id in wanted:
             self._runs[run_id] = _run_facts(run_id, found.get(run_id))
 
     def _run(self, run_id: str) -> _RunFacts | None:
         if run_id not in self._runs:
             self._runs[run_id] = _run_facts(
-                run_id, dagster_compat.run_job_and_created(self.instance, run_id))
+                run_id, dagster_compat.runs_job_times(self.instance, [run_id]).get(run_id))
         return self._runs[run_id]
 
     def locate(self, ref: ResourceRef | str) -> str:
@@ -590,9 +637,10 @@ def _input_schemas(metadata: Mapping[str, Any]) -> dict[str, tuple[tuple[str, st
     return found
 
 
-def _run_facts(run_id: str, found: tuple[str, dt.datetime] | None) -> _RunFacts | None:
+def _run_facts(run_id: str, found: tuple[str, dt.datetime, dt.datetime | None] | None
+               ) -> _RunFacts | None:
     return None if found is None else _RunFacts(
-        run_id=run_id, job=found[0], created=found[1],
+        run_id=run_id, job=found[0], created=found[1], started=found[2],
         description=f"Dagster run {run_id} of job '{found[0]}'")
 
 

@@ -35,6 +35,7 @@ from dws_dagster import (
 from dws_dagster.ol.outbox import Outbox, event_key
 
 from .conftest import ROOT
+from .ol_parents import check_parents
 from .pipeline import make_workspace
 
 SHARDS = ("north", "south", "east", "west")
@@ -120,12 +121,14 @@ def test_multiprocess_executor_writes_four_assets_at_once(
         data = spark.read.parquet(str(ws.local_path(ref)))
         assert data.count() == 1000 * (index + 1)
 
-    # The sensor finds the same lineage in the event log and one START and COMPLETE each.
+    # The sensor finds the same lineage in the event log and one START and COMPLETE each,
+    # for the four assets and for the Dagster run itself.
     outcome = process_events(instance, ws)
     assert outcome.applied.records == 0 and outcome.pending == 0
     keys = [event_key(e) for e in Outbox(ws).events()]
-    assert Counter(kind for _, kind in keys) == {"START": 4, "COMPLETE": 4}
+    assert Counter(kind for _, kind in keys) == {"START": 5, "COMPLETE": 5}
     assert len(set(keys)) == len(keys)
+    assert check_parents(list(Outbox(ws).events())) == {run_id}
 
 
 SCRIPT = r"""

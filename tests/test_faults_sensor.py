@@ -29,6 +29,7 @@ from dws_dagster import Workspace, process_events
 from dws_dagster.ol.outbox import Outbox, event_key
 
 from .conftest import ROOT
+from .ol_parents import check_parents, first_occurrences
 from .ol_receiver import Receiver
 from .pipeline import make_workspace
 from .test_io_manager import run
@@ -233,6 +234,13 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
     assert all(line.startswith(b"{") and line.endswith(b"}")
                for line in journal_lines(outbox.journal_dir))
     assert {event_key(e) for e in receiver.events} == expected_keys
+    # Each Dagster run's own START and end once, in order around its assets' events, in the
+    # outbox and as the catalog first received them.
+    with DagsterInstance.from_config(str(home)) as instance:  # pipeline and observation runs
+        run_ids = {r.run_id for r in instance.get_runs()}
+    assert {run_id for _asset, run_id in dws_materializations} <= run_ids
+    assert check_parents(list(outbox.events())) == run_ids
+    assert check_parents(first_occurrences(receiver.events)) == run_ids
     if point == "mid-delivery":
         # Sent but not saved as sent: sent again (catalogs deduplicate), never skipped.
         assert len(receiver.events) > len(expected_keys)

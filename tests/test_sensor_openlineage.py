@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import AssetKey, Definitions, asset, materialize
+from dagster import AssetKey, DagsterRunStatus, Definitions, asset, materialize
 from pyspark.sql import DataFrame
 
 from dws_dagster import dws_ref, process_events
 from dws_dagster.ol.outbox import Outbox, event_key
 from dws_dagster.ol.transport import make_transport
+from tests.ol_parents import check_parents, children_of, parent_events
 from tests.ol_receiver import Receiver
 from tests.ol_spec import validate_run_event
 from tests.pipeline import io_manager, make_workspace
@@ -49,6 +50,9 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
     assert outcome.delivered == len(events) == outcome.spooled and outcome.pending == 0
     for event in events:
         validate_run_event(event)
+    # Every run has its own events: the pipeline's, and the observation run of its sources.
+    assert check_parents(events) == {r.run_id for r in instance.get_runs()}
+    assert result.run_id in check_parents(events)
     jobs = by_job(events)
     assert set(jobs) >= {"enriched", "hourly", "ranking", "scores"}
     run_ids = set()
@@ -101,7 +105,7 @@ def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, i
     ws = pipeline_ws
     receiver = Receiver()  # not started: connections are refused
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
-    run(scored_assets(), ws, instance)
+    pipeline_run = run(scored_assets(), ws, instance).run_id
     first = process_events(instance, ws)
     assert first.delivered == 0 and first.pending == first.spooled > 0
     assert first.delivery_error
@@ -124,6 +128,10 @@ def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, i
     keys = [event_key(e) for e in receiver.events]
     assert set(keys) == {event_key(e) for e in spooled}  # none lost
     assert [k for k, n in Counter(keys).items() if n > 1] == []
+    # The Dagster run's own START and end came once each, around its assets' events.
+    assert check_parents(receiver.events) == {r.run_id for r in instance.get_runs()}
+    assert [e["eventType"] for e in parent_events(receiver.events, pipeline_run)] == \
+        ["START", "COMPLETE"]
     # Per-run order: START before COMPLETE for every OpenLineage run.
     seen: dict[str, str] = {}
     for event in receiver.events:
@@ -158,8 +166,7 @@ def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instanc
     failed = materialize(failing_pipeline([]), instance=instance, resources=resources,
                          raise_on_error=False, selection=["hourly", "ranking"])
     process_events(instance, ws)
-    events = [e for e in file_events(ws) if e["run"]["facets"]["parent"]["run"]["runId"]
-              == failed.run_id]
+    events = children_of(file_events(ws), failed.run_id)
     for event in events:
         validate_run_event(event)
     kinds = {(e["job"]["name"], e["eventType"]) for e in events}
@@ -200,10 +207,14 @@ def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
     assert enriched.run_id == failed.run_id
     outcome = process_events(instance, ws, after_storage_id=enriched.storage_id)
     assert outcome.applied.failures == 1
-    events = [e for e in file_events(ws) if e["run"]["facets"]["parent"]["run"]["runId"]
-              == failed.run_id]
+    all_events = file_events(ws)
+    events = children_of(all_events, failed.run_id)
     kinds = Counter((e["job"]["name"], e["eventType"]) for e in events)
     assert kinds == {("hourly", "COMPLETE"): 1, ("ranking", "FAIL"): 1}, kinds
+    # The tick met the run midway: the run's own START still comes once, before its end.
+    check_parents(all_events)
+    assert [e["eventType"] for e in parent_events(all_events, failed.run_id)] == \
+        ["START", "FAIL"]
     assert ws.store.get("intermediate-data/enriched").record["step"]["run_id"] == failed.run_id
     assert ws.store.get("intermediate-data/enriched").status == "ok"
     assert ws.store.get("results/ranking").status == "failed"
@@ -213,9 +224,11 @@ def test_cancelled_run_sends_abort(tmp_path, instance, clean_ol_env):
     ws = make_workspace(tmp_path / "ws")
     defs = cancelled_before_running(ws, instance)
     process_events(instance, ws, repository_def=defs.get_repository_def())
-    events = file_events(ws)
+    all_events = file_events(ws)
+    [dagster_run] = check_parents(all_events)
+    events = children_of(all_events, dagster_run)
     assert [e["eventType"] for e in events] == ["START", "ABORT"]
-    for event in events:
+    for event in all_events:
         validate_run_event(event)
     # Nothing to tell what it would read: neither inputs nor outputs, never output-only.
     assert events[0].get("inputs", []) == [] and events[0].get("outputs", []) == []
@@ -276,11 +289,91 @@ def test_start_names_inputs_read_by_path_from_recorded_lineage(
         validate_run_event(event)
 
     def start_of(result) -> dict[str, Any]:
-        return next(e for e in events if e["eventType"] == "START"
-                    and e["run"]["facets"]["parent"]["run"]["runId"] == result.run_id)
+        return next(e for e in children_of(events, result.run_id) if e["eventType"] == "START")
 
     for result in (first, second):
         start = start_of(result)
         assert [i["name"] for i in start["inputs"]] == [trips_path]
         assert [o["facets"]["symlinks"]["identifiers"][0]["name"]
                 for o in start["outputs"]] == ["intermediate-data/by_path"]
+
+
+def _time(text: str) -> float:
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
+def test_each_dagster_run_starts_and_ends_as_a_job_of_its_own(spark, pipeline_ws, instance,
+                                                               clean_ol_env):
+    """A successful, a failed and a cancelled run: each has its own START and COMPLETE, FAIL
+    or ABORT, under the run id its assets' runs name as parent and root, dated by the run."""
+    from uuid import UUID
+
+    ws = pipeline_ws
+    succeeded = run(scored_assets(), ws, instance).run_id
+    failed = materialize(failing_pipeline([]), instance=instance,
+                         resources={"io_manager": io_manager(ws)}, raise_on_error=False,
+                         selection=["hourly", "ranking"]).run_id
+    cancelled_before_running(ws, instance)
+    [cancelled] = [r.run_id for r in instance.get_runs()
+                   if r.status == DagsterRunStatus.CANCELED]
+    process_events(instance, ws)
+    events = file_events(ws)
+    for event in events:
+        validate_run_event(event)
+    assert check_parents(events) == {r.run_id for r in instance.get_runs()}
+    for run_id, end in ((succeeded, "COMPLETE"), (failed, "FAIL"), (cancelled, "ABORT")):
+        record = instance.get_run_record_by_id(run_id)
+        start_event, end_event = parent_events(events, run_id)
+        assert (start_event["eventType"], end_event["eventType"]) == ("START", end)
+        assert end_event["job"]["name"] == record.dagster_run.job_name
+        assert end_event["job"]["facets"]["jobType"]["jobType"] == "JOB"
+        assert "parent" not in end_event["run"]["facets"]  # the root of its hierarchy
+        children = children_of(events, run_id)
+        assert children and {c["run"]["facets"]["parent"]["job"]["name"] for c in children} \
+            == {record.dagster_run.job_name}
+        # Asset runs' ids are UUIDv7, the Dagster run's its own UUID4: no outbox key collides.
+        assert {UUID(c["run"]["runId"]).version for c in children} == {7}
+        assert UUID(run_id).version == 4
+        started = record.start_time if record.start_time is not None \
+            else record.create_timestamp.timestamp()  # cancelled while queued: never started
+        assert abs(_time(start_event["eventTime"]) - started) < 1e-3
+        assert abs(_time(end_event["eventTime"]) - record.end_time) < 1e-3
+    assert instance.get_run_record_by_id(cancelled).start_time is None
+    fail = parent_events(events, failed)[1]
+    assert fail["run"]["facets"]["errorMessage"]["message"]
+    assert "secret" not in json.dumps(fail)
+
+
+def test_ticks_meeting_runs_midway_rerun_sensor_and_replay_repeat_no_parent_event(
+        spark, pipeline_ws, instance, clean_ol_env, monkeypatch):
+    """Ticks of two events each meet every run midway and repeat its START: the outbox keeps
+    one. Re-reading the log from the start spools nothing; a replay sends each event once."""
+    ws = pipeline_ws
+    first = run(scored_assets(), ws, instance).run_id
+    second = materialize(failing_pipeline([]), instance=instance,
+                         resources={"io_manager": io_manager(ws)}, raise_on_error=False,
+                         selection=["hourly", "ranking"]).run_id
+    outcome = process_events(instance, ws, batch_size=2, time_budget_seconds=1e-6,
+                             deliver=False)
+    ticks = 1
+    while outcome.more:
+        outcome = process_events(instance, ws, after_storage_id=outcome.cursor, batch_size=2,
+                                 time_budget_seconds=1e-6, deliver=False)
+        ticks += 1
+    assert ticks > 5
+    spooled = list(Outbox(ws).events())
+    assert check_parents(spooled) == {r.run_id for r in instance.get_runs()}
+    assert [e["eventType"] for e in parent_events(spooled, first)] == ["START", "COMPLETE"]
+    assert [e["eventType"] for e in parent_events(spooled, second)] == ["START", "FAIL"]
+    keys = [event_key(e) for e in spooled]
+    assert len(keys) == len(set(keys))
+
+    again = process_events(instance, ws, deliver=False)  # a reset cursor: the whole log again
+    assert again.spooled == 0 and list(Outbox(ws).events()) == spooled
+
+    with Receiver() as receiver:
+        monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+        transport, _ = make_transport(ws)
+        assert Outbox(ws).replay(transport) == len(spooled)
+    assert [event_key(e) for e in receiver.events] == keys
+    check_parents(receiver.events)

@@ -247,15 +247,22 @@ def _shared_run_facets(run: RunInfo, namespace: str, name: str, producer: str
     return facets
 
 
-def _parent(run: RunInfo, namespace: str, asset: str, producer: str) -> dict[str, Any]:
-    """The Dagster run: parent of the asset's run and root of the hierarchy."""
+def dagster_run_ol_id(dagster_run_id: str, where: str) -> str:
+    """The OpenLineage run id of a Dagster run itself: its own id, a UUID4, which the parent
+    facets of its assets' runs name and its own events carry. It never equals an asset run's
+    id (`ol_run_id`, a UUIDv7), so the outbox's (runId, eventType) keys cannot collide."""
     try:
-        dagster_run_id = str(UUID(run.dagster_run_id))
+        return str(UUID(dagster_run_id))
     except (ValueError, TypeError, AttributeError):
         raise EventBuildError(
-            f"asset '{asset}': Dagster run id {run.dagster_run_id!r} is not a UUID; "
+            f"{where}: Dagster run id {dagster_run_id!r} is not a UUID; "
             "pass the run's own id (DagsterRun.run_id)"
         ) from None
+
+
+def _parent(run: RunInfo, namespace: str, asset: str, producer: str) -> dict[str, Any]:
+    """The Dagster run: parent of the asset's run and root of the hierarchy."""
+    dagster_run_id = dagster_run_ol_id(run.dagster_run_id, f"asset '{asset}'")
     return _facet(
         _PARENT, producer,
         run={"runId": dagster_run_id},

@@ -1,0 +1,88 @@
+"""OpenLineage RunEvents of a Dagster run itself: the parent (and root) of its assets' runs.
+
+Every asset run's `parent` facet names the Dagster run; a catalog that never sees an event for
+that run creates it from the children's facets and shows it running forever (Marquez does).
+So the run gets a job of its own, named after the Dagster job, with a START when it starts
+and a COMPLETE, FAIL or ABORT when it ends.
+
+Pure functions, like `events.py`, whose helpers they share: the run id is the one the
+children's parent facets carry (`dagster_run_ol_id`), so the two cannot drift apart. The
+Dagster run is the root of the hierarchy, so its events carry no `parent` facet: the spec's
+root is "the run at the top", which the children name and this run is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .. import __version__
+from ..workspace.redaction import redact_text
+from .events import (
+    _ERROR_MESSAGE,
+    _JOB_TYPE,
+    _PROCESSING_ENGINE,
+    _RUN_EVENT_SCHEMA,
+    INTEGRATION,
+    PRODUCER,
+    EventBuildError,
+    _facet,
+    _iso,
+    dagster_run_ol_id,
+)
+
+__all__ = ["DAGSTER_JOB_TYPE", "DagsterRunEvent", "build_dagster_run_event"]
+
+#: `jobType.jobType` of a Dagster run's job: a job of steps, as Airflow's DAG is a "DAG"
+DAGSTER_JOB_TYPE = "JOB"
+_STATES = frozenset({"START", "COMPLETE", "FAIL", "ABORT"})
+
+
+@dataclass(frozen=True)
+class DagsterRunEvent:
+    """One state change of a Dagster run, to become one OpenLineage RunEvent."""
+
+    kind: Literal["START", "COMPLETE", "FAIL", "ABORT"]
+    event_time: dt.datetime
+    #: the job namespace, the one the asset runs' parent facets name
+    namespace: str
+    dagster_run_id: str
+    dagster_job: str
+    error_message: str | None = None
+    dagster_version: str | None = None
+
+
+def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER
+                            ) -> dict[str, Any]:
+    """The OpenLineage RunEvent of one state change of a Dagster run, as the JSON-ready dict
+    transports send. It reads and writes no dataset: its assets' runs do."""
+    where = f"Dagster run of job '{event.dagster_job}'"
+    if not isinstance(event.kind, str) or event.kind not in _STATES:
+        raise EventBuildError(f"{where}: event kind {event.kind!r} is not one of START, "
+                              "COMPLETE, FAIL, ABORT")
+    if not isinstance(event.dagster_job, str) or not event.dagster_job:
+        raise EventBuildError(f"Dagster run {event.dagster_run_id!r}: no job name")
+    run_id = dagster_run_ol_id(event.dagster_run_id, where)
+    facets: dict[str, Any] = {}
+    if event.dagster_version:
+        facets["processing_engine"] = _facet(
+            _PROCESSING_ENGINE, producer, version=event.dagster_version, name="dagster",
+            openlineageAdapterVersion=__version__)
+    if event.kind == "FAIL" and event.error_message:
+        facets["errorMessage"] = _facet(_ERROR_MESSAGE, producer,
+                                        message=redact_text(event.error_message),
+                                        programmingLanguage="python")
+    return {
+        "eventTime": _iso(event.event_time, f"{where}: event time"),
+        "producer": producer,
+        "schemaURL": _RUN_EVENT_SCHEMA,
+        "run": {"runId": run_id, "facets": facets},
+        "job": {"namespace": event.namespace, "name": event.dagster_job,
+                "facets": {"jobType": _facet(_JOB_TYPE, producer, processingType="BATCH",
+                                             integration=INTEGRATION,
+                                             jobType=DAGSTER_JOB_TYPE)}},
+        "eventType": event.kind,
+        "inputs": [],
+        "outputs": [],
+    }
