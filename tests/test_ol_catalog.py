@@ -97,11 +97,9 @@ def test_every_run_ends(events):
 
 def test_every_parent_run_starts_and_ends(events):
     parents = catalog_rules.parent_run_ids(events)
+    assert parents, "the asset runs name no parent"
     own = {event["run"]["runId"] for event in events}
-    if not parents & own:
-        # LEAD: enable once the parent-run events (issue 18, item 2) are merged: remove
-        # this skip; the assertion below then applies to every Dagster run.
-        pytest.skip("no events for the Dagster runs themselves yet (issue 18 item 2)")
+    assert parents <= own, "a parent named by an asset run has no event of its own"
     assert catalog_rules.unfinished_parents(events) == []
 
 
