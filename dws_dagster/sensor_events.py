@@ -97,6 +97,10 @@ class EventApplier:
         self._locations: dict[str, str] = {}
         self._run_infos: dict[tuple[str, AssetKey, str | None], RunInfo | None] = {}
         self._job_infos: dict[AssetKey, JobInfo] = {}
+        #: Refs as parsed, and the dependencies kept for (dependencies, refs read): every
+        #: event of a run names the same few, and parsing validates each part again.
+        self._refs: dict[str, ResourceRef] = {}
+        self._kept_deps: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
         #: Planned and materialization events this tick read, by run, until the run ends.
         self._streamed: dict[str, _RunLog] = {}
 
@@ -168,7 +172,7 @@ class EventApplier:
                 self._child_event(AssetRunEvent(kind="COMPLETE", event_time=when,
                                                  job=self._job_info(key), run=run))
             return
-        ref = ResourceRef.parse(record.ref)
+        ref = self._ref(record.ref)
         if self._is_results(ref):
             record = self._with_results(record, metadata)
         try:
@@ -193,7 +197,7 @@ class EventApplier:
             self._skip(f"results of {record.ref}: metrics not recorded: {exc}")
             return record
         record = replace(record, metrics=metrics)
-        ref = ResourceRef.parse(record.ref)
+        ref = self._ref(record.ref)
         if not self.ws.resource(ref.name).is_local:
             return record
         folder = self.ws.local_path(ref)
@@ -515,13 +519,14 @@ class EventApplier:
         order: list[ResourceRef | str] = []
         schema_of: dict[ResourceRef, tuple[tuple[str, str, bool], ...]] = {}
         for raw, version in items:
-            ref = ResourceRef.parse(raw) if isinstance(raw, str) else raw
+            ref = self._ref(raw) if isinstance(raw, str) else raw
             found = self.catalog.root_of(ref)
             if found is None or found[0] == ref:
-                if str(ref) not in plain:
-                    plain[str(ref)] = replace(self._dataset(ref, version),
-                                              schema=schemas.get(str(ref), ()))
-                    order.append(str(ref))
+                text = str(ref)
+                if text not in plain:
+                    plain[text] = DatasetInfo(location=self.locate(ref), ref=text,
+                                              version=version, schema=schemas.get(text, ()))
+                    order.append(text)
                 continue
             root = found[0]
             if root not in grouped:
@@ -554,15 +559,30 @@ class EventApplier:
         a `deps=` asset whose data the run did read (by path) is an input, not a dependency."""
         if not run.dependencies or not inputs:
             return run
-        read = {ResourceRef.parse(info.ref) for info in inputs if info.ref}
-        kept = []
-        for name in run.dependencies:
-            root = self.catalog.binding(AssetKey.from_user_string(name))
-            if root is None or not any(root.ref.covers(ref) or ref.covers(root.ref)
-                                       for ref in read):
-                kept.append(name)
-        return run if len(kept) == len(run.dependencies) else replace(
-            run, dependencies=tuple(kept))
+        read = tuple(info.ref for info in inputs if info.ref)
+        memo = (run.dependencies, read)
+        kept = self._kept_deps.get(memo)
+        if kept is None:
+            kept = tuple(name for name in run.dependencies
+                         if not self._dependency_read(name, read))
+            self._kept_deps[memo] = kept
+        return run if len(kept) == len(run.dependencies) else replace(run, dependencies=kept)
+
+    def _dependency_read(self, name: str, read: tuple[str, ...]) -> bool:
+        """Whether the run read the data of the `deps=` asset `name` (its ref, or one inside
+        or around it: refs are normalised, so that is a prefix up to a slash)."""
+        binding = self.catalog.binding(AssetKey.from_user_string(name))
+        if binding is None:
+            return False
+        root = str(binding.ref)
+        return any(ref == root or ref.startswith(root + "/") or root.startswith(ref + "/")
+                   for ref in read)
+
+    def _ref(self, text: str) -> ResourceRef:
+        found = self._refs.get(text)
+        if found is None:
+            found = self._refs[text] = ResourceRef.parse(text)
+        return found
 
     def _output(self, ref: ResourceRef, version: str | None,
                 metadata: Mapping[str, Any], key: AssetKey | None = None,
