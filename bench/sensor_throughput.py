@@ -22,7 +22,8 @@ nothing.
                 store + durable outbox + file transport (`.dataworkspace/openlineage/events.jsonl`).
 
 Each delivers a START and a COMPLETE event per materialization (the peer adds run and step
-events). Reported per sensor: wall and CPU time to catch up, events delivered per second (and
+events; dws adds a START and an end event per Dagster run, counted too).
+Reported per sensor: wall and CPU time to catch up, events delivered per second (and
 per CPU second, steadier on a shared machine), asset events delivered against the 2 per
 materialization expected, lost materializations (no COMPLETE event naming the Dagster run and
 asset), and peak RSS of the sensor's process. The shipped peer delivers its 180 events in
