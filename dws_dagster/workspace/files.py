@@ -176,6 +176,11 @@ def read_json_file(path: Path, *, what: str) -> Any:
         data = path.read_bytes()
     except FileNotFoundError:
         raise WorkspaceConfigError(f"{what} {path} is missing") from None
+    return parse_json(data, path, what=what)
+
+
+def parse_json(data: bytes, path: Path, *, what: str) -> Any:
+    """The JSON read from `path`, or a WorkspaceConfigError naming the file."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

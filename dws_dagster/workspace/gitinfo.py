@@ -146,10 +146,10 @@ def _git(directory: Path, *args: str) -> str | None:
 @functools.lru_cache(maxsize=32)
 def git_remote_url(directory: Path) -> str | None:
     """The `origin` remote's URL without user-info (tokens in URLs never leave the machine)."""
-    from .records import strip_userinfo
+    from .redaction import redact_text
 
     url = _git(directory, "config", "--get", "remote.origin.url")
-    return strip_userinfo(url) if url else None
+    return redact_text(url) if url else None
 
 
 @functools.lru_cache(maxsize=32)

@@ -24,8 +24,6 @@ MAX_PARAMETERS_BYTES = 256 * 1024
 #: are refused, so a pathological or cyclic value cannot exhaust the stack.
 MAX_PARAMETER_DEPTH = 64
 _INT_RANGE = range(-(2**63), 2**64)  # what JSON readers (orjson, most catalogs) take as numbers
-#: `strip_userinfo` is the name this module used before `redaction` took over; kept for callers.
-strip_userinfo = redact_text
 
 
 def sanitize(value: Any, *, path: str) -> Any:

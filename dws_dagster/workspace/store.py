@@ -44,6 +44,7 @@ from .files import (
     fsync_file,
     held,
     journal_segments,
+    parse_json,
     segment_path,
 )
 from .records import LineageRecord, StepInfo, now_iso
@@ -888,12 +889,7 @@ def read_identified(path: Path, *, what: str) -> tuple[Any, list[int]] | None:
             raw = handle.read()
     except FileNotFoundError:
         return None
-    try:
-        return orjson.loads(raw), identity
-    except orjson.JSONDecodeError as exc:
-        raise WorkspaceConfigError(
-            f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
-        ) from None
+    return parse_json(raw, path, what=what), identity
 
 
 def checked_before(sidecar: Path, identity: list[int]) -> bool:
