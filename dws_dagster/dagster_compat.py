@@ -219,24 +219,12 @@ def parent_partition_keys(asset_graph: Any, partition: str | None, parent: Asset
         return None
 
 
-def run_job_and_created(instance: Any, run_id: str) -> tuple[str, Any] | None:
-    """(job name, creation time as a timezone-aware datetime) of a run, in one read of its
-    record, or None for an unknown run."""
-    return runs_job_and_created(instance, [run_id]).get(run_id)
-
-
-def runs_job_and_created(instance: Any, run_ids: Sequence[str]) -> dict[str, tuple[str, Any]]:
-    """`run_job_and_created` of many runs in one query (unknown runs are left out): the
-    sensor meets a hundred runs in a batch, and a query per run cost 5 ms."""
-    return {run_id: (job, created)
-            for run_id, (job, created, _started) in runs_job_times(instance, run_ids).items()}
-
-
 def runs_job_times(instance: Any, run_ids: Sequence[str]
                    ) -> dict[str, tuple[str, Any, Any | None]]:
     """(job name, creation time, start time or None when not started yet), as aware datetimes,
-    of many runs in one query; unknown runs are left out. The start time dates the run's own
-    OpenLineage START."""
+    of many runs in one query (the sensor meets a hundred runs in a batch, and a query per run
+    cost 5 ms); unknown runs are left out. The start time dates the run's own OpenLineage
+    START."""
     from dagster import RunsFilter
 
     found: dict[str, tuple[str, Any, Any | None]] = {}

@@ -76,24 +76,26 @@ def test_internals_still_work() -> None:
     assert probe.seen["config:parent"] == {}
 
 
-def test_runs_job_and_created_reads_many_runs_at_once() -> None:
-    """Job name and aware creation time of each known run, in one query; unknown runs are
-    left out, and the one-run form agrees."""
+def test_runs_job_times_reads_many_runs_at_once() -> None:
+    """Job name, aware creation and start times of each known run, in one query; unknown runs
+    are left out, and the one-run form agrees."""
     import datetime as dt
 
     with DagsterInstance.ephemeral() as instance:
         runs = [materialize([parent], instance=instance).run_id for _ in range(3)]
-        found = dagster_compat.runs_job_and_created(instance, [*runs, "no-such-run"])
+        found = dagster_compat.runs_job_times(instance, [*runs, "no-such-run"])
         assert sorted(found) == sorted(runs)
-        for run_id, (job, created) in found.items():
+        for run_id, (job, created, started) in found.items():
             record = instance.get_run_record_by_id(run_id)
             assert job == record.dagster_run.job_name and job
-            assert created.tzinfo is not None
+            assert created.tzinfo is not None and started is not None
+            assert started.tzinfo is not None and started >= created - dt.timedelta(seconds=1)
             assert abs(created.timestamp() - record.create_timestamp.timestamp()) < 1e-3
-            assert dagster_compat.run_job_and_created(instance, run_id) == (job, created)
+            assert dagster_compat.runs_job_times(instance, [run_id]) == {
+                run_id: (job, created, started)}
         assert created <= dt.datetime.now(dt.UTC)
-        assert dagster_compat.run_job_and_created(instance, "no-such-run") is None
-        assert dagster_compat.runs_job_and_created(instance, []) == {}
+        assert dagster_compat.runs_job_times(instance, ["no-such-run"]) == {}
+        assert dagster_compat.runs_job_times(instance, []) == {}
 
 
 def _all_records(instance: DagsterInstance, types: list[DagsterEventType]) -> list[Any]:
