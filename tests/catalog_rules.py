@@ -142,30 +142,45 @@ def _source_problem(source: Mapping[str, Any], inputs: Mapping[DatasetId, set[st
     return []
 
 
-def start_complete_differences(events: Iterable[Event], *,
-                               read_by_choice: Iterable[tuple[str, str]] = ()) -> list[str]:
-    """Runs whose START names other datasets than their COMPLETE (by identity).
+def _announced_dependencies(event: Event) -> set[tuple[str, str]]:
+    """The jobs a run's `jobDependencies` facet names as upstream."""
+    facet = event.get("run", {}).get("facets", {}).get("jobDependencies", {})
+    return {(item["job"]["namespace"], item["job"]["name"])
+            for item in facet.get("upstream", ())}
 
-    `read_by_choice` lists (job name, dataset name) an asset reads by path when its run's
-    config says so: no START can foresee those, so a COMPLETE may name them beyond its START
-    (and only them)."""
-    chosen = set(read_by_choice)
+
+def start_complete_differences(events: Iterable[Event]) -> list[str]:
+    """Runs whose COMPLETE names datasets its START did not announce, or whose START names
+    datasets its COMPLETE does not (by identity).
+
+    Outputs must be equal. Inputs: everything the START names must be read; the COMPLETE may
+    name beyond it only data of an upstream job the START announced in `jobDependencies` (an
+    asset's `deps=` read by path when the run's config chooses to: the START knows the
+    dependency, not yet whether its data is read). Anything else is a dataset the catalog
+    would see appear from nowhere, or a phantom the START promised."""
+    events = list(events)
+    written_by: dict[DatasetId, set[tuple[str, str]]] = {}
+    for event in events:
+        for dataset in event.get("outputs", ()):
+            written_by.setdefault(dataset_id(dataset), set()).add(job_id(event))
     starts: dict[str, Event] = {}
     problems = []
     for event in events:
         run_id = event["run"]["runId"]
         if event["eventType"] == "START":
             starts[run_id] = event
-        elif event["eventType"] == "COMPLETE" and run_id in starts:
-            start = starts[run_id]
-            for side in ("inputs", "outputs"):
-                planned = {dataset_id(d) for d in start.get(side, ())}
-                done = {dataset_id(d) for d in event.get(side, ())}
-                if side == "inputs":
-                    done -= {d for d in done - planned
-                             if (event["job"]["name"], d[1]) in chosen}
-                if planned != done:
-                    problems.append(
-                        f"job {event['job']['name']} (run {run_id}): START {side} "
-                        f"{sorted(planned)} but COMPLETE {side} {sorted(done)}")
+            continue
+        if event["eventType"] != "COMPLETE" or run_id not in starts:
+            continue
+        start = starts[run_id]
+        where = f"job {event['job']['name']} (run {run_id})"
+        for side in ("inputs", "outputs"):
+            planned = {dataset_id(d) for d in start.get(side, ())}
+            done = {dataset_id(d) for d in event.get(side, ())}
+            if side == "inputs":
+                announced = _announced_dependencies(start)
+                done -= {d for d in done - planned if written_by.get(d, set()) & announced}
+            if planned != done:
+                problems.append(f"{where}: START {side} {sorted(planned)} but COMPLETE "
+                                f"{side} {sorted(done)}")
     return problems

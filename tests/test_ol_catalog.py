@@ -110,13 +110,22 @@ def test_every_column_edge_resolves_to_an_output_and_an_input_field(events):
 
 
 def test_start_and_complete_name_the_same_datasets(events):
-    # The forecast reads the weather by path only when its config says use_weather: its
-    # START cannot know, so only that input may appear in COMPLETE alone.
-    weather = {d["name"] for e in events for d in e.get("outputs", ())
-               if e["job"]["name"] == "weather_raw"}
-    assert len(weather) == 1
-    chosen = {("yellow_rides_hourly_forecast", name) for name in weather}
-    assert catalog_rules.start_complete_differences(events, read_by_choice=chosen) == []
+    assert catalog_rules.start_complete_differences(events) == []
+    # The forecast with use_weather reads weather_raw by path: its START cannot know the data
+    # will be read, so it announces the dependency, and the COMPLETE names the data read.
+    forecast_runs: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["job"]["name"] == "yellow_rides_hourly_forecast":
+            forecast_runs.setdefault(event["run"]["runId"], {})[event["eventType"]] = event
+    with_weather = [run for run in forecast_runs.values() if any(
+        d["name"].endswith("/weather_raw") for d in run["COMPLETE"]["inputs"])]
+    assert with_weather, "the example never ran the forecast with weather"
+    for run in with_weather:
+        upstream = run["START"]["run"]["facets"]["jobDependencies"]["upstream"]
+        assert "weather_raw" in {item["job"]["name"] for item in upstream}
+        assert "jobDependencies" not in run["COMPLETE"]["run"]["facets"] or "weather_raw" not in {
+            item["job"]["name"]
+            for item in run["COMPLETE"]["run"]["facets"]["jobDependencies"]["upstream"]}
     # training_data's START names the hourly actuals as its COMPLETE does: one root dataset.
     training = [e for e in events if e["job"]["name"] == "training_data"]
     assert {e["eventType"] for e in training} >= {"START", "COMPLETE"}
