@@ -161,15 +161,14 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     from .workspace import render
     from .workspace.graph import SnapshotView, build_graph
     from .workspace.refs import ResourceRef
-    from .workspace.snapshots import resolve_snapshot
-    from .workspace.store import read_snapshot_manifest
+    from .workspace.snapshots import resolve_snapshot, snapshot_manifest
 
     ws = _open(args)
     ref = ws.check_ref(ResourceRef.parse(args.ref))
     roles = {name: res.role for name, res in ws.resources.items()}
     if args.snapshot:
         info = resolve_snapshot(ws, args.snapshot)
-        view: Any = SnapshotView(read_snapshot_manifest(ws, info.hash), ws.store)
+        view: Any = SnapshotView(snapshot_manifest(ws, info.hash), ws.store)
         graph = build_graph(view, ref, roles, snapshot=info.name)
     else:
         graph = build_graph(ws.store, ref, roles)

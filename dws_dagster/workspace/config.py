@@ -32,6 +32,7 @@ from .versions import (
 )
 
 if TYPE_CHECKING:
+    from .db.settings import StoreSettings
     from .store import LineageStore
 
 WORKSPACE_DIR = ".dataworkspace"
@@ -134,7 +135,10 @@ class Workspace:
     root: Path
     name: str
     resources: dict[str, Resource] = field(default_factory=dict)
+    #: The `store` entry of config.json (None: the default SQLite store), see db/settings.py.
+    store_config: Any = field(default=None, repr=False, compare=False)
     _store: LineageStore | None = field(default=None, repr=False, compare=False)
+    _store_settings: StoreSettings | None = field(default=None, repr=False, compare=False)
     #: resource_root by resource: restoring or versioning many refs asks for it per ref
     _roots: dict[Resource, Path] = field(default_factory=dict, repr=False, compare=False)
 
@@ -196,7 +200,8 @@ class Workspace:
         config_path = root / WORKSPACE_DIR / "config.json"
         config = shapes.checked("config", _format_checked(read_json_file(
             config_path, what="workspace config"), config_path), config_path)
-        ws = cls(root=root, name=str(config.get("name") or root.name))
+        ws = cls(root=root, name=str(config.get("name") or root.name),
+                 store_config=config.get("store"))
         ws.resources = ws._load_resources()
         return ws
 
@@ -424,6 +429,15 @@ class Workspace:
             ) from None
 
     # --------------------------------------------------------------------- store
+
+    @property
+    def store_settings(self) -> StoreSettings:
+        """Which database holds this workspace's lineage (resolved on first use)."""
+        if self._store_settings is None:
+            from .db.settings import resolve
+
+            self._store_settings = resolve(self.meta_dir, self.store_config)
+        return self._store_settings
 
     @property
     def store(self) -> LineageStore:

@@ -74,6 +74,8 @@ class ConfigFile(TypedDict):
 
     format: Literal[1]
     name: NotRequired[str | None]
+    #: Checked by `db.settings.resolve`, which says what is wrong in its own terms.
+    store: NotRequired[Any]
 
 
 @with_config(_CONFIG)

@@ -14,7 +14,6 @@ import datetime as dt
 import json
 import os
 import sys
-import threading
 import warnings
 from argparse import Namespace
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,9 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..errors import DwsError, InvalidParameterError, LineageApiError
+from ..errors import InvalidParameterError, LineageApiError
 from .config import RemoteDataError, Workspace
-from .files import atomic_write_bytes, segment_path
+from .files import atomic_write_bytes
 from .gitinfo import git_commit
 from .records import LineageRecord, StepInfo, as_parameters, now_iso, sanitize_parameters
 from .redaction import get_logger, redact_command_line, redact_text, secret_values
@@ -36,56 +35,12 @@ log = get_logger("dws_dagster.lineage")
 
 PathOrRef = str | os.PathLike[str] | ResourceRef
 
-_kept = threading.local()
-#: Workspaces whose store a thread keeps (the most recently used ones).
-KEPT_STORES = 8
-
-
-def _lineage_identity(workspace: Workspace) -> tuple[int, int, bytes] | None:
-    """What tells this workspace's lineage apart from one deleted and created again at the same
-    place: its folder's inode and the first line of its journal (timestamped)."""
-    folder = workspace.meta_dir / "lineage"
-    try:
-        info = folder.stat()
-        with open(segment_path(folder / "journal", 1), "rb") as handle:
-            first = handle.readline()
-    except FileNotFoundError:
-        return None
-    return info.st_dev, info.st_ino, first
 
 
 def kept_store(workspace: Workspace) -> LineageStore:
-    """The lineage store of `workspace`, kept for this thread's later steps.
-
-    A store opened afresh replays the workspace's lineage (every ref, and the journal since the
-    last compaction), so each step would cost more as the workspace grows; a kept store reads
-    only what was appended since its last look, by this process or any other. It is replaced
-    when the lineage folder is not the one it read (deleted and created again), or when it
-    cannot catch up (it lags behind a restore whose snapshot was deleted since: the compacted
-    lineage a fresh store starts from holds that restore already).
-    """
-    stores: dict[Path, tuple[LineageStore, tuple[int, int, bytes]]] | None = getattr(
-        _kept, "stores", None)
-    if stores is None:
-        stores = _kept.stores = {}
-    identity = _lineage_identity(workspace)
-    kept = stores.pop(workspace.root, None)
-    if kept is not None and identity is not None and kept[1] == identity:
-        try:
-            kept[0].refresh()
-        except DwsError:
-            pass  # start afresh below; an error a fresh store meets too is raised there
-        else:
-            stores[workspace.root] = kept
-            return kept[0]
-    store = workspace.store
-    store.refresh()
-    identity = _lineage_identity(workspace)
-    if identity is not None:
-        stores[workspace.root] = (store, identity)
-        while len(stores) > KEPT_STORES:
-            del stores[next(iter(stores))]
-    return store
+    """The lineage store of `workspace`: every read goes to the database, so a store object
+    holds nothing that could go stale, and a step needs no store kept from an earlier one."""
+    return workspace.store
 
 
 def infer_step_name() -> str:

@@ -1,10 +1,11 @@
 """Snapshots of the workspace's lineage: take, restore, diff, history, delete.
 
-A snapshot is a manifest of every ref's lineage state, stored as
-`.dataworkspace/snapshots/<hash>.json`; the hash covers what versions refs have and how they
-were made (never when, where or by whom), so it is the same on any machine. `index.json` beside
-the manifests lists snapshots with their tags, message, time and metrics; it is written last,
-which makes taking a snapshot all or nothing.
+A snapshot is the state of every ref's lineage at one moment, kept in the workspace store
+(`dws_snapshot_refs`: references to the records, so a snapshot of 100,000 refs copies no record)
+with an index entry (`dws_snapshots`, `dws_snapshot_tags`): tags, message, time, metrics and
+its results copies. Its hash covers what versions refs have and how they were made (never when,
+where or by whom), so it is the same on any machine. Taking one is one transaction: all or
+nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import orjson
 import xxhash
+from sqlalchemy import delete, func, insert, select
 
 from ..errors import (
     InvalidResourceRefError,
@@ -30,20 +32,12 @@ from ..errors import (
 )
 from . import shapes
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
-from .files import atomic_write_json, canonical_json, pretty_json, read_json_file, writing
+from .db import schema
+from .files import canonical_json, pretty_json, writing
 from .graph import SnapshotView, upstream_records
 from .redaction import redact_text
 from .refs import as_ref
-from .store import (
-    RefState,
-    gc_paused,
-    manifest_checked_path,
-    note_checked,
-    read_snapshot_manifest,
-    recovery_advice,
-    snapshot_manifest_path,
-    too_deep,
-)
+from .store import RefState, gc_paused, recovery_advice, too_deep
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short, special_names
 
@@ -105,33 +99,103 @@ class RefChange:
 
 # ---------------------------------------------------------------------------- index
 
+_SNAPSHOTS = schema.snapshots
+_TAGS = schema.snapshot_tags
 
-def _index_path(ws: Workspace) -> Path:
-    return ws.meta_dir / "snapshots" / "index.json"
+
+def _index_where(ws: Workspace) -> str:
+    return f"snapshot index of workspace store {ws.store.shown}"
 
 
 def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
-    """Snapshots, oldest first."""
-    path = _index_path(ws)
-    if not path.exists():
-        return []
-    data = shapes.checked("index", read_json_file(path, what="snapshot index"), path,
-                         what="snapshot index")
-    infos = [SnapshotInfo.from_json(item) for item in data["snapshots"]]
-    seen: dict[str, int] = {}
-    for number, info in enumerate(infos):
-        for name in (info.hash, *info.tags):
-            if seen.setdefault(name, number) != number:
-                raise WorkspaceConfigError(
-                    f"snapshot index {path} is corrupt: snapshots[{number}]: {name!r} also "
-                    f"names snapshots[{seen[name]}]; restore it from git or a backup, or "
-                    "remove one of them")
-    return infos
+    """Snapshots, oldest first. The index is read as untrusted input, like any file of the
+    workspace: a database can be edited by hand or restored from elsewhere."""
+    store = ws.store
+    ws_id = store.workspace_id
+    with store.reading() as connection:
+        rows = connection.execute(
+            select(_SNAPSHOTS.c.hash, _SNAPSHOTS.c.message, _SNAPSHOTS.c.created,
+                   _SNAPSHOTS.c.metrics, _SNAPSHOTS.c.results)
+            .where(_SNAPSHOTS.c.workspace_id == ws_id).order_by(_SNAPSHOTS.c.position)).all()
+        tag_rows = connection.execute(
+            select(_TAGS.c.hash, _TAGS.c.tag).where(_TAGS.c.workspace_id == ws_id)
+            .order_by(_TAGS.c.position, _TAGS.c.tag)).all()
+    tags: dict[str, list[str]] = {}
+    for digest, tag in tag_rows:
+        tags.setdefault(digest, []).append(tag)
+    where = _index_where(ws)
+    entries = [{"hash": digest, "tags": tags.pop(digest, []), "message": message,
+                "created": created, "metrics": _json(metrics, where, digest, "metrics"),
+                "results": _json(results, where, digest, "results")}
+               for digest, message, created, metrics, results in rows]
+    if tags:
+        orphan = next(iter(tags))
+        raise WorkspaceConfigError(
+            f"{where} is corrupt: tag {tags[orphan][0]!r} names snapshot {orphan[:12]}, which "
+            "is not in the index; restore the store from a backup")
+    data = shapes.checked("index", {"format": INDEX_FORMAT, "snapshots": entries}, where,
+                          what="snapshot index", advice="restore the store from a backup")
+    return [SnapshotInfo.from_json(item) for item in data["snapshots"]]
 
 
-def _save_index(ws: Workspace, infos: list[SnapshotInfo]) -> None:
-    atomic_write_json(_index_path(ws), {"format": INDEX_FORMAT,
-                                        "snapshots": [info.to_json() for info in infos]})
+def _json(text: Any, where: str, digest: str, column: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        raise WorkspaceConfigError(
+            f"{where} is corrupt: snapshot {str(digest)[:12]}: {column} is not JSON; restore "
+            "the store from a backup") from None
+
+
+def _add_snapshot(ws: Workspace, info: SnapshotInfo) -> None:
+    store = ws.store
+    ws_id = store.workspace_id
+    with store.locked() as connection:
+        position = connection.execute(select(func.coalesce(func.max(_SNAPSHOTS.c.position), 0))
+                                      .where(_SNAPSHOTS.c.workspace_id == ws_id)).scalar()
+        connection.execute(insert(_SNAPSHOTS).values(
+            workspace_id=ws_id, hash=info.hash, position=int(position or 0) + 1,
+            message=info.message, created=info.created,
+            metrics=None if info.metrics is None else orjson.dumps(info.metrics).decode(),
+            results=orjson.dumps(info.results).decode()))
+        for tag in info.tags:
+            _add_tag(ws, info.hash, tag)
+
+
+def _add_tag(ws: Workspace, digest: str, tag: str) -> None:
+    store = ws.store
+    ws_id = store.workspace_id
+    with store.locked() as connection:
+        position = connection.execute(select(func.coalesce(func.max(_TAGS.c.position), 0))
+                                      .where(_TAGS.c.workspace_id == ws_id)).scalar()
+        connection.execute(insert(_TAGS).values(workspace_id=ws_id, tag=tag, hash=digest,
+                                                position=int(position or 0) + 1))
+
+
+def _remove_tag(ws: Workspace, tag: str) -> None:
+    store = ws.store
+    with store.locked() as connection:
+        connection.execute(delete(_TAGS).where(_TAGS.c.workspace_id == store.workspace_id,
+                                               _TAGS.c.tag == tag))
+
+
+def _remove_snapshot(ws: Workspace, digest: str) -> None:
+    store = ws.store
+    ws_id = store.workspace_id
+    with store.locked() as connection:
+        connection.execute(delete(_TAGS).where(_TAGS.c.workspace_id == ws_id,
+                                               _TAGS.c.hash == digest))
+        connection.execute(delete(_SNAPSHOTS).where(_SNAPSHOTS.c.workspace_id == ws_id,
+                                                    _SNAPSHOTS.c.hash == digest))
+        store.drop_snapshot(digest)
+
+
+def snapshot_manifest(ws: Workspace, digest: str) -> dict[str, Any]:
+    """A snapshot's lineage as the manifest `graph.SnapshotView` reads."""
+    return {"format": INDEX_FORMAT, "hash": digest,
+            "refs": {ref: state.to_json() for ref, state in ws.store.snapshot_items(digest)}}
 
 
 def resolve_snapshot(ws: Workspace, name: str) -> SnapshotInfo:
@@ -241,7 +305,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             if tag is None or tag in existing.tags:
                 return SnapshotOutcome(existing, created=False)
             existing.tags.append(tag)
-            _save_index(ws, infos)
+            _add_tag(ws, existing.hash, tag)
             return SnapshotOutcome(existing, created=False, tag_added=True)
 
         info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
@@ -252,26 +316,18 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
         info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
                              if (states[r].record or {}).get("metrics") is not None), None)
         manifest = {"format": INDEX_FORMAT, "hash": digest,
-                    "resources": [r.to_json() for r in ws.resources.values()],
                     "refs": {ref: state.to_json() for ref, state in sorted(states.items())}}
-        manifest_path = snapshot_manifest_path(ws, digest)
         placed: list[Path] = []
-        wrote_manifest = False
         try:
             placed = _archive_results(ws, info, states, results_refs, manifest, outcome,
                                       _folder_name(info, infos))
-            if not manifest_path.exists():
-                atomic_write_json(manifest_path, manifest)
-                wrote_manifest = True
-                note_checked(manifest_path, manifest_checked_path(manifest_path),
-                             store.states_checked(manifest["refs"]))
-            _save_index(ws, [*infos, info])
+            # In the transaction `store.locked()` holds: the manifest and the index entry
+            # commit together when the block ends, or not at all.
+            store.save_snapshot(digest)
+            _add_snapshot(ws, info)
         except BaseException:
             for folder in placed:
                 shutil.rmtree(folder, ignore_errors=True)
-            if wrote_manifest:
-                manifest_path.unlink(missing_ok=True)
-                manifest_checked_path(manifest_path).unlink(missing_ok=True)
             raise
         return outcome
 
@@ -374,11 +430,11 @@ def restore_snapshot(ws: Workspace, name: str,
     with its lineage.
     """
     info = resolve_snapshot(ws, name)
-    manifest = read_snapshot_manifest(ws, info.hash)
+    manifest = snapshot_manifest(ws, info.hash)
     report = RestoreReport(info)
     store = ws.store
     with store.locked(), gc_paused():
-        current = store.state()
+        current = store.refs()
         plans: list[tuple[str, str, _RestorePlan]] = []
         missing: list[tuple[str, str]] = []
         for ref, raw in sorted(manifest["refs"].items()):
@@ -498,8 +554,7 @@ def lineage_state(ws: Workspace, name: str) -> dict[str, RefState]:
     if name == CURRENT:
         return ws.store.state()
     info = resolve_snapshot(ws, name)
-    manifest = read_snapshot_manifest(ws, info.hash)
-    return {ref: RefState.from_json(data) for ref, data in manifest["refs"].items()}
+    return dict(ws.store.snapshot_items(info.hash))
 
 
 def diff_states(before: dict[str, RefState], after: dict[str, RefState]) -> list[RefChange]:
@@ -602,17 +657,16 @@ def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False
         info = _resolve(infos, name)
         if name in info.tags and len(info.tags) > 1:
             info.tags.remove(name)
-            _save_index(ws, infos)
+            _remove_tag(ws, name)
             return SnapshotDeletion(info, removed_tag=name)
         folders = [folder for number in range(len(info.results))
                    if (folder := _results_folder(ws, info, number)) is not None] \
             if remove_results else []
-        store.compact()  # no journal tail may still refer to the manifest being deleted
-        _save_index(ws, [i for i in infos if i.hash != info.hash])
-        snapshot_manifest_path(ws, info.hash).unlink(missing_ok=True)
-        manifest_checked_path(snapshot_manifest_path(ws, info.hash)).unlink(missing_ok=True)
-        for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
+        _remove_snapshot(ws, info.hash)
+    # Folders go once the snapshot is gone from the store (committed): a crash between leaves
+    # a results copy nobody names, never an index entry whose copy is missing.
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
     return SnapshotDeletion(info, removed_results=folders)
 
 
@@ -620,7 +674,7 @@ def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | No
     """The results copy `info.results[number]` names, checked to lie inside its results
     resource; None when that resource is gone or remote (nothing to read or delete here)."""
     entry = info.results[number]
-    path = _index_path(ws)
+    path = _index_where(ws)
     field_name = f"snapshot {info.hash[:12]}: results[{number}]"
     parsed = as_ref(entry["ref"])  # the format checked it is a ref
     resource = ws.resources.get(parsed.name)
@@ -628,8 +682,8 @@ def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | No
         return None
     if resource.role != "results":
         raise WorkspaceConfigError(
-            f"snapshot index {path} is corrupt: {field_name}.ref: {entry['ref']!r} is not in a "
-            f"results resource ('{parsed.name}' holds {resource.role}); restore it from git or "
+            f"{path} is corrupt: {field_name}.ref: {entry['ref']!r} is not in a "
+            f"results resource ('{parsed.name}' holds {resource.role}); restore the store from "
             "a backup")
     root = ws.resource_root(resource)
     folder = root / entry["folder"]  # the format checked it is `snapshots/<name>`
@@ -637,9 +691,9 @@ def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | No
     real = os.path.realpath(folder)
     if not real.startswith(real_root.rstrip(os.sep) + os.sep):
         raise WorkspaceConfigError(
-            f"snapshot index {path}: {field_name}.folder: {folder} leads to {real}, outside "
+            f"{path}: {field_name}.folder: {folder} leads to {real}, outside "
             f"results resource '{resource.name}' ({real_root}); nothing was changed. Replace "
-            f"the symlink on the way with a folder, or restore the index from git or a backup")
+            f"the symlink on the way with a folder, or restore the store from a backup")
     return folder
 
 

@@ -1,52 +1,37 @@
-"""The lineage store: an append-only journal folded into the current lineage of every ref.
+"""The lineage store: the current lineage of every ref, its history, and the rules that guard
+them, in the workspace's database (`db/`: SQLite in `.dataworkspace/` by default, PostgreSQL
+when runs span machines).
 
-Layout under `.dataworkspace/lineage/`:
-
-- `journal/NNNNNNNN.jsonl`: one JSON operation per line (`claim`, `record`, `fail`, `forget`,
-  `reset`), appended under `lock` and fsynced. Appending costs the same whatever the number of
-  refs; a torn last line (a crash mid-append) is ignored by readers and cut by the next writer.
-- `current.json`: the fold of the journal up to a position, rewritten atomically now and then
-  (compaction) so that readers replay only a short tail. Compaction starts a new segment; older
-  segments stay as the history of every record.
-
-Readers take no lock: they see `current.json` whole (atomic rename) and complete journal lines.
+Every change is one transaction that first takes the workspace's write lock (see
+`db/database.py` for why one lock and not row locks), checks the rules against what is
+committed, writes, and commits: a crash at any point leaves the change whole or absent.
+Records are content-addressed (`dws_records.digest`), so applying one twice stores it once.
 """
 
 from __future__ import annotations
 
-import bisect
 import gc
-import os
-import threading
-from collections.abc import Collection, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from filelock import FileLock
+import xxhash
+from sqlalchemy import and_, delete, func, insert, literal, or_, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..errors import (
-    DwsError,
     LineageConflictError,
     LineageConsistencyError,
     UnknownRefStateError,
     WorkspaceConfigError,
 )
 from . import shapes
-from .digests import key_digest, pack_position, unpack_position
-from .files import (
-    WorkspaceWriteError,
-    append_durably,
-    atomic_write_bytes,
-    fsync_dir,
-    fsync_file,
-    held,
-    journal_segments,
-    parse_json,
-    segment_path,
-)
+from .db import schema
+from .db.database import Database, StoreLockError, StoreUnavailableError, database_for
 from .records import LineageRecord, StepInfo, now_iso
 from .refs import ResourceRef, as_ref
 from .versions import short
@@ -54,24 +39,36 @@ from .versions import short
 if TYPE_CHECKING:
     from .config import Workspace
 
-STORE_FORMAT = 1
-LOCK_TIMEOUT_SECONDS = 120.0
-#: Compact when the journal tail holds more operations than this, or than the number of refs.
-COMPACT_MIN_OPS = 2000
-#: A replay of more operations than this re-sorts the refs once instead of inserting each.
-_BULK_OPS = 64
+__all__ = [
+    "GcSparesOlderObjects",
+    "InputCheck",
+    "LineageStore",
+    "Observed",
+    "RefState",
+    "StoreLockError",
+    "StoreUnavailableError",
+    "attention_note",
+    "conflict_message",
+    "gc_paused",
+    "recovery_advice",
+]
+
+#: Refs per statement when a list of refs is sent as parameters (SQLite allows 32,766).
+_CHUNK = 500
+_ADVICE = ("restore the store from a backup, or 'dws-dagster forget' the ref and re-run its "
+           "step")
 
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while building large acyclic structures (parsed
-    JSON, rows): each of its collections walks the objects built so far, which made opening a
-    store of 100,000 refs cost more than ten times one of 10,000. Parsed JSON forms no
+    JSON, rows): each of its collections walks the objects built so far, which made reading
+    the lineage of 100,000 refs cost more than ten times that of 10,000. Parsed JSON forms no
     reference cycles, so pausing leaves no garbage behind.
 
     On resuming, what was built goes straight to the oldest generation (`gc.freeze()` then
     `gc.unfreeze()`, when nothing else is frozen) rather than being walked by the next young
-    collection, which took a sixth of a lineage query's time.
+    collection.
     """
     if not gc.isenabled():
         yield
@@ -94,12 +91,9 @@ class GcSparesOlderObjects:
 
     The lineage sensor's tick keeps batches of Dagster records alive for a while, which
     promoted them to the oldest generation, so a full collection came every other batch and
-    walked the whole process (Dagster's definitions, the store's indexes): a quarter of a
-    tick. Freezing is a constant-time list splice; young collections still run, so cycles made
-    and dropped within a batch are freed as before, and frozen objects are still freed by
-    reference counting. Pausing the collector for the whole tick instead saved no more time
-    and let a 20-second tick's cycles pile up (peak RSS 210 → 330 MB at 100,000
-    materializations).
+    walked the whole process (Dagster's definitions among them). Freezing is a constant-time
+    list splice; young collections still run, so cycles made and dropped within a batch are
+    freed as before, and frozen objects are still freed by reference counting.
     """
 
     def __init__(self) -> None:
@@ -120,10 +114,6 @@ class GcSparesOlderObjects:
         if self._owned:
             gc.unfreeze()
             self._owned = False
-
-
-class StoreLockError(DwsError):
-    """The workspace store's lock could not be taken in time."""
 
 
 @dataclass(slots=True)
@@ -172,7 +162,6 @@ class RefState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RefState:
-        # Positional: a third faster than keywords, and a store holds one per ref.
         return cls(data.get("owner"), data.get("record"), data.get("attempt"),
                    bool(data.get("unknown", False)))
 
@@ -196,362 +185,273 @@ class Observed:
     was_unknown: bool
 
 
+_R = schema.records.alias("r")
+_A = schema.records.alias("a")
+_REFS = schema.refs
+_SNAP = schema.snapshot_refs
+
+
 class LineageStore:
-    """Current lineage of a workspace's refs, shared safely by many processes."""
+    """Current lineage of a workspace's refs, shared safely by many processes and machines."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
-        self.dir = workspace.meta_dir / "lineage"
-        self.journal_dir = self.dir / "journal"
-        self.current_path = self.dir / "current.json"
-        self.checked_path = self.dir / "current.checked"
-        self._lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT_SECONDS)
-        #: This thread's hold of the lock: its depth, and whether the state was refreshed
-        #: since it was taken (nobody else can append until it is released).
-        self._hold = threading.local()
-        self._refs: dict[str, RefState] = {}
-        #: `_refs` keys in order, or None until needed (rebuilt after a long replay).
-        self._sorted: list[str] | None = []
-        self._segment = 1
-        self._offset = 0
-        self._tail_ops = 0
-        self._loaded = False
-        #: Whether this process appended operations it did not read back through the format's
-        #: check (its own records): then lineage written whole is checked before it is vouched
-        #: for (`note_checked`).
-        self._unchecked = False
-        #: Where in the journal the good record of each (ref, version) is (segment, byte
-        #: offset), once needed: records are read back on demand, so memory does not grow
-        #: with the history (a sensor catching up with 40,000 runs held every record before).
-        # key_digest(ref, version) -> packed journal position of every good record, so past
-        # records are found without keeping them in memory.
-        self._by_version: dict[int, int] | None = None
-        #: Journal segments appended to without fsync, inside `deferred_sync()`.
-        self._unsynced: set[Path] | None = None
+        self.settings = workspace.store_settings
+        self.db: Database = database_for(self.settings)
+        self._workspace_id: int | None = None
+
+    # ------------------------------------------------------------------ naming
+
+    @property
+    def shown(self) -> str:
+        """The store as it may be printed (never its password)."""
+        return self.db.shown
+
+    @property
+    def workspace_id(self) -> int:
+        if self._workspace_id is None:
+            self._workspace_id = self.db.workspace_id(self.workspace.name)
+            from .db.journal_import import import_journal_files
+
+            import_journal_files(self)
+        return self._workspace_id
+
+    # ------------------------------------------------------------------ transactions
 
     @contextmanager
-    def deferred_sync(self) -> Iterator[None]:
-        """Appends inside the block are fsynced once, when it ends, instead of one by one: the
-        lineage sensor applies a batch of events this way and moves its cursor only after the
-        block, so a crash before the sync just re-applies (idempotently) the same events. Other
-        processes see the appended lines at once, as before."""
-        if self._unsynced is not None:  # nested: the outer block syncs
-            yield
-            return
-        self._unsynced = set()
+    def locked(self) -> Iterator[Connection]:
+        """Hold the workspace's write lock in one transaction: every store call the block makes
+        (on this thread) joins it, and it commits when the block ends."""
+        ws_id = self.workspace_id
+        with self._guard("write"), self.db.transaction(write_for=ws_id) as connection:
+            yield connection
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """One consistent view for several reads (joins an open transaction)."""
+        self.workspace_id  # noqa: B018  (registers the workspace, imports journal files)
+        with self._guard("read"), self.db.transaction() as connection:
+            yield connection
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """Database errors as DwsErrors naming the store (never its password)."""
         try:
             yield
-        finally:
-            pending, self._unsynced = self._unsynced, None
-            for path in sorted(pending):
-                if path.exists():
-                    fsync_file(path)
+        except SQLAlchemyError as exc:
+            raise self.db.describe_error(exc, action) from None
 
-    # ------------------------------------------------------------------ locking
+    def refresh(self) -> None:
+        """Nothing to do: every read goes to the database. Kept for callers of the journal
+        store, which cached the lineage in memory."""
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the store's inter-process lock (re-entrant within one store object and thread:
-        a nested hold costs no system call)."""
-        hold = self._hold
-        if getattr(hold, "depth", 0):
-            hold.depth += 1
-            try:
-                yield
-            finally:
-                hold.depth -= 1
-            return
-        with held(self._lock, folder=self.journal_dir, on_timeout=lambda: StoreLockError(
-                f"could not lock the lineage store {self.dir} within {LOCK_TIMEOUT_SECONDS:.0f} "
-                "s: another process holds it; wait for it, or remove the lock file if that "
-                "process is gone")):
-            hold.depth, hold.fresh = 1, False
-            try:
-                yield
-            finally:
-                hold.depth, hold.fresh = 0, False
+    def deferred_sync(self) -> nullcontext[None]:
+        """Nothing to defer: a transaction commits (and syncs) once, however many writes it
+        holds. Kept for callers of the journal store."""
+        return nullcontext()
 
     # ------------------------------------------------------------------ reading
 
-    def refresh(self) -> None:
-        """Bring the in-memory state up to date with what other processes wrote."""
-        hold = self._hold
-        if getattr(hold, "fresh", False):
-            return  # refreshed under the lock this thread still holds: nothing can have changed
-        if not self._loaded:
-            with gc_paused():
-                self._load_compacted()
-                self._read_tail()
-        else:
-            self._read_tail()
-        if getattr(hold, "depth", 0):
-            hold.fresh = True
+    def _states_query(self, table: Any = _REFS) -> Any:
+        return (select(table.c.ref, table.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body,
+                       table.c.unknown)
+                .select_from(table.outerjoin(_R, _R.c.id == table.c.record_id)
+                             .outerjoin(_A, _A.c.id == table.c.attempt_id))
+                .where(table.c.workspace_id == self.workspace_id))
 
-    def _load_compacted(self) -> None:
-        self._refs = {}
-        self._segment, self._offset, self._tail_ops = 1, 0, 0
-        found = read_identified(self.current_path, what="current lineage")
-        self._unchecked = False
-        if found is not None:
-            data, identity = found
-            shell = shapes.checked("current", data, self.current_path,
-                                  what="current lineage")
-            refs = shell["refs"] if checked_before(self.checked_path, identity) else \
-                shapes.check_states(shell["refs"], self.current_path, what="current lineage")
-            self._segment = shell["position"]["segment"]
-            self._offset = shell["position"]["offset"]
-            self._refs = {ref: RefState.from_json(state) for ref, state in refs.items()}
-        self._sorted = None
-        self._loaded = True
-
-    def states_checked(self, states: dict[str, Any]) -> bool:
-        """Whether `states` (ref states as JSON, about to be written whole: `current.json`, a
-        manifest) are surely of the format: without a check when every state this store holds
-        was read through one (no operation appended by this process since)."""
-        if not self._unchecked:
-            return True
-        ok = shapes.states_ok(states)
-        self._unchecked = not ok
-        return ok
-
-    def _segment_path(self, number: int) -> Path:
-        return segment_path(self.journal_dir, number)
-
-    def _segments(self) -> list[int]:
-        return journal_segments(self.journal_dir)
-
-    def _read_tail(self) -> None:
-        try:
-            unchanged = self._segment_path(self._segment).stat().st_size == self._offset
-        except FileNotFoundError:
-            unchanged = self._offset == 0
-        if unchanged and not self._segment_path(self._segment + 1).exists():
-            return  # the common case, in two stat calls
-        with gc_paused():
-            self._read_segments()
-
-    def _read_segments(self) -> None:
-        for number in [n for n in self._segments() if n >= self._segment]:
-            if number > self._segment:
-                self._segment, self._offset = number, 0
-            path = self._segment_path(number)
-            with open(path, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read()
-            end = data.rfind(b"\n") + 1
-            if not end:
-                continue
-            ops = parse_journal(data[:end], path, self._offset)
-            if len(ops) > _BULK_OPS:
-                self._sorted = None  # sorting once beats inserting each new ref in order
-            for op in ops:
-                self._apply(op)
-            if self._by_version is not None:
-                _index_records(self._by_version, ops, data[:end], number, self._offset)
-            self._tail_ops += len(ops)
-            self._offset += end
-
-    @property
-    def _sorted_refs(self) -> list[str]:
-        if self._sorted is None:
-            self._sorted = sorted(self._refs)
-        return self._sorted
-
-    def _set(self, ref: str, state: RefState) -> None:
-        if ref not in self._refs and self._sorted is not None:
-            bisect.insort(self._sorted, ref)
-        self._refs[ref] = state
-
-    def _apply(self, op: dict[str, Any]) -> None:
-        kind = op.get("op")
-        if kind == "record":  # by far the most common: kept lean, a store replays thousands
-            record = op["record"]
-            ref = record["ref"]
-            step = record.get("step") or {}
-            if step.get("kind", "observation") == "observation":
-                previous = self._refs.get(ref)
-                owner = previous.owner if previous is not None else None
-            else:
-                owner = step.get("name")
-            self._set(ref, RefState(owner, record))
-        elif kind == "fail":
-            record = op["record"]
-            state = self._refs.get(record["ref"]) or RefState()
-            self._set(record["ref"], RefState(
-                owner=(record.get("step") or {}).get("name", state.owner), record=state.record,
-                attempt=record, unknown=bool(op.get("unknown"))))
-        elif kind == "claim":
-            state = self._refs.get(op["ref"]) or RefState()
-            if state.owner is None:
-                self._set(op["ref"], RefState(owner=op["step"], record=state.record,
-                                              attempt=state.attempt, unknown=state.unknown))
-        elif kind == "forget":
-            if self._refs.pop(op["ref"], None) is not None and self._sorted is not None:
-                self._sorted.remove(op["ref"])
-        elif kind == "reset":
-            manifest = read_snapshot_manifest(self.workspace, op["snapshot"])
-            self._refs = {ref: RefState.from_json(state)
-                          for ref, state in manifest["refs"].items()}
-            for ref in op.get("unknown", ()):
-                if ref in self._refs:
-                    self._refs[ref].unknown = True
-            self._sorted = None
-        else:
+    def _state_of(self, row: Sequence[Any], where: str) -> RefState:
+        ref, owner, record_id, record_body, attempt_id, attempt_body, unknown = row
+        record = None if record_body is None else self._body(record_body, record_id, ref, where)
+        attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref,
+                                                               where)
+        if owner is not None and type(owner) is not str:
             raise WorkspaceConfigError(
-                f"journal under {self.journal_dir} holds an operation {kind!r} this version of "
-                "dws_dagster does not know; upgrade dws_dagster"
-            )
+                f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r} is not a "
+                f"step name; {_ADVICE}")
+        return RefState(owner, record, attempt, bool(unknown))
+
+    def _body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
+        """A record read back, checked like any file of the workspace: a database can be
+        edited by hand or restored from another version."""
+        try:
+            data = orjson.loads(body)
+        except (orjson.JSONDecodeError, TypeError):
+            data = None
+        if shapes.record_ok(data) and data["ref"] == ref:
+            return data  # type: ignore[no-any-return]
+        prefix = f"workspace store {self.shown}: {where} of ref {ref} (record {record_id})"
+        if data is None:
+            raise WorkspaceConfigError(f"{prefix} is not a JSON record; {_ADVICE}")
+        if isinstance(data, dict) and data.get("ref") != ref:
+            raise WorkspaceConfigError(
+                f"{prefix} is the record of another ref ({str(data.get('ref'))[:80]!r}); "
+                f"{_ADVICE}")
+        shapes.check_states({ref: {"record": data}}, f"workspace store {self.shown}",
+                            what=where, advice=_ADVICE)
+        raise WorkspaceConfigError(f"{prefix} is not a lineage record; {_ADVICE}")
 
     def get(self, ref: ResourceRef | str) -> RefState | None:
-        self.refresh()
-        return self._refs.get(str(ref))
+        key = str(ref)
+        with self.reading() as connection:
+            row = connection.execute(self._states_query().where(_REFS.c.ref == key)).first()
+        return None if row is None else self._state_of(row, "current lineage")
 
     def items(self) -> list[tuple[str, RefState]]:
         """Every ref with lineage, sorted by ref."""
-        self.refresh()
-        return [(ref, self._refs[ref]) for ref in self._sorted_refs]
+        with self.reading() as connection, gc_paused():
+            rows = connection.execute(self._states_query().order_by(_REFS.c.ref)).all()
+            return [(row[0], self._state_of(row, "current lineage")) for row in rows]
 
     def state(self) -> dict[str, RefState]:
-        self.refresh()
-        return dict(self._refs)
+        return dict(self.items())
+
+    def refs(self) -> list[str]:
+        """Every ref with lineage, sorted, without reading records."""
+        with self.reading() as connection:
+            return list(connection.scalars(
+                select(_REFS.c.ref).where(_REFS.c.workspace_id == self.workspace_id)
+                .order_by(_REFS.c.ref)))
 
     def overlapping(self, ref: ResourceRef) -> list[str]:
         """Refs with lineage that are `ref`, contain it, or lie inside it."""
-        self.refresh()
-        found = [str(a) for a in ref.ancestors() if str(a) in self._refs]
+        return [other for other, _owner in self._overlapping(ref)]
+
+    def _overlapping(self, ref: ResourceRef) -> list[tuple[str, str | None]]:
         text = str(ref)
-        if text in self._refs:
-            found.append(text)
-        prefix = text + "/"
-        start = bisect.bisect_left(self._sorted_refs, prefix)
-        for candidate in self._sorted_refs[start:]:
-            if not candidate.startswith(prefix):
-                break
-            found.append(candidate)
-        return found
+        around = [str(a) for a in ref.ancestors()] + [text]
+        # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
+        inside = and_(_REFS.c.ref > text + "/", _REFS.c.ref < text + "0")
+        with self.reading() as connection:
+            rows = connection.execute(
+                select(_REFS.c.ref, _REFS.c.owner)
+                .where(_REFS.c.workspace_id == self.workspace_id,
+                       or_(_REFS.c.ref.in_(around), inside))).all()
+        order = {name: i for i, name in enumerate(around)}
+        return sorted(((str(r), o) for r, o in rows),
+                      key=lambda item: (order.get(item[0], len(order)), item[0]))
 
     def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
-        """The good record that produced `ref@version`: the current one, else from history."""
-        state = self.get(ref)
-        if state is not None and state.record is not None and state.version == version:
-            return state.record
-        key = (str(ref), version)
-        digest = key_digest(*key)
-        if self._by_version is None:  # built once, then kept up to date as the journal grows
-            self._index_history()
-        assert self._by_version is not None
-        where = self._by_version.get(digest)
-        record = self._record_at(where, key) if where is not None else None
-        if where is not None and record is None:  # the journal was replaced meanwhile
-            self._index_history()
-            where = self._by_version.get(digest)
-            record = self._record_at(where, key) if where is not None else None
-        return record
-
-    def _index_history(self) -> None:
-        index: dict[int, int] = {}
-        with gc_paused():
-            for number in self._segments():
-                path = self._segment_path(number)
-                with open(path, "rb") as handle:
-                    data = handle.read()
-                data = data[: data.rfind(b"\n") + 1]
-                # Not checked here: this only notes where records are, and each is checked
-                # when read back (`_record_at`); checking the whole history cost a snapshot of
-                # 10,000 refs a tenth of its time.
-                _index_records(index, parse_journal(data, path, 0, check=False), data, number,
-                               0)
-        self._by_version = index
-
-    def _record_at(self, where: int, key: tuple[str, str | None]) -> dict[str, Any] | None:
-        """The record at a packed journal position, if it still is the one for `key`."""
-        segment, offset = unpack_position(where)
-        try:
-            with open(self._segment_path(segment), "rb") as handle:
-                handle.seek(offset)
-                op = orjson.loads(handle.readline())
-        except (OSError, orjson.JSONDecodeError):
-            return None
-        record = op.get("record") if isinstance(op, dict) and op.get("op") == "record" else None
-        if record is None or not shapes.record_ok(record) \
-                or (record.get("ref"), record.get("version")) != key:
-            return None
-        return record
+        """The good record that produced `ref@version`: the latest one written."""
+        key = str(ref)
+        with self.reading() as connection:
+            row = connection.execute(
+                select(schema.records.c.id, schema.records.c.body)
+                .where(schema.records.c.workspace_id == self.workspace_id,
+                       schema.records.c.ref == key, schema.records.c.version == version,
+                       schema.records.c.good)
+                .order_by(schema.records.c.id.desc()).limit(1)).first()
+        return None if row is None else self._body(row[1], row[0], key, "history")
 
     def history(self) -> Iterator[dict[str, Any]]:
-        """Every operation of the journal, oldest first (complete lines only)."""
-        for number in self._segments():
-            path = self._segment_path(number)
-            with open(path, "rb") as handle:
-                data = handle.read()
-            yield from parse_journal(data[: data.rfind(b"\n") + 1], path, 0)
+        """Every change to the lineage, oldest first, as operations (`op`: claim, record, fail,
+        forget, reset), read a page at a time."""
+        ops = schema.operations
+        after = 0
+        while True:
+            with self.reading() as connection:
+                rows = connection.execute(
+                    select(ops.c.id, ops.c.op, ops.c.ref, ops.c.detail, ops.c.at,
+                           schema.records.c.id, schema.records.c.body)
+                    .select_from(ops.outerjoin(schema.records,
+                                               schema.records.c.id == ops.c.record_id))
+                    .where(ops.c.workspace_id == self.workspace_id, ops.c.id > after)
+                    .order_by(ops.c.id).limit(1000)).all()
+            for row in rows:
+                yield self._operation(row)
+            if len(rows) < 1000:
+                return
+            after = rows[-1][0]
+
+    def _operation(self, row: Sequence[Any]) -> dict[str, Any]:
+        _id, kind, ref, detail, at, record_id, body = row
+        try:
+            extra = orjson.loads(detail) if detail else {}
+        except orjson.JSONDecodeError:
+            extra = None
+        if not isinstance(extra, dict):
+            raise WorkspaceConfigError(
+                f"workspace store {self.shown}: history entry {_id} ({kind} of {ref}) has a "
+                f"corrupt detail; {_ADVICE}")
+        op: dict[str, Any] = {"op": kind, **extra, "at": at}
+        if ref is not None and kind != "record" and kind != "fail":
+            op["ref"] = ref
+        if body is not None:
+            op["record"] = self._body(body, record_id, ref, "history")
+        return op
 
     # ------------------------------------------------------------------ writing
 
-    def _append(self, ops: list[dict[str, Any]]) -> None:
-        """Append operations durably; the caller holds the lock and has refreshed."""
-        if not ops:
-            return
-        number = self._segment
-        if self._segment_path(number + 1).exists():
-            # A compaction this process has not read: cannot happen under the lock after a
-            # refresh, so checked with one stat rather than by listing the journal per append.
-            number = max(self._segments()[-1], number)
-        payload = b"".join(orjson.dumps(op) + b"\n" for op in ops)
-        path = self._segment_path(number)
-        append_durably(path, payload, valid_bytes=self._offset if number == self._segment
-                       else None, sync=self._unsynced is None)
-        if self._unsynced is not None:
-            self._unsynced.add(path)
-        if number == self._segment:  # the file now ends with `payload`: apply it as read back
-            written = parse_journal(payload, path, self._offset, check=False)
-            self._unchecked = True
-            for op in written:
-                self._apply(op)
-            if self._by_version is not None:
-                _index_records(self._by_version, written, payload, number, self._offset)
-            self._offset += len(payload)
-            self._tail_ops += len(ops)
-        else:
-            self._read_tail()
-        if self._tail_ops >= max(COMPACT_MIN_OPS, len(self._refs)):
-            try:
-                self.compact()
-            except WorkspaceWriteError:
-                # The operations are in the journal already; folding it is only a speed-up,
-                # tried again on a later append once the disk has room.
-                pass
+    def _record_id(self, connection: Connection, data: dict[str, Any], *, good: bool) -> int:
+        """The id of record `data`, stored (with its inputs) unless it already is."""
+        try:
+            body = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError as exc:
+            raise WorkspaceConfigError(too_deep(self.shown, exc)) from None
+        digest = xxhash.xxh3_128_hexdigest(body, seed=1 if good else 0)
+        table = schema.records
+        ws_id = self.workspace_id
+        found = connection.execute(select(table.c.id).where(
+            table.c.workspace_id == ws_id, table.c.digest == digest)).scalar()
+        if found is not None:
+            return int(found)
+        step = data.get("step") or {}
+        record_id = connection.execute(insert(table).values(
+            workspace_id=ws_id, ref=data["ref"], version=data.get("version"),
+            run_id=step.get("run_id"), end_time=data.get("end_time"), good=good,
+            digest=digest, body=body.decode())).inserted_primary_key[0]
+        inputs = {item["ref"]: item["version"] for item in data.get("inputs", ())
+                  if isinstance(item, dict) and isinstance(item.get("ref"), str)
+                  and isinstance(item.get("version"), str)}
+        if inputs:
+            connection.execute(insert(schema.record_inputs), [
+                {"record_id": record_id, "ref": ref, "version": version, "workspace_id": ws_id}
+                for ref, version in inputs.items()])
+        return int(record_id)
 
-    def compact(self) -> None:
-        """Fold the journal into `current.json` and start a new journal segment."""
-        with self.locked():
-            self.refresh()
-            next_segment = self._segment + 1
-            refs = {ref: self._refs[ref].to_json() for ref in self._sorted_refs}
-            try:  # encoded before anything is written: a refusal leaves the files as they are
-                body = orjson.dumps({
-                    "format": STORE_FORMAT,
-                    "position": {"segment": next_segment, "offset": 0},
-                    "refs": refs,
-                })
-            except orjson.JSONEncodeError as exc:
-                raise WorkspaceConfigError(too_deep(self.dir, exc)) from None
-            self._segment_path(next_segment).touch()
-            fsync_dir(self.journal_dir)
-            atomic_write_bytes(self.current_path, body)
-            note_checked(self.current_path, self.checked_path, self.states_checked(refs))
-            self._segment, self._offset, self._tail_ops = next_segment, 0, 0
+    def _log(self, connection: Connection, op: str, ref: str | None, *,
+             record_id: int | None = None, detail: dict[str, Any] | None = None,
+             at: str | None = None) -> None:
+        connection.execute(insert(schema.operations).values(
+            workspace_id=self.workspace_id, op=op, ref=ref, record_id=record_id,
+            detail=orjson.dumps(detail).decode() if detail else None, at=at or now_iso()))
+
+    def _put(self, connection: Connection, ref: str, **values: Any) -> None:
+        """Set columns of `ref`'s row, creating it when missing."""
+        changed = connection.execute(update(_REFS).where(
+            _REFS.c.workspace_id == self.workspace_id, _REFS.c.ref == ref).values(**values))
+        if not changed.rowcount:
+            connection.execute(insert(_REFS).values(workspace_id=self.workspace_id, ref=ref,
+                                                    **values))
+
+    def _write_record(self, connection: Connection, data: dict[str, Any],
+                      state: RefState | None) -> None:
+        """A good record becomes `ref`'s lineage; an observation keeps the ref's owner."""
+        ref = data["ref"]
+        step = data.get("step") or {}
+        if step.get("kind", "observation") == "observation":
+            owner = state.owner if state is not None else None
+        else:
+            owner = step.get("name")
+        record_id = self._record_id(connection, data, good=True)
+        self._put(connection, ref, owner=owner, record_id=record_id, attempt_id=None,
+                  unknown=False)
+        self._log(connection, "record", ref, record_id=record_id)
+
+    def _write_failure(self, connection: Connection, data: dict[str, Any],
+                       state: RefState | None, unknown: bool) -> None:
+        ref = data["ref"]
+        owner = (data.get("step") or {}).get("name", state.owner if state else None)
+        attempt_id = self._record_id(connection, data, good=False)
+        self._put(connection, ref, owner=owner, attempt_id=attempt_id, unknown=unknown)
+        self._log(connection, "fail", ref, record_id=attempt_id,
+                  detail={"unknown": True} if unknown else None)
 
     # ------------------------------------------------------------------ rules
 
     def conflicts(self, step: str, ref: ResourceRef) -> list[tuple[str, str]]:
         """(ref, owner) of refs that overlap `ref` and belong to another step (rule (a))."""
-        found = []
-        for other in self.overlapping(ref):
-            owner = self._refs[other].owner
-            if owner is not None and owner != step:
-                found.append((other, owner))
-        return found
+        return [(other, owner) for other, owner in self._overlapping(ref)
+                if owner is not None and owner != step]
 
     def _refuse_conflicts(self, step: str, ref: ResourceRef) -> None:
         clashes = self.conflicts(step, ref)
@@ -579,24 +479,27 @@ class LineageStore:
         `inputs` for unknown state and mixed versions (rule (b), as `check_inputs`; `outputs`
         are refs the step claimed before). Only when all passed are the claims and the
         observations of `observe` (source data no step writes, at a version the store has not
-        seen) appended, in one append under the lock: a step refused for one ref leaves no
-        claim that would block the steps writing its other refs, and no step can claim a ref
-        between the check and the claim.
+        seen) written, in the same transaction as the checks, under the workspace's write
+        lock: a step refused for one ref leaves no claim behind, and no step on any machine can
+        claim a ref between the check and the claim.
 
-        With nothing to write (a step run again) the lock is not taken, unless `lock`: a writer
-        about to write data then learns before touching it that the store cannot be written
-        (a read-only or full disk).
+        With nothing to write (a step run again) no lock is taken, unless `lock`: a writer
+        about to write data then learns before touching it that the store cannot be written.
         """
         wanted = list(dict.fromkeys(as_ref(ref) for ref in claims))
         seen = {str(as_ref(ref)): version for ref, version in observe}
-        self.refresh()
-        if not lock and not self._step_ops(step, wanted, seen):
-            # Nothing to write (a step run again): the checks need no lock, as before a claim.
+        outputs = list(outputs)
+        if not lock and not self._pending_step_writes(step, wanted, seen):
             return self._check_step(step, wanted, inputs, outputs)
-        with self.locked():
-            self.refresh()
+        with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
-            self._append(self._step_ops(step, wanted, seen))
+            claims_now, observations = self._pending_step_writes(step, wanted, seen)
+            at = now_iso()
+            for ref, _state in claims_now:
+                self._put(connection, ref, owner=step)
+                self._log(connection, "claim", ref, detail={"step": step}, at=at)
+            for ref, version, state in observations:
+                self._write_record(connection, _observation(ref, version), state)
         return check
 
     def _check_step(self, step: str, claims: list[ResourceRef],
@@ -607,21 +510,30 @@ class LineageStore:
         return self.check_inputs(step, inputs, outputs=[*outputs, *claims]) if inputs \
             else InputCheck({})
 
-    def _step_ops(self, step: str, claims: list[ResourceRef],
-                  observe: dict[str, str]) -> list[dict[str, Any]]:
-        """The claims not on record yet, and the observations of source data at a version
-        not seen before (refs claimed now are not sources)."""
-        ops: list[dict[str, Any]] = [
-            {"op": "claim", "ref": str(ref), "step": step, "at": now_iso()}
-            for ref in claims
-            if (state := self._refs.get(str(ref))) is None or state.owner is None]
+    def _pending_step_writes(self, step: str, claims: list[ResourceRef],
+                             observe: dict[str, str]) -> Any:
+        """The claims not on record yet, and the observations of source data at a version not
+        seen before (refs claimed now are not sources); () when there is nothing to write."""
+        del step
+        states = self._states_of([str(ref) for ref in claims] + list(observe))
+        claims_now = [(str(ref), states.get(str(ref))) for ref in claims
+                      if (state := states.get(str(ref))) is None or state.owner is None]
         claimed = {str(ref) for ref in claims}
-        for key, version in observe.items():
-            state = self._refs.get(key)
-            if key not in claimed and (state is None or (
-                    state.owner is None and state.version != version)):
-                ops.append(_observation_op(key, version))
-        return ops
+        observations = [(key, version, states.get(key)) for key, version in observe.items()
+                        if key not in claimed and ((state := states.get(key)) is None or (
+                            state.owner is None and state.version != version))]
+        return (claims_now, observations) if claims_now or observations else ()
+
+    def _states_of(self, refs: Sequence[str]) -> dict[str, RefState]:
+        found: dict[str, RefState] = {}
+        wanted = list(dict.fromkeys(refs))
+        with self.reading() as connection:
+            for start in range(0, len(wanted), _CHUNK):
+                rows = connection.execute(self._states_query().where(
+                    _REFS.c.ref.in_(wanted[start:start + _CHUNK]))).all()
+                for row in rows:
+                    found[row[0]] = self._state_of(row, "current lineage")
+        return found
 
     def check_inputs(self, step: str, inputs: Collection[tuple[ResourceRef | str, str]],
                      *, outputs: Iterable[ResourceRef | str] = ()) -> InputCheck:
@@ -630,41 +542,47 @@ class LineageStore:
         Raises UnknownRefStateError for an input whose data may be partial, and
         LineageConsistencyError (rule (b)) when the inputs carry two versions of one ref.
         """
-        self.refresh()
         own = [as_ref(ref) for ref in outputs]
         carriers: dict[str, dict[str, list[str]]] = {}
         warnings: list[str] = []
-        for raw_ref, version in inputs:
-            ref = as_ref(raw_ref)
-            key = str(ref)
-            state = self._refs.get(key)
-            if state is not None and state.unknown:
-                raise UnknownRefStateError(_unknown_message(step, key, state))
-            closure = {key: version}
-            record = self.find_record(key, version) if state is not None else None
-            if record is not None:
-                closure.update(record.get("provenance", {}))
-            elif state is not None and state.version is not None and not _is_source(state):
-                warnings.append(
-                    f"input {key} is at version {short(version)}, but its lineage says "
-                    f"{short(state.version)} (written by step '{state.owner}'): the data changed "
-                    "outside any recorded step; re-run that step to bring its lineage back"
-                )
-            for dep_ref, dep_version in closure.items():
-                if any(o.overlaps(as_ref(dep_ref)) for o in own):
-                    continue
-                carriers.setdefault(dep_ref, {}).setdefault(dep_version, []).append(key)
-        direct = {str(as_ref(ref)): version for ref, version in inputs}
-        for dep_ref, versions in carriers.items():
-            if len(versions) > 1:
-                raise LineageConsistencyError(
-                    self._consistency_message(step, dep_ref, versions, direct.get(dep_ref)))
+        pairs = [(as_ref(raw_ref), version) for raw_ref, version in inputs]
+        with self.reading():
+            states = self._states_of([str(ref) for ref, _version in pairs])
+            for ref, version in pairs:
+                key = str(ref)
+                state = states.get(key)
+                if state is not None and state.unknown:
+                    raise UnknownRefStateError(_unknown_message(step, key, state))
+                closure = {key: version}
+                record = None
+                if state is not None:
+                    record = state.record if state.version == version \
+                        else self.find_record(key, version)
+                if record is not None:
+                    closure.update(record.get("provenance", {}))
+                elif state is not None and state.version is not None \
+                        and state.owner is not None:
+                    warnings.append(
+                        f"input {key} is at version {short(version)}, but its lineage says "
+                        f"{short(state.version)} (written by step '{state.owner}'): the data "
+                        "changed outside any recorded step; re-run that step to bring its "
+                        "lineage back")
+                for dep_ref, dep_version in closure.items():
+                    if any(o.overlaps(as_ref(dep_ref)) for o in own):
+                        continue
+                    carriers.setdefault(dep_ref, {}).setdefault(dep_version, []).append(key)
+            direct = {str(ref): version for ref, version in pairs}
+            for dep_ref, versions in carriers.items():
+                if len(versions) > 1:
+                    raise LineageConsistencyError(
+                        self._consistency_message(step, dep_ref, versions,
+                                                  direct.get(dep_ref)))
         provenance = {ref: next(iter(versions)) for ref, versions in sorted(carriers.items())}
         return InputCheck(provenance, warnings)
 
     def _consistency_message(self, step: str, ref: str, versions: dict[str, list[str]],
                              read_directly: str | None) -> str:
-        state = self._refs.get(ref)
+        state = self.get(ref)
         # The version read directly is the data as it is now; else trust the lineage.
         current = read_directly or (state.version if state is not None else None)
         described = "; ".join(
@@ -690,10 +608,12 @@ class LineageStore:
     def _steps_built_from(self, ref: str, stale_ref: str, stale_version: str,
                           seen: set[str]) -> list[str]:
         """Steps between `stale_ref@stale_version` and `ref`, upstream first."""
-        state = self._refs.get(ref)
-        if ref in seen or state is None or state.record is None:
+        if ref in seen:
             return []
         seen.add(ref)
+        state = self.get(ref)
+        if state is None or state.record is None:
+            return []
         record = state.record
         if record.get("provenance", {}).get(stale_ref) != stale_version:
             return []
@@ -710,23 +630,18 @@ class LineageStore:
     # ------------------------------------------------------------------ recording
 
     def commit(self, records: Iterable[LineageRecord]) -> list[LineageRecord]:
-        """Record good materializations; a record equal to the current one is not written twice.
-
-        Rule (a) is checked again under the lock, so a writer that skipped `claim` cannot
-        overwrite another step's ref.
-        """
+        """Record good materializations; a record equal to the current one is not written
+        twice. Rule (a) is checked again in the same transaction, so a writer that skipped
+        `claim` cannot overwrite another step's ref."""
         wanted = list(records)
-        with self.locked():
-            self.refresh()
-            ops = []
+        with self.locked() as connection:
             for record in wanted:
                 self._refuse_writer_conflicts(record)
                 data = record.to_json()
-                state = self._refs.get(record.ref)
+                state = self.get(record.ref)
                 if state is not None and state.record == data and state.attempt is None:
                     continue
-                ops.append({"op": "record", "record": data})
-            self._append(ops)
+                self._write_record(connection, data, state)
         return wanted
 
     def apply(self, record: LineageRecord) -> bool:
@@ -740,9 +655,8 @@ class LineageStore:
         """
         data = record.to_json()
         run_id = record.step.run_id if record.step is not None else None
-        with self.locked():
-            self.refresh()
-            state = self._refs.get(record.ref)
+        with self.locked() as connection:
+            state = self.get(record.ref)
             current = state.record if state is not None else None
             if current == data:
                 return False
@@ -758,7 +672,7 @@ class LineageStore:
                     (record.end_time or ""):
                 return False
             self._refuse_writer_conflicts(record)
-            self._append([{"op": "record", "record": data}])
+            self._write_record(connection, data, state)
             return True
 
     def apply_failure(self, record: LineageRecord, *, unknown: bool = False) -> bool:
@@ -767,9 +681,8 @@ class LineageStore:
         attempt is already recorded, the run did materialize the ref, or a later good record
         exists — so replays add nothing and the last good lineage is always kept."""
         run_id = record.step.run_id if record.step is not None else None
-        with self.locked():
-            self.refresh()
-            state = self._refs.get(record.ref)
+        with self.locked() as connection:
+            state = self.get(record.ref)
             if state is not None:
                 for seen in (state.attempt, state.record):
                     if seen is not None and (seen.get("step") or {}).get("run_id") == run_id:
@@ -777,7 +690,7 @@ class LineageStore:
                 good_end = (state.record or {}).get("end_time") or ""
                 if good_end and good_end > (record.end_time or record.start_time or ""):
                     return False
-            self._append([{"op": "fail", "record": record.to_json(), "unknown": unknown}])
+            self._write_failure(connection, record.to_json(), state, unknown)
             return True
 
     def observe(self, ref: ResourceRef | str, version: str,
@@ -789,15 +702,14 @@ class LineageStore:
         it also clears `unknown` when the version is the one on record.
         """
         key = str(as_ref(ref))
-        with self.locked():
-            self.refresh()
-            state = self._refs.get(key)
+        with self.locked() as connection:
+            state = self.get(key)
             if state is not None and state.owner is not None:
                 return False  # a step writes this ref: drift is reported, not adopted
             if state is not None and state.version == version \
                     and not (recover and state.unknown):
                 return False
-            self._append([_observation_op(key, version, extra, at)])
+            self._write_record(connection, _observation(key, version, extra, at), state)
             return True
 
     def observe_source(self, ref: ResourceRef | str, version: str | None = None, *,
@@ -843,134 +755,79 @@ class LineageStore:
     def fail(self, records: Iterable[LineageRecord], unknown: Iterable[str] = ()) -> None:
         """Record failed attempts; the last good record stays, `unknown` refs become unreadable."""
         partial = {str(as_ref(ref)) for ref in unknown}
-        with self.locked():
-            self.refresh()
-            self._append([{"op": "fail", "record": record.to_json(),
-                           "unknown": record.ref in partial} for record in records])
+        with self.locked() as connection:
+            for record in records:
+                self._write_failure(connection, record.to_json(), self.get(record.ref),
+                                    record.ref in partial)
 
     def forget(self, ref: ResourceRef | str) -> bool:
         """Drop a ref's lineage (and its owner), e.g. to hand the ref to another step."""
         key = str(as_ref(ref))
-        with self.locked():
-            self.refresh()
-            if key not in self._refs:
+        with self.locked() as connection:
+            gone = connection.execute(delete(_REFS).where(
+                _REFS.c.workspace_id == self.workspace_id, _REFS.c.ref == key)).rowcount
+            if not gone:
                 return False
-            self._append([{"op": "forget", "ref": key, "at": now_iso()}])
+            self._log(connection, "forget", key)
             return True
 
+    # ------------------------------------------------------------------ snapshots
+
+    def save_snapshot(self, snapshot_hash: str) -> None:
+        """Keep the current lineage as snapshot `snapshot_hash`'s manifest (references to the
+        records, not copies); the caller holds the lock and adds the index entry."""
+        with self.locked() as connection:
+            ws_id = self.workspace_id
+            exists = connection.execute(select(func.count()).select_from(_SNAP).where(
+                _SNAP.c.workspace_id == ws_id, _SNAP.c.hash == snapshot_hash)).scalar()
+            if exists:
+                return
+            connection.execute(insert(_SNAP).from_select(
+                ["workspace_id", "hash", "ref", "owner", "record_id", "attempt_id", "unknown"],
+                select(_REFS.c.workspace_id, literal(snapshot_hash), _REFS.c.ref,
+                       _REFS.c.owner, _REFS.c.record_id, _REFS.c.attempt_id, _REFS.c.unknown)
+                .where(_REFS.c.workspace_id == ws_id)))
+
+    def snapshot_items(self, snapshot_hash: str) -> list[tuple[str, RefState]]:
+        """A snapshot's lineage, sorted by ref."""
+        with self.reading() as connection, gc_paused():
+            rows = connection.execute(self._states_query(_SNAP).where(
+                _SNAP.c.hash == snapshot_hash).order_by(_SNAP.c.ref)).all()
+            return [(row[0], self._state_of(row, f"snapshot {snapshot_hash[:12]}"))
+                    for row in rows]
+
+    def drop_snapshot(self, snapshot_hash: str) -> None:
+        with self.locked() as connection:
+            connection.execute(delete(_SNAP).where(_SNAP.c.workspace_id == self.workspace_id,
+                                                   _SNAP.c.hash == snapshot_hash))
+
     def reset(self, snapshot_hash: str, unknown: Iterable[str] = ()) -> None:
-        """Make a snapshot's lineage the current lineage (restore), then compact."""
-        with self.locked():
-            self.refresh()
-            self._append([{"op": "reset", "snapshot": snapshot_hash,
-                           "unknown": sorted(set(unknown)), "at": now_iso()}])
-            self.compact()
+        """Make a snapshot's lineage the current lineage (restore), marking `unknown` the refs
+        whose data could not be brought back."""
+        partial = sorted(set(unknown))
+        with self.locked() as connection:
+            ws_id = self.workspace_id
+            connection.execute(delete(_REFS).where(_REFS.c.workspace_id == ws_id))
+            connection.execute(insert(_REFS).from_select(
+                ["workspace_id", "ref", "owner", "record_id", "attempt_id", "unknown"],
+                select(_SNAP.c.workspace_id, _SNAP.c.ref, _SNAP.c.owner, _SNAP.c.record_id,
+                       _SNAP.c.attempt_id, _SNAP.c.unknown)
+                .where(_SNAP.c.workspace_id == ws_id, _SNAP.c.hash == snapshot_hash)))
+            for start in range(0, len(partial), _CHUNK):
+                connection.execute(update(_REFS).where(
+                    _REFS.c.workspace_id == ws_id,
+                    _REFS.c.ref.in_(partial[start:start + _CHUNK])).values(unknown=True))
+            self._log(connection, "reset", None,
+                      detail={"snapshot": snapshot_hash, "unknown": partial})
 
 
-# ------------------------------------------------ files written whole and checked once
-#
-# `current.json` and snapshot manifests hold every ref's lineage: checking 10,000 refs costs
-# about as much as parsing them, on every command. So when the store writes one of them from
-# lineage known to be checked, it notes the file's identity beside it (`<name>.checked`: device,
-# inode, size, modification and change times); a reader finding that very file skips the check.
-# Any other copy (edited by hand, cloned, restored from a backup, replaced) has another inode
-# or change time, which no one can set, so it is checked in full.
-
-
-def _identity(info: os.stat_result) -> list[int]:
-    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
-
-
-def read_identified(path: Path, *, what: str) -> tuple[Any, list[int]] | None:
-    """The parsed JSON of `path` and the identity of the file read (None if it is missing)."""
-    try:
-        with open(path, "rb") as handle:
-            identity = _identity(os.fstat(handle.fileno()))
-            raw = handle.read()
-    except FileNotFoundError:
-        return None
-    return parse_json(raw, path, what=what), identity
-
-
-def checked_before(sidecar: Path, identity: list[int]) -> bool:
-    try:
-        return bool(orjson.loads(sidecar.read_bytes()) == identity)
-    except (OSError, orjson.JSONDecodeError):
-        return False
-
-
-def note_checked(path: Path, sidecar: Path, ok: bool) -> None:
-    """Note that `path`, just written, holds checked lineage (`ok`), or forget any such note."""
-    try:
-        sidecar.unlink(missing_ok=True)
-        if ok:
-            atomic_write_bytes(sidecar, orjson.dumps(_identity(path.stat())), durable=False)
-    except OSError:
-        pass  # then the next reader checks the file in full
-
-
-def _index_records(index: dict[int, int],
-                   ops: list[dict[str, Any]], data: bytes, segment: int, base: int) -> None:
-    """Note where each good record of `ops` (parsed from `data`, read from `segment` at byte
-    `base`) lies: `parse_journal` keeps one operation per non-blank line, in order. Operations
-    may be unchecked: what is not a record of the expected shape is left out."""
-    starts, position = [], 0
-    for line in data.split(b"\n")[:-1]:
-        if line.strip():
-            starts.append(position)
-        position += len(line) + 1
-    for op, start in zip(ops, starts, strict=True):
-        record = op.get("record") if type(op) is dict and op.get("op") == "record" else None
-        if type(record) is dict and type(ref := record.get("ref")) is str \
-                and type(version := record.get("version")) in (str, type(None)):
-            index[key_digest(ref, version)] = pack_position(segment, base + start)
-
-
-def parse_journal(data: bytes, path: Path, offset: int, *, check: bool = True
-                  ) -> list[dict[str, Any]]:
-    """The operations in `data`, complete JSON lines read from `path` at byte `offset`,
-    checked against the journal's format (`formats.JournalOp`) unless `check` is False (lines
-    this process just wrote).
-
-    One `orjson.loads` over the lines joined as an array: parsing line by line costs more
-    than the parsing itself when a store of many refs is opened. A corrupt line is then looked
-    for line by line, to name where it is.
-    """
-    def where(index: int) -> str:
-        return _line_of(data, offset, index)
-
-    ops: list[Any]
-    try:  # JSON strings hold no raw newline, so each one can only separate two lines
-        ops = orjson.loads(b"[" + data.rstrip(b"\r\n").replace(b"\n", b",") + b"]")
-    except orjson.JSONDecodeError:  # a corrupt or blank line: find it line by line
-        lines = [line for line in data.split(b"\n") if line.strip()]
-        ops = []
-        for index, line in enumerate(lines):
-            try:
-                ops.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                raise WorkspaceConfigError(
-                    f"lineage journal {path} is corrupt at {where(index)}: not valid JSON; "
-                    "restore the lineage folder from git or a backup (or move that line out "
-                    "of the file)") from None
-    return shapes.check_ops(ops, path, where) if check else ops
-
-
-def _line_of(data: bytes, offset: int, index: int) -> str:
-    """Where the `index`-th non-blank line of `data` (read at byte `offset`) starts."""
-    position = 0
-    seen = -1
-    for line in data.split(b"\n"):
-        if line.strip():
-            seen += 1
-            if seen == index:
-                break
-        position += len(line) + 1
-    return f"byte {offset + position} (line {index + 1} of the unread tail)"
-
-
-def _is_source(state: RefState) -> bool:
-    return state.owner is None
+def _observation(ref: str, version: str, extra: dict[str, Any] | None = None,
+                 at: str | None = None) -> dict[str, Any]:
+    record = LineageRecord(ref=ref, version=version,
+                           step=StepInfo(name="observation", kind="observation"),
+                           start_time=at or now_iso(), end_time=at or now_iso(),
+                           extra=extra or {})
+    return record.to_json()
 
 
 def conflict_message(step: str, ref: ResourceRef, clashes: list[tuple[str, str]]) -> str:
@@ -982,15 +839,6 @@ def conflict_message(step: str, ref: ResourceRef, clashes: list[tuple[str, str]]
     return (f"step '{step}' may not write ref {ref}: {'; '.join(parts)}. Two steps writing one "
             "ref, or nested refs, would make its lineage ambiguous: give this output its own "
             f"subpath, or hand the ref over with 'dws-dagster forget {clashes[0][0]}'")
-
-
-def _observation_op(ref: str, version: str, extra: dict[str, Any] | None = None,
-                    at: str | None = None) -> dict[str, Any]:
-    record = LineageRecord(ref=ref, version=version,
-                           step=StepInfo(name="observation", kind="observation"),
-                           start_time=at or now_iso(), end_time=at or now_iso(),
-                           extra=extra or {})
-    return {"op": "record", "record": record.to_json()}
 
 
 def recovery_advice(ref: str, owner: str | None) -> str:
@@ -1029,44 +877,9 @@ def _unknown_message(step: str, ref: str, state: RefState) -> str:
             f"re-run '{step}'")
 
 
-def too_deep(where: Path, exc: Exception) -> str:
-    """The message for lineage that cannot be encoded again: values nested deeper than JSON
-    encoding allows (orjson stops at 255 levels) can only come from an edited file."""
-    return (f"the lineage under {where} holds a record whose parameters, metrics or extra "
-            f"values nest too deeply to be written again ({exc}); restore the lineage folder "
-            "from git or a backup")
+def too_deep(where: Path | str, exc: Exception) -> str:
+    """The message for lineage that cannot be encoded: values nested deeper than JSON encoding
+    allows (orjson stops at 255 levels) can only come from an edited store or file."""
+    return (f"the lineage in {where} holds a record whose parameters, metrics or extra "
+            f"values nest too deeply to be written again ({exc}); restore it from a backup")
 
-
-def snapshot_manifest_path(workspace: Workspace, snapshot_hash: str) -> Path:
-    return workspace.meta_dir / "snapshots" / f"{snapshot_hash}.json"
-
-
-def read_snapshot_manifest(workspace: Workspace, snapshot_hash: str) -> dict[str, Any]:
-    """Load a snapshot manifest, checking its format and that its content matches its
-    hash-named file (the hash is checked before it becomes a file name)."""
-    if not shapes.is_snapshot_hash(snapshot_hash):
-        raise WorkspaceConfigError(
-            f"{snapshot_hash!r} is not a snapshot hash (32 lowercase hex digits), so it names "
-            "no manifest; restore the snapshot index or lineage journal that holds it from git "
-            "or a backup")
-    path = snapshot_manifest_path(workspace, snapshot_hash)
-    with gc_paused():
-        found = read_identified(path, what="snapshot manifest")
-    if found is None:
-        raise WorkspaceConfigError(f"snapshot manifest {path} is missing; restore it from git "
-                                   "or a backup, or delete the snapshot")
-    data, identity = found
-    advice = "restore it from git or a backup, or delete the snapshot"
-    shell = shapes.checked("manifest", data, path, what="snapshot manifest",
-                          advice=advice)
-    if shell["hash"] != snapshot_hash:
-        raise WorkspaceConfigError(
-            f"snapshot manifest {path} is corrupt: hash: {shell['hash']!r} is the wrong hash "
-            f"(not the one in its file name); {advice}")
-    if not checked_before(manifest_checked_path(path), identity):
-        shapes.check_states(shell["refs"], path, what="snapshot manifest", advice=advice)
-    return data
-
-
-def manifest_checked_path(manifest: Path) -> Path:
-    return manifest.with_name(manifest.stem + ".checked")
