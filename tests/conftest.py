@@ -6,7 +6,8 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,60 @@ from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The database on the session's PostgreSQL server that holds the stores of `both_stores` tests
+#: (one schema per test).
+STORE_DATABASE = "dws_stores"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "both_stores: run the test on the SQLite store and on a PostgreSQL store "
+        "(a throwaway server on 127.0.0.1; one schema per test)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "store_backend" in metafunc.fixturenames \
+            and metafunc.definition.get_closest_marker("both_stores") is not None:
+        metafunc.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A PostgreSQL server for the session, on 127.0.0.1 (skipped without PostgreSQL, unless
+    CI is set: then a failure)."""
+    from tests.postgres_server import start_server, stop_server, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set, so the PostgreSQL store tests must run)")
+        pytest.skip(reason)
+    server = start_server()
+    server.create_database_named(STORE_DATABASE)
+    try:
+        yield server
+    finally:
+        stop_server(server)
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+                  ) -> Iterator[str]:
+    """Which store the test's workspaces use: SQLite (the default), or with `both_stores` also
+    PostgreSQL through DWS_STORE_URL, a fresh schema per test (subprocesses inherit it)."""
+    from dws_dagster.workspace.db.database import forget_databases
+
+    kind = getattr(request, "param", "sqlite")
+    if kind == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("DWS_STORE_URL", server.url(STORE_DATABASE))
+        monkeypatch.setenv("DWS_STORE_SCHEMA", f"t_{uuid.uuid4().hex[:16]}")
+    yield kind
+    forget_databases()  # pooled connections of this test's stores go with it
+
+
+@pytest.fixture
+def ws(tmp_path: Path, store_backend: str) -> Workspace:
     """A workspace with one resource of each role."""
     workspace = Workspace.init(tmp_path / "ws")
     workspace.add_resource("src", "source-data", path="data/src")

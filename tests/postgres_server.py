@@ -121,6 +121,20 @@ class PostgresServer:
         return psycopg2.connect(host=self.host, port=self.port, user=self.user,
                                 password=self.password, dbname=database)
 
+    def url(self, database: str) -> str:
+        """A SQLAlchemy URL of `database`, password included (tests only)."""
+        return (f"postgresql://{self.user}:{self.password}@{self.host}:{self.port}/"
+                f"{database}")
+
+    def create_database_named(self, name: str) -> None:
+        connection = self.connect()
+        try:
+            connection.autocommit = True
+            with connection.cursor() as cursor:
+                cursor.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            connection.close()
+
     def create_database(self, prefix: str = "dagster") -> str:
         """A new empty database (one per Dagster instance keeps tests independent)."""
         self._databases += 1

@@ -243,7 +243,8 @@ def test_event_reads_on_postgres_are_complete_and_in_storage_order(runs):
 def test_a_lost_store_is_rebuilt_from_the_postgres_event_log(runs, tmp_path):
     copy = tmp_path / "ws"
     shutil.copytree(runs.postgres_ws.root, copy)
-    shutil.rmtree(copy / ".dataworkspace" / "lineage")
+    for lost in (copy / ".dataworkspace").glob("store.db*"):  # the SQLite store and its WAL
+        lost.unlink()
     ws = Workspace.open(copy)
     # The definitions, as the sensor has them: they map the failed run's assets to refs.
     process_events(runs.postgres, ws, openlineage=False,

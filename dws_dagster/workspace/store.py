@@ -489,7 +489,7 @@ class LineageStore:
         wanted = list(dict.fromkeys(as_ref(ref) for ref in claims))
         seen = {str(as_ref(ref)): version for ref, version in observe}
         outputs = list(outputs)
-        if not lock and not self._pending_step_writes(step, wanted, seen):
+        if not lock and not any(self._pending_step_writes(step, wanted, seen)):
             return self._check_step(step, wanted, inputs, outputs)
         with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
@@ -513,7 +513,7 @@ class LineageStore:
     def _pending_step_writes(self, step: str, claims: list[ResourceRef],
                              observe: dict[str, str]) -> Any:
         """The claims not on record yet, and the observations of source data at a version not
-        seen before (refs claimed now are not sources); () when there is nothing to write."""
+        seen before (refs claimed now are not sources)."""
         del step
         states = self._states_of([str(ref) for ref in claims] + list(observe))
         claims_now = [(str(ref), states.get(str(ref))) for ref in claims
@@ -522,7 +522,7 @@ class LineageStore:
         observations = [(key, version, states.get(key)) for key, version in observe.items()
                         if key not in claimed and ((state := states.get(key)) is None or (
                             state.owner is None and state.version != version))]
-        return (claims_now, observations) if claims_now or observations else ()
+        return claims_now, observations
 
     def _states_of(self, refs: Sequence[str]) -> dict[str, RefState]:
         found: dict[str, RefState] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -133,11 +134,12 @@ class Database:
                 connection = connection.execution_options(dws_immediate=True)
             with connection.begin():
                 if self.settings.dialect == "postgresql":
+                    # Lock first: CREATE SCHEMA IF NOT EXISTS itself races between sessions.
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                       {"key": _MIGRATION_LOCK})
                     if self.settings.schema:
                         connection.execute(text(
                             f'CREATE SCHEMA IF NOT EXISTS "{self.settings.schema}"'))
-                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                                       {"key": _MIGRATION_LOCK})
                 config.attributes["connection"] = connection
                 config.attributes["schema"] = self.settings.schema
                 command.upgrade(config, "head")
@@ -284,10 +286,45 @@ def _create_engine(settings: StoreSettings) -> Engine:
             connect_args={"timeout": LOCK_TIMEOUT_SECONDS, "check_same_thread": False})
         _sqlite_events(engine)
         return engine
-    return create_engine(settings.url, pool_pre_ping=True, pool_size=2, max_overflow=8,
+    return create_engine(_with_driver(settings), pool_pre_ping=True, pool_size=2,
+                         max_overflow=8,
                          execution_options=options,
                          connect_args={"connect_timeout": 10,
                                        "application_name": "dws_dagster"})
+
+
+def _with_driver(settings: StoreSettings) -> Any:
+    """A `postgresql://` URL names no driver: SQLAlchemy 2.1 then picks psycopg 3, while the
+    one Dagster's own PostgreSQL storage installs is psycopg2. Use whichever is installed."""
+    url = settings.url
+    if url.drivername != "postgresql":
+        return url
+    import importlib.util
+
+    for module, driver in (("psycopg", "postgresql+psycopg"),
+                           ("psycopg2", "postgresql+psycopg2")):
+        if importlib.util.find_spec(module) is not None:
+            return url.set(drivername=driver)
+    raise StoreUnavailableError(
+        f"workspace store {settings.shown}: no PostgreSQL driver is installed; "
+        "pip install 'dws_dagster[postgres]' (psycopg2), or psycopg")
+
+
+def _enable_wal(cursor: sqlite3.Cursor) -> None:
+    """Put a new database file in WAL mode (it stays so). Switching needs the file to
+    itself, and SQLite answers "database is locked" at once, without its busy wait, when
+    another process opens the new file at that moment: retry until the lock timeout."""
+    deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+    while True:
+        try:
+            # Where WAL cannot be used (no shared memory), SQLite keeps the rollback journal:
+            # slower for concurrent readers, as correct.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _sqlite_events(engine: Engine) -> None:
@@ -299,7 +336,7 @@ def _sqlite_events(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(cursor)
             # FULL: a commit survives a power cut, as the journal's fsynced appends did.
             cursor.execute("PRAGMA synchronous=FULL")
             cursor.execute("PRAGMA foreign_keys=ON")

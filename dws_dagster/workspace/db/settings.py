@@ -4,7 +4,8 @@ its own storage (`dagster.yaml`'s `{env: VAR}`), and shown without its password.
 In order:
 
 1. `DWS_STORE_URL` in the environment: a full SQLAlchemy URL, password included (the
-   environment is where deployments keep secrets); any SQLite or PostgreSQL URL.
+   environment is where deployments keep secrets); any SQLite or PostgreSQL URL, with
+   `DWS_STORE_SCHEMA` naming a PostgreSQL schema for the tables if wanted.
 2. `store` in `.dataworkspace/config.json` (under version control, so never a password):
    `{"url": "postgresql://user@host:5432/db", "password": {"env": "VAR"}, "schema": "dws"}`,
    or `{"url": {"env": "VAR"}}` for a whole URL kept in the environment. Only PostgreSQL: a
@@ -26,6 +27,7 @@ from ...errors import WorkspaceConfigError
 from ..redaction import redact_text
 
 ENV_URL = "DWS_STORE_URL"
+ENV_SCHEMA = "DWS_STORE_SCHEMA"
 DEFAULT_FILE = "store.db"
 _DIALECTS = ("sqlite", "postgresql")
 _SCHEMA_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
@@ -72,8 +74,8 @@ def resolve(meta_dir: Path, config: Any, *, environ: dict[str, str] | None = Non
     env = os.environ if environ is None else environ
     from_env = env.get(ENV_URL)
     if from_env:
-        return StoreSettings(_parse(from_env, f"${ENV_URL}"), _schema(env.get(
-            ENV_URL + "_SCHEMA"), f"${ENV_URL}_SCHEMA"), ENV_URL)
+        return StoreSettings(_parse(from_env, f"${ENV_URL}"),
+                             _schema(env.get(ENV_SCHEMA), f"${ENV_SCHEMA}"), ENV_URL)
     if config is None:
         return default_settings(meta_dir)
     where = f"{meta_dir / 'config.json'}: store"
