@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from .errors import DwsError, WorkspaceNotFoundError
+from .errors import DwsError, WorkspaceConfigError, WorkspaceNotFoundError
 from .workspace.config import ROLES, VERSIONING_MODES, WORKSPACE_DIR, RemoteDataError, Workspace
 from .workspace.files import first_os_error, write_error, writing
 from .workspace.store import attention_note, gc_paused
@@ -78,8 +78,22 @@ def _progress(total: int | None, desc: str, unit: str = "it", **kwargs: Any) -> 
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    ws = Workspace.init(args.directory, name=args.name)
+    from .workspace.db.database import database_for
+    from .workspace.db.settings import resolve, store_entry
+
+    entry = None
+    if args.store:
+        entry = store_entry(args.store, password_env=args.store_password_env,
+                            schema=args.store_schema)
+        # Reached before anything is written: a wrong URL or password leaves no workspace.
+        root = Path(args.directory).absolute()
+        database_for(resolve(root / ".dataworkspace", entry)).ensure_schema()
+    elif args.store_password_env or args.store_schema:
+        raise WorkspaceConfigError("--store-password-env and --store-schema go with --store URL")
+    ws = Workspace.init(args.directory, name=args.name, store=entry)
+    ws.store.workspace_id  # noqa: B018  (registers the workspace in its store now)
     print(f"initialised workspace '{ws.name}' in {ws.root}")
+    print(f"lineage store: {ws.store.shown}")
     return 0
 
 
@@ -129,10 +143,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         count = sum(1 for row in rows if row["ref"].split("/", 1)[0] == res.name)
         resources.append({**res.to_json(), "refs": count})
     if args.format == "json":
-        _print_json({"workspace": ws.name, "root": str(ws.root), "resources": resources,
-                     "refs": rows})
+        _print_json({"workspace": ws.name, "root": str(ws.root),
+                     "store": {"url": ws.store.shown, "from": ws.store_settings.origin},
+                     "resources": resources, "refs": rows})
         return 0
     print(f"Workspace {ws.name} ({ws.root})")
+    print(f"Lineage store: {ws.store.shown} (from {_origin(ws.store_settings.origin)})")
     print("\nResources:")
     if not resources:
         print("  (none: add one with 'dws-dagster add')")
@@ -155,6 +171,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         for row in attention:
             print(f"  {row['ref']}: {row['attention']}")
     return 0
+
+
+def _origin(origin: str) -> str:
+    return {"default": "the default", "config.json": ".dataworkspace/config.json",
+            "DWS_STORE_URL": "$DWS_STORE_URL"}.get(origin, origin)
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
@@ -468,6 +489,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("init", cmd_init, "create .dataworkspace/ in DIR (default: here)")
     p.add_argument("directory", nargs="?", default=".", metavar="DIR")
     p.add_argument("--name", help="workspace name (default: the folder's name)")
+    p.add_argument("--store", metavar="URL",
+                   help="a PostgreSQL store for the lineage (postgresql://user@host:port/db, "
+                        "no password; default: SQLite in .dataworkspace/)")
+    p.add_argument("--store-password-env", metavar="VAR",
+                   help="environment variable holding the store's password")
+    p.add_argument("--store-schema", metavar="NAME",
+                   help="PostgreSQL schema for the store's tables (default: the user's)")
 
     p = add("add", cmd_add, "register a resource of the workspace")
     p.add_argument("name")

@@ -256,3 +256,47 @@ def test_no_password_reaches_the_workspace_files(tmp_path):
     assert "the-password-1" not in (ws.meta_dir / "config.json").read_text()
     assert database_for(found).shown == "postgresql://u@h/d"
     assert os.environ.get("PW") is None
+
+
+# ------------------------------------------------------------------ the CLI
+
+
+def test_init_with_a_postgres_store_and_status_show_it_without_the_password(
+        tmp_path, monkeypatch, cli, postgres_server):
+    from tests.conftest import STORE_DATABASE
+
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    server = postgres_server
+    monkeypatch.setenv("LINEAGE_DB_PASSWORD", server.password)
+    url = f"postgresql://{server.user}@{server.host}:{server.port}/{STORE_DATABASE}"
+    code, out, err = cli("init", str(tmp_path / "pg"), "--store", url, "--store-password-env",
+                         "LINEAGE_DB_PASSWORD", "--store-schema", "cli_init")
+    assert code == 0, err
+    assert f"lineage store: {url} (schema cli_init)" in out
+    config = (tmp_path / "pg" / ".dataworkspace" / "config.json").read_text()
+    assert server.password not in config and "LINEAGE_DB_PASSWORD" in config
+    code, out, err = cli("status", "--workspace", str(tmp_path / "pg"))
+    assert code == 0, err
+    assert f"Lineage store: {url} (schema cli_init) (from .dataworkspace/config.json)" in out
+    assert server.password not in out + err
+    assert not (tmp_path / "pg" / ".dataworkspace" / "store.db").exists()
+
+
+def test_init_with_an_unreachable_store_creates_nothing(tmp_path, monkeypatch, cli):
+    from tests.postgres_server import free_port
+
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    monkeypatch.setenv("PW", "pw-never-shown")
+    code, out, err = cli("init", str(tmp_path / "pg"), "--store",
+                         f"postgresql://u@127.0.0.1:{free_port()}/db", "--store-password-env",
+                         "PW")
+    assert code != 0
+    assert "could not" in err and "pw-never-shown" not in out + err
+    assert "Traceback" not in err
+    assert not (tmp_path / "pg").exists()
+
+
+def test_init_refuses_a_password_in_the_store_url(tmp_path, cli):
+    code, _out, err = cli("init", str(tmp_path / "pg"), "--store", "postgresql://u:pw1@h/d")
+    assert code != 0 and "holds a password" in err and "pw1" not in err
+    assert not (tmp_path / "pg").exists()

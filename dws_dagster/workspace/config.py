@@ -150,8 +150,11 @@ class Workspace:
 
     @classmethod
     def init(cls, directory: str | os.PathLike[str] = ".", *, name: str | None = None,
-             exist_ok: bool = False) -> Workspace:
-        """Create `.dataworkspace/` in `directory` (created if needed) and open it."""
+             exist_ok: bool = False, store: dict[str, Any] | None = None) -> Workspace:
+        """Create `.dataworkspace/` in `directory` (created if needed) and open it.
+
+        `store`: the `store` entry of config.json (`db.settings.store_entry`), for a
+        PostgreSQL store; without it the lineage goes to SQLite in `.dataworkspace/`."""
         root = Path(directory).absolute()
         meta = root / WORKSPACE_DIR
         if (meta / "config.json").exists():
@@ -169,7 +172,10 @@ class Workspace:
             root.mkdir(parents=True, exist_ok=True)
             meta.mkdir(exist_ok=True)
         atomic_write_json(meta / "resources.json", {"format": CONFIG_FORMAT, "resources": []})
-        atomic_write_json(meta / "config.json", {"format": CONFIG_FORMAT, "name": ws_name})
+        config: dict[str, Any] = {"format": CONFIG_FORMAT, "name": ws_name}
+        if store is not None:
+            config["store"] = store
+        atomic_write_json(meta / "config.json", config)
         return cls.open(root)
 
     @classmethod

@@ -1,0 +1,229 @@
+"""Several machines, no shared folder: worker processes that each have their OWN copy of the
+workspace folder (no `.dataworkspace/` shared between them), one PostgreSQL store, and data
+resources in one common folder standing in for object storage (`file://` URIs).
+
+Released together, the workers run script steps through the lineage API: some write the same
+ref (exactly one wins, the others are refused before writing), some read two versions of one
+input (refused before the body runs), many are consistent. The lineage must then be what the
+same steps give run one after another, and a worker killed (SIGKILL) in the middle of its
+commits loses nothing it committed and blocks nobody.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dws_dagster import Workspace
+
+from .conftest import ROOT, STORE_DATABASE
+
+pytestmark = [pytest.mark.slow]
+
+MACHINES = 3
+OWN_STEPS = 8
+
+#: A worker: waits at the barrier, runs its plan of script steps, prints each step's outcome.
+WORKER = r"""
+import json, os, sys, time
+from pathlib import Path
+from dws_dagster import LineageBuilder, Workspace
+from dws_dagster.errors import DwsError
+
+root, plan = Path(sys.argv[1]), json.loads(sys.argv[2])
+barrier, parties = Path(sys.argv[3]), int(sys.argv[4])
+ws = Workspace.open(root, search_parents=False)
+(barrier / str(os.getpid())).touch()
+deadline = time.monotonic() + 300
+while len(list(barrier.iterdir())) < parties:
+    if time.monotonic() > deadline:
+        raise SystemExit("the other workers never started")
+    time.sleep(0.01)
+outcomes = []
+for step in plan:
+    builder = (LineageBuilder().with_step_name(step["name"])
+               .with_parameters(step.get("parameters", {})).with_workspace_directory(root))
+    builder = (builder.with_input_refs(step["inputs"]) if step["inputs"]
+               else builder.with_no_inputs())
+    wrote = []
+    try:
+        with builder.eval() as lineage:
+            for ref, text in step["outputs"].items():
+                lineage.add_output_ref(ref)
+                folder = ws.local_path(ref)
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "part-0.csv").write_text(text)
+                wrote.append(ref)
+        outcomes.append([step["name"], "ok", wrote])
+    except DwsError as exc:
+        outcomes.append([step["name"], type(exc).__name__, wrote])
+    print(json.dumps(outcomes[-1]), flush=True)
+"""
+
+
+def _step(name: str, inputs: list[str], outputs: dict[str, str],
+          parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "inputs": inputs, "outputs": outputs,
+            "parameters": parameters or {}}
+
+
+def _machine(seed: Path, machines: Path, number: int) -> Path:
+    """A machine's own copy of the workspace folder (its definition, as a code image has)."""
+    root = machines / f"machine-{number}"
+    shutil.copytree(seed, root)
+    return root
+
+
+def _start(root: Path, plan: list[dict[str, Any]], barrier: Path, parties: int
+           ) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", WORKER, str(root), json.dumps(plan),
+                             str(barrier), str(parties)], cwd=root, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _outcomes(process: subprocess.Popen[str]) -> list[list[Any]]:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _seed(tmp_path: Path) -> tuple[Path, Path]:
+    """The workspace definition every machine gets, and the common data folder."""
+    common = tmp_path / "object-store"
+    (common / "src" / "trips").mkdir(parents=True)
+    (common / "src" / "trips" / "part-0.csv").write_text("a\n1\n2\n")
+    seed = tmp_path / "seed"
+    ws = Workspace.init(seed, name="fleet")
+    ws.add_resource("src", "source-data", uri=(common / "src").as_uri())
+    ws.add_resource("inter", "intermediate-data", uri=(common / "inter").as_uri())
+    return seed, common
+
+
+def _lineage(ws: Workspace) -> dict[str, Any]:
+    """ref -> (writer, version, inputs' versions, parameters): what must not depend on the
+    order steps ran in or on which machine ran them."""
+    view = {}
+    for ref, state in ws.store.items():
+        record = state.record or {}
+        view[ref] = (state.owner, record.get("version"),
+                     sorted((i["ref"], i["version"]) for i in record.get("inputs", ())),
+                     record.get("parameters"), state.status)
+    return view
+
+
+@pytest.fixture
+def postgres_store(postgres_server, monkeypatch, request) -> str:
+    """DWS_STORE_URL for every process: one PostgreSQL store, a schema of its own."""
+    from dws_dagster.workspace.db.database import forget_databases
+
+    monkeypatch.setenv("DWS_STORE_URL", postgres_server.url(STORE_DATABASE))
+    schema = f"fleet_{abs(hash(request.node.nodeid)) % 10**12}_{os.getpid()}"
+    monkeypatch.setenv("DWS_STORE_SCHEMA", schema)
+    yield schema
+    forget_databases()
+
+
+def test_machines_without_a_shared_folder_keep_the_rules_and_lose_nothing(
+        tmp_path, postgres_store, monkeypatch):
+    seed, _common = _seed(tmp_path)
+    machines = tmp_path / "machines"
+    # Before the workers: inter/a at v1, inter/b built from it, then inter/a rewritten (v2):
+    # reading inter/a with inter/b now mixes two versions of inter/a.
+    setup = [_step("prep", ["src/trips"], {"inter/a": "v1\n"}, {"round": 1}),
+             _step("feature", ["inter/a"], {"inter/b": "b\n"}),
+             _step("prep", ["src/trips"], {"inter/a": "v2\n"}, {"round": 2})]
+    barrier = tmp_path / "barrier-setup"
+    barrier.mkdir()
+    assert [o[1] for o in _outcomes(_start(_machine(seed, machines, 0), setup, barrier, 1))] \
+        == ["ok", "ok", "ok"]
+
+    plans = []
+    for number in range(1, MACHINES + 1):
+        plan = [_step(f"contender_{number}", ["inter/a"], {"inter/contested": f"{number}\n"}),
+                _step(f"mixer_{number}", ["inter/a", "inter/b"],
+                      {f"inter/mixed_{number}": "never\n"})]
+        plan += [_step(f"own_{number}_{k}", ["inter/a"],
+                       {f"inter/m{number}/k{k}": f"{number}-{k}\n"}, {"k": k})
+                 for k in range(OWN_STEPS)]
+        plans.append(plan)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    workers = [_start(_machine(seed, machines, number), plan, barrier, MACHINES)
+               for number, plan in enumerate(plans, start=1)]
+    outcomes = [_outcomes(worker) for worker in workers]
+
+    contest = [o for per in outcomes for o in per if o[0].startswith("contender_")]
+    winners = [o for o in contest if o[1] == "ok"]
+    assert len(winners) == 1, contest
+    assert {o[1] for o in contest if o[1] != "ok"} == {"LineageConflictError"}
+    assert all(o[2] == [] for o in contest if o[1] != "ok")  # refused before writing
+    mixers = [o for per in outcomes for o in per if o[0].startswith("mixer_")]
+    assert {o[1] for o in mixers} == {"LineageConsistencyError"}
+    assert not any((_common / "inter" / f"mixed_{n}").exists() for n in range(1, MACHINES + 1))
+    own = [o for per in outcomes for o in per if o[0].startswith("own_")]
+    assert len(own) == MACHINES * OWN_STEPS and {o[1] for o in own} == {"ok"}
+
+    # The same steps one after another on one machine (its own schema) give the same lineage.
+    fleet = Workspace.open(machines / "machine-1")
+    concurrent = _lineage(fleet)
+    monkeypatch.setenv("DWS_STORE_SCHEMA", postgres_store + "_serial")
+    serial_seed, serial_common = _seed(tmp_path / "serial")
+    winner = int(winners[0][0].rsplit("_", 1)[1])
+    serial_plan = setup + [step for number, plan in enumerate(plans, start=1)
+                           for step in plan
+                           if not step["name"].startswith(("contender_", "mixer_"))
+                           or step["name"] == f"contender_{winner}"]
+    barrier = tmp_path / "barrier-serial"
+    barrier.mkdir()
+    _outcomes(_start(serial_seed, serial_plan, barrier, 1))
+    assert _lineage(Workspace.open(serial_seed)) == concurrent
+    monkeypatch.setenv("DWS_STORE_SCHEMA", postgres_store)
+
+    # Every step that ran is in the history exactly once per output it recorded.
+    records = [op["record"]["ref"] for op in fleet.store.history() if op["op"] == "record"]
+    expected = ["src/trips", "inter/a", "inter/b", "inter/a", "inter/contested"] + \
+        [f"inter/m{n}/k{k}" for n in range(1, MACHINES + 1) for k in range(OWN_STEPS)]
+    assert sorted(records) == sorted(expected)
+
+
+def test_a_worker_killed_mid_commit_loses_nothing_and_blocks_nobody(
+        tmp_path, postgres_store):
+    seed, _common = _seed(tmp_path)
+    machines = tmp_path / "machines"
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    plan = [_step(f"busy_{k}", ["src/trips"], {f"inter/busy/k{k}": f"{k}\n"}) for k in range(400)]
+    victim = _start(_machine(seed, machines, 1), plan, barrier, 1)
+    done: list[str] = []
+    assert victim.stdout is not None
+    for line in victim.stdout:  # let it commit a few steps, then kill it mid-stream
+        done.append(json.loads(line)[0])
+        if len(done) >= 5:
+            break
+    time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=60)
+    # Another machine writes at once: the killed one's lock went with its connection.
+    other_barrier = tmp_path / "barrier-2"
+    other_barrier.mkdir()
+    after = _outcomes(_start(_machine(seed, machines, 2), [
+        _step("after_kill", ["src/trips"], {"inter/after": "x\n"})], other_barrier, 1))
+    assert after == [["after_kill", "ok", ["inter/after"]]]
+    store = Workspace.open(machines / "machine-2").store
+    recorded = {ref for ref, state in store.items() if state.record is not None}
+    # Every step the victim reported done is recorded; whatever it was doing when killed is
+    # either whole (claim and record) or a claim without a record, never half a record.
+    assert {f"inter/busy/k{name.split('_')[1]}" for name in done} <= recorded
+    for ref, state in store.items():
+        if ref.startswith("inter/busy/") and state.record is None:
+            assert state.owner is not None and state.attempt is None
