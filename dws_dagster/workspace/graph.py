@@ -27,6 +27,11 @@ class LineageView(Protocol):
 
     def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None: ...
 
+    def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
+        """(ref, state, input read) of current records that read `ref` or a ref overlapping
+        it."""
+        ...
+
 
 class SnapshotView:
     """The lineage as a snapshot manifest saved it; older versions come from the store."""
@@ -35,6 +40,8 @@ class SnapshotView:
         self.hash = str(manifest["hash"])
         self._refs = {ref: RefState.from_json(data) for ref, data in manifest["refs"].items()}
         self._store = store
+        self._readers: dict[str, list[tuple[str, RefState, dict[str, str]]]] | None = None
+        self._read_refs: list[str] = []
 
     def get(self, ref: ResourceRef | str) -> RefState | None:
         return self._refs.get(str(ref))
@@ -47,6 +54,17 @@ class SnapshotView:
         if state is not None and state.record is not None and state.version == version:
             return state.record
         return self._store.find_record(ref, version) if self._store is not None else None
+
+    def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
+        if self._readers is None:
+            self._readers = {}
+            for other_ref, other_state in self._refs.items():
+                for item in (other_state.record or {}).get("inputs", ()):
+                    self._readers.setdefault(item["ref"], []).append(
+                        (other_ref, other_state, item))
+            self._read_refs = sorted(self._readers)
+        return [reader for read_ref in _overlapping(ref, self._readers, self._read_refs)
+                for reader in self._readers[read_ref]]
 
 
 def _node(ref: str, version: str | None, record: dict[str, Any] | None, state: RefState | None,
@@ -109,35 +127,27 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
                     pending.append((in_node.id, in_record))
 
     # Downstream: current records that read this ref (or a ref overlapping it), recursively.
-    readers: dict[str, list[tuple[str, RefState, dict[str, Any]]]] = {}
-    for other_ref, other_state in view.items():
-        other_record = other_state.record
-        if other_record is None:
-            continue
-        for item in other_record.get("inputs", ()):
-            readers.setdefault(item["ref"], []).append((other_ref, other_state, item))
-    read_refs = sorted(readers)
     frontier = [key]
     seen_refs = {key}
     while frontier and len(graph.nodes) < max_nodes:
         current_ref = frontier.pop()
-        for read_ref in _overlapping(current_ref, readers, read_refs):
-            for out_ref, out_state, item in readers[read_ref]:
-                record = out_state.record
-                assert record is not None
-                out_node = _node(out_ref, record.get("version"), record, out_state,
-                                 role_of(out_ref))
-                graph.nodes.setdefault(out_node.id, out_node)
-                source_id = f"{read_ref}@{item['version']}"
-                if source_id not in graph.nodes:
-                    graph.nodes[source_id] = _node(read_ref, item["version"],
-                                                   view.find_record(read_ref, item["version"]),
-                                                   view.get(read_ref), role_of(read_ref))
-                edges.add(GraphEdge(source_id, out_node.id,
-                                    stale=not graph.nodes[source_id].current))
-                if out_ref not in seen_refs:
-                    seen_refs.add(out_ref)
-                    frontier.append(out_ref)
+        for out_ref, out_state, item in view.readers(current_ref):
+            record = out_state.record
+            assert record is not None
+            read_ref = item["ref"]
+            out_node = _node(out_ref, record.get("version"), record, out_state,
+                             role_of(out_ref))
+            graph.nodes.setdefault(out_node.id, out_node)
+            source_id = f"{read_ref}@{item['version']}"
+            if source_id not in graph.nodes:
+                graph.nodes[source_id] = _node(read_ref, item["version"],
+                                               view.find_record(read_ref, item["version"]),
+                                               view.get(read_ref), role_of(read_ref))
+            edges.add(GraphEdge(source_id, out_node.id,
+                                stale=not graph.nodes[source_id].current))
+            if out_ref not in seen_refs:
+                seen_refs.add(out_ref)
+                frontier.append(out_ref)
     graph.edges = sorted(edges, key=lambda e: (e.source, e.target))
     latest = state.latest
     record = LineageRecord.from_json(latest)

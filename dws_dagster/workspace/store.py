@@ -342,6 +342,28 @@ class LineageStore:
                 .order_by(schema.records.c.id.desc()).limit(1)).first()
         return None if row is None else self._body(row[1], row[0], key, "history")
 
+    def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
+        """Current records that read `ref`, a ref containing it or one inside it: (the ref
+        each record is the lineage of, its state, the input it read). One indexed query, so
+        downstream lineage does not read every ref's record."""
+        inputs = schema.record_inputs
+        around = [str(a) for a in as_ref(ref).ancestors()] + [ref]
+        inside = and_(inputs.c.ref > ref + "/", inputs.c.ref < ref + "0")
+        query = (select(_REFS.c.ref, _REFS.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body,
+                        _REFS.c.unknown, inputs.c.ref, inputs.c.version)
+                 .select_from(inputs.join(_REFS, and_(
+                     _REFS.c.workspace_id == inputs.c.workspace_id,
+                     _REFS.c.record_id == inputs.c.record_id))
+                     .outerjoin(_R, _R.c.id == _REFS.c.record_id)
+                     .outerjoin(_A, _A.c.id == _REFS.c.attempt_id))
+                 .where(inputs.c.workspace_id == self.workspace_id,
+                        or_(inputs.c.ref.in_(around), inside))
+                 .order_by(_REFS.c.ref, inputs.c.ref))
+        with self.reading() as connection:
+            rows = connection.execute(query).all()
+        return [(row[0], self._state_of(row[:7], "current lineage"),
+                 {"ref": row[7], "version": row[8]}) for row in rows]
+
     def history(self) -> Iterator[dict[str, Any]]:
         """Every change to the lineage, oldest first, as operations (`op`: claim, record, fail,
         forget, reset), read a page at a time."""

@@ -90,6 +90,8 @@ refs = Table(
     Column("record_id", RowId, ForeignKey("dws_records.id"), nullable=True),
     Column("attempt_id", RowId, ForeignKey("dws_records.id"), nullable=True),
     Column("unknown", Boolean, nullable=False, server_default="0"),
+    #: Downstream lineage joins the inputs of current records to their refs.
+    Index(None, "workspace_id", "record_id"),
 )
 
 operations = Table(
