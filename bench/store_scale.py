@@ -1,4 +1,7 @@
-"""The lineage store at scale: snapshot, restore, diff, lineage and status at N refs.
+"""The lineage store at scale: snapshot, restore, diff, lineage and status at N refs, on the
+database store (SQLite, and PostgreSQL when `--postgres-url` is given) side by side with the
+journal store of an earlier commit (`--journal-rev`, checked out into a temporary git worktree),
+each measured in its own process with its own code.
 
 For each size (default 10,000 and 100,000 refs) a workspace is built the way a pipeline fills
 it: every ref holds a small data file, and its lineage record (step, run id, code version,
@@ -14,21 +17,21 @@ snapshots 1 % of the refs are rewritten (the old data kept as a version, as the 
 
 Each operation runs as a user runs it: a new `dws-dagster` process (its interpreter start is
 measured alone as `python -c pass`); `lineage` also in-process (`dws_dagster.cli.main`, a fresh
-`Workspace`, output to /dev/null). Wall and CPU time are both shown: the machine is shared, so
-CPU time is the steadier figure. Floors in the same run: a process that only parses the
-store's JSON files (orjson, collector off); a process that only walks the resources and reads
-every data file, as restore must to check what each ref holds now (its growth is the
-filesystem's: directory and inode caches grow with the tree); and writing a snapshot
-manifest's bytes with fsync. Targets at 10,000 refs: snapshot < 1 s, lineage < 100 ms; growth
-no worse than linear (100k/10k ≤ 10×).
+`Workspace`, output to /dev/null), with the process's peak RSS. Wall and CPU time are both
+shown: the machine is shared, so CPU time is the steadier figure (a PostgreSQL server's CPU is
+not counted: compare its wall times). Floor in the same run: a process that only walks the
+resources and reads every data file, as restore must to check what each ref holds now.
+Targets (issue 19): lineage in-process <= 50 ms at 100,000 refs and growing <= 1.5x from 10,000;
+snapshot <= 2 s at 100,000.
 
-    python bench/store_scale.py --sizes 10000 100000 --repeats 3
+    python bench/store_scale.py --sizes 10000 100000 --repeats 3 [--postgres-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import resource
 import shutil
@@ -163,21 +166,13 @@ def run_cli(*argv: str) -> None:
         raise SystemExit(f"dws-dagster {' '.join(argv)} failed with {code}")
 
 
+CLI = "import sys; from dws_dagster.cli import main; sys.exit(main())"
+
+
 def run_process(*argv: str) -> None:
-    """`dws-dagster ARGV` as a new process, as a user runs it."""
-    exe = Path(sys.executable).with_name("dws-dagster")
-    subprocess.run([str(exe), *argv], check=True, stdout=subprocess.DEVNULL)
-
-
-PARSE_FLOOR = """
-import gc, sys, orjson
-gc.disable()
-for name in sys.argv[1:]:
-    data = open(name, "rb").read()
-    if name.endswith(".jsonl"):
-        data = b"[" + data.rstrip(b"\\n").replace(b"\\n", b",") + b"]"
-    orjson.loads(data)
-"""
+    """`dws-dagster ARGV` as a new process, as a user runs it (with this process's code:
+    PYTHONPATH picks the tree measured)."""
+    subprocess.run([sys.executable, "-c", CLI, *argv], check=True, stdout=subprocess.DEVNULL)
 
 
 READ_FLOOR = """
@@ -194,15 +189,6 @@ for top in sys.argv[1:]:
 """
 
 
-def store_files(ws: Workspace) -> list[str]:
-    """The files opening the store reads: current.json and the journal segments after it."""
-    store = ws.store
-    store.refresh()
-    files = [str(store.current_path)] if store.current_path.exists() else []
-    return files + [str(path) for path in sorted(store.journal_dir.glob("*.jsonl"))
-                    if int(path.name.split(".")[0]) >= store._segment]
-
-
 def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float]]:
     start = time.perf_counter()
     ws = build(root / f"ws-{refs}", refs)
@@ -210,10 +196,7 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
     w = str(ws.root)
     focus = ref_of(refs // GROUP // 2, 5)  # features of a group in the middle
     run_process("snapshot", "base", "-w", w)
-    files = store_files(ws)
-    size = sum(Path(name).stat().st_size for name in files)
-    print(f"\n{refs:,} refs: built in {built:.1f} s; the store is {size / 2**20:.1f} MiB of "
-          f"JSON in {len(files)} file(s)", flush=True)
+    print(f"  {refs:,} refs: built in {built:.1f} s", file=sys.stderr, flush=True)
     timer = Timer()
     changed = max(1, refs // 100)
     for round_ in range(1, repeats + 1):
@@ -226,32 +209,53 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
         timer.add("lineage (in-process)", lambda: run_cli("lineage", focus, "-w", w))
         timer.add("status", lambda: run_process("status", "-w", w))
         timer.add("restore", lambda: run_process("restore", "base", "-w", w))
-        floor = [sys.executable, "-c", PARSE_FLOOR, *store_files(Workspace.open(w))]
-        timer.add("floor: parse the store (process)",
-                  lambda f=floor: subprocess.run(f, check=True))
         roots = [str(ws.resource_root(name)) for name in sorted(ws.resources)]
         reader = [sys.executable, "-c", READ_FLOOR, *roots]
         timer.add("floor: read every data file (process)",
                   lambda r=reader: subprocess.run(r, check=True))
         timer.add("floor: python -c pass",
                   lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
-        manifest = max((Path(w) / ".dataworkspace" / "snapshots").glob("*.json"),
-                       key=lambda p: p.stat().st_size).read_bytes()
-
-        def write_manifest(data: bytes = manifest) -> None:
-            scratch = root / "scratch.json"
-            with open(scratch, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            scratch.unlink()
-        timer.add("floor: write a manifest + fsync", write_manifest)
     median = timer.medians()
-    print(f"  {'operation (median)':34} {'wall s':>8} {'CPU s':>8}")
-    for name, (wall, cpu) in median.items():
-        print(f"  {name:34} {wall:8.3f} {cpu:8.3f}")
+    median["peak RSS MB (builder + in-process lineage)"] = (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0.0)
     shutil.rmtree(root / f"ws-{refs}", ignore_errors=True)
     return median
+
+
+def worker(sizes: list[int], repeats: int, root: Path) -> None:
+    """Measure this process's code (one store kind) and print the medians as JSON."""
+    results = {size: measure(root, size, repeats) for size in sizes}
+    print(json.dumps(results))
+
+
+def journal_tree(rev: str, where: Path) -> Path:
+    """A checkout of `rev` (the journal store) beside the repository, as a git worktree."""
+    repo = Path(__file__).resolve().parent.parent
+    tree = where / "journal-tree"
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return tree
+
+
+def run_kind(kind: str, tree: Path, args: argparse.Namespace, tmp: Path
+             ) -> dict[int, dict[str, tuple[float, float]]]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("DWS_STORE_URL", None)
+    env.pop("DWS_STORE_SCHEMA", None)
+    if kind == "postgresql":
+        env["DWS_STORE_URL"] = args.postgres_url
+        env["DWS_STORE_SCHEMA"] = f"bench_{uuid.uuid4().hex[:12]}"
+    root = tmp / kind
+    root.mkdir()
+    print(f"measuring the {kind} store ...", file=sys.stderr, flush=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--worker", "--sizes", *map(str, args.sizes),
+         "--repeats", str(args.repeats), "--dir", str(root)],
+        # Not run from the repository: `python -c` puts the working folder first on sys.path,
+        # which would import the repository's code instead of the tree measured.
+        env=env, check=True, stdout=subprocess.PIPE, text=True, cwd=root)
+    return {int(size): {name: tuple(value) for name, value in medians.items()}
+            for size, medians in json.loads(done.stdout.splitlines()[-1]).items()}
 
 
 def main() -> None:
@@ -259,29 +263,55 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", help="where to build the workspaces (default: a temp folder)")
+    parser.add_argument("--journal-rev", default="60b9e85",
+                        help="the commit whose journal store is the baseline")
+    parser.add_argument("--postgres-url", help="also measure a PostgreSQL store at this URL")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker(args.sizes, args.repeats, Path(args.dir))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="dws-bench-store-", dir=args.dir))
+    repo = Path(__file__).resolve().parent.parent
+    tree = None
     try:
-        results = {size: measure(tmp, size, args.repeats) for size in args.sizes}
+        tree = journal_tree(args.journal_rev, tmp)
+        kinds = {"journal": tree, "sqlite": repo}
+        if args.postgres_url:
+            kinds["postgresql"] = repo
+        results = {kind: run_kind(kind, path, args, tmp) for kind, path in kinds.items()}
     finally:
+        if tree is not None:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                           check=False)
         shutil.rmtree(tmp, ignore_errors=True)
-    small, *rest = sorted(results)
-    first = results[small]
-    print(f"\ntargets at {small:,} refs (wall, CPU): snapshot "
-          f"{first['snapshot (1% changed)'][0]:.3f} s, {first['snapshot (1% changed)'][1]:.3f} s "
-          f"(< 1 s); lineage {first['lineage'][0] * 1000:.0f} ms, "
-          f"{first['lineage'][1] * 1000:.0f} ms as a process, "
-          f"{first['lineage (in-process)'][0] * 1000:.0f} ms, "
-          f"{first['lineage (in-process)'][1] * 1000:.0f} ms in-process (< 100 ms)")
-    for size in rest:
-        factor = size / small
-        print(f"growth {size:,}/{small:,} refs (linear = {factor:.0f}×), wall and CPU:")
-        for name, (wall, cpu) in results[size].items():
-            print(f"  {name:34} {wall / first[name][0]:7.1f}× {cpu / first[name][1]:7.1f}×")
-    floor = "floor: read every data file (process)"
-    print("restore ÷ reading every data file (CPU): " + ", ".join(
-        f"{size:,} refs {results[size]['restore'][1] / results[size][floor][1]:.1f}×"
-        for size in sorted(results)))
+    report(results, args.sizes)
+
+
+def report(results: dict[str, dict[int, dict[str, tuple[float, float]]]],
+           sizes: list[int]) -> None:
+    kinds = list(results)
+    for size in sizes:
+        print(f"\n{size:,} refs, median wall s / CPU s " + " | ".join(kinds)
+              + "   (ratios: database ÷ journal)")
+        for name in results["journal"][size]:
+            cells = []
+            for kind in kinds:
+                wall, cpu = results[kind][size][name]
+                cells.append(f"{wall:8.3f} {cpu:7.3f}")
+            base = results["journal"][size][name]
+            ratios = [f"{results[kind][size][name][0] / base[0]:5.2f}×"
+                      for kind in kinds[1:] if base[0] > 0]
+            print(f"  {name:44} " + " | ".join(cells) + "   " + " ".join(ratios))
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        print(f"\ngrowth {large:,} ÷ {small:,} refs (wall):")
+        for kind in kinds:
+            parts = [f"{name} {results[kind][large][name][0] / results[kind][small][name][0]:.2f}×"
+                     for name in ("lineage (in-process)", "snapshot (1% changed)", "status",
+                                  "diff")]
+            print(f"  {kind:10} " + ", ".join(parts))
+
 
 if __name__ == "__main__":
     main()

@@ -107,17 +107,17 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
     rows = []
-    items = ws.store.items()
+    items = ws.store.summaries()
     bar = _progress(len(items), "verifying") if verify else None
-    for ref, state in items:
-        latest = state.latest or {}
+    for item in items:
+        ref, state = item.ref, item.state
         row: dict[str, Any] = {
-            "ref": ref, "version": state.version, "status": state.status,
-            "step": state.owner, "finished": latest.get("end_time"),
+            "ref": ref, "version": item.version, "status": item.status,
+            "step": item.owner, "finished": item.finished,
         }
-        if state.attempt is not None:
+        if state is not None and state.attempt is not None:
             row["error"] = state.attempt.get("error")
-        if state.unknown or state.attempt is not None:
+        if state is not None:
             row["attention"] = attention_note(ref, state)
         if verify:
             try:
@@ -127,7 +127,7 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
             except (RemoteDataError, DwsError):
                 actual = "unchecked"
             row["data"] = ("unchecked" if actual == "unchecked" else "missing" if actual is None
-                           else "matches" if actual == state.version else "changed")
+                           else "matches" if actual == item.version else "changed")
             bar.update(1)
         rows.append(row)
     if bar is not None:
@@ -269,10 +269,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .workspace.snapshots import diff_states, lineage_state
+    from .workspace.snapshots import diff_lineage
 
     ws = _open(args)
-    changes = diff_states(lineage_state(ws, args.a), lineage_state(ws, args.b))
+    changes = diff_lineage(ws, args.a, args.b)
     if args.format == "json":
         _print_json([{"ref": c.ref, "kind": c.kind, "changes": c.changes} for c in changes])
         return 0

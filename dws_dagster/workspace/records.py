@@ -292,3 +292,28 @@ class LineageRecord:
     def with_status(self, status: str, error: str | None = None) -> LineageRecord:
         return replace(self, status=status, error=error)
 
+
+
+def record_identity(record: Mapping[str, Any]) -> dict[str, Any]:
+    """`LineageRecord.from_json(record).identity()`, read straight from the JSON record: what
+    makes two records the same materialization (never when, where or by whom)."""
+    step = record.get("step")
+    metrics = record.get("metrics")
+    return {
+        "version": record.get("version"), "status": record.get("status", "ok"),
+        "step": {
+            "name": step["name"], "kind": step.get("kind", "script"),
+            "partition": step.get("partition"), "code_version": step.get("code_version"),
+            "git_commit": step.get("git_commit"),
+            "code": [[c["ref"], c["version"]] for c in step.get("code", ())],
+        } if step else None,
+        "parameters": dict(record.get("parameters", {})),
+        "inputs": [[i["ref"], i["version"]] for i in record.get("inputs", ())],
+        "metrics": None if metrics is None else dict(metrics),
+    }
+
+
+def identity_digest(record: Mapping[str, Any]) -> str:
+    """A digest of `record_identity(record)`: the store keeps it beside each record, so a
+    snapshot's hash is computed from digests without reading any record."""
+    return xxhash.xxh3_128_hexdigest(canonical_json(record_identity(record)))

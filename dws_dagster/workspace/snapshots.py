@@ -34,7 +34,9 @@ from . import shapes
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .db import schema
 from .files import canonical_json, pretty_json, writing
-from .graph import SnapshotView, upstream_records
+from .graph import upstream_records
+from .records import identity_digest
+from .records import record_identity as record_identity  # re-exported: callers of the old home
 from .redaction import redact_text
 from .refs import as_ref
 from .store import RefState, gc_paused, recovery_advice, too_deep
@@ -246,45 +248,30 @@ def validate_tag(tag: str) -> str:
 
 def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
     """Deterministic, portable hash of a lineage state: no paths, hosts or timestamps."""
-    body = {
-        "resources": sorted([r.name, r.role] for r in ws.resources.values()),
-        "refs": {ref: {"status": state.status,
-                       "record": None if state.record is None
-                       else record_identity(state.record)}
-                 for ref, state in sorted(states.items())},
-    }
     try:
-        return xxhash.xxh3_128_hexdigest(canonical_json(body))
+        rows = [(ref, state.status,
+                 None if state.record is None else identity_digest(state.record))
+                for ref, state in sorted(states.items())]
     except orjson.JSONEncodeError as exc:
-        raise WorkspaceConfigError(too_deep(ws.meta_dir / "lineage", exc)) from None
+        raise WorkspaceConfigError(too_deep(ws.store.shown, exc)) from None
+    return hash_of_rows(ws, rows)
 
 
-def record_identity(record: dict[str, Any]) -> dict[str, Any]:
-    """`LineageRecord.from_json(record).identity()`, read straight from the JSON record: a
-    snapshot hashes every ref's identity, and building the objects first cost most of it."""
-    step = record.get("step")
-    metrics = record.get("metrics")
-    return {
-        "version": record.get("version"), "status": record.get("status", "ok"),
-        "step": {
-            "name": step["name"], "kind": step.get("kind", "script"),
-            "partition": step.get("partition"), "code_version": step.get("code_version"),
-            "git_commit": step.get("git_commit"),
-            "code": [[c["ref"], c["version"]] for c in step.get("code", ())],
-        } if step else None,
-        "parameters": dict(record.get("parameters", {})),
-        "inputs": [[i["ref"], i["version"]] for i in record.get("inputs", ())],
-        "metrics": None if metrics is None else dict(metrics),
-    }
+def hash_of_rows(ws: Workspace, rows: list[tuple[str, str, str | None]]) -> str:
+    """The snapshot hash of (ref, status, identity digest of its record) rows sorted by ref:
+    what `snapshot_hash` hashes, as the store gives it without reading any record."""
+    body = {"resources": sorted([r.name, r.role] for r in ws.resources.values()),
+            "refs": rows}
+    return xxhash.xxh3_128_hexdigest(canonical_json(body))
 
 
-def _results_refs(ws: Workspace, states: dict[str, RefState]) -> list[str]:
+def _results_refs(ws: Workspace, refs: list[str]) -> list[str]:
+    """The refs (with a good record) of results resources, in the resources' order."""
     # Stored refs are normalised, so the resource is the text before the first slash.
     order = {name: i for i, (name, resource) in enumerate(ws.resources.items())
              if resource.role == "results"}
-    refs = [ref for ref, state in states.items() if state.record is not None
-            and ref.split("/", 1)[0] in order]
-    return sorted(refs, key=lambda r: (order[r.split("/", 1)[0]], r))
+    chosen = [ref for ref in refs if ref.split("/", 1)[0] in order]
+    return sorted(chosen, key=lambda r: (order[r.split("/", 1)[0]], r))
 
 
 def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> SnapshotOutcome:
@@ -293,8 +280,8 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
         validate_tag(tag)
     store = ws.store
     with store.locked(), gc_paused():
-        states = store.state()
-        digest = snapshot_hash(ws, states)
+        rows = store.identity_rows()
+        digest = hash_of_rows(ws, rows)
         infos = list_snapshots(ws)
         owner = next((i for i in infos if tag is not None and tag in i.tags), None)
         existing = next((i for i in infos if i.hash == digest), None)
@@ -312,14 +299,15 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
                             message=redact_text(message or ""),
                             created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         outcome = SnapshotOutcome(info, created=True)
-        results_refs = _results_refs(ws, states)
+        # Only the results refs' records are read: the rest of the snapshot is references.
+        results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
+                                          if identity is not None])
+        states = store.states_in(None, results_refs)
         info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
                              if (states[r].record or {}).get("metrics") is not None), None)
-        manifest = {"format": INDEX_FORMAT, "hash": digest,
-                    "refs": {ref: state.to_json() for ref, state in sorted(states.items())}}
         placed: list[Path] = []
         try:
-            placed = _archive_results(ws, info, states, results_refs, manifest, outcome,
+            placed = _archive_results(ws, info, states, results_refs, outcome,
                                       _folder_name(info, infos))
             # In the transaction `store.locked()` holds: the manifest and the index entry
             # commit together when the block ends, or not at all.
@@ -341,10 +329,12 @@ def _folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:
 
 
 def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefState],
-                     results_refs: list[str], manifest: dict[str, Any],
-                     outcome: SnapshotOutcome, name: str) -> list[Path]:
-    """Copy each results ref with its lineage.json into `<resource>/snapshots/<name>/`."""
-    view = SnapshotView(manifest, ws.store)
+                     results_refs: list[str], outcome: SnapshotOutcome, name: str
+                     ) -> list[Path]:
+    """Copy each results ref with its lineage.json into `<resource>/snapshots/<name>/`. The
+    snapshot is the current lineage (the caller holds the store's lock), so the lineage of
+    each results ref is read from the store itself."""
+    view = ws.store
     staged: dict[str, Path] = {}
     placed: list[Path] = []
     try:
@@ -547,6 +537,17 @@ def _restore_data(ws: Workspace, ref: str, version: str, plan: _RestorePlan,
 
 
 # ----------------------------------------------------------------------------- diff
+
+
+def diff_lineage(ws: Workspace, before: str, after: str) -> list[RefChange]:
+    """What changed between two snapshots (or `current`): the database finds the refs whose
+    records differ, and only their records are read."""
+    a = None if before == CURRENT else resolve_snapshot(ws, before).hash
+    b = None if after == CURRENT else resolve_snapshot(ws, after).hash
+    store = ws.store
+    with store.reading():
+        refs = store.differing_refs(a, b)
+        return diff_states(store.states_in(a, refs), store.states_in(b, refs))
 
 
 def lineage_state(ws: Workspace, name: str) -> dict[str, RefState]:

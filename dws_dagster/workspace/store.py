@@ -32,7 +32,7 @@ from ..errors import (
 from . import shapes
 from .db import schema
 from .db.database import Database, StoreLockError, StoreUnavailableError, database_for
-from .records import LineageRecord, StepInfo, now_iso
+from .records import LineageRecord, StepInfo, identity_digest, now_iso
 from .refs import ResourceRef, as_ref
 from .versions import short
 
@@ -420,7 +420,8 @@ class LineageStore:
         record_id = connection.execute(insert(table).values(
             workspace_id=ws_id, ref=data["ref"], version=data.get("version"),
             run_id=step.get("run_id"), end_time=data.get("end_time"), good=good,
-            digest=digest, body=body.decode())).inserted_primary_key[0]
+            digest=digest, identity=identity_digest(data),
+            body=body.decode())).inserted_primary_key[0]
         inputs = {item["ref"]: item["version"] for item in data.get("inputs", ())
                   if isinstance(item, dict) and isinstance(item.get("ref"), str)
                   and isinstance(item.get("version"), str)}
@@ -793,6 +794,93 @@ class LineageStore:
             self._log(connection, "forget", key)
             return True
 
+    # ------------------------------------------------------------------ summaries
+
+    def _side(self, snapshot_hash: str | None) -> Any:
+        """The rows of the current lineage (None) or of a snapshot, as one selectable."""
+        if snapshot_hash is None:
+            return (select(_REFS.c.ref, _REFS.c.owner, _REFS.c.record_id, _REFS.c.attempt_id,
+                           _REFS.c.unknown)
+                    .where(_REFS.c.workspace_id == self.workspace_id).subquery())
+        return (select(_SNAP.c.ref, _SNAP.c.owner, _SNAP.c.record_id, _SNAP.c.attempt_id,
+                       _SNAP.c.unknown)
+                .where(_SNAP.c.workspace_id == self.workspace_id,
+                       _SNAP.c.hash == snapshot_hash).subquery())
+
+    def identity_rows(self, snapshot_hash: str | None = None
+                      ) -> list[tuple[str, str, str | None]]:
+        """(ref, status, identity digest of its record) of every ref, sorted: what a snapshot
+        hash covers, read from indexed columns without parsing any record."""
+        side = self._side(snapshot_hash)
+        records = schema.records
+        query = (select(side.c.ref, side.c.owner, records.c.identity, side.c.attempt_id,
+                        side.c.unknown)
+                 .select_from(side.outerjoin(records, records.c.id == side.c.record_id))
+                 .order_by(side.c.ref))
+        with self.reading() as connection, gc_paused():
+            return [(ref, _status(owner, identity is not None, attempt is not None,
+                                  bool(unknown)), identity)
+                    for ref, owner, identity, attempt, unknown in connection.execute(query)]
+
+    def summaries(self) -> list[RefSummary]:
+        """What `status` shows of every ref, from indexed columns: a record is read only for a
+        ref whose last attempt failed or whose data may be partial."""
+        records = schema.records
+        good = records.alias("good")
+        tried = records.alias("tried")
+        query = (select(_REFS.c.ref, _REFS.c.owner, good.c.version, good.c.end_time,
+                        tried.c.end_time, _REFS.c.record_id, _REFS.c.attempt_id,
+                        _REFS.c.unknown)
+                 .select_from(_REFS.outerjoin(good, good.c.id == _REFS.c.record_id)
+                              .outerjoin(tried, tried.c.id == _REFS.c.attempt_id))
+                 .where(_REFS.c.workspace_id == self.workspace_id).order_by(_REFS.c.ref))
+        with self.reading() as connection, gc_paused():
+            rows = connection.execute(query).all()
+            attention = [row[0] for row in rows if row[6] is not None or row[7]]
+            states = self._states_of(attention) if attention else {}
+        found = []
+        for ref, owner, version, end, tried_end, record_id, attempt_id, unknown in rows:
+            found.append(RefSummary(
+                ref=ref, owner=owner, version=version,
+                status=_status(owner, record_id is not None, attempt_id is not None,
+                               bool(unknown)),
+                finished=tried_end if attempt_id is not None else end,
+                state=states.get(ref)))
+        return found
+
+    def differing_refs(self, before: str | None, after: str | None) -> list[str]:
+        """Refs whose lineage differs between two states (None: the current lineage, else a
+        snapshot hash), found by comparing record ids in the database: a diff reads only the
+        records of what changed."""
+        a, b = self._side(before), self._side(after)
+        same = and_(a.c.owner.is_not_distinct_from(b.c.owner),
+                    a.c.record_id.is_not_distinct_from(b.c.record_id),
+                    a.c.attempt_id.is_not_distinct_from(b.c.attempt_id),
+                    a.c.unknown == b.c.unknown)
+        changed = select(a.c.ref).select_from(a.outerjoin(b, a.c.ref == b.c.ref)).where(
+            or_(b.c.ref.is_(None), ~same))
+        added = select(b.c.ref).select_from(b.outerjoin(a, a.c.ref == b.c.ref)).where(
+            a.c.ref.is_(None))
+        with self.reading() as connection:
+            found = set(connection.scalars(changed)) | set(connection.scalars(added))
+        return sorted(found)
+
+    def states_in(self, snapshot_hash: str | None, refs: Sequence[str]
+                  ) -> dict[str, RefState]:
+        """The states of `refs` in the current lineage (None) or in a snapshot."""
+        if snapshot_hash is None:
+            return self._states_of(refs)
+        found: dict[str, RefState] = {}
+        wanted = list(dict.fromkeys(refs))
+        with self.reading() as connection:
+            for start in range(0, len(wanted), _CHUNK):
+                rows = connection.execute(self._states_query(_SNAP).where(
+                    _SNAP.c.hash == snapshot_hash,
+                    _SNAP.c.ref.in_(wanted[start:start + _CHUNK]))).all()
+                for row in rows:
+                    found[row[0]] = self._state_of(row, f"snapshot {snapshot_hash[:12]}")
+        return found
+
     # ------------------------------------------------------------------ snapshots
 
     def save_snapshot(self, snapshot_hash: str) -> None:
@@ -841,6 +929,29 @@ class LineageStore:
                     _REFS.c.ref.in_(partial[start:start + _CHUNK])).values(unknown=True))
             self._log(connection, "reset", None,
                       detail={"snapshot": snapshot_hash, "unknown": partial})
+
+
+@dataclass(frozen=True)
+class RefSummary:
+    """A ref as `status` lists it; `state` is read only when the ref needs attention."""
+
+    ref: str
+    owner: str | None
+    version: str | None
+    status: str
+    finished: str | None
+    state: RefState | None = None
+
+
+def _status(owner: str | None, has_record: bool, has_attempt: bool, unknown: bool) -> str:
+    """`RefState.status`, from columns."""
+    if unknown:
+        return "unknown"
+    if has_attempt:
+        return "failed"
+    if has_record:
+        return "ok" if owner is not None else "source"
+    return "pending"
 
 
 def _observation(ref: str, version: str, extra: dict[str, Any] | None = None,

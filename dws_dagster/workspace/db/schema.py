@@ -68,6 +68,8 @@ records = Table(
     #: A good materialization (False: a failed attempt), so `find_record` skips attempts.
     Column("good", Boolean, nullable=False),
     Column("digest", String(32), nullable=False),
+    #: `records.identity_digest` of the body: snapshot hashes and diffs need no body.
+    Column("identity", String(32), nullable=False),
     Column("body", Text, nullable=False),
     UniqueConstraint("workspace_id", "digest"),
     Index(None, "workspace_id", "ref", "version"),
