@@ -329,3 +329,17 @@ def test_the_migrations_build_exactly_the_declared_tables(ws, store_backend):
             "version_table": "dws_alembic_version",
             "version_table_schema": db.settings.schema})
         assert compare_metadata(context, declared) == []
+
+
+@pytest.mark.both_stores
+def test_a_store_upgraded_by_a_newer_version_is_refused_clearly(ws, store_backend):
+    ws.store.claim("prep", ["inter/a"])
+    db = ws.store.db
+    prefix = f'"{db.settings.schema}".' if db.settings.schema else ""
+    with db.engine.begin() as connection:
+        connection.execute(text(f"UPDATE {prefix}dws_alembic_version SET version_num = '9999'"))
+    from dws_dagster.workspace.db.database import forget_databases
+
+    forget_databases()  # a new process: it checks the revision again
+    with pytest.raises(StoreUnavailableError, match="revision '9999'.*Upgrade dws_dagster"):
+        Workspace.open(ws.root).store.items()

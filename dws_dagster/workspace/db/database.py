@@ -104,8 +104,9 @@ class Database:
             if self._ready:
                 return
             try:
-                if self._revision() != HEAD_REVISION:
-                    self._migrate()
+                revision = self._revision()
+                if revision != HEAD_REVISION:
+                    self._migrate(revision)
             except SQLAlchemyError as exc:
                 raise self.describe_error(exc, "prepare its tables") from None
             self._ready = True
@@ -123,9 +124,10 @@ class Database:
     def _qualified(self, table: str) -> str:
         return f'"{self.settings.schema}".{table}' if self.settings.schema else table
 
-    def _migrate(self) -> None:
+    def _migrate(self, revision: str | None) -> None:
         from alembic import command
         from alembic.config import Config
+        from alembic.util import CommandError
 
         config = Config()
         config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
@@ -142,7 +144,14 @@ class Database:
                             f'CREATE SCHEMA IF NOT EXISTS "{self.settings.schema}"'))
                 config.attributes["connection"] = connection
                 config.attributes["schema"] = self.settings.schema
-                command.upgrade(config, "head")
+                try:
+                    command.upgrade(config, "head")
+                except CommandError:
+                    # A revision this code does not know: a newer dws_dagster wrote the store.
+                    raise StoreUnavailableError(
+                        f"workspace store {self.shown} is at revision {revision!r}, which this "
+                        f"version of dws_dagster (revision {HEAD_REVISION}) does not know: a "
+                        "newer dws_dagster upgraded it. Upgrade dws_dagster here too") from None
 
     # ------------------------------------------------------------------ workspaces
 
