@@ -227,3 +227,132 @@ def test_a_worker_killed_mid_commit_loses_nothing_and_blocks_nobody(
     for ref, state in store.items():
         if ref.startswith("inter/busy/") and state.record is None:
             assert state.owner is not None and state.attempt is None
+
+
+# ------------------------------------------------------------------ Dagster on several machines
+
+#: A Dagster worker: its own Spark driver, the PostgreSQL Dagster instance of DAGSTER_HOME, the
+#: IO manager over its own copy of the workspace folder. It materializes its own asset and
+#: then contends, with the other machines, for one ref.
+DAGSTER_WORKER = r"""
+import os, sys, time
+from pathlib import Path
+from dagster import DagsterInstance, asset, materialize
+from pyspark.sql import DataFrame, SparkSession, functions as F
+from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref, dws_source_asset
+
+root, number = Path(sys.argv[1]), int(sys.argv[2])
+barrier, parties = Path(sys.argv[3]), int(sys.argv[4])
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+instance = DagsterInstance.get()
+trips = dws_source_asset("trips", "src", "trips", format="csv")
+
+@asset(name=f"by_zone_{number}", metadata=dws_ref("inter", f"dag/m{number}/by_zone"))
+def by_zone(trips: DataFrame) -> DataFrame:
+    return trips.groupBy("zone").agg(F.count(F.lit(1)).alias("trips"))
+
+@asset(name=f"contender_{number}", metadata=dws_ref("inter", "dag/contested"))
+def contender(trips: DataFrame) -> DataFrame:
+    return trips.withColumn("machine", F.lit(number))
+
+resources = {"io_manager": SparkWorkspaceIOManager(workspace=WorkspaceResource(root=str(root)))}
+(barrier / str(number)).touch()
+deadline = time.monotonic() + 600
+while len(list(barrier.iterdir())) < parties:
+    if time.monotonic() > deadline:
+        raise SystemExit("the other machines never started")
+    time.sleep(0.05)
+own = materialize([trips, by_zone], instance=instance, resources=resources,
+                  selection=[f"by_zone_{number}"], raise_on_error=False)
+contest = materialize([trips, contender], instance=instance, resources=resources,
+                      selection=[f"contender_{number}"], raise_on_error=False)
+print(own.success, contest.success, flush=True)
+"""
+
+
+def _dagster_home(folder: Path, server: Any, database: str) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "dagster.yaml").write_text(f"""\
+storage:
+  postgres:
+    postgres_db:
+      hostname: {server.host}
+      port: {server.port}
+      username: {server.user}
+      password:
+        env: DWS_TEST_DAGSTER_PG_PASSWORD
+      db_name: {database}
+      scheme: postgresql+psycopg2
+telemetry:
+  enabled: false
+""")
+    return folder
+
+
+@pytest.mark.spark
+def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fourth(
+        tmp_path, postgres_store, postgres_server, monkeypatch):
+    from dagster import DagsterInstance
+
+    from dws_dagster import process_events
+    from dws_dagster.ol.transport import make_transport
+
+    from .ol_receiver import Receiver
+
+    monkeypatch.setenv("DWS_TEST_DAGSTER_PG_PASSWORD", postgres_server.password)
+    dagster_db = postgres_server.create_database("fleet_dagster")
+    seed, common = _seed(tmp_path)
+    (common / "src" / "trips" / "part-0.csv").write_text(
+        "zone,fare\n" + "".join(f"{i % 3},{5 + i}\n" for i in range(30)))
+    machines = tmp_path / "machines"
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    workers = []
+    for number in range(1, MACHINES + 1):
+        root = _machine(seed, machines, number)
+        home = _dagster_home(tmp_path / f"dagster-home-{number}", postgres_server, dagster_db)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "DAGSTER_HOME": str(home)}
+        workers.append(subprocess.Popen(
+            [sys.executable, "-c", DAGSTER_WORKER, str(root), str(number), str(barrier),
+             str(MACHINES)], cwd=root, env=env, text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE))
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=900)
+        assert worker.returncode == 0, err[-3000:]
+        results.append(out.split())
+    assert [own for own, _contest in results] == ["True"] * MACHINES
+    assert sorted(contest for _own, contest in results) == ["False"] * (MACHINES - 1) + ["True"]
+    winner = 1 + [contest for _own, contest in results].index("True")
+
+    # The lineage sensor on a fourth machine: its own workspace copy, the same instance.
+    sensor_root = _machine(seed, machines, 4)
+    sensor_home = _dagster_home(tmp_path / "dagster-home-4", postgres_server, dagster_db)
+    with Receiver() as receiver:
+        monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+        ws = Workspace.open(sensor_root)
+        instance = DagsterInstance.from_config(str(sensor_home))
+        try:
+            outcome = process_events(instance, ws, after_storage_id=0)
+            assert outcome.cursor > 0
+            again = process_events(instance, ws, after_storage_id=0)  # a replay: nothing new
+        finally:
+            instance.dispose()
+        transport, _ = make_transport(ws)
+        from dws_dagster.ol.outbox import Outbox
+
+        Outbox(ws).deliver(transport, budget_seconds=60)
+        keys = [(e["run"]["runId"], e["eventType"]) for e in receiver.events]
+    assert again.spooled == 0
+    assert len(keys) == len(set(keys)) and keys, "each event delivered once"
+    lineage = dict(ws.store.items())
+    for number in range(1, MACHINES + 1):
+        assert lineage[f"inter/dag/m{number}/by_zone"].status == "ok"
+    assert lineage["inter/dag/contested"].owner == f"contender_{winner}"
+    assert not any(name.startswith("contested") and name != "contested"
+                   for name in os.listdir(common / "inter" / "dag"))
+    completes = {e["job"]["name"] for e in receiver.events if e["eventType"] == "COMPLETE"}
+    assert {f"by_zone_{n}" for n in range(1, MACHINES + 1)} | {f"contender_{winner}"} \
+        <= completes
