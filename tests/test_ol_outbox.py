@@ -245,7 +245,7 @@ def test_backoff_doubles_up_to_the_cap_with_jitter(ws: Workspace) -> None:
 
 
 def test_deliver_stays_within_its_budget_and_one_deliverer_at_a_time(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, _ = make_transport(ws)
@@ -259,8 +259,11 @@ def test_deliver_stays_within_its_budget_and_one_deliverer_at_a_time(
     busy = Outbox(ws).deliver(transport, ignore_backoff=True)
     assert busy.busy and (busy.sent, busy.pending) == (0, 4) and receiver.attempts == 0
     assert outbox.status().deliverer == "elsewhere:42:abcd"
-    code_status = outbox.status().to_json()
-    assert code_status["lease_until"] is not None
+    assert outbox.status().to_json()["lease_until"] is not None
+    code, out, _ = cli("openlineage", "status", "-w", ws.root)
+    assert code == 0 and "delivering: elsewhere:42:abcd (lease until " in out
+    code, out, _ = cli("openlineage", "deliver", "-w", ws.root)
+    assert code == 0 and "another process is delivering now; 4 event(s) pending" in out
 
     set_lease(ws, "elsewhere:42:abcd", time.time() - 1)  # it died: its lease ran out
     assert outbox.status().deliverer is None
@@ -722,9 +725,14 @@ def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
 
     code, out, _ = cli("openlineage", "status", "-w", ws.root)
     assert code == 0 and "pending:    6" in out and receiver.url in out
+    assert f"OpenLineage outbox (in the workspace store {ws.store.shown})" in out
+    assert "delivering:" not in out
     code, out, _ = cli("openlineage", "status", "--format", "json", "-w", ws.root)
     data = json.loads(out)
     assert (data["pending"], data["delivered"]) == (6, 0) and receiver.url in data["transport"]
+    assert data["store"] == ws.store.shown and data["deliverer"] is None
+    password = ws.store_settings.password
+    assert password is None or password not in out  # the store is shown without it
     assert data["oldest_pending_time"] == events[0]["eventTime"]
 
     code, out, _ = cli("openlineage", "deliver", "-w", ws.root, "--budget", "60")

@@ -336,6 +336,8 @@ class Outbox:
         state = self._state()
         if self._waiting(state, now) and not ignore_backoff:
             return self._report(state, sent=0, failed=0)
+        if self._pending_count() == 0:
+            return self._report(state, sent=0, failed=0)  # an idle tick writes nothing
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         state = self._take_lease(holder)
         if state is None:  # another process is sending these very events
@@ -427,7 +429,8 @@ class Outbox:
                     sent += 1
                     after = event_id
         if failure is None:
-            self._checkpoint(holder, unmarked, at())
+            if unmarked:
+                self._checkpoint(holder, unmarked, at())
         else:
             event, exc, when = failure
             self._failed(holder, unmarked, event, exc, transport, when, succeeded=sent > 0,
