@@ -395,9 +395,9 @@ def cmd_ol_status(args: argparse.Namespace) -> int:
     outbox = Outbox(ws)
     status = outbox.status()
     if args.format == "json":
-        _print_json({"outbox": str(outbox.dir), "transport": description, **status.to_json()})
+        _print_json({"transport": description, **status.to_json()})
         return 0
-    print(f"OpenLineage outbox ({outbox.dir})")
+    print(f"OpenLineage outbox (in the workspace store {status.store})")
     print(f"  transport:  {description}")
     oldest = f" (oldest event {status.oldest_pending_time})" if status.pending else ""
     print(f"  pending:    {status.pending}{oldest}")
@@ -407,7 +407,8 @@ def cmd_ol_status(args: argparse.Namespace) -> int:
               f"{_when(status.next_attempt_at)}")
     if status.last_error:
         print(f"  last error: {status.last_error} (at {_when(status.last_error_at)})")
-    print(f"  spool:      {status.spool_bytes} bytes in {status.segments} segment(s)")
+    if status.deliverer:
+        print(f"  delivering: {status.deliverer} (lease until {_when(status.lease_until)})")
     return 0
 
 

@@ -2,16 +2,16 @@
 
 Each tick reads the event log in ascending storage-id order from its cursor, in bounded
 batches, for as long as its time budget allows; each batch is applied to the workspace store and
-its OpenLineage events are spooled durably in the outbox before the cursor moves past it. The
-outbox is then delivered within what is left of the budget, with retry and backoff across
-ticks, so a catalog that is down loses nothing and never stalls the lineage.
+its OpenLineage events are spooled in the outbox in the same transaction (lineage and events
+commit together), before the cursor moves past it. The outbox is then delivered within what
+is left of the budget, with retry and backoff across ticks, so a catalog that is down loses
+nothing and never stalls the lineage.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -109,8 +109,12 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
     started = time.monotonic()
     apply_until = started + time_budget_seconds * APPLY_SHARE
     catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
-    outbox = _outbox(ws) if openlineage else None
+    outbox = None
     transport = None
+    if openlineage:
+        from .ol.outbox import Outbox
+
+        outbox = Outbox(ws)
     if outbox is not None and deliver:
         from .ol.transport import make_transport
 
@@ -127,15 +131,17 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
             break
         applier.ol_events.clear()
         applier.prefetch_runs(records)
-        # One fsync per batch, before the cursor moves; one hold of the store's lock per batch
-        # (writers wait at most a batch, about a second), except when snapshots are taken per
-        # run: a snapshot of large data may take long, and takes the lock itself.
+        # One transaction per batch, committed before the cursor moves, holding the batch's
+        # lineage and its OpenLineage events: a crash leaves both or neither. One hold of the
+        # store's lock per batch (writers wait at most a batch, about a second), except when
+        # snapshots are taken per run: a snapshot of large data may take long, and takes the
+        # lock itself; then each apply and the spool commit on their own.
         with ws.store.deferred_sync(), \
                 (nullcontext() if snapshot_on_results else ws.store.locked()):
             for record in records:
                 applier.apply(record)
-        if outbox is not None:
-            outcome.spooled += outbox.spool(_render(applier.ol_events, applier.locate))
+            if outbox is not None:
+                outcome.spooled += outbox.spool(_render(applier.ol_events, applier.locate))
         outcome.cursor = records[-1].storage_id  # lineage stored, events spooled: move on
         outcome.batches += 1
         if save_cursor is not None:
@@ -159,40 +165,12 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
     return outcome
 
 
-_OUTBOXES: dict[str, Any] = {}
-_OUTBOXES_LOCK = threading.Lock()
-
-
 def _check_settings(who: str, batch_size: int, time_budget_seconds: float) -> None:
     if batch_size < 1:
         raise SensorConfigError(f"{who}: batch_size must be at least 1, got {batch_size}")
     if time_budget_seconds <= 0:
         raise SensorConfigError(f"{who}: time_budget_seconds must be positive, got "
                                 f"{time_budget_seconds}")
-
-
-def _outbox(ws: Workspace) -> Any:
-    """One outbox object per workspace and process: it keeps its index of spooled keys and its
-    read position between ticks instead of re-reading the journal each time."""
-    from .ol.outbox import Outbox
-
-    key = str(ws.meta_dir)
-    with _OUTBOXES_LOCK:
-        cached = _OUTBOXES.get(key)
-        # A folder removed or replaced since (a reset workspace) gets a fresh object, whose
-        # index is read from disk: a stale index would skip events as already spooled.
-        if cached is None or cached[1] != _identity(cached[0].dir):
-            outbox = Outbox(ws)
-            cached = _OUTBOXES[key] = (outbox, _identity(outbox.dir))
-        return cached[0]
-
-
-def _identity(folder: Any) -> tuple[int, int] | None:
-    try:
-        info = os.stat(folder)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
 
 
 def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The lineage sensor and its OpenLineage delivery under faults: the sensor process killed with
-SIGKILL in the middle of a tick, and a catalog that refuses connections, answers 500 or answers
-past the timeout. Nothing is lost, nothing is stored twice, ticks keep to their budget, and
-delivery resumes by itself.
+SIGKILL in the middle of a tick (inside a batch's transaction, or while delivering), and a
+catalog that refuses connections, answers 500 or answers past the timeout. Nothing is lost,
+nothing is stored twice, a batch's lineage and events commit together, ticks keep to their
+budget, and delivery resumes by itself.
 
 Real parts: materializations by the Spark IO manager in a Dagster instance on disk (SQLite), the
 sensor's work (`process_events`) in a separate Python process killed by the test, and a real
@@ -21,12 +22,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from dws_dagster import Workspace, process_events
 from dws_dagster.ol.outbox import Outbox, event_key
+from dws_dagster.workspace.db.database import forget_databases
 
 from .conftest import ROOT
 from .ol_parents import check_parents, first_occurrences
@@ -44,7 +45,8 @@ CHILD = r"""
 import sys, time
 from pathlib import Path
 
-root, home, point, ready = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+root, home, point, ready, cursor_file = (sys.argv[1], sys.argv[2], sys.argv[3],
+                                         Path(sys.argv[4]), Path(sys.argv[5]))
 
 
 def stop_here(where):
@@ -59,42 +61,53 @@ from dws_dagster import Workspace, process_events
 from dws_dagster.ol import outbox as outbox_module
 from dws_dagster.workspace import store as store_module
 
-calls = {"n": 0}
+calls = {"spool": 0}
+real_spool = outbox_module.Outbox.spool
 
 
-def torn_append(real, on_call):
-    # The on_call-th append writes half its lines, then the process dies.
-    def append(path, payload, **kwargs):
-        calls["n"] += 1
-        if calls["n"] < on_call:
-            return real(path, payload, **kwargs)
-        with open(path, "ab") as handle:
-            handle.write(payload[: max(1, len(payload) // 2 - 3)])
-            handle.flush()
+def counting_spool(self, events):
+    calls["spool"] += 1
+    return real_spool(self, events)
+
+
+outbox_module.Outbox.spool = counting_spool
+real_apply = store_module.LineageStore.apply
+
+
+def apply(self, record):
+    changed = real_apply(self, record)
+    if changed and "first" not in calls:
+        calls["first"] = calls["spool"]  # spool calls made before the first record's batch
+    elif changed and point == "mid-batch" and calls["spool"] > calls["first"]:
+        # A batch after one that committed records dies once it applied a record, its
+        # transaction open (not committed).
         stop_here(point)
-    return append
+    return changed
 
 
-if point == "store-append":
-    store_module.append_durably = torn_append(store_module.append_durably, 4)
-elif point == "outbox-append":
-    outbox_module.append_durably = torn_append(outbox_module.append_durably, 2)
-elif point == "before-spool":
-    real_spool = outbox_module.Outbox.spool
+store_module.LineageStore.apply = apply
 
-    def spool(self, events):
-        calls["n"] += 1
-        if calls["n"] == 2:  # lineage of the second batch stored, its events not spooled
+if point == "mid-spool":
+    # A batch after one that committed records dies once its lineage is applied and its
+    # events inserted, uncommitted.
+    real_insert = outbox_module.insert_events
+
+    def insert_events(connection, workspace_id, rows, **kwargs):
+        added = real_insert(connection, workspace_id, rows, **kwargs)
+        if added and "first" in calls and calls["spool"] > calls["first"] + 1:
             stop_here(point)
-        return real_spool(self, events)
+        return added
 
-    outbox_module.Outbox.spool = spool
+    outbox_module.insert_events = insert_events
 elif point == "mid-delivery":
-    real_write_state = outbox_module.Outbox._write_state
-    outbox_module.Outbox._write_state = lambda self, state: stop_here(point)
+    # Events sent but not yet marked delivered; a short lease, so the next sensor takes over
+    # soon after the kill.
+    outbox_module.LEASE_SECONDS = 2.0
+    outbox_module.Outbox._checkpoint = lambda self, holder, ids, at: stop_here(point)
 
 with DagsterInstance.from_config(home) as instance:
-    process_events(instance, Workspace.open(root), batch_size=5, time_budget_seconds=600)
+    process_events(instance, Workspace.open(root), batch_size=5, time_budget_seconds=600,
+                   save_cursor=lambda cursor: cursor_file.write_text(str(cursor)))
 ready.write_text("finished")  # the point was never reached: the test fails on this
 """
 
@@ -121,9 +134,11 @@ def event_log(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
 
 
 def copy_workspace(template: Path, where: Path, *, keep_lineage: bool = True) -> Workspace:
+    forget_databases()  # no open connection (nor WAL) of this process on the copied store
     shutil.copytree(template, where)
     if not keep_lineage:  # a store lost or never written: the sensor rebuilds it
-        shutil.rmtree(where / ".dataworkspace" / "lineage")
+        for path in (where / ".dataworkspace").glob("store.db*"):
+            path.unlink()
     return Workspace.open(where)
 
 
@@ -137,23 +152,33 @@ def materializations(home: Path) -> Counter[tuple[str, str]]:
                     r.event_log_entry.run_id) for r in records)
 
 
-def journal_lines(folder: Path) -> list[bytes]:
-    lines: list[bytes] = []
-    for path in sorted(folder.glob("*.jsonl")):
-        lines.extend(path.read_bytes().splitlines())
-    return lines
+def recorded(ws: Workspace) -> Counter[tuple[str, str | None]]:
+    """(step, run id) of every materialization record in the store's history."""
+    return Counter((op["record"]["step"]["name"], op["record"]["step"].get("run_id"))
+                   for op in ws.store.history() if op["op"] == "record"
+                   and op["record"]["step"]["kind"] != "observation")
+
+
+def spooled_keys(ws: Workspace) -> list[tuple[str, str]]:
+    return [event_key(e) for e in Outbox(ws).events()]
+
+
+class _Stop(Exception):
+    """Ends a reference run after the batches the killed sensor committed."""
 
 
 # ---------------------------------------------------------------------- kill -9 of a tick
 
 
-KILL_POINTS = ("store-append", "before-spool", "outbox-append", "mid-delivery")
+KILL_POINTS = ("mid-batch", "mid-spool", "mid-delivery")
 
 
 @pytest.fixture(scope="module")
-def killed_ticks(event_log, tmp_path_factory) -> dict[str, tuple[Workspace, str, str, Receiver]]:
-    """For each point: a copy of the workspace without its lineage store, a receiver, and a
-    sensor process killed at that point (side by side: no Spark in them)."""
+def killed_ticks(event_log, tmp_path_factory
+                 ) -> dict[str, tuple[Workspace, str, str, Receiver, int | None]]:
+    """For each point: a copy of the workspace without its store, a receiver, a sensor process
+    killed at that point (side by side: no Spark in them), and the cursor of the last batch
+    it committed."""
     template, home, _ = event_log
     base = tmp_path_factory.mktemp("ticks")
     env = {key: value for key, value in os.environ.items()
@@ -165,24 +190,27 @@ def killed_ticks(event_log, tmp_path_factory) -> dict[str, tuple[Workspace, str,
             ws = copy_workspace(template, base / point, keep_lineage=False)
             receiver = Receiver().start()
             ready = base / f"{point}.ready"
+            cursor = base / f"{point}.cursor"
             child = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(ws.root), str(home), point, str(ready)],
+                [sys.executable, "-c", CHILD, str(ws.root), str(home), point, str(ready),
+                 str(cursor)],
                 env={**env, "OPENLINEAGE_URL": receiver.url}, cwd=base,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-            started[point] = (ws, child, ready, receiver)
+            started[point] = (ws, child, ready, receiver, cursor)
         deadline = time.monotonic() + CHILD_DEADLINE_SECONDS
         results = {}
-        for point, (ws, child, ready, receiver) in started.items():
+        for point, (ws, child, ready, receiver, cursor) in started.items():
             while time.monotonic() < deadline and child.poll() is None \
                     and not (ready.exists() and ready.read_text()):
                 time.sleep(0.1)
             reached = ready.read_text() if ready.exists() else f"exit {child.poll()}"
             os.killpg(child.pid, signal.SIGKILL)
             _, err = child.communicate()
-            results[point] = (ws, reached, err.decode(errors="replace"), receiver)
+            committed = int(cursor.read_text()) if cursor.exists() else None
+            results[point] = (ws, reached, err.decode(errors="replace"), receiver, committed)
         yield results
     finally:
-        for _, child, _, receiver in started.values():
+        for _, child, _, receiver, _ in started.values():
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
@@ -193,7 +221,7 @@ def killed_ticks(event_log, tmp_path_factory) -> dict[str, tuple[Workspace, str,
 def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_event(
         event_log, killed_ticks, point, clean_ol_env, monkeypatch, tmp_path):
     template, home, committed = event_log
-    ws, reached, stderr, receiver = killed_ticks[point]
+    ws, reached, stderr, receiver, committed_cursor = killed_ticks[point]
     assert reached == point, f"the sensor did not stop at {point}: {stderr[-3000:]}"
 
     # What an uninterrupted sensor does with the same event log, for comparison.
@@ -203,23 +231,45 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
     expected_keys = {event_key(e) for e in Outbox(reference).events()}
     assert expected_keys
 
+    if point != "mid-delivery":
+        # Killed inside a batch's transaction: the store holds exactly the batches committed
+        # before it, lineage and events alike (what a sensor stopped after them holds), and
+        # nothing of the batch that died.
+        assert committed_cursor is not None
+        partial = copy_workspace(template, tmp_path / "partial", keep_lineage=False)
+
+        def stop_after(cursor: int) -> None:
+            if cursor == committed_cursor:
+                raise _Stop
+
+        with DagsterInstance.from_config(str(home)) as instance, pytest.raises(_Stop):
+            process_events(instance, partial, batch_size=5, time_budget_seconds=600,
+                           deliver=False, save_cursor=stop_after)
+        killed = Workspace.open(ws.root)
+        assert recorded(killed) == recorded(partial)
+        assert refs_state(killed) == refs_state(partial)
+        assert spooled_keys(killed) == spooled_keys(partial)
+        assert set(spooled_keys(killed)) < expected_keys  # the rest was never spooled
+        assert recorded(killed)  # the kill came after records were committed
+    else:
+        # The dead deliverer's lease keeps others out until it runs out (2 s in the child).
+        deadline = time.monotonic() + CHILD_DEADLINE_SECONDS
+        while Outbox(ws).status().deliverer is not None:
+            assert time.monotonic() < deadline, "the dead deliverer's lease never expired"
+            time.sleep(0.1)
+
     # The next tick starts from the cursor Dagster saved: none, since the tick never returned.
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     with DagsterInstance.from_config(str(home)) as instance:
         outcome = process_events(instance, Workspace.open(ws.root), time_budget_seconds=120)
     assert outcome.delivery_error is None and outcome.pending == 0
 
-    # Every journal line whole (a torn line was cut), each materialization recorded once.
+    # Each materialization recorded once.
     lineage = Workspace.open(ws.root)
-    lines = journal_lines(lineage.store.journal_dir)
-    ops = [orjson.loads(line) for line in lines if line.strip()]
-    recorded = Counter((op["record"]["step"]["name"], op["record"]["step"].get("run_id"))
-                       for op in ops if op["op"] == "record"
-                       and op["record"]["step"]["kind"] != "observation")
     dws_materializations = {key: n for key, n in materializations(home).items()
                             if key[0] not in ("trips", "zones")}
-    assert recorded == dws_materializations
-    assert set(recorded.values()) == {1}
+    assert recorded(lineage) == dws_materializations
+    assert set(recorded(lineage).values()) == {1}
     # The rebuilt lineage is what the IO manager had committed (plus the sensor's metrics).
     rebuilt = refs_state(lineage)
     assert rebuilt.keys() == committed.keys()
@@ -229,11 +279,11 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
 
     # The outbox holds every event once; the catalog got every one (at least once).
     outbox = Outbox(lineage)
-    spooled = [event_key(e) for e in outbox.events()]
+    spooled = spooled_keys(lineage)
     assert len(spooled) == len(set(spooled)) and set(spooled) == expected_keys
-    assert all(line.startswith(b"{") and line.endswith(b"}")
-               for line in journal_lines(outbox.journal_dir))
     assert {event_key(e) for e in receiver.events} == expected_keys
+    status = outbox.status()
+    assert (status.pending, status.delivered) == (0, len(spooled))
     # Each Dagster run's own START and end once, in order around its assets' events, in the
     # outbox and as the catalog first received them.
     with DagsterInstance.from_config(str(home)) as instance:  # pipeline and observation runs
@@ -242,8 +292,10 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
     assert check_parents(list(outbox.events())) == run_ids
     assert check_parents(first_occurrences(receiver.events)) == run_ids
     if point == "mid-delivery":
-        # Sent but not saved as sent: sent again (catalogs deduplicate), never skipped.
+        # Sent but not marked as sent: sent again (catalogs deduplicate), never skipped.
         assert len(receiver.events) > len(expected_keys)
+    else:
+        assert len(receiver.events) == len(expected_keys)  # nothing was sent before the kill
 
 
 # ---------------------------------------------------------------------- a failing catalog

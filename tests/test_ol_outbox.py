@@ -1,4 +1,5 @@
-"""The OpenLineage outbox and transport: real files, a real HTTP receiver, real processes."""
+"""The OpenLineage outbox and transport: a real store (SQLite, and PostgreSQL on a throwaway
+server), a real HTTP receiver, real processes (concurrent deliverers, one killed with -9)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import datetime as dt
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -16,11 +18,14 @@ from typing import Any
 
 import orjson
 import pytest
-from filelock import FileLock
+from sqlalchemy import select, update
 
 from dws_dagster import Workspace
+from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox, OutboxError, event_key
 from dws_dagster.ol.transport import TransportConfigError, make_transport
+from dws_dagster.workspace.db import schema
+from dws_dagster.workspace.db.database import forget_databases
 
 from .conftest import ROOT
 from .ol_receiver import Receiver
@@ -58,11 +63,62 @@ def keys(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [event_key(event) for event in events]
 
 
-def journal_lines(ws: Workspace) -> list[bytes]:
-    lines: list[bytes] = []
-    for path in sorted((ws.meta_dir / "openlineage/outbox/journal").glob("*.jsonl")):
-        lines += path.read_bytes().splitlines()
-    return lines
+def delivery_row(ws: Workspace) -> dict[str, Any]:
+    """The workspace's raw `dws_ol_delivery` row (what a secret must never reach)."""
+    table = schema.ol_delivery
+    with ws.store.db.transaction() as connection:
+        row = connection.execute(select(table).where(
+            table.c.workspace_id == ws.store.workspace_id)).mappings().one()
+    return dict(row)
+
+
+def set_lease(ws: Workspace, holder: str | None, until: float) -> None:
+    """Write the delivery lease as another deliverer (one that runs, or one that died) left it."""
+    table = schema.ol_delivery
+    with ws.store.db.transaction() as connection:
+        connection.execute(update(table).where(table.c.workspace_id == ws.store.workspace_id)
+                           .values(holder=holder, lease_until=until))
+
+
+def pending_ids(ws: Workspace) -> list[int]:
+    table = schema.ol_events
+    with ws.store.db.transaction() as connection:
+        return list(connection.execute(select(table.c.id).where(
+            table.c.workspace_id == ws.store.workspace_id, table.c.pending)
+            .order_by(table.c.id)).scalars())
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL server for this module (tests/postgres_server.py)."""
+    from .postgres_server import start_server, stop_server, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set, so the PostgreSQL tests must run)")
+        pytest.skip(reason)
+    server = start_server()
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every test on the default SQLite store, and again on PostgreSQL: a fresh database per
+    test, through DWS_STORE_URL (subprocesses inherit it)."""
+    if request.param == "sqlite":
+        monkeypatch.delenv("DWS_STORE_URL", raising=False)
+        yield "sqlite"
+        return
+    server = request.getfixturevalue("postgres_server")
+    database = server.create_database("outbox")
+    monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
+                       f"{server.password}@{server.host}:{server.port}/{database}")
+    yield "postgresql"
+    forget_databases()  # close this test's pooled connections to its database
 
 
 @pytest.fixture(autouse=True)
@@ -189,7 +245,7 @@ def test_backoff_doubles_up_to_the_cap_with_jitter(ws: Workspace) -> None:
 
 
 def test_deliver_stays_within_its_budget_and_one_deliverer_at_a_time(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, _ = make_transport(ws)
@@ -197,14 +253,35 @@ def test_deliver_stays_within_its_budget_and_one_deliverer_at_a_time(
     outbox.spool(runs(2))
     report = outbox.deliver(transport, budget_seconds=0)
     assert (report.sent, report.failed, report.pending) == (0, 0, 4) and receiver.attempts == 0
+    assert delivery_row(ws)["holder"] is None  # the lease is given back after each call
 
-    with FileLock(str(outbox.deliver_lock_path)):  # another process delivering
-        busy = Outbox(ws).deliver(transport)
-    assert busy.busy and busy.sent == 0 and receiver.attempts == 0
-    assert outbox.deliver(transport).sent == 4
+    set_lease(ws, "elsewhere:42:abcd", time.time() + 600)  # another process delivering
+    busy = Outbox(ws).deliver(transport, ignore_backoff=True)
+    assert busy.busy and (busy.sent, busy.pending) == (0, 4) and receiver.attempts == 0
+    assert outbox.status().deliverer == "elsewhere:42:abcd"
+    assert outbox.status().to_json()["lease_until"] is not None
+    code, out, _ = cli("openlineage", "status", "-w", ws.root)
+    assert code == 0 and "delivering: elsewhere:42:abcd (lease until " in out
+    code, out, _ = cli("openlineage", "deliver", "-w", ws.root)
+    assert code == 0 and "another process is delivering now; 4 event(s) pending" in out
+
+    set_lease(ws, "elsewhere:42:abcd", time.time() - 1)  # it died: its lease ran out
+    assert outbox.status().deliverer is None
+    assert outbox.deliver(transport).sent == 4 and receiver.events == list(outbox.events())
+    assert delivery_row(ws)["holder"] is None
 
 
-# ---------------------------------------------------------------------- the journal
+def test_deliver_refuses_to_run_inside_a_store_transaction(ws: Workspace) -> None:
+    """Delivery must not hold a transaction (and the write lock) while a catalog answers."""
+    outbox = Outbox(ws)
+    outbox.spool(runs(1))
+    transport, _ = make_transport(ws)
+    with ws.store.locked(), pytest.raises(OutboxError, match="inside a transaction"):
+        outbox.deliver(transport)
+    assert outbox.status().pending == 2
+
+
+# ---------------------------------------------------------------------- spooling
 
 
 def test_spool_is_idempotent(ws: Workspace, receiver: Receiver,
@@ -213,10 +290,10 @@ def test_spool_is_idempotent(ws: Workspace, receiver: Receiver,
     outbox = Outbox(ws)
     assert outbox.spool(events) == 4
     assert outbox.spool(events) == 0
-    assert Outbox(ws).spool(events) == 0  # a fresh process re-reads the keys
+    assert Outbox(ws).spool(events) == 0  # another object (or process) reads the same keys
     extra = run_event(str(uuid.uuid4()), "START")
     assert outbox.spool([extra, extra, *events]) == 1
-    assert len(journal_lines(ws)) == 5
+    assert outbox.count() == 5 and list(outbox.events()) == [*events, extra]
 
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
@@ -230,63 +307,51 @@ def test_spool_is_idempotent(ws: Workspace, receiver: Receiver,
         outbox.spool([new, bad])
     with pytest.raises(OutboxError, match="eventTime"):
         outbox.spool([{**new, "eventTime": "last tuesday"}])
-    assert len(journal_lines(ws)) == 5  # all or nothing
+    with pytest.raises(OutboxError, match="eventType"):
+        outbox.spool([{**new, "eventType": "X" * 17}])
+    with pytest.raises(OutboxError, match="not an OpenLineage RunEvent"):
+        outbox.spool([new, "START"])  # type: ignore[list-item]
+    with pytest.raises(OutboxError, match="not JSON"):
+        outbox.spool([{**new, "extra": {1, 2}}])
+    assert outbox.count() == 5 and outbox.status().pending == 0  # all or nothing
 
 
-def test_torn_last_line_is_ignored_then_cut(ws: Workspace, receiver: Receiver,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    receiver.start()
-    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
-    transport, _ = make_transport(ws)
-    events = runs(1)
-    Outbox(ws).spool(events)
-    segment = sorted((ws.meta_dir / "openlineage/outbox/journal").glob("*.jsonl"))[-1]
-    with open(segment, "ab") as handle:  # a writer died mid-append
-        handle.write(b'{"eventTime": "2026-03-01T12:00:00+00:00", "eventType": "STA')
+def test_spool_in_a_transaction_commits_or_rolls_back_with_it(ws: Workspace) -> None:
+    """The sensor spools a batch's events in the transaction holding its lineage: both are
+    committed, or neither."""
+    outbox = Outbox(ws)
+    kept, lost = runs(1), runs(1, start=10)
 
-    reader = Outbox(ws)
-    assert list(reader.events()) == events
-    assert reader.status().pending == 2
-    assert reader.deliver(transport).sent == 2
-    late = run_event(str(uuid.uuid4()), "START", 30)
-    assert reader.spool([late]) == 1
-    lines = journal_lines(ws)
-    assert [orjson.loads(line) for line in lines] == [*events, late]  # the torn bytes are gone
-    assert reader.deliver(transport).sent == 1
-    assert receiver.events == [*events, late]
+    class Crash(Exception):
+        pass
+
+    with pytest.raises(Crash), ws.store.locked():
+        assert outbox.spool(lost) == 2
+        ws.store.observe_source("src/a.csv", "v1")
+        raise Crash
+    assert outbox.count() == 0 and ws.store.get("src/a.csv") is None
+
+    with ws.store.locked():
+        assert outbox.spool(kept) == 2
+        ws.store.observe_source("src/a.csv", "v1")
+    assert list(outbox.events()) == kept and ws.store.get("src/a.csv") is not None
+    assert outbox.spool(kept + lost) == 2  # the rolled-back events were never spooled
 
 
-def test_segments_rotate_and_keys_files_spare_rereading(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
-    receiver.start()
-    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
-    transport, _ = make_transport(ws)
-    outbox = Outbox(ws, segment_bytes=1500)
-    events = runs(12)
-    for index, event in enumerate(events):
-        assert outbox.spool([event]) == 1
-        if index == 10:
-            assert outbox.deliver(transport).sent == 11
-    journal = ws.meta_dir / "openlineage/outbox/journal"
-    segments = sorted(journal.glob("*.jsonl"))
-    keys_files = sorted(journal.glob("*.keys.json"))
-    assert len(segments) >= 4 and len(keys_files) == len(segments) - 1
-    sealed = orjson.loads(keys_files[0].read_bytes())
-    assert sealed["bytes"] == segments[0].stat().st_size
-    assert [tuple(k) for k in sealed["keys"]] == keys(events)[:len(sealed["keys"])]
-
-    fresh = Outbox(ws, segment_bytes=1500)
-    assert fresh.spool(events) == 0 and fresh.count() == 24
-    assert list(fresh.events()) == events
-    keys_files[0].write_text("not json")  # a damaged keys file: the segment is read instead
-    assert Outbox(ws, segment_bytes=1500).spool(events) == 0
-
-    report = fresh.deliver(transport)
-    assert (report.sent, report.pending) == (13, 0)
-    assert receiver.events == events
-    status = fresh.status()
-    assert status.segments == len(segments)
-    assert status.spool_bytes == sum(path.stat().st_size for path in segments)
+def test_events_since_compares_instants_in_any_zone(ws: Workspace) -> None:
+    outbox = Outbox(ws)
+    zone = dt.timezone(dt.timedelta(hours=-5))
+    early = run_event(str(uuid.uuid4()), "START", 0)
+    late = {**run_event(str(uuid.uuid4()), "START", 0),
+            "eventTime": (T0 + dt.timedelta(minutes=30)).astimezone(zone).isoformat()}
+    naive = {**run_event(str(uuid.uuid4()), "START", 0),
+             "eventTime": (T0 + dt.timedelta(minutes=10)).replace(tzinfo=None).isoformat()}
+    assert outbox.spool([late, early, naive]) == 3
+    assert list(outbox.events()) == [late, early, naive]  # spool order, as spooled
+    assert list(outbox.events(T0 + dt.timedelta(minutes=5))) == [late, naive]
+    assert outbox.count(T0 + dt.timedelta(minutes=10)) == 2  # at or after
+    assert list(outbox.events((T0 + dt.timedelta(minutes=20)).replace(tzinfo=None))) == [late]
+    assert outbox.count(T0 + dt.timedelta(days=1)) == 0
 
 
 SPOOLER = """
@@ -295,7 +360,7 @@ from dws_dagster import Workspace
 from dws_dagster.ol.outbox import Outbox
 
 root, tag = sys.argv[1], sys.argv[2]
-outbox = Outbox(Workspace.open(root), segment_bytes=6000)
+outbox = Outbox(Workspace.open(root))
 
 def event(run_id, kind, n):
     return {"eventTime": f"2026-03-01T12:{n % 60:02d}:00+00:00", "eventType": kind,
@@ -312,17 +377,24 @@ print("ok")
 """
 
 
+def _child_env() -> dict[str, str]:
+    """The environment of a child process: this checkout first on the path, the same store
+    (DWS_STORE_URL when set), no OpenLineage configuration."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("OPENLINEAGE")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
 def test_processes_spooling_and_delivering_at_once_lose_nothing(
         ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, _ = make_transport(ws)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("OPENLINEAGE_URL")
     spoolers = [subprocess.Popen([sys.executable, "-c", SPOOLER, str(ws.root), tag],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True) for tag in ("a", "b")]
-    outbox = Outbox(ws, segment_bytes=6000)
+                                 env=_child_env(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for tag in ("a", "b")]
+    outbox = Outbox(ws)
     while any(proc.poll() is None for proc in spoolers):
         outbox.deliver(transport)  # delivering while the others spool
         time.sleep(0.01)
@@ -334,9 +406,158 @@ def test_processes_spooling_and_delivering_at_once_lose_nothing(
     archived = list(outbox.events())
     assert len(archived) == 2 * 120 * 2 + 40  # own START+COMPLETE per process, shared STARTs
     assert len(set(keys(archived))) == len(archived)
-    assert all(line.startswith(b"{") and line.endswith(b"}") for line in journal_lines(ws))
     assert receiver.events == archived  # each exactly once, in spool order
-    assert outbox.status().pending == 0
+    status = outbox.status()
+    assert (status.pending, status.delivered) == (0, len(archived))
+
+
+DELIVERER = """
+import sys, time
+from pathlib import Path
+from dws_dagster import Workspace
+from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.transport import make_transport
+
+root, go, lease = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
+ws = Workspace.open(root)
+outbox = Outbox(ws, lease_seconds=lease)
+transport, _ = make_transport(ws)
+outbox.status()  # connected: ready
+print("ready", flush=True)
+while not go.exists():
+    time.sleep(0.005)
+sent = busy = 0
+while True:
+    report = outbox.deliver(transport, budget_seconds=0.05)
+    sent += report.sent
+    busy += report.busy
+    if report.failed:
+        raise SystemExit(f"delivery failed: {report.last_error}")
+    if not report.busy and report.pending == 0:
+        break
+print(f"sent {sent} busy {busy}", flush=True)
+"""
+
+
+def test_two_deliverers_in_two_processes_send_each_event_once_in_order(
+        ws: Workspace, receiver: Receiver, tmp_path: Path) -> None:
+    """Two sensors (two processes; on PostgreSQL they could be two machines) delivering one
+    backlog at once, in short turns (a budget of 50 ms a call): the lease lets one send at a
+    time, and every event reaches the catalog exactly once, in spool order."""
+    receiver.start()
+    events = runs(150)
+    outbox = Outbox(ws)
+    assert outbox.spool(events) == 300
+    go = tmp_path / "go"
+    env = {**_child_env(), "OPENLINEAGE_URL": receiver.url}
+    children = [subprocess.Popen([sys.executable, "-c", DELIVERER, str(ws.root), str(go), "60"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(2)]
+    try:
+        for child in children:
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready", \
+                child.communicate()[1]
+        go.touch()
+        outputs = [child.communicate(timeout=300) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    for child, (_, err) in zip(children, outputs, strict=True):
+        assert child.returncode == 0, err
+    sent = [int(out.split()[1]) for out, _ in outputs]
+    assert sum(sent) == 300
+    assert receiver.events == events  # exactly once each, in spool order
+    status = outbox.status()
+    assert (status.pending, status.delivered, status.deliverer) == (0, 300, None)
+
+
+KILLED_DELIVERER = """
+import sys
+from dws_dagster import Workspace
+from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.transport import make_transport
+
+root, lease = sys.argv[1], float(sys.argv[2])
+ws = Workspace.open(root)
+transport, _ = make_transport(ws)
+Outbox(ws, lease_seconds=lease).deliver(transport, budget_seconds=600)
+print("finished")  # the test kills it before: reaching here fails the test
+"""
+
+
+def _wait_until(condition: Any, what: str, deadline_seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + deadline_seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.02)
+
+
+def test_deliverer_killed_mid_delivery_is_replaced_when_its_lease_expires(
+        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 of a deliverer while it sends: its lease keeps others out until it expires
+    (it can no longer renew it), then the next deliverer resends what was not marked
+    delivered, from the first such event, in order; nothing is lost."""
+    receiver.start()
+    events = runs(40)
+    outbox = Outbox(ws, lease_seconds=3.0)
+    assert outbox.spool(events) == 80
+    receiver.slow_next(80, seconds=0.05)  # each request 50 ms: a checkpoint every ~20
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+    transport, _ = make_transport(ws)
+    child = subprocess.Popen([sys.executable, "-c", KILLED_DELIVERER, str(ws.root), "3"],
+                             env={**_child_env(), "OPENLINEAGE_URL": receiver.url},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        # Killed once some events are marked delivered and more were sent since.
+        _wait_until(lambda: child.poll() is not None or (
+            outbox.status().delivered > 0 and receiver.attempts > outbox.status().delivered + 2),
+            "the deliverer marked events and went on sending")
+        assert child.poll() is None, child.communicate()[1]
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    marked = outbox.status().delivered
+    lease = delivery_row(ws)
+    assert lease["holder"] is not None and lease["holder"].split(":")[1] == str(child.pid)
+    assert 0 < marked < 80 and pending_ids(ws)
+
+    receiver.slow_next(0, seconds=0)
+    before = time.time()
+    first = outbox.deliver(transport)
+    after = time.time()
+    if after < lease["lease_until"]:  # called while the dead deliverer's lease still held
+        assert first.busy and first.sent == 0
+    if before > lease["lease_until"]:
+        assert not first.busy
+    _wait_until(lambda: outbox.deliver(transport).pending == 0, "the lease expired")
+
+    status = outbox.status()
+    assert (status.pending, status.delivered, status.deliverer) == (0, 80, None)
+    received = receiver.events
+    # What the dead deliverer sent (at least the marked events), then everything from the
+    # first event it had not marked: a suffix resent, nothing skipped, nothing reordered.
+    sent_before = len(received) - (80 - marked)
+    assert sent_before >= marked
+    assert received[:sent_before] == events[:sent_before]
+    assert received[sent_before:] == events[marked:]
+
+
+def test_an_unreachable_store_is_a_clear_error_without_its_password(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DWS_STORE_URL",
+                       f"postgresql+psycopg2://alice:{SECRET_PASSWORD}@127.0.0.1:1/lineage")
+    outbox = Outbox(Workspace.open(ws.root))
+    for call in (outbox.status, lambda: outbox.spool(runs(1)), lambda: list(outbox.events())):
+        with pytest.raises(DwsError) as caught:
+            call()
+        message = str(caught.value)
+        assert "127.0.0.1:1/lineage" in message and SECRET_PASSWORD not in message
 
 
 # ---------------------------------------------------------------------- configuration
@@ -477,8 +698,8 @@ def test_secrets_never_reach_status_or_stored_errors(
     receiver.stop()
     outbox.deliver(transport, ignore_backoff=True)  # refused
 
-    outputs = [description, report.last_error or "",
-               outbox.state_path.read_text(), str(outbox.status())]
+    outputs = [description, report.last_error or "", str(delivery_row(ws)),
+               str(outbox.status())]
     for args in (("openlineage", "status"), ("openlineage", "status", "--format", "json"),
                  ("openlineage", "deliver", "--format", "json"), ("openlineage", "deliver")):
         code, out, err = cli(*args, "-w", ws.root)
@@ -504,9 +725,14 @@ def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
 
     code, out, _ = cli("openlineage", "status", "-w", ws.root)
     assert code == 0 and "pending:    6" in out and receiver.url in out
+    assert f"OpenLineage outbox (in the workspace store {ws.store.shown})" in out
+    assert "delivering:" not in out
     code, out, _ = cli("openlineage", "status", "--format", "json", "-w", ws.root)
     data = json.loads(out)
     assert (data["pending"], data["delivered"]) == (6, 0) and receiver.url in data["transport"]
+    assert data["store"] == ws.store.shown and data["deliverer"] is None
+    password = ws.store_settings.password
+    assert password is None or password not in out  # the store is shown without it
     assert data["oldest_pending_time"] == events[0]["eventTime"]
 
     code, out, _ = cli("openlineage", "deliver", "-w", ws.root, "--budget", "60")

@@ -1,19 +1,31 @@
-"""A durable outbox for OpenLineage events, so that nothing is lost while a catalog is down.
+"""A durable outbox for OpenLineage events in the workspace store, so that nothing is lost while
+a catalog is down and no event is sent twice by two deliverers.
 
-Layout under `.dataworkspace/openlineage/outbox/`:
+**Spooling** inserts each event into `dws_ol_events` under the workspace's write lock, keyed
+by (workspace, runId, eventType): re-spooling an event adds nothing. The lineage sensor spools
+inside the transaction that applies the batch, so a batch's lineage and its events commit
+together or not at all. Spool order is the row id: spoolers hold the write lock until they
+commit, so ids become visible in increasing order and a deliverer reading pending rows by id
+never skips one that commits later.
 
-- `journal/NNNNNNNN.jsonl`: every event ever spooled, one JSON object per line, appended under
-  `lock` and fsynced. A segment is sealed once it holds `segment_bytes`, and the next append
-  starts a new one. A torn last line (a crash mid-append) is ignored by readers and cut by the
-  next writer. The journal is the archive `events()` and `replay()` read; it is never pruned.
-- `journal/NNNNNNNN.keys.json`: the (runId, eventType) keys of a sealed segment, so that opening
-  the outbox reads keys rather than every event ever spooled.
-- `state.json`: the delivery position (the end of the last event the transport accepted),
-  counts and backoff, rewritten atomically by the one process delivering (`deliver.lock`).
+**Delivery** is claimed with a lease in the workspace's `dws_ol_delivery` row (`holder`,
+`lease_until`), taken and renewed by short conditional UPDATEs, never by a transaction held
+while the transport is called: a catalog that answers in 30 s must not hold a row lock (or,
+on SQLite, the database's write lock) for 30 s. Rows are not claimed one by one
+(`FOR UPDATE SKIP LOCKED`): two deliverers sending different events at once would send a
+run's COMPLETE before its START; one deliverer per workspace keeps spool order, and a second
+one finding the lease held returns `busy`. A deliverer that died stops renewing, and its lease
+expires after `lease_seconds` (the lease is renewed well before, so keep it above the
+transport's timeout; clocks of the machines must agree within a fraction of it).
 
-Delivery is at-least-once, in spool order, one event at a time: the position moves only after
-the transport returned, and the first failure ends the call, so a run's later event is never
-sent before an earlier one. Catalogs deduplicate by (runId, eventType, eventTime).
+Events are marked delivered in checkpoints: after each `CHECKPOINT_SECONDS` of sending (or
+sooner when half the lease is spent), at the end of a call and on the first failure, each in
+one short transaction that also renews the lease. A marking per event would cost a commit
+(an fsync) per event; a crash re-sends at most the events sent since the last checkpoint,
+in order, and catalogs deduplicate by (runId, eventType, eventTime): delivery is
+at-least-once, in spool order, one event at a time, and the first failure ends the call, so a
+run's later event is never sent before an earlier one. Delivered events stay in the table:
+they are the archive `events()` and `replay()` read.
 """
 
 from __future__ import annotations
@@ -21,59 +33,53 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import socket
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from filelock import FileLock
-from filelock import Timeout as LockTimeout
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
-from ..errors import DwsError, WorkspaceConfigError
-from ..workspace import shapes
-from ..workspace.digests import key_digest
-from ..workspace.files import (
-    append_durably,
-    atomic_write_bytes,
-    atomic_write_json,
-    held,
-    journal_segments,
-    segment_path,
-)
+from ..errors import DwsError
+from ..workspace.db import schema
 from .transport import Emitter, error_text, redact
 
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport
 
     from ..workspace.config import Workspace
+    from ..workspace.db.database import Database
 
-OUTBOX_FORMAT = 1
-#: A segment is sealed, and a new one started, once it holds this many bytes.
-SEGMENT_BYTES = 8 * 1024 * 1024
-LOCK_TIMEOUT_SECONDS = 120.0
 BACKOFF_BASE_SECONDS = 1.0
 BACKOFF_CAP_SECONDS = 300.0
-#: While sending, the position is saved at least this often (a crash re-sends at most this much).
+#: How long a deliverer's claim lasts without renewal; a deliverer that died is replaced once
+#: it runs out. Above any transport timeout (the lease is renewed when half of it is spent).
+LEASE_SECONDS = 120.0
+#: While sending, events are marked delivered at least this often (a crash re-sends at most
+#: what was sent since).
 CHECKPOINT_SECONDS = 1.0
+#: Pending events read per query while delivering or reading the archive.
+PAGE_SIZE = 500
+#: Ids per UPDATE ... WHERE id IN (...) (SQLite's default limit of bound parameters is 32766).
+MARK_CHUNK = 500
 MAX_ERROR_CHARS = 2000
+#: `dws_ol_events.event_type` is a String(16): OpenLineage's types are at most 8 characters.
+MAX_EVENT_TYPE_CHARS = 16
 
 Key = tuple[str, str]
 
-
-_STATE_ADVICE = ("restore it from a backup, or delete it to send every archived event again "
-                 "(catalogs ignore duplicates)")
+_EVENTS = schema.ol_events
+_DELIVERY = schema.ol_delivery
 
 
 class OutboxError(DwsError):
     """The OpenLineage outbox cannot take, read or send events as asked."""
-
-
-class OutboxFileError(OutboxError, WorkspaceConfigError):
-    """A file of the outbox (its state or a journal line) is corrupt: a workspace file like any
-    other under `.dataworkspace/`, so also a `WorkspaceConfigError`."""
 
 
 def utc_now() -> dt.datetime:
@@ -103,6 +109,12 @@ def _from_iso(text: str | None) -> dt.datetime | None:
     return None if text is None else parse_time(text)
 
 
+def time_key(value: dt.datetime) -> str:
+    """`value` as stored in `dws_ol_events.event_time`: UTC, fixed width, so that comparing
+    the text compares the instants (`events(since)` filters in the database)."""
+    return _aware(value).astimezone(dt.UTC).isoformat(timespec="microseconds")
+
+
 def event_key(event: Mapping[str, Any]) -> Key:
     """What makes two events the same for the outbox: (run.runId, eventType)."""
     run = event.get("run")
@@ -115,8 +127,9 @@ def _describe(event: Mapping[str, Any]) -> str:
     return f"run {run_id} {event_type} ({event.get('eventTime')})"
 
 
-def _encode(event: Any, index: int) -> tuple[Key, bytes]:
-    """Validate one event and give its key and journal line."""
+def event_row(event: Any, index: int = 0) -> dict[str, Any]:
+    """Validate one event and give its `dws_ol_events` columns (no workspace, no spool time):
+    `run_id`, `event_type`, `event_time` (see `time_key`) and `body` (JSON, sorted keys)."""
     if not isinstance(event, Mapping):
         raise OutboxError(f"event #{index} is a {type(event).__name__}, not an OpenLineage "
                           "RunEvent dict; pass the dicts the event builders return")
@@ -125,23 +138,48 @@ def _encode(event: Any, index: int) -> tuple[Key, bytes]:
     if not isinstance(run, Mapping) or not isinstance(run.get("runId"), str) \
             or not run.get("runId"):
         problems.append("run.runId")
-    if not isinstance(event.get("eventType"), str) or not event.get("eventType"):
+    event_type = event.get("eventType")
+    if not isinstance(event_type, str) or not event_type \
+            or len(event_type) > MAX_EVENT_TYPE_CHARS:
         problems.append("eventType")
     try:
-        parse_time(event.get("eventTime"))  # type: ignore[arg-type]
+        when = parse_time(event.get("eventTime"))  # type: ignore[arg-type]
     except OutboxError:
         problems.append("eventTime")
     if problems:
         raise OutboxError(
             f"event #{index} cannot be spooled: missing or invalid {', '.join(problems)}; the "
-            "outbox takes OpenLineage RunEvents with run.runId, eventType and an ISO-8601 "
-            "eventTime")
+            "outbox takes OpenLineage RunEvents with run.runId, an eventType (at most "
+            f"{MAX_EVENT_TYPE_CHARS} characters) and an ISO-8601 eventTime")
     try:
-        line = orjson.dumps(dict(event), option=orjson.OPT_SORT_KEYS)
+        body = orjson.dumps(dict(event), option=orjson.OPT_SORT_KEYS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise OutboxError(f"event #{index} ({_describe(event)}) is not JSON: {exc}; pass plain "
                           "JSON data (strings, numbers, lists, dicts)") from None
-    return event_key(event), line + b"\n"
+    return {"run_id": run["runId"], "event_type": event_type,  # type: ignore[index]
+            "event_time": time_key(when), "body": body.decode()}
+
+
+def insert_events(connection: Connection, workspace_id: int, rows: Sequence[dict[str, Any]],
+                  *, spooled: str, pending: bool = True) -> int:
+    """Insert the `event_row`s whose key the workspace's outbox does not hold yet, in order;
+    returns how many. The caller holds the workspace's write lock (no two inserters race for
+    a key, and ids are committed in increasing order)."""
+    fresh: dict[Key, dict[str, Any]] = {}
+    for row in rows:
+        fresh.setdefault((row["run_id"], row["event_type"]), row)
+    run_ids = sorted({run_id for run_id, _ in fresh})
+    for start in range(0, len(run_ids), MARK_CHUNK):
+        for run_id, event_type in connection.execute(
+                select(_EVENTS.c.run_id, _EVENTS.c.event_type).where(
+                    _EVENTS.c.workspace_id == workspace_id,
+                    _EVENTS.c.run_id.in_(run_ids[start:start + MARK_CHUNK]))):
+            fresh.pop((run_id, event_type), None)
+    if fresh:
+        connection.execute(insert(_EVENTS), [
+            {**row, "workspace_id": workspace_id, "spooled": spooled, "pending": pending}
+            for row in fresh.values()])
+    return len(fresh)
 
 
 @dataclass(frozen=True)
@@ -150,8 +188,8 @@ class DeliveryReport:
 
     `failed` is 1 when this call stopped on an error; `last_error`, `attempts` and
     `next_attempt_at` describe the current run of failures (None/0 once delivery works).
-    `busy`: another process was delivering, so this call did nothing; `paused`: the transport
-    is disabled (noop), so events stay pending.
+    `busy`: another deliverer holds the lease, so this call sent nothing; `paused`: the
+    transport is disabled (noop), so events stay pending.
     """
 
     sent: int
@@ -170,7 +208,9 @@ class DeliveryReport:
 @dataclass(frozen=True)
 class OutboxStatus:
     """The outbox at a glance. `oldest_pending_time` is the eventTime of the first pending event
-    (in spool order); `attempts` counts failed attempts since the last success."""
+    (in spool order); `attempts` counts failed attempts since the last success; `store` is the
+    workspace store holding the outbox (no password); `deliverer` who holds the delivery lease
+    now (host:pid:call), until `lease_until` (None: nobody is delivering)."""
 
     pending: int
     delivered: int
@@ -180,22 +220,23 @@ class OutboxStatus:
     last_error: str | None
     last_error_at: dt.datetime | None
     last_delivery_at: dt.datetime | None
-    spool_bytes: int
-    segments: int
+    store: str
+    deliverer: str | None
+    lease_until: dt.datetime | None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
+        for name in ("next_attempt_at", "last_error_at", "last_delivery_at", "lease_until"):
             data[name] = _iso(data[name])
         return data
 
 
 @dataclass
-class _State:
-    """`state.json`: the delivery position and the current run of failures."""
+class _Delivery:
+    """The workspace's `dws_ol_delivery` row."""
 
-    segment: int = 1
-    offset: int = 0
+    holder: str | None = None
+    lease_until: float = 0.0
     delivered: int = 0
     attempts: int = 0
     next_attempt_at: str | None = None
@@ -203,238 +244,79 @@ class _State:
     last_error_at: str | None = None
     last_delivery_at: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        position = {"segment": data.pop("segment"), "offset": data.pop("offset")}
-        return {"format": OUTBOX_FORMAT, "position": position, **data}
 
-    @classmethod
-    def from_json(cls, data: Any, path: Path) -> _State:
-        data = shapes.checked("outbox state", data, path, what="outbox state",
-                             advice=_STATE_ADVICE)
-        for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
-            if data.get(name) is not None:
-                try:
-                    parse_time(data[name], what=name)
-                except DwsError:
-                    raise OutboxFileError(
-                        f"outbox state {path} is corrupt: {name}: {data[name][:40]!r} is not an "
-                        f"ISO time; {_STATE_ADVICE}") from None
-        position = data["position"]
-        return cls(segment=position["segment"], offset=position["offset"],
-                   delivered=data.get("delivered", 0), attempts=data.get("attempts", 0),
-                   next_attempt_at=data.get("next_attempt_at"),
-                   last_error=data.get("last_error"), last_error_at=data.get("last_error_at"),
-                   last_delivery_at=data.get("last_delivery_at"))
+_DELIVERY_COLUMNS = [getattr(_DELIVERY.c, name) for name in _Delivery.__dataclass_fields__]
 
 
 class Outbox:
-    """The durable spool of OpenLineage events of one workspace, shared by many processes.
+    """The durable spool of OpenLineage events of one workspace, in its store.
 
-    Keep one object per process (and thread): it caches the key index and where it read to, so
-    spooling costs a stat call plus the new lines, whatever the length of the history.
+    The object holds no state but its settings: every call reads the database, so any number
+    of objects, processes and machines share one outbox.
     """
 
-    def __init__(self, workspace: Workspace, *, segment_bytes: int = SEGMENT_BYTES,
-                 backoff_base: float = BACKOFF_BASE_SECONDS,
-                 backoff_cap: float = BACKOFF_CAP_SECONDS,
+    def __init__(self, workspace: Workspace, *, backoff_base: float = BACKOFF_BASE_SECONDS,
+                 backoff_cap: float = BACKOFF_CAP_SECONDS, lease_seconds: float | None = None,
                  rng: random.Random | None = None) -> None:
         self.workspace = workspace
-        self.dir = workspace.meta_dir / "openlineage" / "outbox"
-        self.journal_dir = self.dir / "journal"
-        self.state_path = self.dir / "state.json"
-        self.lock_path = self.dir / "lock"
-        self.deliver_lock_path = self.dir / "deliver.lock"
-        self.segment_bytes = segment_bytes
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
+        self.lease_seconds = float(LEASE_SECONDS if lease_seconds is None else lease_seconds)
+        if self.lease_seconds <= 0:
+            raise OutboxError(f"lease_seconds must be positive, got {lease_seconds}")
         self._rng = rng or random.Random()
-        self._lock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_SECONDS)
-        self._deliver_lock = FileLock(str(self.deliver_lock_path))
-        # The key index: the digest of every key read so far, and where reading stopped.
-        self._keys: set[int] = set()
-        self._segment_keys: list[Key] = []
-        self._segment = 0  # 0: nothing read yet
-        self._offset = 0
-        self._count = 0
 
-    # ------------------------------------------------------------------ files
+    # ------------------------------------------------------------------ database
 
-    def _segment_path(self, number: int) -> Path:
-        return segment_path(self.journal_dir, number)
+    @property
+    def store(self) -> Any:
+        return self.workspace.store
 
-    def _keys_path(self, number: int) -> Path:
-        return self.journal_dir / f"{number:08d}.keys.json"
+    @property
+    def db(self) -> Database:
+        return self.store.db
 
-    def _segments(self) -> list[int]:
-        return journal_segments(self.journal_dir)
-
-    def _size(self, number: int) -> int:
-        try:
-            return self._segment_path(number).stat().st_size
-        except FileNotFoundError:
-            return 0
+    @property
+    def shown(self) -> str:
+        """The store holding the outbox, as it may be printed (never its password)."""
+        return str(self.store.shown)
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with held(self._lock, folder=self.journal_dir, on_timeout=lambda: OutboxError(
-                f"could not lock the OpenLineage outbox ({self.lock_path}) within "
-                f"{LOCK_TIMEOUT_SECONDS:.0f} s: another process holds it; wait for it, or remove "
-                "the lock file if that process is gone")):
+    def _guard(self, action: str) -> Iterator[None]:
+        """Database errors as DwsErrors naming the store (never its password)."""
+        try:
             yield
+        except SQLAlchemyError as exc:
+            raise self.db.describe_error(exc, f"{action} (OpenLineage outbox)") from None
 
-    def _lines(self, number: int, offset: int
-               ) -> Iterator[tuple[dict[str, Any], int, bytes]]:
-        """(event, offset after its line, the line) for each complete line of a segment from
-        `offset`."""
-        path = self._segment_path(number)
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return
-        end = data.rfind(b"\n") + 1
-        start = 0
-        while start < end:
-            stop = data.index(b"\n", start) + 1
-            line = data[start:stop]
-            if line.strip():
-                try:
-                    event = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    event = None
-                if not isinstance(event, dict):
-                    raise OutboxFileError(
-                        f"outbox journal {path} is corrupt at byte {offset + start} (not a JSON "
-                        "object); move that line out of the file (or restore the file from a "
-                        "backup)") from None
-                yield event, offset + stop, line
-            start = stop
+    @contextmanager
+    def _reading(self) -> Iterator[tuple[Connection, int]]:
+        ws_id = self.store.workspace_id
+        with self._guard("read"), self.db.transaction() as connection:
+            yield connection, ws_id
 
-    # ------------------------------------------------------------------ key index
-
-    def _refresh(self) -> None:
-        """Bring the key index up to date with what every process appended."""
-        if self._segment and self._size(self._segment) == self._offset \
-                and not self._segment_path(self._segment + 1).exists():
-            return  # the common case, in two stat calls
-        for number in self._segments():
-            if number < self._segment:
-                continue
-            if number > self._segment:
-                self._segment, self._offset, self._segment_keys = number, 0, []
-                sealed = self._sealed_keys(number)
-                if sealed is not None:
-                    self._add_keys(sealed)
-                    self._offset = self._size(number)
-                    continue
-            for event, end, _ in self._lines(number, self._offset):
-                self._add_keys([event_key(event)])
-                self._offset = end
-
-    def _sealed_keys(self, number: int) -> list[Key] | None:
-        """The keys of a sealed segment from its keys file, if it matches the segment."""
-        if not self._segment_path(number + 1).exists():
-            return None
-        path = self._keys_path(number)
-        try:
-            data = shapes.checked("outbox keys", orjson.loads(path.read_bytes()), path)
-        except (OSError, orjson.JSONDecodeError, WorkspaceConfigError):
-            return None  # missing, stale or damaged: the segment itself is read instead
-        if data["bytes"] != self._size(number):
-            return None
-        return [(run_id, kind) for run_id, kind in data["keys"]]
-
-    def _add_keys(self, keys: Sequence[Key]) -> None:
-        self._keys.update(key_digest(*key) for key in keys)
-        self._segment_keys.extend(keys)
-        self._count += len(keys)
+    @contextmanager
+    def _writing(self) -> Iterator[tuple[Connection, int]]:
+        """A short transaction of the deliverer: it does not take the workspace's write lock
+        (delivery does not change lineage). Its first statement is a write, so SQLite takes
+        its write lock at once (waiting for it) instead of upgrading a stale read."""
+        ws_id = self.store.workspace_id
+        with self._guard("write"), self.db.transaction() as connection:
+            yield connection, ws_id
 
     # ------------------------------------------------------------------ spooling
 
     def spool(self, events: Sequence[Mapping[str, Any]]) -> int:
-        """Durably append the events whose (runId, eventType) the outbox does not hold yet, so a
+        """Durably add the events whose (runId, eventType) the outbox does not hold yet, so a
         caller that re-processes after a crash adds no duplicates. Returns how many were added.
-        """
-        encoded = [_encode(event, index) for index, event in enumerate(events)]
-        digests = [key_digest(*key) for key, _ in encoded]
-        if all(digest in self._keys for digest in digests):
-            return 0  # keys never leave the outbox, so no lock is needed to say so
-        with self._locked():
-            self._refresh()
-            keys: list[Key] = []
-            lines: list[bytes] = []
-            taken: set[int] = set()
-            for (key, line), digest in zip(encoded, digests, strict=True):
-                if digest not in self._keys and digest not in taken:
-                    taken.add(digest)
-                    keys.append(key)
-                    lines.append(line)
-            if lines:
-                self._append(lines, keys)
-        return len(lines)
-
-    def _append(self, lines: list[bytes], keys: list[Key]) -> None:
-        """Append lines durably; the caller holds the lock and has refreshed."""
-        self._segment = self._segment or 1
-        if self._offset >= self.segment_bytes:
-            self._seal()
-        payload = b"".join(lines)
-        append_durably(self._segment_path(self._segment), payload, valid_bytes=self._offset)
-        self._offset += len(payload)
-        self._add_keys(keys)
-
-    def _seal(self) -> None:
-        """Write the keys file of the current segment, then move on to the next one."""
-        path = self._segment_path(self._segment)
-        if self._size(self._segment) > self._offset:
-            os.truncate(path, self._offset)  # a torn line must not outlive the seal
-        atomic_write_bytes(self._keys_path(self._segment), orjson.dumps({
-            "format": OUTBOX_FORMAT, "bytes": self._offset, "keys": self._segment_keys},
-            option=orjson.OPT_SORT_KEYS))
-        self._segment, self._offset, self._segment_keys = self._segment + 1, 0, []
-
-    # ------------------------------------------------------------------ state
-
-    def _read_state(self) -> _State:
-        try:
-            raw = self.state_path.read_bytes()
-        except FileNotFoundError:
-            return _State()
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise OutboxFileError(
-                f"outbox state {self.state_path} is corrupt ({exc}); {_STATE_ADVICE}") from None
-        try:
-            return _State.from_json(data, self.state_path)
-        except WorkspaceConfigError as exc:
-            raise OutboxFileError(str(exc)) from None
-
-    def _write_state(self, state: _State) -> None:
-        atomic_write_json(self.state_path, state.to_json())
-
-    def _pending_events(self, state: _State
-                        ) -> Iterator[tuple[dict[str, Any], int, int, bytes]]:
-        """(event, segment, offset after it, its journal line) for each event past the delivery
-        position."""
-        segment, offset = state.segment, state.offset
-        while True:
-            # Checked before reading: once the next segment exists this one gets no more lines,
-            # so the read below is its last and moving on skips nothing.
-            sealed = self._segment_path(segment + 1).exists()
-            for event, end, line in self._lines(segment, offset):
-                offset = end
-                yield event, segment, end, line
-            if sealed:
-                segment, offset = segment + 1, 0
-            elif not self._segment_path(segment + 1).exists():
-                return
-
-    def _pending_count(self, state: _State) -> int:
-        self._refresh()
-        return max(0, self._count - state.delivered)
+        All or nothing: one invalid event refuses the whole call. Inside an open write
+        transaction (the sensor's batch) the events commit with it."""
+        rows = [event_row(event, index) for index, event in enumerate(events)]
+        if not rows:
+            return 0
+        ws_id = self.store.workspace_id
+        with self._guard("spool events"), self.db.transaction(write_for=ws_id) as connection:
+            return insert_events(connection, ws_id, rows, spooled=_iso(utc_now()) or "")
 
     # ------------------------------------------------------------------ delivery
 
@@ -442,63 +324,166 @@ class Outbox:
                 now: dt.datetime | None = None, ignore_backoff: bool = False) -> DeliveryReport:
         """Send pending events oldest first until none is left, the budget is spent, or one
         fails; a failure sets the next attempt time (exponential backoff with jitter), before
-        which calls send nothing unless `ignore_backoff`."""
+        which calls send nothing unless `ignore_backoff`. Another deliverer holding the lease
+        makes the call return at once with `busy`."""
         now = _aware(now or utc_now())
         if transport.kind == "noop":
-            state = self._read_state()
-            return self._report(state, sent=0, failed=0, paused=True)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._deliver_lock.acquire(timeout=0)
-        except LockTimeout:  # another process is sending these very events
-            return self._report(self._read_state(), sent=0, failed=0, busy=True)
-        try:
-            return self._deliver_locked(transport, budget_seconds, now, ignore_backoff)
-        finally:
-            self._deliver_lock.release()
-
-    def _deliver_locked(self, transport: Transport, budget_seconds: float, now: dt.datetime,
-                        ignore_backoff: bool) -> DeliveryReport:
-        state = self._read_state()
-        waiting_until = _from_iso(state.next_attempt_at)
-        if waiting_until is not None and now < waiting_until and not ignore_backoff:
+            return self._report(self._state(), sent=0, failed=0, paused=True)
+        if self.db.in_transaction:
+            raise OutboxError(
+                "Outbox.deliver was called inside a transaction of the workspace store; it "
+                "must not hold one while a catalog answers: deliver after the block ends")
+        state = self._state()
+        if self._waiting(state, now) and not ignore_backoff:
             return self._report(state, sent=0, failed=0)
-        started = last_saved = time.monotonic()
-        sent = failed = 0
-        dirty = False
+        if self._pending_count() == 0:
+            return self._report(state, sent=0, failed=0)  # an idle tick writes nothing
+        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        state = self._take_lease(holder)
+        if state is None:  # another process is sending these very events
+            return self._report(self._state(), sent=0, failed=0, busy=True)
         try:
-            with Emitter(transport) as emitter:
-                for event, segment, end, line in self._pending_events(state):
-                    if time.monotonic() - started >= budget_seconds:
-                        break
-                    try:
-                        emitter.emit(event, line)
-                    except Exception as exc:
-                        elapsed = dt.timedelta(seconds=time.monotonic() - started)
-                        self._failed(state, event, exc, transport, now + elapsed)
-                        failed, dirty = 1, True
-                        break
-                    sent += 1
-                    state.segment, state.offset, state.delivered = segment, end, state.delivered + 1
-                    state.attempts, state.next_attempt_at = 0, None
-                    state.last_delivery_at = _iso(now + dt.timedelta(
-                        seconds=time.monotonic() - started))
-                    dirty = True
-                    if time.monotonic() - last_saved >= CHECKPOINT_SECONDS:
-                        self._write_state(state)
-                        last_saved, dirty = time.monotonic(), False
+            if self._waiting(state, now) and not ignore_backoff:
+                return self._report(state, sent=0, failed=0)  # it failed just now
+            return self._deliver_leased(transport, holder, state, budget_seconds, now)
         finally:
-            if dirty:
-                self._write_state(state)
-        return self._report(state, sent=sent, failed=failed)
+            self._release(holder)
 
-    def _failed(self, state: _State, event: Mapping[str, Any], exc: Exception,
-                transport: Transport, at: dt.datetime) -> None:
+    @staticmethod
+    def _waiting(state: _Delivery, now: dt.datetime) -> bool:
+        waiting_until = _from_iso(state.next_attempt_at)
+        return waiting_until is not None and now < waiting_until
+
+    def _take_lease(self, holder: str) -> _Delivery | None:
+        """Claim delivery for `holder` unless a live lease is held; the state when taken."""
+        wall = time.time()
+        with self._writing() as (connection, ws_id):
+            taken = connection.execute(update(_DELIVERY).where(
+                _DELIVERY.c.workspace_id == ws_id,
+                (_DELIVERY.c.holder.is_(None)) | (_DELIVERY.c.lease_until < wall),
+            ).values(holder=holder, lease_until=wall + self.lease_seconds)).rowcount
+            if not taken:
+                exists = connection.execute(select(_DELIVERY.c.workspace_id).where(
+                    _DELIVERY.c.workspace_id == ws_id)).first()
+                if exists is not None:
+                    return None
+                # Registered before the outbox had a row (Database.workspace_id adds it).
+                connection.execute(insert(_DELIVERY).values(
+                    workspace_id=ws_id, holder=holder, lease_until=wall + self.lease_seconds))
+            return self._read_state(connection, ws_id)
+
+    def _release(self, holder: str) -> None:
+        with self._writing() as (connection, ws_id):
+            connection.execute(update(_DELIVERY).where(
+                _DELIVERY.c.workspace_id == ws_id, _DELIVERY.c.holder == holder,
+            ).values(holder=None, lease_until=0.0))
+
+    def _pending_page(self, after: int) -> list[tuple[int, str]]:
+        with self._reading() as (connection, ws_id):
+            return [(int(row[0]), str(row[1])) for row in connection.execute(
+                select(_EVENTS.c.id, _EVENTS.c.body).where(
+                    _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending, _EVENTS.c.id > after,
+                ).order_by(_EVENTS.c.id).limit(PAGE_SIZE))]
+
+    def _deliver_leased(self, transport: Transport, holder: str, state: _Delivery,
+                        budget_seconds: float, now: dt.datetime) -> DeliveryReport:
+        started = time.monotonic()
+        renew_every = min(CHECKPOINT_SECONDS, self.lease_seconds / 2)
+        last_mark = started
+        unmarked: list[int] = []
+        sent = 0
+        failure: tuple[dict[str, Any], Exception, dt.datetime] | None = None
+        after = 0
+        stop = False
+
+        def at() -> dt.datetime:
+            return now + dt.timedelta(seconds=time.monotonic() - started)
+
+        with Emitter(transport) as emitter:
+            while not stop:
+                page = self._pending_page(after)
+                if not page:
+                    break
+                for event_id, body in page:
+                    if time.monotonic() - started >= budget_seconds:
+                        stop = True
+                        break
+                    if time.monotonic() - last_mark >= renew_every:
+                        # Marks what was sent, and renews the lease before the next send.
+                        if not self._checkpoint(holder, unmarked, at()):
+                            unmarked, stop = [], True  # the lease was lost: stop sending
+                            break
+                        unmarked, last_mark = [], time.monotonic()
+                    event = _event_or_stub(body)
+                    try:
+                        if "__corrupt__" in event:
+                            raise OutboxError(
+                                f"event {event_id} of the outbox is not a JSON object; delete "
+                                "that row of dws_ol_events (or restore the store from a backup)")
+                        emitter.emit(event, body.encode())
+                    except Exception as exc:
+                        failure = (event, exc, at())
+                        stop = True
+                        break
+                    unmarked.append(event_id)
+                    sent += 1
+                    after = event_id
+        if failure is None:
+            if unmarked:
+                self._checkpoint(holder, unmarked, at())
+        else:
+            event, exc, when = failure
+            self._failed(holder, unmarked, event, exc, transport, when, succeeded=sent > 0,
+                         attempts=state.attempts)
+        return self._report(self._state(), sent=sent, failed=int(failure is not None))
+
+    def _mark(self, connection: Connection, ws_id: int, ids: Sequence[int]) -> int:
+        """Mark events delivered; returns how many were pending (a counter must not count an
+        event another deliverer marked already)."""
+        marked = 0
+        for start in range(0, len(ids), MARK_CHUNK):
+            marked += connection.execute(update(_EVENTS).where(
+                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending,
+                _EVENTS.c.id.in_(ids[start:start + MARK_CHUNK])).values(pending=False)).rowcount
+        return marked
+
+    def _checkpoint(self, holder: str, ids: Sequence[int], at: dt.datetime) -> bool:
+        """Mark `ids` delivered and renew the lease, in one short transaction; False if the
+        lease is no longer ours (it expired and another deliverer took it)."""
+        with self._writing() as (connection, ws_id):
+            marked = self._mark(connection, ws_id, ids) if ids else 0
+            values: dict[str, Any] = {"lease_until": time.time() + self.lease_seconds}
+            if ids:
+                values.update(delivered=_DELIVERY.c.delivered + marked, attempts=0,
+                              next_attempt_at=None, last_delivery_at=_iso(at))
+            ours = connection.execute(update(_DELIVERY).where(
+                _DELIVERY.c.workspace_id == ws_id, _DELIVERY.c.holder == holder,
+            ).values(**values)).rowcount
+            if not ours and marked:
+                connection.execute(update(_DELIVERY).where(_DELIVERY.c.workspace_id == ws_id)
+                                   .values(delivered=_DELIVERY.c.delivered + marked))
+        return bool(ours)
+
+    def _failed(self, holder: str, ids: Sequence[int], event: Mapping[str, Any],
+                exc: Exception, transport: Transport, at: dt.datetime, *, succeeded: bool,
+                attempts: int) -> None:
+        """Mark what was sent and record the failure and the next attempt time."""
         message = redact(f"sending {_describe(event)} failed: {error_text(exc)}", transport)
-        state.attempts += 1
-        state.last_error = message[:MAX_ERROR_CHARS]
-        state.last_error_at = _iso(at)
-        state.next_attempt_at = _iso(at + dt.timedelta(seconds=self.backoff(state.attempts)))
+        attempts = (0 if succeeded else attempts) + 1
+        values: dict[str, Any] = {
+            "attempts": attempts, "last_error": message[:MAX_ERROR_CHARS],
+            "last_error_at": _iso(at),
+            "next_attempt_at": _iso(at + dt.timedelta(seconds=self.backoff(attempts)))}
+        with self._writing() as (connection, ws_id):
+            marked = self._mark(connection, ws_id, ids) if ids else 0
+            if succeeded:
+                values["last_delivery_at"] = _iso(at)
+            ours = connection.execute(update(_DELIVERY).where(
+                _DELIVERY.c.workspace_id == ws_id, _DELIVERY.c.holder == holder,
+            ).values(delivered=_DELIVERY.c.delivered + marked, **values)).rowcount
+            if not ours and marked:
+                connection.execute(update(_DELIVERY).where(_DELIVERY.c.workspace_id == ws_id)
+                                   .values(delivered=_DELIVERY.c.delivered + marked))
 
     def backoff(self, attempts: int) -> float:
         """Seconds to wait after `attempts` failures in a row: doubling from `backoff_base` up to
@@ -506,11 +491,40 @@ class Outbox:
         delay = min(self.backoff_cap, self.backoff_base * 2.0 ** min(attempts - 1, 60))
         return delay * (0.5 + self._rng.random() / 2)
 
-    def _report(self, state: _State, *, sent: int, failed: int, busy: bool = False,
+    # ------------------------------------------------------------------ state
+
+    def _read_state(self, connection: Connection, ws_id: int) -> _Delivery:
+        row = connection.execute(select(*_DELIVERY_COLUMNS).where(
+            _DELIVERY.c.workspace_id == ws_id)).first()
+        if row is None:
+            return _Delivery()
+        state = _Delivery(*row)
+        for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
+            value = getattr(state, name)
+            if value is not None:
+                try:
+                    parse_time(value, what=name)
+                except DwsError:
+                    raise OutboxError(
+                        f"workspace store {self.shown}: the OpenLineage outbox's delivery "
+                        f"state is corrupt ({name} {str(value)[:40]!r} is not an ISO time); "
+                        "set it to NULL in dws_ol_delivery") from None
+        return state
+
+    def _state(self) -> _Delivery:
+        with self._reading() as (connection, ws_id):
+            return self._read_state(connection, ws_id)
+
+    def _pending_count(self) -> int:
+        with self._reading() as (connection, ws_id):
+            return int(connection.execute(select(func.count()).select_from(_EVENTS).where(
+                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)).scalar() or 0)
+
+    def _report(self, state: _Delivery, *, sent: int, failed: int, busy: bool = False,
                 paused: bool = False) -> DeliveryReport:
         failing = state.attempts > 0
         return DeliveryReport(
-            sent=sent, failed=failed, pending=self._pending_count(state),
+            sent=sent, failed=failed, pending=self._pending_count(),
             next_attempt_at=_from_iso(state.next_attempt_at) if failing else None,
             last_error=state.last_error if failing else None, attempts=state.attempts,
             busy=busy, paused=paused)
@@ -518,40 +532,61 @@ class Outbox:
     # ------------------------------------------------------------------ reading
 
     def status(self) -> OutboxStatus:
-        state = self._read_state()
-        pending = self._pending_count(state)
-        first = next(self._pending_events(state), None) if pending else None
-        segments = self._segments()
+        with self._reading() as (connection, ws_id):
+            state = self._read_state(connection, ws_id)
+            pending = int(connection.execute(select(func.count()).select_from(_EVENTS).where(
+                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)).scalar() or 0)
+            first = connection.execute(select(_EVENTS.c.body).where(
+                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending,
+            ).order_by(_EVENTS.c.id).limit(1)).scalar() if pending else None
+        leased = state.holder is not None and state.lease_until > time.time()
         return OutboxStatus(
             pending=pending, delivered=state.delivered,
-            oldest_pending_time=None if first is None else first[0].get("eventTime"),
+            oldest_pending_time=None if first is None else _event_or_stub(first).get(
+                "eventTime"),
             attempts=state.attempts, next_attempt_at=_from_iso(state.next_attempt_at),
             last_error=state.last_error, last_error_at=_from_iso(state.last_error_at),
-            last_delivery_at=_from_iso(state.last_delivery_at),
-            spool_bytes=sum(self._size(number) for number in segments),
-            segments=len(segments))
+            last_delivery_at=_from_iso(state.last_delivery_at), store=self.shown,
+            deliverer=state.holder if leased else None,
+            lease_until=dt.datetime.fromtimestamp(state.lease_until, dt.UTC) if leased
+            else None)
 
     def events(self, since: dt.datetime | None = None) -> Iterator[dict[str, Any]]:
-        """Every event ever spooled, in spool order; with `since`, those whose eventTime is at
-        or after it (a naive `since` is UTC)."""
-        bound = None if since is None else _aware(since)
-        for number in self._segments():
-            for event, _, _ in self._lines(number, 0):
-                if bound is None or parse_time(event.get("eventTime", ""),
-                                               what="eventTime") >= bound:
-                    yield event
+        """Every event ever spooled, in spool order, read a page at a time; with `since`, those
+        whose eventTime is at or after it (a naive `since` is UTC)."""
+        after = 0
+        while True:
+            with self._reading() as (connection, ws_id):
+                query = select(_EVENTS.c.id, _EVENTS.c.body).where(
+                    _EVENTS.c.workspace_id == ws_id, _EVENTS.c.id > after)
+                if since is not None:
+                    query = query.where(_EVENTS.c.event_time >= time_key(since))
+                rows = connection.execute(query.order_by(_EVENTS.c.id).limit(PAGE_SIZE)).all()
+            for event_id, body in rows:
+                event = _event_or_stub(body)
+                if "__corrupt__" in event:
+                    raise OutboxError(
+                        f"workspace store {self.shown}: OpenLineage outbox event {event_id} is "
+                        "not a JSON object; delete that row of dws_ol_events (or restore the "
+                        "store from a backup)")
+                yield event
+            if len(rows) < PAGE_SIZE:
+                return
+            after = rows[-1][0]
 
     def count(self, since: dt.datetime | None = None) -> int:
         """How many events `events(since)` gives."""
-        if since is None:
-            self._refresh()
-            return self._count
-        return sum(1 for _ in self.events(since))
+        with self._reading() as (connection, ws_id):
+            query = select(func.count()).select_from(_EVENTS).where(
+                _EVENTS.c.workspace_id == ws_id)
+            if since is not None:
+                query = query.where(_EVENTS.c.event_time >= time_key(since))
+            return int(connection.execute(query).scalar() or 0)
 
     def replay(self, transport: Transport, since: dt.datetime | None = None,
                progress: Callable[[dict[str, Any]], Any] | None = None) -> int:
-        """Send archived events again, in order (to backfill a new catalog); the delivery
-        position is not touched. Returns how many were sent."""
+        """Send archived events again, in order (to backfill a new catalog); what is pending or
+        delivered is not touched. Returns how many were sent."""
         if transport.kind == "noop":
             raise OutboxError("OpenLineage is disabled (noop transport): a replay would reach no "
                               "catalog; configure a transport first")
@@ -570,3 +605,12 @@ class Outbox:
                 progress(event)
         return sent
 
+
+def _event_or_stub(body: str) -> dict[str, Any]:
+    """A stored event's JSON, or a stub saying it is corrupt (read from the database:
+    untrusted)."""
+    try:
+        event = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        event = None
+    return event if isinstance(event, dict) else {"__corrupt__": True}
