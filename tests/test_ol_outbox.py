@@ -25,7 +25,6 @@ from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox, OutboxError, event_key
 from dws_dagster.ol.transport import TransportConfigError, make_transport
 from dws_dagster.workspace.db import schema
-from dws_dagster.workspace.db.database import forget_databases
 
 from .conftest import ROOT
 from .ol_receiver import Receiver
@@ -33,6 +32,8 @@ from .ol_receiver import Receiver
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 SECRET_PASSWORD = "Pa55-w0rd-xyzzy"
 SECRET_KEY = "key-SECRET-4242-abcd"
+
+pytestmark = pytest.mark.both_stores
 
 
 def run_event(run_id: str, event_type: str, minutes: float = 0, job: str = "hourly"
@@ -88,37 +89,11 @@ def pending_ids(ws: Workspace) -> list[int]:
             .order_by(table.c.id)).scalars())
 
 
-@pytest.fixture(scope="module")
-def postgres_server() -> Iterator[Any]:
-    """A throwaway PostgreSQL server for this module (tests/postgres_server.py)."""
-    from .postgres_server import start_server, stop_server, unavailable_reason
-
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set, so the PostgreSQL tests must run)")
-        pytest.skip(reason)
-    server = start_server()
-    try:
-        yield server
-    finally:
-        stop_server(server)
-
-
-@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Every test on the default SQLite store, and again on PostgreSQL: a fresh database per
-    test, through DWS_STORE_URL (subprocesses inherit it)."""
-    if request.param == "sqlite":
-        monkeypatch.delenv("DWS_STORE_URL", raising=False)
-        yield "sqlite"
-        return
-    server = request.getfixturevalue("postgres_server")
-    database = server.create_database("outbox")
-    monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
-                       f"{server.password}@{server.host}:{server.port}/{database}")
-    yield "postgresql"
-    forget_databases()  # close this test's pooled connections to its database
+@pytest.fixture(autouse=True)
+def on_both_stores(store_backend: str) -> str:
+    """Every test on the default SQLite store, and again on PostgreSQL (conftest's
+    `both_stores`: DWS_STORE_URL, which subprocesses inherit, and a fresh schema)."""
+    return store_backend
 
 
 @pytest.fixture(autouse=True)
