@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
 
 from dws_dagster import Workspace
 from dws_dagster.errors import WorkspaceConfigError
@@ -358,6 +359,9 @@ def test_corrupt_file_imports_nothing(old_ws: Path, case: str) -> None:
     message = str(caught.value)
     assert name in message and "Nothing was imported" in message, message
     assert "Traceback" not in message
+    url = os.environ.get("DWS_STORE_URL")
+    if url:  # the store is named, never with its password
+        assert make_url(url).password not in message and str(make_url(url).host) in message
     found = rows(old_ws)
     assert found["imported"] is None
     assert not any(found[table] for table in TABLES), found

@@ -94,7 +94,7 @@ def import_journal_files(store: Any) -> None:
     except SQLAlchemyError as exc:
         raise db.describe_error(exc, "import the journal-format files") from None
     backup = meta / IMPORTED_DIR
-    _move_away(meta, backup)
+    moved = _move_away(meta, backup)
     if counts is not None:
         log.warning(
             "workspace %r: imported its journal-format lineage into the workspace store %s "
@@ -102,7 +102,7 @@ def import_journal_files(store: Any) -> None:
             "%d pending); the old files are kept as a backup in %s",
             workspace.name, db.shown, counts.records, counts.operations, counts.refs,
             counts.snapshots, counts.events, counts.pending, backup)
-    else:
+    elif moved:
         log.warning("workspace %r: its journal-format files were imported into the workspace "
                     "store %s before (%s); moved what was left of them to %s",
                     workspace.name, db.shown, imported, backup)
@@ -121,10 +121,11 @@ def _refuse_merge(connection: Connection, ws_id: int, name: str, shown: str, met
                 f"them, move those folders out of {meta}")
 
 
-def _move_away(meta: Path, backup: Path) -> None:
-    """Move the journal-format folders into `backup`; another process doing the same at once is
-    fine (what it moved first is gone), and a failure leaves the files where they are (they are
-    not read again: the store says they were imported)."""
+def _move_away(meta: Path, backup: Path) -> list[Path]:
+    """Move the journal-format folders into `backup` (returns those this call moved); another
+    process doing the same at once is fine (what it moved first is gone), and a failure leaves
+    the files where they are (they are not read again: the store says they were imported)."""
+    moved = []
     for folder in jf.FOLDERS:
         source = meta / folder
         if not source.exists():
@@ -144,6 +145,9 @@ def _move_away(meta: Path, backup: Path) -> None:
         except OSError as exc:
             log.warning("could not move %s to %s (%s): it was imported and is not read again; "
                         "move it yourself", source, target, exc)
+            continue
+        moved.append(target)
+    return moved
 
 
 class _Import:
@@ -196,13 +200,17 @@ class _Import:
         table = schema.records
         for start in range(0, len(rows), _BATCH):
             batch = rows[start:start + _BATCH]
-            found = self.connection.execute(
-                insert(table).returning(table.c.id, table.c.digest,
-                                        sort_by_parameter_order=True),
-                [{k: v for k, v in row.items() if k != "inputs"} for row in batch]).all()
+            # One executemany, then the ids by digest (unique per workspace): RETURNING in
+            # parameter order makes SQLite insert row by row, ten times slower.
+            self.connection.execute(insert(table), [
+                {k: v for k, v in row.items() if k != "inputs"} for row in batch])
+            self.ids.update((digest, int(record_id)) for record_id, digest in
+                            self.connection.execute(select(table.c.id, table.c.digest).where(
+                                table.c.workspace_id == self.ws_id,
+                                table.c.digest.in_([row["digest"] for row in batch]))))
             inputs = []
-            for (record_id, digest), row in zip(found, batch, strict=True):
-                self.ids[digest] = int(record_id)
+            for row in batch:
+                record_id = self.ids[row["digest"]]
                 pairs = {item["ref"]: item["version"] for item in row["inputs"]}
                 inputs.extend({"record_id": record_id, "ref": ref, "version": version,
                                "workspace_id": self.ws_id} for ref, version in pairs.items())
