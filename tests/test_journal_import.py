@@ -37,7 +37,7 @@ from dws_dagster import Workspace
 from dws_dagster.errors import WorkspaceConfigError
 from dws_dagster.workspace.db import journal_import, schema
 from dws_dagster.workspace.db.database import database_for, forget_databases
-from dws_dagster.workspace.db.journal_format import FOLDERS
+from dws_dagster.workspace.db.journal_format import FOLDERS, _event
 from dws_dagster.workspace.snapshots import list_snapshots
 from tests.conftest import ROOT, tree_state
 from tests.postgres_server import PostgresServer, start_server, stop_server, unavailable_reason
@@ -163,8 +163,10 @@ def assert_outbox(ws: Workspace) -> None:
     assert [orjson.loads(row.body) for row in found] == expected["events"]
     for row in found:
         event = orjson.loads(row.body)
+        # The time as the outbox keys it: UTC, fixed width (text order is time order).
         assert (row.run_id, row.event_type, row.event_time) == (
-            event["run"]["runId"], event["eventType"], event["eventTime"])
+            event["run"]["runId"], event["eventType"],
+            event["eventTime"].replace("+00:00", ".000000+00:00"))
         # The body is the line the journal outbox sent: sorted keys, compact.
         assert row.body.encode() == orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
     assert [orjson.loads(row.body) for row in found if row.pending] == expected["pending"]
@@ -172,7 +174,7 @@ def assert_outbox(ws: Workspace) -> None:
     pending = [row for row in found if row.pending]
     assert len(pending) == status["pending"] > 0
     assert len(found) - len(pending) == status["delivered"] > 0
-    assert pending[0].event_time == status["oldest_pending_time"]
+    assert orjson.loads(pending[0].body)["eventTime"] == status["oldest_pending_time"]
     for name in ("delivered", "attempts", "last_error", "last_error_at", "last_delivery_at",
                  "next_attempt_at"):
         assert counters[name] == status[name], name
@@ -284,6 +286,18 @@ def test_without_current_json_the_whole_journal_is_folded(old_ws: Path) -> None:
     (which reads its snapshot's manifest); the import folds the same state."""
     (meta(old_ws) / "lineage/current.json").unlink()
     assert_imported(old_ws)
+
+
+@pytest.mark.parametrize(("written", "stored"), [
+    ("2026-05-01T12:00:00+02:00", "2026-05-01T10:00:00.000000+00:00"),
+    ("2026-05-01T10:00:00.5", "2026-05-01T10:00:00.500000+00:00"),  # no zone: UTC
+    ("2026-05-01", "2026-05-01T00:00:00.000000+00:00"),  # a date: its midnight
+])
+def test_event_times_are_stored_as_the_outbox_keys_them(written: str, stored: str) -> None:
+    line = orjson.dumps({"eventType": "START", "eventTime": written, "run": {"runId": "r"}},
+                        option=orjson.OPT_SORT_KEYS) + b"\n"
+    event = _event(line, Path("journal.jsonl"), 0, max_time=40, max_type=16)
+    assert (event.event_time, event.line) == (stored, line.rstrip(b"\n"))
 
 
 def _line(path: Path, number: int, change: Callable[[Any], Any]) -> None:

@@ -227,8 +227,8 @@ def read_manifest(meta_dir: Path, snapshot_hash: str) -> dict[str, Any]:
 
 @dataclass
 class OutboxEvent:
-    """One spooled event: its line (the JSON text sent), key and time, and whether the delivery
-    position lies before it."""
+    """One spooled event: its line (the JSON text sent, sorted keys as the outbox writes its
+    bodies), key, time (`time_key`), and whether it lies past the delivery position."""
 
     line: bytes
     run_id: str
@@ -244,11 +244,22 @@ class OutboxFiles:
 
 
 def _iso_ok(value: Any) -> bool:
+    return _parse_time(value) is not None
+
+
+def _parse_time(value: Any) -> dt.datetime | None:
+    """An ISO-8601 time as the outbox read it: a date means its midnight, no zone means UTC."""
     try:
-        dt.datetime.fromisoformat(str(value).strip())
+        parsed = dt.datetime.fromisoformat(str(value).strip())
     except ValueError:
-        return False
-    return True
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+
+
+def time_key(value: dt.datetime) -> str:
+    """An eventTime as `dws_ol_events.event_time` holds it: UTC and fixed width, so comparing
+    the text compares the instants (the outbox filters `events(since)` in the database)."""
+    return value.astimezone(dt.UTC).isoformat(timespec="microseconds")
 
 
 def read_outbox(meta_dir: Path, *, max_time: int, max_type: int) -> OutboxFiles:
@@ -302,14 +313,15 @@ def _event(line: bytes, path: Path, start: int, *, max_time: int, max_type: int
         raise WorkspaceConfigError(f"{where} (not a JSON object); {advice}")
     run = event.get("run")
     run_id = run.get("runId") if isinstance(run, dict) else None
-    kind, time = event.get("eventType"), event.get("eventTime")
+    kind, when = event.get("eventType"), _parse_time(event.get("eventTime"))
     problems = [name for name, ok in (
         ("run.runId", isinstance(run_id, str) and run_id),
         ("eventType", isinstance(kind, str) and kind and len(kind) <= max_type),
-        ("eventTime", isinstance(time, str) and len(time) <= max_time and _iso_ok(time)),
+        ("eventTime", isinstance(event.get("eventTime"), str) and when is not None
+         and len(time_key(when)) <= max_time),
     ) if not ok]
-    if problems:
+    if problems or when is None:
         raise WorkspaceConfigError(
             f"{where}: missing or invalid {', '.join(problems)} (an OpenLineage RunEvent has "
             f"run.runId, eventType and an ISO-8601 eventTime); {advice}")
-    return OutboxEvent(line.rstrip(b"\r\n"), str(run_id), str(kind), str(time), False)
+    return OutboxEvent(line.rstrip(b"\r\n"), str(run_id), str(kind), time_key(when), False)

@@ -341,10 +341,13 @@ class _Import:
         state = found.state
         if state:
             delivery = schema.ol_delivery
-            self.connection.execute(update(delivery).where(
-                delivery.c.workspace_id == self.ws_id).values(
-                delivered=state.get("delivered", 0), attempts=state.get("attempts", 0),
-                next_attempt_at=state.get("next_attempt_at"),
-                last_error=state.get("last_error"), last_error_at=state.get("last_error_at"),
-                last_delivery_at=state.get("last_delivery_at")))
+            counters = {"delivered": state.get("delivered", 0),
+                        "attempts": state.get("attempts", 0),
+                        **{name: state.get(name) for name in (
+                            "next_attempt_at", "last_error", "last_error_at",
+                            "last_delivery_at")}}
+            if not self.connection.execute(update(delivery).where(
+                    delivery.c.workspace_id == self.ws_id).values(**counters)).rowcount:
+                self.connection.execute(insert(delivery).values(workspace_id=self.ws_id,
+                                                                **counters))
 
