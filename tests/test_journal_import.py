@@ -336,6 +336,8 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Path], None]]] = {
         m / "lineage/journal/00000002.jsonl", 0, _bad_ref)),
     "journal op unknown": ("lineage/journal/00000001.jsonl", lambda m: _line(
         m / "lineage/journal/00000001.jsonl", 3, lambda op: _set(op, "op", "rewrite"))),
+    "journal segment unreadable": ("lineage/journal/00000003.jsonl", lambda m: (
+        m / "lineage/journal/00000003.jsonl").mkdir()),  # reading it fails (as root too)
     "current.json not JSON": ("current.json", lambda m: (m / "lineage/current.json")
                               .write_bytes(b'{"format": 1, "pos')),
     "current.json position inside a line": ("current.json", lambda m: _json_file(
@@ -396,12 +398,12 @@ def test_exception_before_commit_leaves_nothing(old_ws: Path,
     before = journal_tree(old_ws)
 
     def fail(self: Any) -> None:
-        raise OSError("injected failure before the commit")
+        raise RuntimeError("injected failure before the commit")
 
     ws = Workspace.open(old_ws)
     with monkeypatch.context() as patch:  # not monkeypatch.undo(): DWS_STORE_URL stays
         patch.setattr(journal_import._Import, "_outbox", fail)
-        with pytest.raises(OSError, match="injected"):
+        with pytest.raises(RuntimeError, match="injected"):
             ws.store.items()
     found = rows(old_ws)
     assert found["imported"] is None and not any(found[table] for table in TABLES), found
@@ -521,5 +523,6 @@ def test_a_store_with_lineage_is_not_merged_with_journal_files(old_ws: Path) -> 
     with pytest.raises(WorkspaceConfigError, match="already holds lineage") as caught:
         Workspace.open(old_ws).store.refs()
     assert "move those folders out" in str(caught.value)
+    assert "fix or restore that file" not in str(caught.value)
     assert rows(old_ws) == before
     assert all((meta(old_ws) / folder).exists() for folder in FOLDERS)

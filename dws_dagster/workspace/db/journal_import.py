@@ -86,10 +86,14 @@ def import_journal_files(store: Any) -> None:
                 counts = _Import(connection, ws_id, meta, db.shown).run()
                 connection.execute(update(table).where(table.c.id == ws_id)
                                    .values(imported=now_iso()))
-    except WorkspaceConfigError as exc:
+    except ImportRefusedError:
+        raise
+    except (WorkspaceConfigError, OSError) as exc:
+        reason = str(exc) if isinstance(exc, WorkspaceConfigError) else \
+            f"could not read {exc.filename or 'a file'}: {exc.strerror or exc}"
         raise WorkspaceConfigError(
             f"cannot import the journal-format files of workspace {workspace.name!r} into the "
-            f"workspace store {db.shown}: {exc}. Nothing was imported: fix or restore that "
+            f"workspace store {db.shown}: {reason}. Nothing was imported: fix or restore that "
             "file, then open the workspace again (it is imported on first open)") from None
     except SQLAlchemyError as exc:
         raise db.describe_error(exc, "import the journal-format files") from None
@@ -108,12 +112,16 @@ def import_journal_files(store: Any) -> None:
                     workspace.name, db.shown, imported, backup)
 
 
+class ImportRefusedError(WorkspaceConfigError):
+    """The store holds lineage of the workspace already: the journal files are not merged."""
+
+
 def _refuse_merge(connection: Connection, ws_id: int, name: str, shown: str, meta: Path
                   ) -> None:
     for table in (schema.operations, schema.refs, schema.snapshots, schema.ol_events):
         if connection.execute(select(table.c.workspace_id)
                               .where(table.c.workspace_id == ws_id).limit(1)).first():
-            raise WorkspaceConfigError(
+            raise ImportRefusedError(
                 f"the workspace store {shown} already holds lineage of workspace {name!r}, so "
                 f"the journal-format files in {meta} (lineage/, snapshots/, "
                 "openlineage/outbox/) would be a second history: to import them, open the "
