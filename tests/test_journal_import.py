@@ -68,12 +68,15 @@ def pg_server() -> Iterator[PostgresServer]:
         stop_server(server)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+                  ) -> Iterator[str]:
     """The store kind: the default SQLite file in the workspace, or a new PostgreSQL database
-    (DWS_STORE_URL, which subprocesses inherit)."""
+    (DWS_STORE_URL, which subprocesses inherit). Named and valued as the shared conftest's
+    `store_backend` (marker both_stores), which can replace it."""
     monkeypatch.delenv("DWS_STORE_URL", raising=False)
-    if request.param == "postgres":
+    monkeypatch.delenv("DWS_STORE_SCHEMA", raising=False)
+    if request.param == "postgresql":
         server: PostgresServer = request.getfixturevalue("pg_server")
         database = server.create_database("dws_import")
         monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
@@ -83,9 +86,9 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
 
 
 @pytest.fixture
-def old_ws(tmp_path: Path, store: str) -> Path:
+def old_ws(tmp_path: Path, store_backend: str) -> Path:
     """A fresh copy of the journal-format workspace."""
-    del store
+    del store_backend
     root = tmp_path / "ws"
     shutil.copytree(FIXTURE, root)
     return root
@@ -526,3 +529,20 @@ def test_a_store_with_lineage_is_not_merged_with_journal_files(old_ws: Path) -> 
     assert "fix or restore that file" not in str(caught.value)
     assert rows(old_ws) == before
     assert all((meta(old_ws) / folder).exists() for folder in FOLDERS)
+
+
+def test_files_that_cannot_move_stay_and_are_not_imported_again(
+        old_ws: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The backup folder cannot be made (here a file takes its name; a read-only workspace
+    copy does the same): the import stands, the files stay where they are, a warning says so,
+    and later opens neither import them again nor fail."""
+    (meta(old_ws) / journal_import.IMPORTED_DIR).write_text("in the way")
+    with caplog.at_level(logging.WARNING, logger="dws_dagster"):
+        assert_imported(old_ws)
+    assert "move it yourself" in caplog.text
+    imported = rows(old_ws)
+    assert imported["imported"] is not None
+    assert all((meta(old_ws) / folder).is_dir() for folder in FOLDERS)
+    forget_databases()
+    assert_imported(old_ws)
+    assert rows(old_ws) == imported

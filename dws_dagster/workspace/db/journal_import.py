@@ -76,16 +76,19 @@ def import_journal_files(store: Any) -> None:
     db = store.db
     ws_id = db.workspace_id(workspace.name)
     table = schema.workspaces
+    imported_at = select(table.c.imported).where(table.c.id == ws_id)
+    counts = None
     try:
-        with db.transaction(write_for=ws_id) as connection:
-            imported = connection.execute(
-                select(table.c.imported).where(table.c.id == ws_id)).scalar()
-            counts = None
-            if imported is None:
-                _refuse_merge(connection, ws_id, workspace.name, db.shown, meta)
-                counts = _Import(connection, ws_id, meta, db.shown).run()
-                connection.execute(update(table).where(table.c.id == ws_id)
-                                   .values(imported=now_iso()))
+        with db.transaction() as connection:  # files left behind (read-only?): no write lock
+            imported = connection.execute(imported_at).scalar()
+        if imported is None:
+            with db.transaction(write_for=ws_id) as connection:
+                imported = connection.execute(imported_at).scalar()  # under the lock: once
+                if imported is None:
+                    _refuse_merge(connection, ws_id, workspace.name, db.shown, meta)
+                    counts = _Import(connection, ws_id, meta, db.shown).run()
+                    connection.execute(update(table).where(table.c.id == ws_id)
+                                       .values(imported=now_iso()))
     except ImportRefusedError:
         raise
     except (WorkspaceConfigError, OSError) as exc:
