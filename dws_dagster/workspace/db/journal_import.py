@@ -26,6 +26,7 @@ are never merged silently.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ def import_journal_files(store: Any) -> None:
                 imported = connection.execute(imported_at).scalar()  # under the lock: once
                 if imported is None:
                     _refuse_merge(connection, ws_id, workspace.name, db.shown, meta)
-                    counts = _Import(connection, ws_id, meta, db.shown).run()
+                    counts = _Import(connection, ws_id, meta).run()
                     connection.execute(update(table).where(table.c.id == ws_id)
                                        .values(imported=now_iso()))
     except ImportRefusedError:
@@ -164,11 +165,10 @@ def _move_away(meta: Path, backup: Path) -> list[Path]:
 class _Import:
     """One import, inside the caller's transaction."""
 
-    def __init__(self, connection: Connection, ws_id: int, meta: Path, shown: str) -> None:
+    def __init__(self, connection: Connection, ws_id: int, meta: Path) -> None:
         self.connection = connection
         self.ws_id = ws_id
         self.meta = meta
-        self.shown = shown
         self.ids: dict[str, int] = {}  # record digest -> id
         self.counts = Counts()
         self._manifests: dict[str, dict[str, Any]] = {}
@@ -244,14 +244,14 @@ class _Import:
             ids = iter(self._record_ids(carried, path))
             rows = []
             for in_tail, op in ops:
-                rows.append(self._operation(op, ids, path))
+                rows.append(self._operation(op, ids))
                 if in_tail:
                     jf.fold(state, op, self._manifest)
             self._insert(schema.operations, rows)
             self.counts.operations += len(rows)
         self._states(schema.refs, state, files.current_path, {})
 
-    def _operation(self, op: dict[str, Any], ids: Any, path: Path) -> dict[str, Any]:
+    def _operation(self, op: dict[str, Any], ids: Iterator[int]) -> dict[str, Any]:
         """The `dws_operations` row of a journal operation, as `LineageStore` logs it."""
         kind = op["op"]
         row: dict[str, Any] = {"workspace_id": self.ws_id, "op": kind, "ref": None,
