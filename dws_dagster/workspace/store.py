@@ -210,10 +210,12 @@ class LineageStore:
     @property
     def workspace_id(self) -> int:
         if self._workspace_id is None:
-            self._workspace_id = self.db.workspace_id(self.workspace.name)
             from .db.journal_import import import_journal_files
 
+            workspace_id = self.db.workspace_id(self.workspace.name)
+            # Set once the import succeeded: a failed one is tried again by the next call.
             import_journal_files(self)
+            self._workspace_id = workspace_id
         return self._workspace_id
 
     # ------------------------------------------------------------------ transactions
