@@ -60,6 +60,8 @@ def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     from dws_dagster.workspace.db.database import forget_databases
 
     kind = getattr(request, "param", "sqlite")
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)  # not the developer's own store
+    monkeypatch.delenv("DWS_STORE_SCHEMA", raising=False)
     if kind == "postgresql":
         server = request.getfixturevalue("postgres_server")
         monkeypatch.setenv("DWS_STORE_URL", server.url(STORE_DATABASE))

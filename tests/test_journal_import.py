@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,8 @@ from dws_dagster.workspace.db.database import database_for, forget_databases
 from dws_dagster.workspace.db.journal_format import FOLDERS, _event
 from dws_dagster.workspace.snapshots import list_snapshots
 from tests.conftest import ROOT, tree_state
-from tests.postgres_server import PostgresServer, start_server, stop_server, unavailable_reason
+
+pytestmark = pytest.mark.both_stores
 
 DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "journal_workspace"
@@ -52,37 +53,6 @@ TABLES = {"records": schema.records, "operations": schema.operations, "refs": sc
 
 
 # ---------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def pg_server() -> Iterator[PostgresServer]:
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set, so the PostgreSQL tests must run)")
-        pytest.skip(reason)
-    server = start_server()
-    try:
-        yield server
-    finally:
-        stop_server(server)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-                  ) -> Iterator[str]:
-    """The store kind: the default SQLite file in the workspace, or a new PostgreSQL database
-    (DWS_STORE_URL, which subprocesses inherit). Named and valued as the shared conftest's
-    `store_backend` (marker both_stores), which can replace it."""
-    monkeypatch.delenv("DWS_STORE_URL", raising=False)
-    monkeypatch.delenv("DWS_STORE_SCHEMA", raising=False)
-    if request.param == "postgresql":
-        server: PostgresServer = request.getfixturevalue("pg_server")
-        database = server.create_database("dws_import")
-        monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
-                           f"{server.password}@{server.host}:{server.port}/{database}")
-    yield request.param
-    forget_databases()
 
 
 @pytest.fixture

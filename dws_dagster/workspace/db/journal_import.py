@@ -39,7 +39,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ...errors import WorkspaceConfigError
 from ..files import fsync_dir
-from ..records import now_iso
+from ..records import identity_digest, now_iso
 from ..redaction import get_logger
 from . import journal_format as jf
 from . import schema
@@ -206,7 +206,8 @@ class _Import:
             new[digest] = {"workspace_id": self.ws_id, "ref": data["ref"],
                            "version": data.get("version"), "run_id": step.get("run_id"),
                            "end_time": end, "good": good, "digest": digest,
-                           "body": body.decode(), "inputs": data.get("inputs", ())}
+                           "identity": identity_digest(data), "body": body.decode(),
+                           "inputs": data.get("inputs", ())}
         rows = list(new.values())
         table = schema.records
         for start in range(0, len(rows), _BATCH):
