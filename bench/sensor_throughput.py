@@ -369,6 +369,13 @@ def report(size_results: list[tuple[int, list[dict[str, Any]]]]) -> None:
     for size, results in size_results:
         by = {r["label"]: r for r in results}
         ours = by["dws"]
+        for other in ("dws (journal)", "dws (postgres)"):
+            if other in by:
+                print(f"{size:>7} materializations: dws (SQLite store) events/s ÷ {other} = "
+                      f"{ours['events_per_second'] / by[other]['events_per_second']:.2f}× "
+                      f"(per CPU second: "
+                      f"{ours['events_per_cpu_second'] / by[other]['events_per_cpu_second']:.2f}"
+                      f"×); peak RSS {ours['rss_peak_kb'] / by[other]['rss_peak_kb']:.2f}×")
         for peer in ("peer", "peer, limit=0"):
             if peer in by:
                 print(f"{size:>7} materializations: dws events/s ÷ {peer} events/s = "
@@ -392,12 +399,15 @@ def report(size_results: list[tuple[int, list[dict[str, Any]]]]) -> None:
                       f"{DAGSTER_SENSOR_TIMEOUT_SECONDS} s Dagster gives a sensor tick by "
                       "default: under the daemon that tick times out and its cursor never "
                       "moves")
-    peaks = {size: next(r for r in results if r["label"] == "dws")["rss_peak_kb"]
-             for size, results in size_results}
-    if len(peaks) > 1:
-        sizes = sorted(peaks)
-        print(f"dws peak RSS {sizes[-1]} ÷ {sizes[0]} materializations = "
-              f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f}×")
+    labels = [r["label"] for r in size_results[0][1] if r["label"].startswith("dws")] \
+        if size_results else []
+    for label in labels:
+        peaks = {size: next(r for r in results if r["label"] == label)["rss_peak_kb"]
+                 for size, results in size_results}
+        if len(peaks) > 1:
+            sizes = sorted(peaks)
+            print(f"{label} peak RSS {sizes[-1]} ÷ {sizes[0]} materializations = "
+                  f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f}×")
 
 
 def main() -> None:
@@ -416,6 +426,12 @@ def main() -> None:
                              "rate is noisy): the median by events/s is reported")
     parser.add_argument("--build-only", action="store_true",
                         help="build (and cache) the instances, measure nothing")
+    parser.add_argument("--skip-peer", action="store_true",
+                        help="measure dws_dagster only (its stores side by side)")
+    parser.add_argument("--journal-rev", default="60b9e85",
+                        help="also measure dws_dagster at this commit (the journal store); "
+                             "'' to skip")
+    parser.add_argument("--postgres-url", help="also measure dws on a PostgreSQL store")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -431,29 +447,65 @@ def main() -> None:
         for size in [int(s) for s in args.sizes.split(",")]:
             cached_instance(args.cache, size, args.assets_per_run)
         return
-    peer = peer_python(args.peer_venv or args.cache / "peer-venv")
+    peer = None if args.skip_peer else peer_python(args.peer_venv or args.cache / "peer-venv")
+    journal = journal_tree(args.journal_rev, args.cache) if args.journal_rev else None
     size_results = []
-    for size in [int(s) for s in args.sizes.split(",")]:
-        entry, manifest = cached_instance(args.cache, size, args.assets_per_run)
-        runs = [("peer", peer, ["peer", str(PEER_DEFAULT_LIMIT)])]
-        if not args.skip_unlimited_peer:
-            runs.append(("peer, limit=0", peer, ["peer", "0"]))
-        runs.append(("dws", Path(sys.executable), ["dws", str(manifest["per_run"])]))
-        results = []
-        for label, python, worker in runs:
-            repeats = max(1, args.peer_repeats) if label == "peer" else 1
-            print(f"measuring {label} on {manifest['materializations']} materializations"
-                  f"{f' ({repeats} runs)' if repeats > 1 else ''} ...", flush=True)
-            runs_of = [measure(label, python, worker, entry, manifest, _clean_env())
-                       for _ in range(repeats)]
-            runs_of.sort(key=lambda r: r["events_per_second"])
-            chosen = runs_of[len(runs_of) // 2]
-            chosen["rate_range"] = (runs_of[0]["events_per_second"],
-                                    runs_of[-1]["events_per_second"])
-            results.append(chosen)
-        size_results.append((manifest["materializations"], results))
+    try:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            size_results.append(measure_size(args, size, peer, journal))
+    finally:
+        if journal is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
+                            str(journal)], check=False)
     print()
     report(size_results)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def journal_tree(rev: str, cache: Path) -> Path:
+    """A checkout of `rev` (dws_dagster with the journal store), as a git worktree."""
+    tree = cache / f"journal-tree-{rev}"
+    if tree.exists():
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
+                       check=False)
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return tree
+
+
+def measure_size(args: argparse.Namespace, size: int, peer: Path | None,
+                 journal: Path | None) -> tuple[int, list[dict[str, Any]]]:
+    entry, manifest = cached_instance(args.cache, size, args.assets_per_run)
+    dws_worker = ["dws", str(manifest["per_run"])]
+    runs: list[tuple[str, Path, list[str], dict[str, str]]] = []
+    if peer is not None:
+        runs.append(("peer", peer, ["peer", str(PEER_DEFAULT_LIMIT)], _clean_env()))
+        if not args.skip_unlimited_peer:
+            runs.append(("peer, limit=0", peer, ["peer", "0"], _clean_env()))
+    if journal is not None:
+        runs.append(("dws (journal)", Path(sys.executable), dws_worker,
+                     _clean_env(PYTHONPATH=str(journal))))
+    runs.append(("dws", Path(sys.executable), dws_worker,
+                 _clean_env(PYTHONPATH=str(REPO))))
+    if args.postgres_url:
+        runs.append(("dws (postgres)", Path(sys.executable), dws_worker, _clean_env(
+            PYTHONPATH=str(REPO), DWS_STORE_URL=args.postgres_url,
+            DWS_STORE_SCHEMA=f"bench_{os.getpid()}_{size}")))
+    results = []
+    for label, python, worker, env in runs:
+        repeats = max(1, args.peer_repeats) if label == "peer" else 1
+        print(f"measuring {label} on {manifest['materializations']} materializations"
+              f"{f' ({repeats} runs)' if repeats > 1 else ''} ...", flush=True)
+        runs_of = [measure(label, python, worker, entry, manifest, env)
+                   for _ in range(repeats)]
+        runs_of.sort(key=lambda r: r["events_per_second"])
+        chosen = runs_of[len(runs_of) // 2]
+        chosen["rate_range"] = (runs_of[0]["events_per_second"],
+                                runs_of[-1]["events_per_second"])
+        results.append(chosen)
+    return manifest["materializations"], results
 
 
 if __name__ == "__main__":

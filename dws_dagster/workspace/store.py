@@ -10,6 +10,7 @@ Records are content-addressed (`dws_records.digest`), so applying one twice stor
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import xxhash
-from sqlalchemy import and_, delete, func, insert, literal, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -189,6 +191,54 @@ _R = schema.records.alias("r")
 _A = schema.records.alias("a")
 _REFS = schema.refs
 _SNAP = schema.snapshot_refs
+_RECORDS = schema.records
+
+
+def _states_select(table: Any) -> Any:
+    """(ref, owner, record id and body, attempt id and body, unknown) of a workspace's refs in
+    `table` (the current lineage, or snapshots')."""
+    return (select(table.c.ref, table.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body,
+                   table.c.unknown)
+            .select_from(table.outerjoin(_R, _R.c.id == table.c.record_id)
+                         .outerjoin(_A, _A.c.id == table.c.attempt_id))
+            .where(table.c.workspace_id == bindparam("ws")))
+
+
+# Statements built once, with bound parameters: building and caching a statement costs five
+# times executing it, and the sensor and every step run the same few thousands of times.
+_GET_STATE = _states_select(_REFS).where(_REFS.c.ref == bindparam("ref"))
+_STATES_IN = _states_select(_REFS).where(_REFS.c.ref.in_(bindparam("refs", expanding=True)))
+_FIND_RECORD = (select(_RECORDS.c.id, _RECORDS.c.body)
+                .where(_RECORDS.c.workspace_id == bindparam("ws"),
+                       _RECORDS.c.ref == bindparam("ref"),
+                       _RECORDS.c.version == bindparam("version"), _RECORDS.c.good)
+                .order_by(_RECORDS.c.id.desc()).limit(1))
+_RECORD_BY_DIGEST = select(_RECORDS.c.id).where(_RECORDS.c.workspace_id == bindparam("ws"),
+                                                _RECORDS.c.digest == bindparam("digest"))
+_INSERT_INPUTS = insert(schema.record_inputs)
+_INSERT_OPERATION = insert(schema.operations)
+_OVERLAPPING = select(_REFS.c.ref, _REFS.c.owner).where(
+    _REFS.c.workspace_id == bindparam("ws"),
+    or_(_REFS.c.ref.in_(bindparam("around", expanding=True)),
+        and_(_REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))))
+
+
+@functools.cache
+def _upsert_ref(dialect: str, columns: frozenset[str]) -> Any:
+    """INSERT ... ON CONFLICT (workspace, ref) DO UPDATE of `columns`: one statement where an
+    update then an insert took two (both databases have it, each in its own dialect)."""
+    statement = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_REFS)
+    return statement.on_conflict_do_update(
+        index_elements=[_REFS.c.workspace_id, _REFS.c.ref],
+        set_={name: statement.excluded[name] for name in sorted(columns)})
+
+
+@functools.cache
+def _insert_new_record(dialect: str) -> Any:
+    """INSERT a record unless its digest is stored, giving its id when it was new."""
+    statement = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_RECORDS)
+    return statement.on_conflict_do_nothing(
+        index_elements=[_RECORDS.c.workspace_id, _RECORDS.c.digest]).returning(_RECORDS.c.id)
 
 
 class LineageStore:
@@ -255,11 +305,7 @@ class LineageStore:
     # ------------------------------------------------------------------ reading
 
     def _states_query(self, table: Any = _REFS) -> Any:
-        return (select(table.c.ref, table.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body,
-                       table.c.unknown)
-                .select_from(table.outerjoin(_R, _R.c.id == table.c.record_id)
-                             .outerjoin(_A, _A.c.id == table.c.attempt_id))
-                .where(table.c.workspace_id == self.workspace_id))
+        return _states_select(table).params(ws=self.workspace_id)
 
     def _state_of(self, row: Sequence[Any], where: str) -> RefState:
         ref, owner, record_id, record_body, attempt_id, attempt_body, unknown = row
@@ -295,7 +341,7 @@ class LineageStore:
     def get(self, ref: ResourceRef | str) -> RefState | None:
         key = str(ref)
         with self.reading() as connection:
-            row = connection.execute(self._states_query().where(_REFS.c.ref == key)).first()
+            row = connection.execute(_GET_STATE, {"ws": self.workspace_id, "ref": key}).first()
         return None if row is None else self._state_of(row, "current lineage")
 
     def items(self) -> list[tuple[str, RefState]]:
@@ -321,13 +367,11 @@ class LineageStore:
     def _overlapping(self, ref: ResourceRef) -> list[tuple[str, str | None]]:
         text = str(ref)
         around = [str(a) for a in ref.ancestors()] + [text]
-        # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
-        inside = and_(_REFS.c.ref > text + "/", _REFS.c.ref < text + "0")
         with self.reading() as connection:
-            rows = connection.execute(
-                select(_REFS.c.ref, _REFS.c.owner)
-                .where(_REFS.c.workspace_id == self.workspace_id,
-                       or_(_REFS.c.ref.in_(around), inside))).all()
+            # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
+            rows = connection.execute(_OVERLAPPING, {
+                "ws": self.workspace_id, "around": around, "low": text + "/",
+                "high": text + "0"}).all()
         order = {name: i for i, name in enumerate(around)}
         return sorted(((str(r), o) for r, o in rows),
                       key=lambda item: (order.get(item[0], len(order)), item[0]))
@@ -336,12 +380,8 @@ class LineageStore:
         """The good record that produced `ref@version`: the latest one written."""
         key = str(ref)
         with self.reading() as connection:
-            row = connection.execute(
-                select(schema.records.c.id, schema.records.c.body)
-                .where(schema.records.c.workspace_id == self.workspace_id,
-                       schema.records.c.ref == key, schema.records.c.version == version,
-                       schema.records.c.good)
-                .order_by(schema.records.c.id.desc()).limit(1)).first()
+            row = connection.execute(_FIND_RECORD, {"ws": self.workspace_id, "ref": key,
+                                                    "version": version}).first()
         return None if row is None else self._body(row[1], row[0], key, "history")
 
     def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
@@ -412,23 +452,21 @@ class LineageStore:
         except orjson.JSONEncodeError as exc:
             raise WorkspaceConfigError(too_deep(self.shown, exc)) from None
         digest = xxhash.xxh3_128_hexdigest(body, seed=1 if good else 0)
-        table = schema.records
         ws_id = self.workspace_id
-        found = connection.execute(select(table.c.id).where(
-            table.c.workspace_id == ws_id, table.c.digest == digest)).scalar()
-        if found is not None:
-            return int(found)
         step = data.get("step") or {}
-        record_id = connection.execute(insert(table).values(
-            workspace_id=ws_id, ref=data["ref"], version=data.get("version"),
-            run_id=step.get("run_id"), end_time=data.get("end_time"), good=good,
-            digest=digest, identity=identity_digest(data),
-            body=body.decode())).inserted_primary_key[0]
+        record_id = connection.execute(_insert_new_record(self.settings.dialect), {
+            "workspace_id": ws_id, "ref": data["ref"], "version": data.get("version"),
+            "run_id": step.get("run_id"), "end_time": data.get("end_time"), "good": good,
+            "digest": digest, "identity": identity_digest(data),
+            "body": body.decode()}).scalar()
+        if record_id is None:  # stored already (a record applied again)
+            return int(connection.execute(_RECORD_BY_DIGEST,
+                                          {"ws": ws_id, "digest": digest}).scalar_one())
         inputs = {item["ref"]: item["version"] for item in data.get("inputs", ())
                   if isinstance(item, dict) and isinstance(item.get("ref"), str)
                   and isinstance(item.get("version"), str)}
         if inputs:
-            connection.execute(insert(schema.record_inputs), [
+            connection.execute(_INSERT_INPUTS, [
                 {"record_id": record_id, "ref": ref, "version": version, "workspace_id": ws_id}
                 for ref, version in inputs.items()])
         return int(record_id)
@@ -436,17 +474,15 @@ class LineageStore:
     def _log(self, connection: Connection, op: str, ref: str | None, *,
              record_id: int | None = None, detail: dict[str, Any] | None = None,
              at: str | None = None) -> None:
-        connection.execute(insert(schema.operations).values(
-            workspace_id=self.workspace_id, op=op, ref=ref, record_id=record_id,
-            detail=orjson.dumps(detail).decode() if detail else None, at=at or now_iso()))
+        connection.execute(_INSERT_OPERATION, {
+            "workspace_id": self.workspace_id, "op": op, "ref": ref, "record_id": record_id,
+            "detail": orjson.dumps(detail).decode() if detail else None,
+            "at": at or now_iso()})
 
     def _put(self, connection: Connection, ref: str, **values: Any) -> None:
         """Set columns of `ref`'s row, creating it when missing."""
-        changed = connection.execute(update(_REFS).where(
-            _REFS.c.workspace_id == self.workspace_id, _REFS.c.ref == ref).values(**values))
-        if not changed.rowcount:
-            connection.execute(insert(_REFS).values(workspace_id=self.workspace_id, ref=ref,
-                                                    **values))
+        connection.execute(_upsert_ref(self.settings.dialect, frozenset(values)),
+                           {"workspace_id": self.workspace_id, "ref": ref, **values})
 
     def _write_record(self, connection: Connection, data: dict[str, Any],
                       state: RefState | None) -> None:
@@ -554,8 +590,8 @@ class LineageStore:
         wanted = list(dict.fromkeys(refs))
         with self.reading() as connection:
             for start in range(0, len(wanted), _CHUNK):
-                rows = connection.execute(self._states_query().where(
-                    _REFS.c.ref.in_(wanted[start:start + _CHUNK]))).all()
+                rows = connection.execute(_STATES_IN, {
+                    "ws": self.workspace_id, "refs": wanted[start:start + _CHUNK]}).all()
                 for row in rows:
                     found[row[0]] = self._state_of(row, "current lineage")
         return found

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, insert, select, text, update
+from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, create_engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
@@ -44,6 +44,12 @@ VERSION_TABLE = "dws_alembic_version"
 LOCK_TIMEOUT_SECONDS = 120.0
 #: PostgreSQL advisory lock key serializing migrations ("dws" + 1).
 _MIGRATION_LOCK = 0x647773_01
+
+
+#: Built once: every write transaction runs it first.
+_LOCK_WORKSPACE = (update(schema.workspaces)
+                   .where(schema.workspaces.c.id == bindparam("workspace"))
+                   .values(generation=schema.workspaces.c.generation + 1))
 
 
 class StoreUnavailableError(DwsError):
@@ -229,9 +235,7 @@ class Database:
     def _lock_workspace(self, connection: Connection, workspace_id: int) -> None:
         if self.settings.dialect == "postgresql":
             connection.execute(text(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT_SECONDS)}s'"))
-        table = schema.workspaces
-        connection.execute(update(table).where(table.c.id == workspace_id)
-                           .values(generation=table.c.generation + 1))
+        connection.execute(_LOCK_WORKSPACE, {"workspace": workspace_id})
 
     def _lock_error(self, exc: DBAPIError) -> DwsError:
         original = getattr(exc, "orig", None)
