@@ -217,10 +217,16 @@ _RECORD_BY_DIGEST = select(_RECORDS.c.id).where(_RECORDS.c.workspace_id == bindp
                                                 _RECORDS.c.digest == bindparam("digest"))
 _INSERT_INPUTS = insert(schema.record_inputs)
 _INSERT_OPERATION = insert(schema.operations)
-_OVERLAPPING = select(_REFS.c.ref, _REFS.c.owner).where(
-    _REFS.c.workspace_id == bindparam("ws"),
-    or_(_REFS.c.ref.in_(bindparam("around", expanding=True)),
-        and_(_REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))))
+
+
+@functools.cache
+def _overlapping_select(depth: int) -> Any:
+    """Refs that are one of `depth` given refs (a ref and its ancestors) or lie inside the
+    first, one statement per depth: an expanding IN is rebuilt at every execution."""
+    return select(_REFS.c.ref, _REFS.c.owner).where(
+        _REFS.c.workspace_id == bindparam("ws"),
+        or_(*(_REFS.c.ref == bindparam(f"a{i}") for i in range(depth)),
+            and_(_REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))))
 
 
 @functools.cache
@@ -341,8 +347,24 @@ class LineageStore:
     def get(self, ref: ResourceRef | str) -> RefState | None:
         key = str(ref)
         with self.reading() as connection:
+            cache = self.db.transaction_cache()
+            memo = (self.workspace_id, key)
+            if cache is not None and memo in cache:
+                return cache[memo]  # type: ignore[no-any-return]
             row = connection.execute(_GET_STATE, {"ws": self.workspace_id, "ref": key}).first()
-        return None if row is None else self._state_of(row, "current lineage")
+            state = None if row is None else self._state_of(row, "current lineage")
+            if cache is not None:
+                cache[memo] = state
+        return state
+
+    def _forget_cached(self, ref: str | None = None) -> None:
+        """Drop what this transaction read of `ref` (of every ref: None), about to change."""
+        cache = self.db.transaction_cache()
+        if cache is not None:
+            if ref is None:
+                cache.clear()
+            else:
+                cache.pop((self.workspace_id, ref), None)
 
     def items(self) -> list[tuple[str, RefState]]:
         """Every ref with lineage, sorted by ref."""
@@ -369,9 +391,9 @@ class LineageStore:
         around = [str(a) for a in ref.ancestors()] + [text]
         with self.reading() as connection:
             # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
-            rows = connection.execute(_OVERLAPPING, {
-                "ws": self.workspace_id, "around": around, "low": text + "/",
-                "high": text + "0"}).all()
+            rows = connection.execute(_overlapping_select(len(around)), {
+                "ws": self.workspace_id, "low": text + "/", "high": text + "0",
+                **{f"a{i}": name for i, name in enumerate(around)}}).all()
         order = {name: i for i, name in enumerate(around)}
         return sorted(((str(r), o) for r, o in rows),
                       key=lambda item: (order.get(item[0], len(order)), item[0]))
@@ -481,6 +503,7 @@ class LineageStore:
 
     def _put(self, connection: Connection, ref: str, **values: Any) -> None:
         """Set columns of `ref`'s row, creating it when missing."""
+        self._forget_cached(ref)
         connection.execute(_upsert_ref(self.settings.dialect, frozenset(values)),
                            {"workspace_id": self.workspace_id, "ref": ref, **values})
 
@@ -825,6 +848,7 @@ class LineageStore:
         """Drop a ref's lineage (and its owner), e.g. to hand the ref to another step."""
         key = str(as_ref(ref))
         with self.locked() as connection:
+            self._forget_cached(key)
             gone = connection.execute(delete(_REFS).where(
                 _REFS.c.workspace_id == self.workspace_id, _REFS.c.ref == key)).rowcount
             if not gone:
@@ -954,6 +978,7 @@ class LineageStore:
         whose data could not be brought back."""
         partial = sorted(set(unknown))
         with self.locked() as connection:
+            self._forget_cached()
             ws_id = self.workspace_id
             connection.execute(delete(_REFS).where(_REFS.c.workspace_id == ws_id))
             connection.execute(insert(_REFS).from_select(

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,10 @@ class _Held:
     connection: Connection
     write: bool
     depth: int = 1
+    #: What the store read in this transaction, by (workspace id, ref): valid until the
+    #: transaction ends, since the store drops an entry when it writes that ref (and writers
+    #: elsewhere wait for the lock, or are invisible to a read transaction's snapshot).
+    cache: dict[Any, Any] = field(default_factory=dict)
 
 
 class Database:
@@ -250,6 +254,11 @@ class Database:
     @property
     def in_transaction(self) -> bool:
         return getattr(self._local, "held", None) is not None
+
+    def transaction_cache(self) -> dict[Any, Any] | None:
+        """The cache of this thread's open transaction (None outside one)."""
+        held: _Held | None = getattr(self._local, "held", None)
+        return None if held is None else held.cache
 
     def dispose(self) -> None:
         self.engine.dispose()
