@@ -264,11 +264,15 @@ class LineageStore:
         record = None if record_body is None else self._body(record_body, record_id, ref, where)
         attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref,
                                                                where)
+        return RefState(self._owner(ref, owner, where), record, attempt, bool(unknown))
+
+    def _owner(self, ref: str, owner: Any, where: str) -> str | None:
+        """An owner read back: a step name, or None (a database column can hold anything)."""
         if owner is not None and type(owner) is not str:
             raise WorkspaceConfigError(
-                f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r} is not a "
-                f"step name; {_ADVICE}")
-        return RefState(owner, record, attempt, bool(unknown))
+                f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r:.80} is "
+                f"not a step name; {_ADVICE}")
+        return owner  # type: ignore[no-any-return]
 
     def _body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
         """A record read back, checked like any file of the workspace: a database can be
@@ -327,7 +331,7 @@ class LineageStore:
                 .where(_REFS.c.workspace_id == self.workspace_id,
                        or_(_REFS.c.ref.in_(around), inside))).all()
         order = {name: i for i, name in enumerate(around)}
-        return sorted(((str(r), o) for r, o in rows),
+        return sorted(((str(r), self._owner(r, o, "current lineage")) for r, o in rows),
                       key=lambda item: (order.get(item[0], len(order)), item[0]))
 
     def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
