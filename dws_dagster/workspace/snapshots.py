@@ -256,7 +256,8 @@ def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
     try:
         return xxhash.xxh3_128_hexdigest(canonical_json(body))
     except orjson.JSONEncodeError as exc:
-        raise WorkspaceConfigError(too_deep(ws.meta_dir / "lineage", exc)) from None
+        raise WorkspaceConfigError(too_deep(f"workspace store {ws.store.shown}", exc)) \
+            from None
 
 
 def record_identity(record: dict[str, Any]) -> dict[str, Any]:

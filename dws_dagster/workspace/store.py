@@ -188,6 +188,7 @@ class Observed:
 _R = schema.records.alias("r")
 _A = schema.records.alias("a")
 _REFS = schema.refs
+_NO_STATE: dict[str, Any] = {}
 _SNAP = schema.snapshot_refs
 
 
@@ -261,6 +262,11 @@ class LineageStore:
 
     def _state_of(self, row: Sequence[Any], where: str) -> RefState:
         ref, owner, record_id, record_body, attempt_id, attempt_body, unknown = row
+        if not shapes.states_ok({ref: _NO_STATE}):
+            # A ref no step could have written (a hand edit, a column of another type): named
+            # as damage here, not refused later as a ref, elsewhere.
+            shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where,
+                                advice=_ADVICE)
         record = None if record_body is None else self._body(record_body, record_id, ref, where)
         attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref,
                                                                where)
