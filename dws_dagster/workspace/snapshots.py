@@ -293,44 +293,47 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
     if tag is not None:
         validate_tag(tag)
     store = ws.store
-    with store.locked(), gc_paused():
-        states = store.state()
-        digest = snapshot_hash(ws, states)
-        infos = list_snapshots(ws)
-        owner = next((i for i in infos if tag is not None and tag in i.tags), None)
-        existing = next((i for i in infos if i.hash == digest), None)
-        if owner is not None and owner is not existing:
-            raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; choose "
-                                "another tag, or delete that snapshot first")
-        if existing is not None:
-            if tag is None or tag in existing.tags:
-                return SnapshotOutcome(existing, created=False)
-            existing.tags.append(tag)
-            _add_tag(ws, existing.hash, tag)
-            return SnapshotOutcome(existing, created=False, tag_added=True)
+    placed: list[Path] = []
+    try:
+        # The results copies go if anything fails before the store commits, the commit
+        # itself included (a full disk refuses it): an index entry and its copies commit
+        # together, or neither stays.
+        with store.locked(), gc_paused():
+            states = store.state()
+            digest = snapshot_hash(ws, states)
+            infos = list_snapshots(ws)
+            owner = next((i for i in infos if tag is not None and tag in i.tags), None)
+            existing = next((i for i in infos if i.hash == digest), None)
+            if owner is not None and owner is not existing:
+                raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; "
+                                    "choose another tag, or delete that snapshot first")
+            if existing is not None:
+                if tag is None or tag in existing.tags:
+                    return SnapshotOutcome(existing, created=False)
+                existing.tags.append(tag)
+                _add_tag(ws, existing.hash, tag)
+                return SnapshotOutcome(existing, created=False, tag_added=True)
 
-        info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
-                            message=redact_text(message or ""),
-                            created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-        outcome = SnapshotOutcome(info, created=True)
-        results_refs = _results_refs(ws, states)
-        info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
-                             if (states[r].record or {}).get("metrics") is not None), None)
-        manifest = {"format": INDEX_FORMAT, "hash": digest,
-                    "refs": {ref: state.to_json() for ref, state in sorted(states.items())}}
-        placed: list[Path] = []
-        try:
+            info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
+                                message=redact_text(message or ""),
+                                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+            outcome = SnapshotOutcome(info, created=True)
+            results_refs = _results_refs(ws, states)
+            info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
+                                 if (states[r].record or {}).get("metrics") is not None), None)
+            manifest = {"format": INDEX_FORMAT, "hash": digest,
+                        "refs": {ref: state.to_json() for ref, state in sorted(states.items())}}
             placed = _archive_results(ws, info, states, results_refs, manifest, outcome,
                                       _folder_name(info, infos))
             # In the transaction `store.locked()` holds: the manifest and the index entry
             # commit together when the block ends, or not at all.
             store.save_snapshot(digest)
             _add_snapshot(ws, info)
-        except BaseException:
-            for folder in placed:
-                shutil.rmtree(folder, ignore_errors=True)
-            raise
         return outcome
+    except BaseException:
+        for folder in placed:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:
