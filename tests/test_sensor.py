@@ -105,10 +105,13 @@ def test_rebuilding_a_lost_store_from_the_event_log(spark, pipeline_ws, instance
     run(scored_assets(), ws, instance)
     process_events(instance, ws, openlineage=False)
     before = refs_state(ws)
-    import shutil
+    from dws_dagster.workspace.db.database import forget_databases
 
-    shutil.rmtree(ws.meta_dir / "lineage")
+    forget_databases()  # no connection of this process holds the old store open
+    for path in ws.meta_dir.glob("store.db*"):
+        path.unlink()  # the store is lost
     ws.store.__init__(ws)  # a fresh process's view of the (now empty) store
+    assert ws.store.items() == []
     process_events(instance, ws, openlineage=False)
     after = refs_state(ws)
     assert after == before

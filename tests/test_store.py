@@ -388,3 +388,16 @@ def test_index_digests_keep_keys_apart() -> None:
     assert len({key_digest(*key) for key in keys}) == len(keys)
     assert key_digest("inter/a", "v1") == key_digest("inter/a", "v1")
     assert unpack_position(pack_position(7, 2**40 + 3)) == (7, 2**40 + 3)
+
+
+def test_a_step_run_again_may_ask_for_the_lock_with_nothing_to_write(ws: Workspace) -> None:
+    """A writer about to write data takes the lock (`lock=True`) even when its claims are on
+    record already: nothing is written, the checks still run."""
+    ws.store.begin_step("make_a", claims=["inter/a"], observe=[("src/s", "s1")])
+    before = db_dump(ws)
+    check = ws.store.begin_step("make_a", claims=["inter/a"], observe=[("src/s", "s1")],
+                                inputs=[("src/s", "s1")], lock=True)
+    assert check.provenance == {"src/s": "s1"}
+    assert db_dump(ws) == before
+    with pytest.raises(LineageConflictError):
+        ws.store.begin_step("other", claims=["inter/a/x"], lock=True)

@@ -503,7 +503,9 @@ class LineageStore:
             return self._check_step(step, wanted, inputs, outputs)
         with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
-            claims_now, observations = self._pending_step_writes(step, wanted, seen)
+            # () when nothing is left to write (a writer that asked for the lock all the same)
+            claims_now, observations = self._pending_step_writes(step, wanted, seen) \
+                or ((), ())
             at = now_iso()
             for ref, _state in claims_now:
                 self._put(connection, ref, owner=step)
