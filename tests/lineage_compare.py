@@ -62,7 +62,8 @@ def lineage_view(ws: Workspace, instance: Any) -> dict[str, Any]:
                for path in sorted(ws.root.rglob("results.json"))}
     view = {
         "refs": {ref: state.to_json() for ref, state in ws.store.items()},
-        "history": list(ws.store.history()),  # operations in order, read from the store
+        # The store's history (operations in order); the key keeps its old name for callers.
+        "journal": list(ws.store.history()),
         "results": results,
         "openlineage": openlineage_events(ws),
     }
