@@ -782,6 +782,22 @@ def test_corrupt_index_is_workspace_config_error(ws: Workspace, damaged: str) ->
     assert workspace_state(ws) == before
 
 
+@pytest.mark.parametrize("table", ["dws_snapshots", "dws_snapshot_tags"])
+def test_a_position_that_is_not_a_number_is_named_when_a_snapshot_is_added(
+        ws: Workspace, table: str) -> None:
+    chain(ws)
+    take_snapshot(ws, "v1")
+    damage(ws, f"UPDATE {table} SET position = 'null'")
+    chain(ws, source="x,y\n9,9\n", mae=3.0)
+    before = workspace_state(ws)
+    with pytest.raises(WorkspaceConfigError) as caught:
+        take_snapshot(ws, "v2")
+    message = str(caught.value)
+    assert f"snapshot index of workspace store {ws.store.shown} is corrupt" in message
+    assert "'null', not a number" in message and "restore the store from a backup" in message
+    assert workspace_state(ws) == before
+
+
 # -------------------------------------------------------------------------- delete
 
 

@@ -452,3 +452,21 @@ def test_a_bare_postgresql_url_opens_or_is_named(tmp_path,
             workspace.store.items()
     finally:
         forget_databases()
+
+
+@pytest.mark.parametrize("ref", [b"inter/a", "inter/../x", "nosuch resource/x"],
+                         ids=["blob", "dotdot", "space"])
+def test_a_stored_ref_that_is_not_a_ref_is_named_wherever_it_is_read(ws: Workspace,
+                                                                     ref: object) -> None:
+    ws.store.commit([record("inter/a", "v1", "make_a")])
+    damage(ws, "UPDATE dws_refs SET ref = :ref WHERE ref = 'inter/a'", ref=ref)
+    before = db_dump(ws)
+    actions = [lambda s: s.items(), lambda s: s.refs()]
+    if isinstance(ref, str) and ref.startswith("inter/"):  # what rule (a) reads for 'inter'
+        actions += [lambda s: s.claim("other", ["inter"]),
+                    lambda s: s.overlapping(ws.check_ref("inter"))]
+    for action in actions:
+        with pytest.raises(WorkspaceConfigError) as info:
+            action(Workspace.open(ws.root).store)
+        _store_named(str(info.value), ws)
+    assert db_dump(ws) == before

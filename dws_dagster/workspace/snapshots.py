@@ -156,7 +156,7 @@ def _add_snapshot(ws: Workspace, info: SnapshotInfo) -> None:
         position = connection.execute(select(func.coalesce(func.max(_SNAPSHOTS.c.position), 0))
                                       .where(_SNAPSHOTS.c.workspace_id == ws_id)).scalar()
         connection.execute(insert(_SNAPSHOTS).values(
-            workspace_id=ws_id, hash=info.hash, position=int(position or 0) + 1,
+            workspace_id=ws_id, hash=info.hash, position=_next(ws, position, "snapshot"),
             message=info.message, created=info.created,
             metrics=None if info.metrics is None else orjson.dumps(info.metrics).decode(),
             results=orjson.dumps(info.results).decode()))
@@ -171,7 +171,17 @@ def _add_tag(ws: Workspace, digest: str, tag: str) -> None:
         position = connection.execute(select(func.coalesce(func.max(_TAGS.c.position), 0))
                                       .where(_TAGS.c.workspace_id == ws_id)).scalar()
         connection.execute(insert(_TAGS).values(workspace_id=ws_id, tag=tag, hash=digest,
-                                                position=int(position or 0) + 1))
+                                                position=_next(ws, position, "tag")))
+
+
+def _next(ws: Workspace, last: Any, what: str) -> int:
+    """The position after `last`, the greatest on record (a database column edited by hand
+    can hold text there, which SQLite sorts after every number)."""
+    if type(last) is not int:
+        raise WorkspaceConfigError(
+            f"{_index_where(ws)} is corrupt: a {what} position is {str(last)[:40]!r}, not a "
+            "number; restore the store from a backup")
+    return last + 1
 
 
 def _remove_tag(ws: Workspace, tag: str) -> None:
