@@ -130,10 +130,10 @@ def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
     error = _error(result)
     if fault == "read-only" and real:
         # The whole workspace is read-only: the first write, taking the lineage store's lock
-        # before any data is touched, is refused and says what to do.
-        assert error.cls_name == "WorkspaceWriteError", error.to_string()[-3000:]
-        assert "lineage/lock" in error.message and "Read-only file system" in error.message
-        assert "remount it read-write" in error.message
+        # before any data is touched, is refused, naming the store and what to do.
+        assert error.cls_name == "StoreUnavailableError", error.to_string()[-3000:]
+        assert f"workspace store {ws.store.shown}" in error.message
+        assert "writable" in error.message
         subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     else:
         assert error.cls_name == "StorageError", error.to_string()[-3000:]

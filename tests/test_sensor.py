@@ -36,7 +36,6 @@ def journal_ops(ws) -> list[dict[str, Any]]:
 
 
 def refs_state(ws) -> dict[str, Any]:
-    ws.store.refresh()
     return {ref: state.to_json() for ref, state in ws.store.items()}
 
 
