@@ -31,6 +31,7 @@ from dws_dagster import Workspace, dws_ref
 from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.spark import storage
+from dws_dagster.workspace.db.database import forget_databases
 from dws_dagster.workspace.snapshots import list_snapshots, take_snapshot
 from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX
 
@@ -120,6 +121,9 @@ def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
         expected = "disk is full"
     else:
         if real:
+            # No connection of this process holds the store open for writing, or the kernel
+            # refuses the remount (busy): the next run opens it on a read-only disk.
+            forget_databases()
             subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
         else:
             _inject(monkeypatch, errno.EROFS)
