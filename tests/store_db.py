@@ -8,13 +8,17 @@ Statements go through the store's own engine, so the helpers work on PostgreSQL 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select, text
 
 from dws_dagster import Workspace
 from dws_dagster.workspace.db import schema
+from dws_dagster.workspace.db.database import forget_databases
 
 from .conftest import tree_state
 
@@ -81,3 +85,56 @@ def operations(ws: Workspace) -> list[tuple[Any, ...]]:
 
 def record_count(ws: Workspace) -> int:
     return sql(ws, "SELECT count(*) FROM dws_records WHERE workspace_id = :ws")[0][0]
+
+
+# ------------------------------------------------------------- both stores: SQLite, PostgreSQL
+
+#: The stores a store suite runs on (a module overrides its `ws` fixture with `on_store`).
+STORES = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="module")
+def postgres_store_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL server on 127.0.0.1 for the module (tests/postgres_server.py);
+    without PostgreSQL the tests on it skip, unless `CI` is set: then they fail."""
+    from .postgres_server import start_server, stop_server, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set, so the PostgreSQL store tests must run)")
+        pytest.skip(reason)
+    server = start_server()
+    try:
+        yield server
+    finally:
+        forget_databases()
+        stop_server(server)
+
+
+def on_store(request: pytest.FixtureRequest, tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    """The `ws` workspace (one resource of each role) with its store on `request.param`:
+    SQLite in `.dataworkspace/` (the default), or a new database on the module's PostgreSQL
+    server given by DWS_STORE_URL (inherited by the test's subprocesses too)."""
+    if request.param == "postgresql":
+        server = request.getfixturevalue("postgres_store_server")
+        database = server.create_database("dws_store")
+        monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
+                           f"{server.password}@{server.host}:{server.port}/{database}")
+    workspace = Workspace.init(tmp_path / "ws")
+    workspace.add_resource("src", "source-data", path="data/src")
+    workspace.add_resource("inter", "intermediate-data", path="data/inter")
+    workspace.add_resource("results", "results", path="results")
+    workspace.add_resource("code", "code", path="code")
+    try:
+        yield workspace
+    finally:
+        if request.param == "postgresql":
+            forget_databases()  # no pooled connection outlives its database's test
+
+
+def sqlite_only(ws: Workspace, why: str = "SQLite stores a value of any type in any column; "
+                "PostgreSQL's typed columns refuse this damage") -> None:
+    if ws.store.settings.dialect != "sqlite":
+        pytest.skip(why)

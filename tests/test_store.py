@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import orjson
 import pytest
@@ -25,7 +27,18 @@ from dws_dagster.workspace.db.database import forget_databases
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 
 from .conftest import ROOT, run_python
-from .store_db import damage, db_dump, db_file, operations, record_count, sql
+from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+    STORES,
+    damage,
+    db_dump,
+    db_file,
+    on_store,
+    operations,
+    postgres_store_server,
+    record_count,
+    sql,
+    sqlite_only,
+)
 
 
 def record(ref: str, version: str, step: str = "s", inputs: tuple = (),
@@ -33,6 +46,13 @@ def record(ref: str, version: str, step: str = "s", inputs: tuple = (),
     return LineageRecord(ref=ref, version=version, step=StepInfo(name=step), inputs=inputs,
                          provenance=provenance or dict(inputs), start_time="2026-01-01T00:00:00",
                          end_time="2026-01-01T00:00:01")
+
+
+@pytest.fixture(params=STORES)
+def ws(request: pytest.FixtureRequest, tmp_path: Path,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    """This suite runs on both stores: SQLite (the default) and PostgreSQL."""
+    yield from on_store(request, tmp_path, monkeypatch)
 
 
 def test_commit_and_reload(ws: Workspace) -> None:
@@ -55,8 +75,12 @@ def test_same_record_twice_is_written_once(ws: Workspace) -> None:
 
 
 def _store_named(message: str, ws: Workspace) -> None:
-    """A store error names the store (its file here) and says what to do."""
-    assert f"workspace store {ws.store.shown}" in message and str(ws.meta_dir) in message
+    """A store error names the store (for SQLite: its file) and says what to do."""
+    assert f"workspace store {ws.store.shown}" in message
+    password = ws.store.settings.password
+    assert not password or password not in message  # PostgreSQL: named, never its password
+    if ws.store.settings.dialect == "sqlite":
+        assert str(ws.meta_dir) in message
     assert "restore the store from a backup" in message
 
 
@@ -96,6 +120,7 @@ def test_a_record_of_the_wrong_shape_or_of_another_ref_is_named(ws: Workspace) -
 
 
 def test_an_owner_that_is_not_text_is_named(ws: Workspace) -> None:
+    sqlite_only(ws)
     ws.store.commit([record("inter/a", "v1", "make_a")])
     damage(ws, "UPDATE dws_refs SET owner = x'00ff' WHERE ref = 'inter/a'")
     before = db_dump(ws)
@@ -458,6 +483,8 @@ def test_a_bare_postgresql_url_opens_or_is_named(tmp_path,
                          ids=["blob", "dotdot", "space"])
 def test_a_stored_ref_that_is_not_a_ref_is_named_wherever_it_is_read(ws: Workspace,
                                                                      ref: object) -> None:
+    if isinstance(ref, bytes):
+        sqlite_only(ws)
     ws.store.commit([record("inter/a", "v1", "make_a")])
     damage(ws, "UPDATE dws_refs SET ref = :ref WHERE ref = 'inter/a'", ref=ref)
     before = db_dump(ws)
