@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -40,7 +41,13 @@ from dws_dagster.workspace.records import LineageRecord, StepInfo
 from .conftest import ROOT
 from .ol_parents import check_parents
 from .pipeline import make_workspace
-from .store_db import db_dump, sql
+from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+    STORES,
+    db_dump,
+    on_store,
+    postgres_store_server,
+    sql,
+)
 
 SHARDS = ("north", "south", "east", "west")
 #: Generous: each step starts its own JVM on a shared machine. Not an assertion on speed.
@@ -76,6 +83,13 @@ def shards_job() -> JobDefinition:
     defs = Definitions(assets=[_shard(name, i) for i, name in enumerate(SHARDS)],
                        resources={"io_manager": io}, jobs=[define_asset_job("shards")])
     return defs.resolve_job_def("shards")
+
+
+@pytest.fixture(params=STORES)
+def ws(request: pytest.FixtureRequest, tmp_path: Path,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    """The script-process tests run on both stores: SQLite (the default) and PostgreSQL."""
+    yield from on_store(request, tmp_path, monkeypatch)
 
 
 def _journal_ops(ws: Workspace) -> list[dict]:
@@ -274,15 +288,17 @@ def _start(code: str, ws: Workspace) -> subprocess.Popen[str]:
 
 
 def _integrity(ws: Workspace) -> None:
-    assert sql(ws, "PRAGMA integrity_check") == [("ok",)]
-    assert sql(ws, "PRAGMA foreign_key_check") == []
+    """The database is whole (PostgreSQL checks its foreign keys at every commit)."""
+    if ws.store.settings.dialect == "sqlite":
+        assert sql(ws, "PRAGMA integrity_check") == [("ok",)]
+        assert sql(ws, "PRAGMA foreign_key_check") == []
 
 
 def test_a_writer_killed_holding_the_lock_loses_nothing_and_blocks_nobody(
         ws: Workspace) -> None:
     """SIGKILL of a process inside its write transaction: what it had not committed is gone
     whole, what was committed before stays, and the next writer (another process) takes the
-    lock: SQLite releases it with the process."""
+    lock: SQLite releases it with the process, PostgreSQL with its connection."""
     ws.store.commit([LineageRecord(ref="inter/before", version="v1", step=StepInfo(name="b"))])
     before = db_dump(ws)
     holder = _start(HOLDER, ws)
@@ -290,7 +306,7 @@ def test_a_writer_killed_holding_the_lock_loses_nothing_and_blocks_nobody(
     holder.kill()  # SIGKILL
     holder.wait(timeout=60)
     assert holder.returncode == -9
-    assert db_dump(ws) == before  # nothing of the dead transaction
+    assert db_dump(ws) == before  # nothing of the dead transaction (PostgreSQL: rolled back)
     after = _start(LOOPER.replace("range(100000)", "range(3)"), ws)
     out, err = after.communicate(timeout=300)
     assert after.returncode == 0, err  # not refused for a lock held by the dead process
