@@ -1,5 +1,5 @@
 """What two runs of the same pipeline must agree on, whatever ran them (a SQLite or Postgres
-Dagster instance, local or cluster Spark): the workspace's lineage store, its journal,
+Dagster instance, local or cluster Spark): the workspace's lineage store, its history,
 `results.json` and the OpenLineage events, with only what must differ between two runs taken
 out — times, and run ids (numbered in order of appearance, so which events share a run still
 counts), and the workspace's own folder."""
@@ -58,11 +58,11 @@ def openlineage_events(ws: Workspace) -> list[dict[str, Any]]:
 
 def lineage_view(ws: Workspace, instance: Any) -> dict[str, Any]:
     """Everything the comparison looks at, normalised."""
-    ws.store.refresh()
     results = {str(path.relative_to(ws.root)): json.loads(path.read_text())
                for path in sorted(ws.root.rglob("results.json"))}
     view = {
         "refs": {ref: state.to_json() for ref, state in ws.store.items()},
+        # The store's history (operations in order); the key keeps its old name for callers.
         "journal": list(ws.store.history()),
         "results": results,
         "openlineage": openlineage_events(ws),

@@ -1,9 +1,8 @@
 """The bad-input catalogue of the workspace layer: each case raises its DwsError subclass with a
-message naming the thing and the fix, and changes nothing on disk."""
+message naming the thing and the fix, and changes nothing on disk or in the store."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from dws_dagster.workspace.lineage_params import ChoiceParameter
 from dws_dagster.workspace.snapshots import resolve_snapshot, restore_snapshot, take_snapshot
 
 from .conftest import run_step, tree_state, write
+from .store_db import damage, workspace_state
 
 
 @pytest.fixture
@@ -90,11 +90,11 @@ def test_bad_input_refused_and_nothing_changed(busy_ws: Workspace, error: type[D
                                                fragment: str, action) -> None:
     # A new state to snapshot, so that the duplicate tag is refused rather than a no-op.
     run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "y"}, {"k": 1})
-    before = tree_state(busy_ws.root)
+    before = workspace_state(busy_ws)
     with pytest.raises(error) as info:
         action(busy_ws)
     assert fragment in str(info.value)
-    assert tree_state(busy_ws.root) == before
+    assert workspace_state(busy_ws) == before
 
 
 @pytest.mark.parametrize(("name", "content", "fragment"), [
@@ -107,41 +107,44 @@ def test_bad_input_refused_and_nothing_changed(busy_ws: Workspace, error: type[D
 def test_corrupt_config_files(busy_ws: Workspace, name: str, content: str,
                               fragment: str) -> None:
     (busy_ws.meta_dir / name).write_text(content)
-    before = tree_state(busy_ws.root)
+    before = workspace_state(busy_ws)
     with pytest.raises(WorkspaceConfigError) as info:
         Workspace.open(busy_ws.root)
     assert fragment in str(info.value) and name in str(info.value)
-    assert tree_state(busy_ws.root) == before
+    assert workspace_state(busy_ws) == before
 
 
 def test_corrupt_snapshot_manifest(busy_ws: Workspace) -> None:
+    """A manifest row pointing at the record of another ref (a backup of another version)."""
     info = resolve_snapshot(busy_ws, "v1")
-    manifest = busy_ws.meta_dir / "snapshots" / f"{info.hash}.json"
-    manifest.write_text('{"format": 1, "hash": "other", "refs": {}}')
-    before = tree_state(busy_ws.root)
-    with pytest.raises(WorkspaceConfigError, match="snapshot manifest .* is corrupt"):
+    damage(busy_ws, "UPDATE dws_snapshot_refs SET record_id = (SELECT record_id FROM "
+                    "dws_snapshot_refs WHERE hash = :hash AND ref = 'src/s.csv') WHERE "
+                    "hash = :hash AND ref = 'inter/prep'", hash=info.hash)
+    before = workspace_state(busy_ws)
+    with pytest.raises(WorkspaceConfigError, match=f"snapshot {info.hash[:12]} of ref inter/prep "
+                                                   r".* is the record of another ref"):
         restore_snapshot(busy_ws, "v1")
-    assert tree_state(busy_ws.root) == before
+    assert workspace_state(busy_ws) == before
 
 
 def test_corrupt_lineage_record(busy_ws: Workspace) -> None:
-    segment = sorted((busy_ws.meta_dir / "lineage/journal").glob("*.jsonl"))[0]
-    lines = segment.read_bytes().splitlines(keepends=True)
-    segment.write_bytes(b"".join([lines[0], b'{"op": "record", "rec\n', *lines[1:]]))
-    before = tree_state(busy_ws.root)
-    with pytest.raises(WorkspaceConfigError, match="restore the lineage folder"):
+    damage(busy_ws, """UPDATE dws_records SET body = '{"op": "record", "rec' """
+                    "WHERE ref = 'inter/prep'")
+    before = workspace_state(busy_ws)
+    with pytest.raises(WorkspaceConfigError, match="inter/prep .* is not a JSON record; "
+                                                   "restore the store from a backup"):
         Workspace.open(busy_ws.root).store.items()
-    assert tree_state(busy_ws.root) == before
+    assert workspace_state(busy_ws) == before
 
 
 def test_restore_of_data_not_kept_is_refused_or_reported(busy_ws: Workspace) -> None:
     run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "changed"}, {"k": 2})
-    before = tree_state(busy_ws.root)
+    before = workspace_state(busy_ws)
     with pytest.raises(SnapshotRestoreError) as info:
         restore_snapshot(busy_ws, "v1")
     assert "inter/prep: version" in str(info.value) and "was not kept" in str(info.value)
     assert "nothing was changed" in str(info.value) and "--partial" in str(info.value)
-    assert tree_state(busy_ws.root) == before
+    assert workspace_state(busy_ws) == before
     # Asked for, a partial restore says what it could not bring back and blocks its readers.
     report = restore_snapshot(busy_ws, "v1", partial=True)
     assert [ref for ref, _ in report.not_restored] == ["inter/prep"]
@@ -157,17 +160,17 @@ def test_path_outside_workspace(busy_ws: Workspace, tmp_path: Path) -> None:
 def test_ambiguous_hash_prefix_names_the_candidates(busy_ws: Workspace) -> None:
     real = resolve_snapshot(busy_ws, "v1").hash
     twin = real[:6] + ("f" if real[6] != "f" else "e") + real[7:]
-    index = busy_ws.meta_dir / "snapshots" / "index.json"
-    data = json.loads(index.read_text())
-    data["snapshots"].append({**data["snapshots"][0], "hash": twin, "tags": []})
-    index.write_text(json.dumps(data))
-    before = tree_state(busy_ws.root)
+    damage(busy_ws, "INSERT INTO dws_snapshots (workspace_id, hash, position, message, "
+                    "created, metrics, results) SELECT workspace_id, :twin, position + 1, "
+                    "message, created, metrics, results FROM dws_snapshots WHERE hash = :real",
+           twin=twin, real=real)
+    before = workspace_state(busy_ws)
     with pytest.raises(SnapshotNotFoundError) as info:
         restore_snapshot(busy_ws, real[:6])
     message = str(info.value)
     assert "ambiguous" in message and real[:16] in message and twin[:16] in message
     assert "give more characters" in message
-    assert tree_state(busy_ws.root) == before
+    assert workspace_state(busy_ws) == before
 
 
 def test_writes_do_not_follow_a_symlink_out_of_the_resource(busy_ws: Workspace,
@@ -176,14 +179,14 @@ def test_writes_do_not_follow_a_symlink_out_of_the_resource(busy_ws: Workspace,
     outside.mkdir()
     (outside / "precious.txt").write_text("keep me")
     (busy_ws.resource_root("inter") / "linked").symlink_to(outside, target_is_directory=True)
-    before = tree_state(busy_ws.root), tree_state(outside)
+    before = workspace_state(busy_ws), tree_state(outside)
     for ref in ("inter/linked", "inter/linked/deeper/x"):
         with pytest.raises(InvalidResourceRefError) as info:
             _builder(busy_ws).with_no_inputs().with_output_ref(ref).eval()
         message = str(info.value)
         assert f"ref {ref} leaves resource 'inter' through the symlink" in message
         assert "replace the symlink with a folder" in message
-    assert (tree_state(busy_ws.root), tree_state(outside)) == before
+    assert (workspace_state(busy_ws), tree_state(outside)) == before
     # A symlink that stays inside the resource, a path under a file, and a resource root that
     # is itself a symlink are all writable.
     inter = busy_ws.resource_root("inter")

@@ -1,7 +1,9 @@
 """Many processes writing one workspace at once: Dagster's multiprocess executor materializing
 four assets into the same resource side by side (one process and Spark JVM per step, released
-together by a barrier), and script processes recording lineage through the lineage API at the
-same time. No record is lost or corrupted."""
+together by a barrier), script processes recording lineage through the lineage API at the same
+time, script processes racing for one ref (rule (a): exactly one wins), and writers killed with
+SIGKILL in the middle of their transactions. No record is lost or corrupted, and nobody is
+blocked by a writer that died."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -33,10 +36,18 @@ from dws_dagster import (
     process_events,
 )
 from dws_dagster.ol.outbox import Outbox, event_key
+from dws_dagster.workspace.records import LineageRecord, StepInfo
 
 from .conftest import ROOT
 from .ol_parents import check_parents
 from .pipeline import make_workspace
+from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+    STORES,
+    db_dump,
+    on_store,
+    postgres_store_server,
+    sql,
+)
 
 SHARDS = ("north", "south", "east", "west")
 #: Generous: each step starts its own JVM on a shared machine. Not an assertion on speed.
@@ -74,13 +85,20 @@ def shards_job() -> JobDefinition:
     return defs.resolve_job_def("shards")
 
 
+@pytest.fixture(params=STORES)
+def ws(request: pytest.FixtureRequest, tmp_path: Path,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    """The script-process tests run on both stores: SQLite (the default) and PostgreSQL."""
+    yield from on_store(request, tmp_path, monkeypatch)
+
+
 def _journal_ops(ws: Workspace) -> list[dict]:
-    lines = []
-    for path in sorted(ws.store.journal_dir.glob("*.jsonl")):
-        data = path.read_bytes()
-        assert data.endswith(b"\n"), f"{path} ends with a torn line"
-        lines.extend(line for line in data.splitlines() if line.strip())
-    return [orjson.loads(line) for line in lines]  # every line whole JSON
+    """The store's history as its rows hold it (read with SQL): each operation, with the
+    record it wrote."""
+    rows = sql(ws, "SELECT o.op, o.ref, r.body FROM dws_operations o LEFT JOIN dws_records r "
+                   "ON r.id = o.record_id WHERE o.workspace_id = :ws ORDER BY o.id")
+    return [{"op": op, "ref": ref, **({"record": orjson.loads(body)} if body else {})}
+            for op, ref, body in rows]
 
 
 @pytest.mark.slow
@@ -173,3 +191,145 @@ def test_script_processes_recording_lineage_at_once_lose_nothing(ws: Workspace) 
         state = ws.store.get(ref)
         assert state.status == "ok" and state.version == ws.version_of(ref)
         assert state.record["inputs"] == [{"ref": "src/shared", "version": source_version}]
+
+
+RACE = r"""
+import sys
+from pathlib import Path
+from dws_dagster import LineageBuilder
+from dws_dagster.errors import LineageConflictError
+
+root, tag, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+from dws_dagster import Workspace
+Workspace.open(root).store.refs()  # opened before the start, as a running step would be
+(go.parent / f"ready-{tag}").touch()
+while not go.exists():  # released together
+    pass
+builder = (LineageBuilder().with_step_name(f"writer-{tag}").with_parameters({})
+           .with_workspace_directory(root).with_input_ref("src/shared")
+           .with_output_ref("inter/contested"))
+try:
+    with builder.eval():
+        out = Path(root, "data", "inter", "contested")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "part-0.csv").write_text(tag + "\n")
+        print("body ran")
+except LineageConflictError as exc:
+    print("refused:", exc)
+    sys.exit(3)
+print("won")
+"""
+
+
+def test_processes_racing_for_one_ref_leave_exactly_one_writer(ws: Workspace,
+                                                               tmp_path: Path) -> None:
+    """Rule (a) across processes: of eight steps claiming the same output at once, exactly one
+    claims it and runs; the others are refused before their body runs, and the store holds the
+    winner's claim and record only."""
+    shared = ws.local_path("src/shared")
+    shared.mkdir(parents=True)
+    (shared / "data.csv").write_text("a\n1\n")
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(ws.root), str(n), str(go)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in range(8)]
+    while len(list(tmp_path.glob("ready-*"))) < len(procs):
+        assert all(proc.poll() is None for proc in procs), [p.communicate() for p in procs]
+        time.sleep(0.01)
+    go.touch()
+    outcomes = [(proc.wait(timeout=300), *proc.communicate()) for proc in procs]
+    winners = [out for code, out, _ in outcomes if code == 0]
+    refused = [out for code, out, _ in outcomes if code == 3]
+    assert len(winners) == 1 and len(refused) == 7, outcomes
+    assert "body ran" in winners[0]
+    assert all("body ran" not in out and "may not write ref inter/contested" in out
+               for out in refused)
+    winner = next(f"writer-{n}" for n, (code, _, _) in enumerate(outcomes) if code == 0)
+    state = Workspace.open(ws.root).store.get("inter/contested")
+    assert state.owner == winner and state.status == "ok"
+    ops = [op for op in _journal_ops(ws) if op["ref"] == "inter/contested"]
+    assert [op["op"] for op in ops] == ["claim", "record"]
+    assert ops[1]["record"]["step"]["name"] == winner
+    assert (ws.local_path("inter/contested") / "part-0.csv").read_text() \
+        == winner.removeprefix("writer-") + "\n"
+
+
+HOLDER = r"""
+import sys, time
+from dws_dagster import Workspace
+from dws_dagster.workspace.records import LineageRecord, StepInfo
+
+store = Workspace.open(sys.argv[1]).store
+with store.locked():
+    store.commit([LineageRecord(ref=f"inter/doomed/{n}", version="v", step=StepInfo(name="doomed"))
+                  for n in range(50)])
+    store.claim("doomed", ["inter/doomed-claim"])
+    print("holding", flush=True)
+    time.sleep(600)  # killed here, its transaction open
+"""
+
+LOOPER = r"""
+import sys
+from dws_dagster import Workspace
+from dws_dagster.workspace.records import LineageRecord, StepInfo
+
+store = Workspace.open(sys.argv[1]).store
+for n in range(100000):
+    store.commit([LineageRecord(ref=f"inter/loop/{n}", version="v", step=StepInfo(name="loop"))])
+    print(n, flush=True)
+"""
+
+
+def _start(code: str, ws: Workspace) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", code, str(ws.root)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _integrity(ws: Workspace) -> None:
+    """The database is whole (PostgreSQL checks its foreign keys at every commit)."""
+    if ws.store.settings.dialect == "sqlite":
+        assert sql(ws, "PRAGMA integrity_check") == [("ok",)]
+        assert sql(ws, "PRAGMA foreign_key_check") == []
+
+
+def test_a_writer_killed_holding_the_lock_loses_nothing_and_blocks_nobody(
+        ws: Workspace) -> None:
+    """SIGKILL of a process inside its write transaction: what it had not committed is gone
+    whole, what was committed before stays, and the next writer (another process) takes the
+    lock: SQLite releases it with the process, PostgreSQL with its connection."""
+    ws.store.commit([LineageRecord(ref="inter/before", version="v1", step=StepInfo(name="b"))])
+    before = db_dump(ws)
+    holder = _start(HOLDER, ws)
+    assert holder.stdout.readline().strip() == "holding", holder.stderr.read()
+    holder.kill()  # SIGKILL
+    holder.wait(timeout=60)
+    assert holder.returncode == -9
+    assert db_dump(ws) == before  # nothing of the dead transaction (PostgreSQL: rolled back)
+    after = _start(LOOPER.replace("range(100000)", "range(3)"), ws)
+    out, err = after.communicate(timeout=300)
+    assert after.returncode == 0, err  # not refused for a lock held by the dead process
+    store = Workspace.open(ws.root).store
+    assert store.refs() == ["inter/before", "inter/loop/0", "inter/loop/1", "inter/loop/2"]
+    store.claim("other", ["inter/doomed-claim"])  # the dead process's claim never was
+    _integrity(ws)
+
+
+def test_a_writer_killed_while_committing_loses_no_commit(ws: Workspace) -> None:
+    """SIGKILL of a process committing in a loop, at whatever point it reached (in a commit,
+    between two): every commit it reported is there, the store is whole, and writing goes on."""
+    looper = _start(LOOPER, ws)
+    reported = -1
+    while reported < 30:
+        reported = int(looper.stdout.readline())
+    looper.kill()
+    looper.wait(timeout=60)
+    store = Workspace.open(ws.root).store
+    loop_refs = [ref for ref in store.refs() if ref.startswith("inter/loop/")]
+    numbers = sorted(int(ref.rsplit("/", 1)[1]) for ref in loop_refs)
+    assert numbers == list(range(len(numbers))) and len(numbers) >= reported + 1
+    assert len([op for op in _journal_ops(ws) if op["op"] == "record"]) == len(numbers)
+    _integrity(ws)
+    store.commit([LineageRecord(ref="inter/after", version="v", step=StepInfo(name="a"))])
+    assert Workspace.open(ws.root).store.get("inter/after").version == "v"

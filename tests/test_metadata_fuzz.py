@@ -1,13 +1,16 @@
-"""Every file under `.dataworkspace/` damaged in turn: bytes flipped, truncated, replaced by
-other JSON (wrong types, missing keys, extra or deep nesting). Each command then either works
-or refuses with `WorkspaceConfigError` (the CLI: exit 1, one line, no traceback) — never another
-exception — nothing outside the workspace changes, and once the file's bytes are restored every
-record written before is still there.
+"""Every file under `.dataworkspace/` and every column of the workspace store's tables damaged
+in turn: bytes flipped, truncated, replaced by other JSON (wrong types, missing keys, extra or
+deep nesting), a column given a value of another type or a row id that leads nowhere. Each
+command then either works or refuses with `WorkspaceConfigError` (a store that cannot be read
+at all: `StoreUnavailableError`; the CLI: exit 1, one line, no traceback) — never another
+exception — nothing outside the workspace changes, and once the damage is repaired every record
+written before is still there.
 
 The workspace is real and built once (script steps, a forget, snapshots with a results copy, a
-restore from kept versions, an OpenLineage outbox with sealed segments and a delivery state);
-each example runs on a fresh copy of it. No Spark, so the whole module takes well under a
-minute.
+restore from kept versions, an OpenLineage outbox with a delivery state); each example runs on a
+fresh copy of it, store included (a restored backup). The store's rows are damaged with a plain
+sqlite3 connection, foreign keys unchecked, as a hand edit would. No Spark, so the whole module
+takes about a minute.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import functools
 import io
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
@@ -31,6 +35,7 @@ from dws_dagster.cli import main as cli_main
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.ol.transport import make_transport
 from dws_dagster.workspace import formats, shapes
+from dws_dagster.workspace.db.database import StoreUnavailableError, forget_databases
 from dws_dagster.workspace.snapshots import (
     delete_snapshot,
     list_snapshots,
@@ -75,7 +80,7 @@ def build(root: Path) -> Workspace:
     run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.2}, results={"mae": 1.2},
              results_dir=RESULTS)
     take_snapshot(ws, "v2", "second")
-    restore_snapshot(ws, "v1")  # a reset in the journal, kept versions made on the way
+    restore_snapshot(ws, "v1")  # a reset in the history, kept versions made on the way
     run_step(ws, "other", ["src/trips.csv"], {"inter/other": "o\n"})
     with contextlib.suppress(RuntimeError), LineageBuilder().with_step_name("broken") \
             .with_parameters({}).with_workspace_directory(ws.root).with_no_inputs() \
@@ -96,34 +101,49 @@ def build(root: Path) -> Workspace:
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("pristine")
     build(home / "ws")
+    forget_databases()  # closed: the store is whole in store.db, ready to be copied
     write(home / "outside" / "keep.txt", "sentinel\n")
     return home
 
 
+STORE = "store.db"
+
+
 def metadata_files(ws_root: Path) -> list[str]:
+    """The files under `.dataworkspace/` (the store's database aside: see `store_file`)."""
     meta = ws_root / ".dataworkspace"
     return sorted(str(p.relative_to(meta)) for p in meta.rglob("*")
-                  if p.is_file() and not p.name.endswith("lock"))
+                  if p.is_file() and not p.name.endswith("lock")
+                  and not p.name.startswith(STORE))
 
 
-def test_the_workspace_has_every_kind_of_file(pristine: Path) -> None:
-    names = metadata_files(pristine / "ws")
-    for wanted in ("config.json", "resources.json", "lineage/current.json",
-                   "snapshots/index.json", "openlineage/outbox/state.json"):
+def query(root: Path, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of the copy's store read with a plain sqlite3 connection (not the code tested)."""
+    connection = sqlite3.connect(root / ".dataworkspace" / STORE)
+    try:
+        return connection.execute(statement, params).fetchall()
+    finally:
+        connection.close()
+
+
+def test_the_workspace_has_every_kind_of_file_and_row(pristine: Path) -> None:
+    root = pristine / "ws"
+    names = metadata_files(root)
+    for wanted in ("config.json", "resources.json"):
         assert wanted in names
-    assert any(n.startswith("lineage/journal/") for n in names)
-    assert sum(n.endswith(".keys.json") for n in names) >= 2
-    manifests = [n for n in names if n.startswith("snapshots/") and n.endswith(".json")
-                 and n != "snapshots/index.json"]
-    assert len(manifests) == 2
-    # and the notes that the store checked what it wrote (checked again when they disagree)
-    assert "lineage/current.checked" in names
-    assert all(n.replace(".json", ".checked") in names for n in manifests)
-    journal = b"".join(p.read_bytes() for p in
-                       sorted((pristine / "ws/.dataworkspace/lineage/journal").glob("*.jsonl")))
-    for op in (b'"op":"record"', b'"op":"fail"', b'"op":"claim"', b'"op":"forget"',
-               b'"op":"reset"'):
-        assert op in journal
+    assert (root / ".dataworkspace" / STORE).is_file()
+    ops = {op for (op,) in query(root, "SELECT DISTINCT op FROM dws_operations")}
+    assert ops == {"record", "fail", "claim", "forget", "reset"}
+    assert query(root, "SELECT count(*) FROM dws_records WHERE good = 0")[0][0] >= 1
+    assert query(root, "SELECT count(*) FROM dws_record_inputs")[0][0] >= 2
+    assert query(root, "SELECT count(*) FROM dws_refs WHERE unknown AND attempt_id IS NOT NULL "
+                       "AND owner IS NOT NULL")[0][0] == 1  # the broken step
+    assert query(root, "SELECT count(*) FROM dws_snapshots")[0][0] == 2
+    assert sorted(query(root, "SELECT tag FROM dws_snapshot_tags")) == [("v1",), ("v1b",),
+                                                                        ("v2",)]
+    assert query(root, "SELECT count(DISTINCT hash) FROM dws_snapshot_refs")[0][0] == 2
+    assert query(root, "SELECT count(*) FROM dws_snapshots WHERE results != '[]' AND "
+                       "metrics IS NOT NULL")[0][0] == 2
 
 
 # --------------------------------------------------------------------------- the battery
@@ -134,10 +154,10 @@ class Unexpected(AssertionError):
 
 
 def allowed(action: Callable[[], object], what: str, *, strict: bool = False) -> object:
-    """Run `action`: it may work, or raise WorkspaceConfigError for a damaged file, or another
-    DwsError that the (valid but edited) content explains — a tag no longer there, data whose
-    version was not kept; anything else fails the test. `strict`: only WorkspaceConfigError
-    (commands that only read the files)."""
+    """Run `action`: it may work, or raise WorkspaceConfigError for damaged metadata (or
+    StoreUnavailableError for a store that cannot be read at all), or another DwsError that the
+    (valid but edited) content explains — a tag no longer there, data whose version was not
+    kept; anything else fails the test. `strict`: only those two (commands that only read)."""
     try:
         return action()
     except DwsError as exc:
@@ -145,7 +165,7 @@ def allowed(action: Callable[[], object], what: str, *, strict: bool = False) ->
     except Exception as exc:  # what this test is about: nothing but DwsError escapes
         raise Unexpected(f"{what} raised {type(exc).__name__}: {exc}") from exc
     assert "\n" not in str(error), f"{what}: a message of several lines: {error}"
-    if strict and not isinstance(error, WorkspaceConfigError):
+    if strict and not isinstance(error, (WorkspaceConfigError, StoreUnavailableError)):
         raise Unexpected(f"{what} raised {type(error).__name__}: {error}")
     return error
 
@@ -181,12 +201,15 @@ def battery(root: Path) -> None:
     if not isinstance(ws, Workspace):
         return
     allowed(lambda: ws.store.items(), "store.items", strict=True)
+    allowed(lambda: list(ws.store.history()), "store.history", strict=True)
     allowed(lambda: list_snapshots(ws), "list_snapshots", strict=True)
     allowed(lambda: Outbox(ws).status(), "Outbox.status", strict=True)
     allowed(lambda: list(Outbox(ws).events()), "Outbox.events", strict=True)
     allowed(lambda: Outbox(ws).spool([ol_event(500, "START")]), "Outbox.spool")
     allowed(lambda: run_step(ws, "fuzz", ["src/trips.csv"], {"inter/fuzz": "f\n"}),
             "script step")
+    allowed(lambda: run_step(ws, "other", ["src/trips.csv", "inter/prep"],
+                             {"inter/other": "o2\n"}), "script step reading lineage")
     allowed(lambda: take_snapshot(ws, "fz", "fuzz"), "take_snapshot")
     allowed(lambda: delete_snapshot(ws, "fz"), "delete_snapshot")
     allowed(lambda: delete_snapshot(ws, "v1b"), "delete_snapshot (one of two tags)")
@@ -208,42 +231,72 @@ def journal_lines(folder: Path) -> list[bytes]:
     return out
 
 
-def history_ops(root: Path) -> list[bytes]:
-    return journal_lines(root / ".dataworkspace/lineage/journal")
-
-
 def outbox_lines(root: Path) -> list[bytes]:
     return journal_lines(root / ".dataworkspace/openlineage/outbox/journal")
 
 
+def kept(root: Path) -> tuple[set[Any], set[Any], set[Any]]:
+    """What the store holds that nothing may lose: every record, every history entry, every
+    snapshot."""
+    return (set(query(root, "SELECT id, body FROM dws_records")),
+            set(query(root, "SELECT id, op, ref, record_id, detail, at FROM dws_operations")),
+            {digest for (digest,) in query(root, "SELECT hash FROM dws_snapshots")})
+
+
+Repair = Callable[[], None]
+
+
 @contextlib.contextmanager
-def damaged_copy(pristine: Path, scratch: Path, name: str, content: bytes) -> Iterator[Path]:
-    """A fresh copy of the pristine workspace with `.dataworkspace/<name>` replaced by
-    `content`; on exit, the file's original bytes go back and every earlier record must be
-    there, and nothing beside the workspace may have changed."""
+def damaged_copy(pristine: Path, scratch: Path, damage: Callable[[Path], Repair]
+                 ) -> Iterator[Path]:
+    """A fresh copy of the pristine workspace, damaged by `damage(root)` (which returns how to
+    repair it); on exit the damage is repaired, and every earlier record, history entry,
+    snapshot and outbox event must be there, and nothing beside the workspace may have
+    changed."""
     if scratch.exists():
+        forget_databases()
         shutil.rmtree(scratch)
     shutil.copytree(pristine, scratch, symlinks=True)
     root = scratch / "ws"
-    target = root / ".dataworkspace" / name
-    original = target.read_bytes()
-    ops, events = history_ops(root), outbox_lines(root)
-    hashes = {info.hash for info in list_snapshots(Workspace.open(root))}
+    records, history, hashes = kept(root)
+    events = outbox_lines(root)
     outside = tree_state(scratch / "outside")
-    # Absolute paths in the damage point at the sentinels: even code that followed them would
-    # touch nothing but this test's own folder.
-    target.write_bytes(content.replace(ABSOLUTE.encode(), str(scratch / "outside").encode()))
+    repair = damage(root)
     yield root
+    forget_databases()  # the user stops everything, then repairs
     assert tree_state(scratch / "outside") == outside
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(original)  # the user repairs the file
+    repair()
     ws = Workspace.open(root)
     ws.store.items()
-    now = history_ops(root)
-    assert set(ops) <= set(now), "a journal record was lost"
+    list(ws.store.history())
+    now_records, now_history, now_hashes = kept(root)
+    assert records <= now_records, "a record was lost"
+    assert history <= now_history, "a history entry was lost"
+    assert hashes <= now_hashes, "a snapshot was lost"
+    assert {info.hash for info in list_snapshots(ws)} == now_hashes
     assert set(events) <= set(outbox_lines(root)), "an outbox event was lost"
-    assert hashes <= {info.hash for info in list_snapshots(ws)}, "a snapshot was lost"
     Outbox(ws).status()
+    forget_databases()
+
+
+def file_damage(name: str, content: bytes) -> Callable[[Path], Repair]:
+    """`.dataworkspace/<name>` replaced by `content`; repaired by putting its bytes back (for
+    the store's database: a backup restored, its write-ahead log gone with the damage)."""
+    def damage(root: Path) -> Repair:
+        target = root / ".dataworkspace" / name
+        original = target.read_bytes()
+        # Absolute paths in the damage point at the sentinels: even code that followed them
+        # would touch nothing but this test's own folder.
+        target.write_bytes(content.replace(ABSOLUTE.encode(),
+                                           str(root.parent / "outside").encode()))
+
+        def repair() -> None:
+            for log in target.parent.glob(target.name + "-*"):
+                log.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(original)
+        return repair
+    return damage
 
 
 def deep(depth: int) -> bytes:
@@ -256,7 +309,7 @@ def deep(depth: int) -> bytes:
 @pytest.mark.parametrize("mutation", ["truncate", "flip", "empty-object", "list", "deep"])
 def test_every_file_damaged_in_fixed_ways(pristine: Path, tmp_path: Path,
                                           mutation: str) -> None:
-    for name in metadata_files(pristine / "ws"):
+    for name in [*metadata_files(pristine / "ws"), STORE]:
         original = (pristine / "ws/.dataworkspace" / name).read_bytes()
         content = {
             "truncate": original[: len(original) * 2 // 3],
@@ -266,8 +319,20 @@ def test_every_file_damaged_in_fixed_ways(pristine: Path, tmp_path: Path,
             "list": b"[1, 2, 3]\n",
             "deep": deep(5000) if name.endswith(".json") else deep(200) + b"\n",
         }[mutation]
-        with damaged_copy(pristine, tmp_path / "w", name, content) as root:
+        with damaged_copy(pristine, tmp_path / "w", file_damage(name, content)) as root:
             battery(root)
+
+
+def test_a_store_whose_header_is_zeroed_is_named(pristine: Path, tmp_path: Path) -> None:
+    original = (pristine / "ws/.dataworkspace" / STORE).read_bytes()
+    with damaged_copy(pristine, tmp_path / "w",
+                      file_damage(STORE, b"\0" * 100 + original[100:])) as root:
+        with pytest.raises(StoreUnavailableError) as caught:
+            Workspace.open(root).store.items()
+        message = str(caught.value)
+        assert str(root / ".dataworkspace" / STORE) in message
+        assert "restore it from a backup" in message
+        battery(root)
 
 
 # -------------------------------------------------------------- structural mutations
@@ -280,7 +345,9 @@ def json_values(depth: int = 3) -> st.SearchStrategy[Any]:
     return st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(st.sampled_from(
                             ["ref", "version", "hash", "tags", "folder", "record", "op",
-                             "position", "segment", "offset", "format", "refs", "x"]),
+                             "position", "segment", "offset", "format", "refs", "x", "step",
+                             "name", "inputs", "provenance", "parameters", "metrics",
+                             "status"]),
                             inner, max_size=3), max_leaves=6)
 
 
@@ -311,24 +378,26 @@ def replaced(value: Any, path: tuple[Any, ...], new: Any, action: str) -> Any:
     return copy
 
 
+def mutated_json(draw: st.DrawFn, parsed: Any) -> Any:
+    path = draw(st.sampled_from(paths_in(parsed)))
+    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path
+                  else st.just("replace"))
+    return replaced(parsed, path, draw(json_values()), action)
+
+
 @st.composite
-def structural(draw: st.DrawFn, names: list[str], pristine: Path) -> tuple[str, bytes]:
+def structural(draw: st.DrawFn, names: list[str], pristine: Path) -> Callable[[Path], Repair]:
     name = draw(st.sampled_from(names))
     original = (pristine / "ws/.dataworkspace" / name).read_bytes()
     lines = original.split(b"\n") if name.endswith(".jsonl") else [original]
     candidates = [i for i, line in enumerate(lines) if line.strip()]
     index = draw(st.sampled_from(candidates))
-    parsed = orjson.loads(lines[index])
-    path = draw(st.sampled_from(paths_in(parsed)))
-    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path
-                  else st.just("replace"))
-    new = draw(json_values())
-    lines[index] = orjson.dumps(replaced(parsed, path, new, action))
-    return name, b"\n".join(lines)
+    lines[index] = orjson.dumps(mutated_json(draw, orjson.loads(lines[index])))
+    return file_damage(name, b"\n".join(lines))
 
 
 @st.composite
-def byte_damage(draw: st.DrawFn, names: list[str], pristine: Path) -> tuple[str, bytes]:
+def byte_damage(draw: st.DrawFn, names: list[str], pristine: Path) -> Callable[[Path], Repair]:
     name = draw(st.sampled_from(names))
     data = bytearray((pristine / "ws/.dataworkspace" / name).read_bytes())
     for _ in range(draw(st.integers(1, 3))):
@@ -342,7 +411,95 @@ def byte_damage(draw: st.DrawFn, names: list[str], pristine: Path) -> tuple[str,
             del data[where:]
         else:
             data[where:where] = draw(st.sampled_from([b"\n", b'"', b"{", b"]", b"\xff", b"0"]))
-    return name, bytes(data)
+    return file_damage(name, bytes(data))
+
+
+# ------------------------------------------------------------ damaged rows of the store
+
+#: The columns of the store's tables a hand edit may damage (the workspaces table and the
+#: migration version aside: they say which store this is, not what it holds).
+COLUMNS = {
+    "dws_records": ("ref", "version", "good", "body", "workspace_id"),
+    "dws_record_inputs": ("ref", "version", "record_id"),
+    "dws_refs": ("ref", "owner", "record_id", "attempt_id", "unknown"),
+    "dws_operations": ("op", "ref", "record_id", "detail", "at"),
+    "dws_snapshots": ("hash", "position", "message", "created", "metrics", "results"),
+    "dws_snapshot_tags": ("tag", "hash", "position"),
+    "dws_snapshot_refs": ("hash", "ref", "owner", "record_id", "attempt_id", "unknown"),
+}
+JSON_COLUMNS = {"body", "detail", "metrics", "results"}
+
+
+@functools.cache
+def pristine_rows(pristine: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """(rowid, columns...) of every damageable row of the pristine store."""
+    return {table: query(pristine / "ws", f"SELECT rowid, {', '.join(columns)} FROM {table}")
+            for table, columns in COLUMNS.items()}
+
+
+def cell_values(draw: st.DrawFn, column: str, value: Any, rows: Any) -> Any:
+    """Another value for a column: any SQLite type, a JSON text damaged in structure, another
+    row's id or one that names no row."""
+    kinds = ["null", "int", "text", "blob", "json"]
+    if column in JSON_COLUMNS and isinstance(value, str):
+        kinds.append("mutated")
+    if column.endswith("_id"):
+        kinds.append("id")
+    kind = draw(st.sampled_from(kinds))
+    if kind == "null":
+        return None
+    if kind == "int":
+        return draw(st.integers(-(2**63), 2**63 - 1))
+    if kind == "text":
+        return draw(st.text(max_size=12) | st.sampled_from(
+            ["..", "../../outside", ABSOLUTE, "inter/prep", "results/exp", "0" * 32, "v1",
+             "record", "claim", "reset", "[]", "{}", "null", "x" * 5000]))
+    if kind == "blob":
+        return draw(st.binary(max_size=8))
+    if kind == "json":
+        return orjson.dumps(draw(json_values())).decode()
+    if kind == "mutated":
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value[: len(value) // 2]
+        return orjson.dumps(mutated_json(draw, parsed)).decode()
+    ids = [row[0] for row in rows["dws_records"]]
+    return draw(st.sampled_from([*ids, 0, -1, 10**9]))
+
+
+@st.composite
+def row_damage(draw: st.DrawFn, pristine: Path) -> Callable[[Path], Repair]:
+    rows = pristine_rows(pristine)
+    table = draw(st.sampled_from([t for t in COLUMNS if rows[t]]))
+    row = draw(st.sampled_from(rows[table]))
+    number = draw(st.integers(0, len(COLUMNS[table]) - 1))
+    column = COLUMNS[table][number]
+    old = row[1 + number]
+    new = cell_values(draw, column, old, rows)
+    statement = f"UPDATE {table} SET {column} = ? WHERE rowid = ?"
+
+    def damage(root: Path) -> Repair:
+        try:
+            edit(root, statement, new, row[0])
+        except sqlite3.IntegrityError:  # NOT NULL: SQLite refuses that edit itself
+            assume(False)
+
+        def repair() -> None:  # the row put back (replacing a row the battery made since)
+            edit(root, f"UPDATE OR REPLACE {table} SET {column} = ? WHERE rowid = ?", old,
+                 row[0])
+        return repair
+    return damage
+
+
+def edit(root: Path, statement: str, *params: Any) -> None:
+    """A hand edit of the store: a plain connection, foreign keys not enforced."""
+    connection = sqlite3.connect(root / ".dataworkspace" / STORE)
+    try:
+        with connection:
+            connection.execute(statement, params)
+    finally:
+        connection.close()
 
 
 FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
@@ -354,16 +511,24 @@ FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
 @given(data=st.data())
 def test_structural_damage(pristine: Path, tmp_path: Path, data: st.DataObject) -> None:
     names = [n for n in metadata_files(pristine / "ws") if n.endswith((".json", ".jsonl"))]
-    name, content = data.draw(structural(names, pristine))
-    with damaged_copy(pristine, tmp_path / "w", name, content) as root:
+    with damaged_copy(pristine, tmp_path / "w", data.draw(structural(names, pristine))) as root:
         battery(root)
 
 
 @FUZZ
 @given(data=st.data())
 def test_byte_damage(pristine: Path, tmp_path: Path, data: st.DataObject) -> None:
-    name, content = data.draw(byte_damage(metadata_files(pristine / "ws"), pristine))
-    with damaged_copy(pristine, tmp_path / "w", name, content) as root:
+    names = [*metadata_files(pristine / "ws"), STORE]
+    with damaged_copy(pristine, tmp_path / "w", data.draw(byte_damage(names, pristine))) as root:
+        battery(root)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(data=st.data())
+def test_damaged_store_rows(pristine: Path, tmp_path: Path, data: st.DataObject) -> None:
+    with damaged_copy(pristine, tmp_path / "w", data.draw(row_damage(pristine))) as root:
         battery(root)
 
 
@@ -371,19 +536,45 @@ def test_byte_damage(pristine: Path, tmp_path: Path, data: st.DataObject) -> Non
 
 
 def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
-    """(kind, part of the parsed file it checks) for a file under `.dataworkspace/`."""
+    """(kind, part of the parsed data it checks) for a file under `.dataworkspace/`, or what
+    the store's rows hold (`store:...`)."""
     whole = [("config", "config.json"), ("resources", "resources.json"),
-             ("index", "snapshots/index.json"), ("outbox state", "outbox/state.json")]
+             ("index", "store:index"), ("outbox state", "outbox/state.json"),
+             ("record", "store:record"), ("states", "store:states")]
     for kind, suffix in whole:
         if name.endswith(suffix):
             return [(kind, lambda data: data)]
-    if name == "lineage/current.json":
-        return [("current", lambda data: data), ("states", lambda data: data.get("refs"))]
-    if name.startswith("snapshots/") and name.endswith(".json"):
-        return [("manifest", lambda data: data), ("states", lambda data: data.get("refs"))]
     if name.endswith(".keys.json"):
         return [("outbox keys", lambda data: data)]
     return []
+
+
+def store_parts(root: Path) -> list[tuple[str, Any]]:
+    """The store's rows as the code reads them: records, the current lineage, the index."""
+    bodies = {record_id: orjson.loads(body)
+              for record_id, body in query(root, "SELECT id, body FROM dws_records")}
+    found: list[tuple[str, Any]] = [("store:record", body) for body in bodies.values()]
+    states: dict[str, Any] = {}
+    for ref, owner, record_id, attempt_id, unknown in query(
+            root, "SELECT ref, owner, record_id, attempt_id, unknown FROM dws_refs"):
+        state: dict[str, Any] = {"owner": owner, "record": bodies.get(record_id)}
+        if attempt_id is not None:
+            state["attempt"] = bodies[attempt_id]
+        if unknown:
+            state["unknown"] = True
+        states[ref] = state
+    found.append(("store:states", states))
+    tags: dict[str, list[str]] = {}
+    for digest, tag in query(root, "SELECT hash, tag FROM dws_snapshot_tags ORDER BY position"):
+        tags.setdefault(digest, []).append(tag)
+    found.append(("store:index", {"format": 1, "snapshots": [
+        {"hash": digest, "tags": tags.get(digest, []), "message": message, "created": created,
+         "metrics": None if metrics is None else orjson.loads(metrics),
+         "results": orjson.loads(results)}
+        for digest, message, created, metrics, results in query(
+            root, "SELECT hash, message, created, metrics, results FROM dws_snapshots "
+                  "ORDER BY position")]}))
+    return found
 
 
 @functools.cache
@@ -391,8 +582,7 @@ def parsed_files(pristine: Path) -> list[tuple[str, Any, list[tuple[Any, ...]]]]
     meta = pristine / "ws/.dataworkspace"
     found = [(name, orjson.loads((meta / name).read_bytes()))
              for name in metadata_files(pristine / "ws") if kinds_of(name)]
-    ops = [orjson.loads(line) for line in history_ops(pristine / "ws")]
-    found.append(("lineage/journal", ops))
+    found += store_parts(pristine / "ws")
     return [(name, data, paths_in(data)) for name, data in found]
 
 
@@ -401,31 +591,26 @@ def parsed_files(pristine: Path) -> list[tuple[str, Any, list[tuple[Any, ...]]]]
 @given(data=st.data())
 def test_quick_checks_accept_only_what_the_schemas_accept(pristine: Path,
                                                           data: st.DataObject) -> None:
-    """Files are checked by plain loops first (`shapes`), for speed; whatever they accept, the
-    schemas (`formats`) must accept too, or a damaged file would get past both."""
+    """Files and rows are checked by plain loops first (`shapes`), for speed; whatever they
+    accept, the schemas (`formats`) must accept too, or damage would get past both."""
     name, parsed, paths = data.draw(st.sampled_from(parsed_files(pristine)))
     path = data.draw(st.sampled_from(paths))
     action = data.draw(st.sampled_from(["replace", "delete", "nest"]) if path
                        else st.just("replace"))
     mutated = replaced(parsed, path, data.draw(json_values()), action)
-    if name == "lineage/journal":
-        if isinstance(mutated, list) and shapes.ops_ok(mutated):
-            formats.check(formats.JOURNAL, mutated, name)  # must not raise
-        return
     for kind, part in kinds_of(name):
-        piece = part(mutated) if isinstance(mutated, dict) else mutated
+        piece = part(mutated)
         quick, schema = shapes._KINDS[kind]
         if quick(piece):
             formats.check(getattr(formats, schema), piece, name)  # must not raise
 
 
-def test_checks_and_schemas_accept_the_files_dws_dagster_writes(pristine: Path) -> None:
+def test_checks_and_schemas_accept_what_dws_dagster_writes(pristine: Path) -> None:
+    names = set()
     for name, parsed, _ in parsed_files(pristine):
-        if name == "lineage/journal":
-            assert shapes.ops_ok(parsed)
-            formats.check(formats.JOURNAL, parsed, name)
-            continue
         for kind, part in kinds_of(name):
             quick, schema = shapes._KINDS[kind]
             assert quick(part(parsed)), (name, kind)
             formats.check(getattr(formats, schema), part(parsed), name)
+            names.add(name)
+    assert {"store:record", "store:states", "store:index", "config.json"} <= names

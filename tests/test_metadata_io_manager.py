@@ -1,10 +1,12 @@
-"""The Spark IO manager facing a corrupt workspace file: the step fails with the
-`WorkspaceConfigError` naming the file (never a TypeError or KeyError from deep inside), writes
-no data and no lineage, and once the file is repaired the same materialization succeeds with
-every earlier record still there. Real Spark, a real Dagster instance."""
+"""The Spark IO manager facing a corrupt workspace file or store: the step fails with the
+`WorkspaceConfigError` naming the file or the store (never a TypeError or KeyError from deep
+inside), writes no data and no lineage, and once the damage is repaired the same
+materialization succeeds with every earlier record still there. Real Spark, a real Dagster
+instance."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,59 +15,72 @@ from dagster import materialize
 from dws_dagster import WorkspaceConfigError
 from dws_dagster.workspace.config import Workspace
 
-from .conftest import tree_state
 from .pipeline import build_assets, io_manager, make_workspace
+from .store_db import damage, db_dump, sql, workspace_state
 from .test_io_manager import root_cause, run
 
 pytestmark = pytest.mark.spark
 
+ENRICHED = "intermediate-data/enriched"
+
+
+def _wrong_shape(ws: Workspace) -> None:
+    """The record of the step's input with a number where its inputs belong."""
+    [(body,)] = sql(ws, "SELECT r.body FROM dws_refs s JOIN dws_records r ON r.id = "
+                        "s.record_id WHERE s.ref = :ref", ref=ENRICHED)
+    damage(ws, "UPDATE dws_records SET body = :body WHERE body = :old",
+           body=json.dumps({**json.loads(body), "inputs": 7}), old=body)
+
+
 DAMAGE = {
-    # A journal operation naming a list where a ref belongs.
-    "journal": lambda data: data + b'{"op": "claim", "ref": ["inter"], "step": "x"}\n',
-    # current.json whose ref state holds a number where a record belongs.
-    "current": lambda data: data.replace(b'"record":{', b'"record":7,"x":{', 1),
+    "record": _wrong_shape,
+    # The input's writer is not a step name.
+    "owner": lambda ws: damage(ws, "UPDATE dws_refs SET owner = x'07' WHERE ref = :ref",
+                               ref=ENRICHED),
     # resources.json whose resource lost its role.
-    "resources": lambda data: data.replace(b'"role"', b'"rolle"', 1),
+    "resources": lambda ws: (ws.meta_dir / "resources.json").write_bytes(
+        (ws.meta_dir / "resources.json").read_bytes().replace(b'"role"', b'"rolle"', 1)),
 }
 
 
-def _damaged_file(ws: Workspace, damage: str) -> Path:
-    lineage = ws.meta_dir / "lineage"
-    if damage == "current":
-        ws.store.compact()
-        return lineage / "current.json"
-    if damage == "journal":
-        return sorted((lineage / "journal").glob("*.jsonl"))[-1]
-    return ws.meta_dir / "resources.json"
+def _repair(ws: Workspace, rows: dict, resources: bytes) -> None:
+    """Put back what was damaged, as restoring the store's rows from a backup would."""
+    (ws.meta_dir / "resources.json").write_bytes(resources)
+    for record_id, body in ((row[0], row[-1]) for row in rows["dws_records"]):
+        sql(ws, "UPDATE dws_records SET body = :body WHERE id = :id", body=body, id=record_id)
+    for row in rows["dws_refs"]:
+        sql(ws, "UPDATE dws_refs SET owner = :owner WHERE ref = :ref", owner=row[2],
+            ref=row[1])
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
-def test_a_corrupt_workspace_file_fails_the_step_and_writes_nothing(
+def test_a_corrupt_workspace_file_or_store_fails_the_step_and_writes_nothing(
         spark, tmp_path: Path, instance, damage: str) -> None:
     ws = make_workspace(tmp_path / "ws")
     assets = build_assets()
     run(assets, ws, instance, selection=["trips", "zones", "enriched"])
     before_records = dict(Workspace.open(ws.root).store.items())
-    path = _damaged_file(Workspace.open(ws.root), damage)
-    original = path.read_bytes()
-    damaged = DAMAGE[damage](original)
-    assert damaged != original
-    path.write_bytes(damaged)
-    before = tree_state(ws.root)
+    rows = db_dump(ws)
+    resources = (ws.meta_dir / "resources.json").read_bytes()
+    DAMAGE[damage](Workspace.open(ws.root))
+    before = workspace_state(ws)
 
     with pytest.raises(Exception) as caught:  # Dagster wraps what the IO manager raised
         materialize(assets, instance=instance, selection=["hourly"],
                     resources={"io_manager": io_manager(ws)})
     error = root_cause(caught.value)
     assert isinstance(error, WorkspaceConfigError), repr(error)
-    assert str(path) in str(error)
-    after = tree_state(ws.root)
+    named = str(ws.meta_dir / "resources.json") if damage == "resources" \
+        else f"workspace store {ws.store.shown}"
+    assert named in str(error)
+    after = workspace_state(ws)
     # Spark's staging and Dagster's own files aside, nothing under the workspace changed.
-    assert {k: v for k, v in after.items() if not k.startswith("inter/hourly")} == \
-        {k: v for k, v in before.items() if not k.startswith("inter/hourly")}
+    assert {k: v for k, v in after[0].items() if not k.startswith("inter/hourly")} == \
+        {k: v for k, v in before[0].items() if not k.startswith("inter/hourly")}
+    assert after[1] == before[1]  # nor in the store
     assert not (ws.root / "inter/hourly").exists()
 
-    path.write_bytes(original)  # the user repairs the file
+    _repair(ws, rows, resources)
     materialize(assets, instance=instance, selection=["hourly"],
                 resources={"io_manager": io_manager(ws)})
     store = Workspace.open(ws.root).store

@@ -1,8 +1,9 @@
-"""Names read from `.dataworkspace/` never lead a read, write or delete outside the workspace
-(or out of their resource), and snapshots with several tags lose one tag at a time.
+"""Names read from the workspace's store never lead a read, write or delete outside the
+workspace (or out of their resource), and snapshots with several tags lose one tag at a time.
 
-Every test hand-edits a real workspace's files the way someone could in a cloned repository,
-puts sentinels outside the workspace, and runs the real command through the API and the CLI.
+Every test hand-edits a real workspace's store the way someone could with a database client (or
+by restoring a backup of another version), puts sentinels outside the workspace, and runs the
+real command through the API and the CLI.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dws_dagster.workspace.snapshots import (
 from dws_dagster.workspace.swap import kept_version_path
 
 from .conftest import run_step, tree_state, write
+from .store_db import damage, sql, workspace_state
 
 RESULTS = "results/exp"
 
@@ -53,31 +55,39 @@ def outside(tmp_path: Path) -> Path:
     return folder
 
 
-def index_path(ws: Workspace) -> Path:
-    return ws.meta_dir / "snapshots" / "index.json"
-
-
 def edit_index(ws: Workspace, change: Callable[[dict[str, Any]], None]) -> None:
-    path = index_path(ws)
-    data = json.loads(path.read_text())
-    change(data["snapshots"][0])
-    path.write_text(json.dumps(data))
+    """Change the first snapshot's index entry in the store's tables, as a hand edit would."""
+    [(digest, message, created, metrics, results)] = sql(
+        ws, "SELECT hash, message, created, metrics, results FROM dws_snapshots WHERE "
+            "workspace_id = :ws ORDER BY position LIMIT 1")
+    tags = [row[0] for row in sql(ws, "SELECT tag FROM dws_snapshot_tags WHERE hash = :hash "
+                                      "ORDER BY position", hash=digest)]
+    entry = {"hash": digest, "tags": tags, "message": message, "created": created,
+             "metrics": metrics, "results": json.loads(results)}
+    change(entry)
+    damage(ws, "UPDATE dws_snapshots SET hash = :new, results = :results WHERE hash = :hash",
+           new=entry["hash"], results=json.dumps(entry["results"]), hash=digest)
+    sql(ws, "DELETE FROM dws_snapshot_tags WHERE hash = :hash", hash=digest)
+    for position, tag in enumerate(entry["tags"], 1):
+        sql(ws, "INSERT INTO dws_snapshot_tags (workspace_id, tag, hash, position) VALUES "
+                "(:ws, :tag, :hash, :position)", tag=tag, hash=entry["hash"], position=position)
 
 
 def refused_everywhere(ws: Workspace, cli: Any, args: list[str], api: Callable[[], object],
                        fragment: str, watched: list[Path]) -> None:
     """The API raises WorkspaceConfigError naming `fragment`, the CLI exits 1 with one line,
-    and nothing under the workspace or `watched` changed."""
-    before = {str(root): tree_state(root) for root in [ws.root, *watched]}
+    and nothing in the store, under the workspace or `watched` changed."""
+    before = [workspace_state(ws), *(tree_state(root) for root in watched)]
     with pytest.raises(WorkspaceConfigError) as caught:
         api()
     message = str(caught.value)
-    assert fragment in message and str(ws.meta_dir) in message  # the file, and the field
+    # The store (its file here), and the field.
+    assert fragment in message and f"workspace store {ws.store.shown}" in message
     code, out, err = cli(*args, "--workspace", ws.root)
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err
     assert "Traceback" not in err
-    assert {str(root): tree_state(root) for root in [ws.root, *watched]} == before
+    assert [workspace_state(ws), *(tree_state(root) for root in watched)] == before
 
 
 # ------------------------------------------------------- hand-edited snapshot index
@@ -86,7 +96,7 @@ def refused_everywhere(ws: Workspace, cli: Any, args: list[str], api: Callable[[
 @pytest.mark.parametrize("remove_results", [False, True])
 def test_index_hash_leading_outside_deletes_nothing(snap_ws: Workspace, outside: Path, cli,
                                                    remove_results: bool) -> None:
-    # The manifest of this "hash" would be .dataworkspace/snapshots/../../../outside/victim.json
+    # A "hash" that is a path (the journal store named manifest files after it)
     relative = os.path.relpath(outside / "victim", snap_ws.meta_dir / "snapshots")
     edit_index(snap_ws, lambda entry: entry.update(hash=relative))
     flag = ["--remove-results"] if remove_results else []
@@ -144,16 +154,7 @@ def test_index_tags_are_checked(snap_ws: Workspace, cli) -> None:
                        "snapshots[0].tags[1]", [])
 
 
-def test_index_names_used_twice_are_refused(snap_ws: Workspace, cli) -> None:
-    path = index_path(snap_ws)
-    data = json.loads(path.read_text())
-    data["snapshots"].append({**data["snapshots"][0], "hash": "f" * 32})
-    path.write_text(json.dumps(data))
-    refused_everywhere(snap_ws, cli, ["delete-snapshot", "v1"],
-                       lambda: delete_snapshot(snap_ws, "v1"), "snapshots[1]", [])
-
-
-# ------------------------------------------------------------ manifests and journal
+# ------------------------------------------------------------ manifests and records
 
 
 def test_manifest_version_leading_outside_is_refused(snap_ws: Workspace, outside: Path,
@@ -161,23 +162,16 @@ def test_manifest_version_leading_outside_is_refused(snap_ws: Workspace, outside
     """A version names a kept copy (`.dws/versions/<subpath>/@<version>`): one with a slash
     would lead restore to read (and the swap to move data) outside the resource."""
     info = resolve_snapshot(snap_ws, "v1")
-    manifest = snap_ws.meta_dir / "snapshots" / f"{info.hash}.json"
-    data = json.loads(manifest.read_text())
-    data["refs"]["inter/prep"]["record"]["version"] = "x/../../../../../outside/precious"
-    manifest.write_text(json.dumps(data))
+    [(record_id, body)] = sql(snap_ws, "SELECT r.id, r.body FROM dws_snapshot_refs s JOIN "
+                                       "dws_records r ON r.id = s.record_id WHERE s.hash = "
+                                       ":hash AND s.ref = 'inter/prep'", hash=info.hash)
+    data = json.loads(body)
+    data["version"] = "x/../../../../../outside/precious"
+    damage(snap_ws, "UPDATE dws_records SET body = :body WHERE id = :id",
+           body=json.dumps(data), id=record_id)
     write(snap_ws.root / "data/inter/prep/part-0.csv", "changed\n")
     refused_everywhere(snap_ws, cli, ["restore", "v1"], lambda: restore_snapshot(snap_ws, "v1"),
-                       "refs['inter/prep'].record.version", [outside])
-
-
-def test_journal_reset_naming_a_path_is_refused(snap_ws: Workspace, outside: Path,
-                                               cli) -> None:
-    segment = sorted((snap_ws.meta_dir / "lineage" / "journal").glob("*.jsonl"))[-1]
-    relative = os.path.relpath(outside / "victim", snap_ws.meta_dir / "snapshots")
-    with segment.open("a") as handle:
-        handle.write(json.dumps({"op": "reset", "snapshot": relative, "unknown": []}) + "\n")
-    refused_everywhere(snap_ws, cli, ["status"], lambda: Workspace.open(snap_ws.root).store.items(),
-                       "snapshot: '", [outside])
+                       "record.version", [outside])
 
 
 @pytest.mark.parametrize("subpath", ["a" * 256, "é" * 128, "/".join(["b" * 200] * 21)],
@@ -185,10 +179,9 @@ def test_journal_reset_naming_a_path_is_refused(snap_ws: Workspace, outside: Pat
 def test_stored_refs_over_the_byte_limits_are_a_damaged_file(snap_ws: Workspace, outside: Path,
                                                            cli, subpath: str) -> None:
     """A file name holds 255 bytes and a subpath 4096: a stored ref beyond that is a damaged
-    journal (`WorkspaceConfigError` naming it), not a ref refused later, elsewhere."""
-    segment = sorted((snap_ws.meta_dir / "lineage" / "journal").glob("*.jsonl"))[-1]
-    with segment.open("a") as handle:
-        handle.write(json.dumps({"op": "forget", "ref": f"inter/{subpath}"}) + "\n")
+    store (`WorkspaceConfigError` naming it), not a ref refused later, elsewhere."""
+    damage(snap_ws, "INSERT INTO dws_refs (workspace_id, ref, owner, unknown) VALUES "
+                    "(:ws, :ref, 'claimer', 0)", ref=f"inter/{subpath}")
     refused_everywhere(snap_ws, cli, ["status"], lambda: Workspace.open(snap_ws.root).store.items(),
                        "ref", [outside])
 
@@ -204,6 +197,12 @@ def test_kept_version_path_stays_inside_the_resource(tmp_path: Path) -> None:
 # ------------------------------------------------------------ several tags (class 9)
 
 
+def manifest_refs(ws: Workspace, digest: str) -> list[str]:
+    """The refs of a snapshot's manifest, as the store's table holds them."""
+    return [row[0] for row in sql(ws, "SELECT ref FROM dws_snapshot_refs WHERE hash = :hash",
+                                  hash=digest)]
+
+
 def tagged_twice(ws: Workspace) -> str:
     take_snapshot(ws, "v2")  # nothing changed: the same snapshot gets a second tag
     info = resolve_snapshot(ws, "v1")
@@ -213,14 +212,13 @@ def tagged_twice(ws: Workspace) -> str:
 
 def test_deleting_one_of_several_tags_keeps_the_snapshot_api(snap_ws: Workspace) -> None:
     digest = tagged_twice(snap_ws)
-    manifest = snap_ws.meta_dir / "snapshots" / f"{digest}.json"
     copy = snap_ws.root / "results/snapshots/v1/exp"
 
     done = delete_snapshot(snap_ws, "v1", remove_results=True)
 
     assert not done.deleted and done.removed_tag == "v1" and done.info.tags == ["v2"]
     assert [i.tags for i in list_snapshots(snap_ws)] == [["v2"]]
-    assert manifest.exists() and copy.is_dir()  # the snapshot and its results copy stay
+    assert manifest_refs(snap_ws, digest) and copy.is_dir()  # the snapshot and its copy stay
     [info] = list_snapshots(snap_ws)
     assert info.results == [{"ref": RESULTS, "folder": "snapshots/v1"}]  # still valid
 
@@ -240,7 +238,7 @@ def test_deleting_one_of_several_tags_keeps_the_snapshot_api(snap_ws: Workspace)
     # The last tag deletes the snapshot, with its results when asked.
     done = delete_snapshot(snap_ws, "v2", remove_results=True)
     assert done.deleted and done.removed_tag is None
-    assert not manifest.exists() and not copy.exists()
+    assert not manifest_refs(snap_ws, digest) and not copy.exists()
     assert [i.hash for i in list_snapshots(snap_ws)] == [new.hash]
 
 
@@ -249,7 +247,7 @@ def test_deleting_by_hash_deletes_a_snapshot_with_several_tags(snap_ws: Workspac
     done = delete_snapshot(snap_ws, digest[:10])
     assert done.deleted and done.info.tags == ["v1", "v2"]
     assert list_snapshots(snap_ws) == []
-    assert not (snap_ws.meta_dir / "snapshots" / f"{digest}.json").exists()
+    assert not manifest_refs(snap_ws, digest)
 
 
 def test_deleting_tags_in_the_cli_says_what_happened(snap_ws: Workspace, cli) -> None:
@@ -297,72 +295,21 @@ def test_a_marker_version_that_is_not_a_file_name_is_ignored(tmp_path: Path) -> 
 
 def test_values_nested_too_deeply_to_encode_are_refused(snap_ws: Workspace, cli) -> None:
     """orjson reads 1,024 levels but writes 255: a hand-made record nesting its parameters
-    600 deep is read, but a snapshot or a compaction (which write it again) refuse with
-    WorkspaceConfigError before writing anything — never a TypeError."""
-    segment = sorted((snap_ws.meta_dir / "lineage" / "journal").glob("*.jsonl"))[-1]
+    600 deep is read, but a snapshot (which encodes it again) refuses with WorkspaceConfigError
+    naming the store before writing anything — never a TypeError."""
     deep = "[" * 600 + "]" * 600
-    with segment.open("a") as handle:
-        handle.write('{"op": "record", "record": {"ref": "inter/deep", "version": "v", '
-                     f'"parameters": {{"p": {deep}}}, "step": {{"name": "s"}}}}}}\n')
-    before = tree_state(snap_ws.root)
-    for action in (lambda: take_snapshot(Workspace.open(snap_ws.root), "v9"),
-                   lambda: Workspace.open(snap_ws.root).store.compact()):
-        with pytest.raises(WorkspaceConfigError, match="nest too deeply"):
-            action()
+    sql(snap_ws, "INSERT INTO dws_records (workspace_id, ref, version, good, digest, body) "
+                 "VALUES (:ws, 'inter/deep', 'v', 1, 'deep', :body)",
+        body='{"ref": "inter/deep", "version": "v", '
+             f'"parameters": {{"p": {deep}}}, "step": {{"name": "s"}}}}')
+    sql(snap_ws, "INSERT INTO dws_refs (workspace_id, ref, owner, record_id, unknown) "
+                 "SELECT :ws, 'inter/deep', 's', id, 0 FROM dws_records WHERE digest = 'deep'")
+    before = workspace_state(snap_ws)
+    with pytest.raises(WorkspaceConfigError, match="nest too deeply") as caught:
+        take_snapshot(Workspace.open(snap_ws.root), "v9")
+    assert f"workspace store {snap_ws.store.shown}" in str(caught.value)
     code, _, err = cli("snapshot", "v9", "--workspace", snap_ws.root)
     assert code == 1 and err.count("\n") == 1 and "nest too deeply" in err
-    assert tree_state(snap_ws.root) == before
+    assert workspace_state(snap_ws) == before
     code, out, _ = cli("status", "--workspace", snap_ws.root)  # reading still works
     assert code == 0 and "inter/deep" in out
-
-
-# ------------------------------------------------- current.json written and checked once
-
-
-def test_current_json_is_checked_again_unless_it_is_the_file_the_store_wrote(
-        snap_ws: Workspace, tmp_path: Path) -> None:
-    """The store notes the identity of the `current.json` it wrote and checked (inode, size,
-    modification and change times), so opening it again skips the check; an edit in place, even
-    of the same size with the modification time put back, or a copy, is checked in full."""
-    snap_ws.store.compact()
-    current = snap_ws.meta_dir / "lineage" / "current.json"
-    assert (snap_ws.meta_dir / "lineage" / "current.checked").exists()
-    assert Workspace.open(snap_ws.root).store.get("inter/prep").owner == "prep"
-    text = current.read_bytes()
-    assert b'"owner":"prep"' in text
-    info = current.stat()
-    with current.open("r+b") as handle:  # same inode, same size
-        handle.write(text.replace(b'"owner":"prep"', b'"owner":123456'))
-    os.utime(current, ns=(info.st_atime_ns, info.st_mtime_ns))
-    with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
-        Workspace.open(snap_ws.root).store.items()
-
-    # A copy (new inodes, times kept) of a workspace with a bad current.json: checked.
-    current.write_bytes(text.replace(b'"owner":"prep"', b'"owner":["x"]'))
-    Path(snap_ws.meta_dir / "lineage" / "current.checked").write_bytes(
-        json.dumps([*map(int, (current.stat().st_dev, current.stat().st_ino,
-                               current.stat().st_size, current.stat().st_mtime_ns,
-                               current.stat().st_ctime_ns))]).encode())
-    copy = tmp_path / "copy"
-    shutil.copytree(snap_ws.root, copy)
-    with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
-        Workspace.open(copy).store.items()
-
-
-def test_a_manifest_is_checked_again_unless_it_is_the_file_the_store_wrote(
-        snap_ws: Workspace) -> None:
-    info = resolve_snapshot(snap_ws, "v1")
-    manifest = snap_ws.meta_dir / "snapshots" / f"{info.hash}.json"
-    assert (snap_ws.meta_dir / "snapshots" / f"{info.hash}.checked").exists()
-    restore_snapshot(snap_ws, "v1")  # read through the note
-    text = manifest.read_bytes()
-    assert b'"owner": "prep"' in text
-    info_before = manifest.stat()
-    with manifest.open("r+b") as handle:  # same inode and size, times put back
-        handle.write(text.replace(b'"owner": "prep"', b'"owner": 123456'))
-    os.utime(manifest, ns=(info_before.st_atime_ns, info_before.st_mtime_ns))
-    with pytest.raises(WorkspaceConfigError, match=r"refs\['inter/prep'\]\.owner"):
-        restore_snapshot(Workspace.open(snap_ws.root), "v1")
-    manifest.write_bytes(text)
-    delete_snapshot(snap_ws, "v1")
-    assert sorted(p.name for p in (snap_ws.meta_dir / "snapshots").iterdir()) == ["index.json"]

@@ -1,5 +1,5 @@
-"""The lineage sensor facing a corrupt workspace file: the tick fails with the
-WorkspaceConfigError and its cursor stays, so once the file is repaired the same events are
+"""The lineage sensor facing a corrupt workspace store: the tick fails with the
+WorkspaceConfigError and its cursor stays, so once the store is repaired the same events are
 applied — none is skipped for good. A real Dagster instance (temporary SQLite home); no Spark
 run is needed: the event is a run cancelled before it started."""
 
@@ -12,9 +12,10 @@ from dagster import Definitions, asset
 
 from dws_dagster import WorkspaceConfigError, dws_ref, process_events
 from dws_dagster.workspace.config import Workspace
+from dws_dagster.workspace.records import LineageRecord, StepInfo
 
-from .conftest import tree_state
 from .pipeline import make_workspace
+from .store_db import db_dump, sql, workspace_state
 
 
 def cancelled_before_running(instance) -> Definitions:
@@ -30,27 +31,29 @@ def cancelled_before_running(instance) -> Definitions:
     return defs
 
 
-@pytest.mark.parametrize("damage", ["journal", "current", "index"])
-def test_a_corrupt_workspace_file_fails_the_tick_and_keeps_its_cursor(
+DAMAGE = {
+    # The record of the ref the event is about is not JSON any more.
+    "record": "UPDATE dws_records SET body = '{\"ref\": ' WHERE ref = 'intermediate-data/never'",
+    # Its writer is not a step name.
+    "owner": "UPDATE dws_refs SET owner = x'07' WHERE ref = 'intermediate-data/never'",
+    # A snapshot index entry whose hash is a path.
+    "index": "INSERT INTO dws_snapshots (workspace_id, hash, position, message, created, "
+             "results) VALUES (:ws, '../../x', 1, '', '', '[]')",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
         tmp_path: Path, instance, damage: str) -> None:
     ws = make_workspace(tmp_path / "ws")
     ws.store.claim("other", ["intermediate-data/other"])
-    if damage == "current":
-        ws.store.compact()
+    ws.store.commit([LineageRecord(  # a good record, older than the cancelled run
+        ref="intermediate-data/never", version="v0", step=StepInfo(name="never"),
+        start_time="2020-01-01T00:00:00+00:00", end_time="2020-01-01T00:00:01+00:00")])
     defs = cancelled_before_running(instance)
-    lineage = ws.meta_dir / "lineage"
-    path = {"journal": sorted((lineage / "journal").glob("*.jsonl"))[-1],
-            "current": lineage / "current.json",
-            "index": ws.meta_dir / "snapshots" / "index.json"}[damage]
-    original = path.read_bytes() if path.exists() else None
-    if damage == "journal":
-        path.write_bytes(original + b'{"op": "forget", "ref": ["not", "a", "ref"]}\n')
-    elif damage == "current":
-        path.write_bytes(original.replace(b'"owner":"other"', b'"owner":7'))
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text('{"format": 1, "snapshots": [{"hash": "../../x"}]}')
-    before = tree_state(ws.root)
+    original = db_dump(ws)
+    sql(ws, DAMAGE[damage])
+    before = workspace_state(ws)
     saved: list[int] = []
 
     def tick(workspace: Workspace):
@@ -60,21 +63,27 @@ def test_a_corrupt_workspace_file_fails_the_tick_and_keeps_its_cursor(
 
     if damage == "index":
         # The index is read only when a snapshot is due; a cancelled run has no results, so
-        # the event applies: the tick must not fail for a file it did not need.
+        # the event applies: the tick must not fail for a table it did not need.
         outcome = tick(Workspace.open(ws.root))
         assert outcome.applied.failures == 1 and saved
         return
     with pytest.raises(WorkspaceConfigError) as caught:
         tick(Workspace.open(ws.root))
-    assert str(path) in str(caught.value)
+    assert f"workspace store {ws.store.shown}" in str(caught.value)
+    assert "intermediate-data/never" in str(caught.value)
     assert saved == []  # the cursor did not move
-    assert tree_state(ws.root) == before  # and nothing was written
+    assert workspace_state(ws) == before  # and nothing was written
 
-    path.write_bytes(original)  # repaired: the same event is applied now
+    # Repaired (from a backup): the same event is applied now.
+    [(body,)] = [row[-1:] for row in original["dws_records"]
+                 if row[2] == "intermediate-data/never"]
+    sql(ws, "UPDATE dws_records SET body = :body WHERE ref = 'intermediate-data/never'",
+        body=body)
+    sql(ws, "UPDATE dws_refs SET owner = 'never' WHERE ref = 'intermediate-data/never'")
     outcome = tick(Workspace.open(ws.root))
     assert outcome.applied.failures == 1 and saved
     state = Workspace.open(ws.root).store.get("intermediate-data/never")
-    assert state is not None and state.status == "failed"
+    assert state is not None and state.status == "failed" and state.version == "v0"
     assert Workspace.open(ws.root).store.get("intermediate-data/other").owner == "other"
 
 

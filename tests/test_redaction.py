@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import string
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from dws_dagster.workspace.redaction import (
 )
 
 from .conftest import run_python, write
+from .store_db import damage, sql
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -444,12 +446,23 @@ def test_a_failed_script_step_records_no_secret_anywhere(ws: Workspace, tmp_path
 
 
 def assert_nowhere(root: Path, secrets: list[str], extra: dict[str, str] | None = None) -> None:
-    """No secret in the bytes of any file under `root` (nor in `extra`'s texts)."""
+    """No secret in the bytes of any file under `root` (the store's SQLite files and its
+    write-ahead log among them), nor in any row of an SQLite store there (a long value spans
+    pages, so its bytes are not all in one place), nor in `extra`'s texts."""
     for path in root.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
             for secret in secrets:
                 assert secret.encode() not in data, f"{secret!r} is in {path}"
+    for path in root.rglob("store.db"):
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = "\n".join(connection.iterdump())
+        finally:
+            connection.close()
+        assert "dws_records" in rows
+        for secret in secrets:
+            assert secret not in rows, f"{secret!r} is in a row of {path}"
     for where, text in (extra or {}).items():
         for secret in secrets:
             assert secret not in text, f"{secret!r} is in the {where}"
@@ -526,7 +539,8 @@ def test_snapshot_messages_and_resource_descriptions_hold_no_secret(ws: Workspac
     outputs = [cli(*command, cwd=ws.root) for command in (
         ["history"], ["history", "--format", "json"], ["status"], ["status", "--format", "json"])]
     assert all(code == 0 for code, _, _ in outputs)
-    assert "REDACTED" in (ws.meta_dir / "snapshots/index.json").read_text()
+    [(message,)] = sql(ws, "SELECT message FROM dws_snapshots")
+    assert message == f"retrained with api_key={REDACTED}"
     assert_nowhere(ws.root, ["lake-pw-31", "snap-key-42"],
                    extra={"CLI output": "".join(out + err for _, out, err in outputs)})
 
@@ -540,10 +554,8 @@ def test_errors_stored_before_redaction_are_redacted_when_shown(ws: Workspace, c
                 .with_workspace_directory(ws.root).with_input_ref("src/trips").eval() as lineage:
             lineage.add_output_ref("inter/prep")
             raise RuntimeError("marker-7f3 failed")
-    segment = sorted((ws.meta_dir / "lineage/journal").glob("*.jsonl"))[-1]
-    data = segment.read_bytes()
-    assert b"marker-7f3" in data
-    segment.write_bytes(data.replace(b"marker-7f3", b"postgresql://etl:old-pw-93@db/x"))
+    damage(ws, "UPDATE dws_records SET body = replace(body, 'marker-7f3', "
+               "'postgresql://etl:old-pw-93@db/x') WHERE body LIKE '%marker-7f3%'")
     for args in (["lineage", "inter/prep"], ["lineage", "inter/prep", "--format", "json"]):
         code, out, err = cli(*args, cwd=ws.root)
         assert code == 0, err

@@ -36,7 +36,6 @@ def journal_ops(ws) -> list[dict[str, Any]]:
 
 
 def refs_state(ws) -> dict[str, Any]:
-    ws.store.refresh()
     return {ref: state.to_json() for ref, state in ws.store.items()}
 
 
@@ -105,10 +104,13 @@ def test_rebuilding_a_lost_store_from_the_event_log(spark, pipeline_ws, instance
     run(scored_assets(), ws, instance)
     process_events(instance, ws, openlineage=False)
     before = refs_state(ws)
-    import shutil
+    from dws_dagster.workspace.db.database import forget_databases
 
-    shutil.rmtree(ws.meta_dir / "lineage")
+    forget_databases()  # no connection of this process holds the old store open
+    for path in ws.meta_dir.glob("store.db*"):
+        path.unlink()  # the store is lost
     ws.store.__init__(ws)  # a fresh process's view of the (now empty) store
+    assert ws.store.items() == []
     process_events(instance, ws, openlineage=False)
     after = refs_state(ws)
     assert after == before

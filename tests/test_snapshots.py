@@ -14,6 +14,7 @@ import shutil
 import socket
 import textwrap
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,16 @@ from dws_dagster.workspace.swap import keep_copy
 from dws_dagster.workspace.versions import content_version, short
 
 from .conftest import run_python, run_step, tree_state, write
+from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+    STORES,
+    damage,
+    db_bytes,
+    on_store,
+    postgres_store_server,
+    sql,
+    sqlite_only,
+    workspace_state,
+)
 
 SRC = "src/trips.csv"
 RESULTS = "results/exp"
@@ -105,6 +116,13 @@ def build(ws: Workspace, source: str, scale: int, mae: float, *, extra: bool = F
                results={"mae": mae}, results_dir=RESULTS)
 
 
+@pytest.fixture(params=STORES)
+def ws(request: pytest.FixtureRequest, tmp_path: Path,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    """This suite runs on both stores: SQLite (the default) and PostgreSQL."""
+    yield from on_store(request, tmp_path, monkeypatch)
+
+
 def versions(states: dict[str, RefState]) -> dict[str, str | None]:
     return {ref: state.version for ref, state in states.items()}
 
@@ -119,12 +137,42 @@ def read(ws: Workspace, ref: str, name: str = "part-0.csv") -> str:
 
 
 def index_json(ws: Workspace) -> dict[str, Any]:
-    return json.loads((ws.meta_dir / "snapshots" / "index.json").read_text())
+    """The snapshot index as the store's tables hold it (read with SQL, not the code read)."""
+    tags: dict[str, list[str]] = {}
+    for digest, tag in sql(ws, "SELECT hash, tag FROM dws_snapshot_tags WHERE workspace_id = "
+                               ":ws ORDER BY position"):
+        tags.setdefault(digest, []).append(tag)
+    rows = sql(ws, "SELECT hash, message, created, metrics, results FROM dws_snapshots WHERE "
+                   "workspace_id = :ws ORDER BY position")
+    return {"snapshots": [
+        {"hash": digest, "tags": tags.get(digest, []), "message": message, "created": created,
+         "metrics": None if metrics is None else json.loads(metrics),
+         "results": json.loads(results)}
+        for digest, message, created, metrics, results in rows]}
 
 
-def manifests(ws: Workspace) -> list[Path]:
-    folder = ws.meta_dir / "snapshots"
-    return sorted(p for p in folder.glob("*.json") if p.name != "index.json")
+def manifests(ws: Workspace) -> list[str]:
+    """The hashes of the snapshots whose manifest (lineage rows) the store holds."""
+    return [row[0] for row in sql(ws, "SELECT DISTINCT hash FROM dws_snapshot_refs WHERE "
+                                      "workspace_id = :ws ORDER BY hash")]
+
+
+def manifest_rows(ws: Workspace, digest: str) -> dict[str, dict[str, Any]]:
+    """A snapshot's manifest as its rows hold it: each ref's owner, record and attempt."""
+    rows = sql(ws, "SELECT s.ref, s.owner, r.body, a.body, s.unknown FROM dws_snapshot_refs s "
+                   "LEFT JOIN dws_records r ON r.id = s.record_id "
+                   "LEFT JOIN dws_records a ON a.id = s.attempt_id "
+                   "WHERE s.workspace_id = :ws AND s.hash = :hash", hash=digest)
+    found = {}
+    for ref, owner, record, attempt, unknown in rows:
+        state: dict[str, Any] = {"owner": owner,
+                                 "record": None if record is None else json.loads(record)}
+        if attempt is not None:
+            state["attempt"] = json.loads(attempt)
+        if unknown:
+            state["unknown"] = True
+        found[ref] = state
+    return found
 
 
 def leftovers(root: Path) -> list[str]:
@@ -161,13 +209,14 @@ def test_snapshot_records_index_manifest_and_results_copy_with_full_lineage(
     assert entry["results"] == [{"ref": RESULTS, "folder": "snapshots/v1"}]
     assert [i.to_json() for i in list_snapshots(ws)] == [entry]
 
-    # Manifest: named by the hash, holding every ref's state as the store has it.
-    manifest_path = ws.meta_dir / "snapshots" / f"{info.hash}.json"
-    assert manifests(ws) == [manifest_path]
-    manifest = json.loads(manifest_path.read_text())
-    assert manifest["hash"] == info.hash
-    assert manifest["refs"] == {ref: state.to_json() for ref, state in store.state().items()}
-    assert set(manifest["refs"]) == {SRC, "inter/prep", RESULTS}
+    # Manifest: kept under the hash, holding every ref's state as the store has it.
+    assert manifests(ws) == [info.hash]
+    manifest = manifest_rows(ws, info.hash)
+    assert manifest == {ref: state.to_json() for ref, state in store.state().items()}
+    assert set(manifest) == {SRC, "inter/prep", RESULTS}
+    # ... references to the records, not copies: each record is stored once.
+    assert sql(ws, "SELECT count(*) FROM dws_records")[0][0] == len(
+        sql(ws, "SELECT DISTINCT body FROM dws_records"))
 
     # Results copy: results.json byte-identical, lineage.json with the transitive lineage.
     original = ws.local_path(RESULTS)
@@ -207,7 +256,7 @@ def test_untagged_snapshot_names_results_copy_by_hash_prefix(ws: Workspace) -> N
 def test_second_snapshot_of_unchanged_state_writes_nothing(ws: Workspace) -> None:
     chain(ws)
     first = take_snapshot(ws, "v1", message="first")
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
 
     again = take_snapshot(ws)
     same_tag = take_snapshot(ws, "v1", message="ignored")
@@ -215,21 +264,22 @@ def test_second_snapshot_of_unchanged_state_writes_nothing(ws: Workspace) -> Non
     assert not again.created and not again.tag_added
     assert not same_tag.created and not same_tag.tag_added
     assert again.info.hash == same_tag.info.hash == first.info.hash
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
 
 
 def test_snapshot_of_unchanged_state_with_new_tag_only_adds_the_tag(ws: Workspace) -> None:
     chain(ws)
     first = take_snapshot(ws, "v1", message="first")
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
 
     outcome = take_snapshot(ws, "best", message="ignored")
 
     assert not outcome.created and outcome.tag_added
     assert outcome.info.hash == first.info.hash
-    after = tree_state(ws.root)
-    changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    assert changed == {".dataworkspace/snapshots/index.json"}
+    after = workspace_state(ws)
+    assert after[0] == before[0]  # no file written
+    changed = {t for t in before[1].keys() | after[1].keys() if before[1][t] != after[1][t]}
+    assert changed == {"dws_snapshot_tags"}
     [entry] = index_json(ws)["snapshots"]
     assert entry["tags"] == ["v1", "best"]
     assert entry["message"] == "first"
@@ -282,9 +332,9 @@ def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
 def test_manifest_and_results_lineage_hold_no_absolute_paths_or_hostname(ws: Workspace) -> None:
     chain(ws)
     info = take_snapshot(ws, "v1").info
-    texts = [(ws.meta_dir / "snapshots" / f"{info.hash}.json").read_text(),
-             (ws.meta_dir / "snapshots" / "index.json").read_text(),
-             (ws.resource_root("results") / "snapshots/v1/exp/lineage.json").read_text()]
+    texts = [json.dumps(manifest_rows(ws, info.hash)), json.dumps(index_json(ws)),
+             (ws.resource_root("results") / "snapshots/v1/exp/lineage.json").read_text(),
+             db_bytes(ws).decode("latin-1")]  # and nowhere else in the store's files
     host = socket.gethostname()
     for text in texts:
         assert str(ws.root) not in text
@@ -369,11 +419,11 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
     assert versions(s1["states"])["inter/feat"] != versions(s2["states"])["inter/feat"]
 
     # inter/feat's v1 data was not kept: all or nothing by default, naming it and the way out.
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(SnapshotRestoreError, match=r"inter/feat: version .* was not kept.*"
                        r"re-run its step.*nothing was changed.*partial=True"):
         restore_snapshot(ws, "v1")
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
 
     report = restore_snapshot(ws, "v1", partial=True)
 
@@ -452,22 +502,24 @@ def test_failure_at_last_step_of_taking_leaves_no_trace(ws: Workspace,
     def boom(*_args: Any, **_kwargs: Any) -> None:
         raise OSError("disk full (injected)")
 
-    # Injected failure at a boundary: saving the index is the last step of taking a snapshot.
-    monkeypatch.setattr(snapshots_module, "_save_index", boom)
+    # Injected failure at a boundary: adding the index entry (or a tag to it) is the last
+    # step of taking a snapshot, after its manifest rows and results copy were written.
+    monkeypatch.setattr(snapshots_module, "_add_snapshot", boom)
+    monkeypatch.setattr(snapshots_module, "_add_tag", boom)
 
     # Adding a tag to the existing snapshot of this unchanged state: nothing changes.
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(OSError, match="injected"):
         take_snapshot(ws, "also-v1")
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
 
     # A new snapshot (manifest and results copy already written when the index fails).
     chain(ws, source="a,b\n7,8\n", mae=0.9)
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(OSError, match="injected"):
         take_snapshot(ws, "v2", message="doomed")
 
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
     assert not (ws.resource_root("results") / "snapshots" / "v2").exists()
     assert len(manifests(ws)) == 1
     assert leftovers(ws.root) == []
@@ -484,7 +536,7 @@ def test_failure_while_archiving_results_leaves_no_trace(ws: Workspace) -> None:
     chain(ws)
     squatter = ws.resource_root("results") / "snapshots" / "v1"
     write(squatter / "notes.txt", "someone else's folder\n")
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
 
     with pytest.raises(SnapshotError) as caught:
         take_snapshot(ws, "v1")
@@ -492,9 +544,9 @@ def test_failure_while_archiving_results_leaves_no_trace(ws: Workspace) -> None:
     message = str(caught.value)
     assert str(squatter) in message and "already exists" in message
     assert "choose another tag" in message
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
     assert manifests(ws) == []
-    assert not (ws.meta_dir / "snapshots" / "index.json").exists()
+    assert index_json(ws) == {"snapshots": []}
     assert leftovers(ws.root) == []
     assert take_snapshot(ws, "v1-retry").created
 
@@ -504,10 +556,10 @@ def test_failure_in_second_results_resource_rolls_back_the_first(ws: Workspace) 
     chain(ws)
     fresh_step(ws, "report", ["inter/prep"], {}, results={"rows": 1}, results_dir="results2/rep")
     write(ws.resource_root("results2") / "snapshots" / "v1" / "keep.txt", "x\n")
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(SnapshotError):
         take_snapshot(ws, "v1")
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
     assert not (ws.resource_root("results") / "snapshots" / "v1").exists()
     assert leftovers(ws.root) == []
 
@@ -564,7 +616,7 @@ def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
 def test_unknown_name_is_snapshot_not_found_and_changes_nothing(ws: Workspace) -> None:
     chain(ws)
     take_snapshot(ws, "v1")
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     for action in (lambda: resolve_snapshot(ws, "nope"), lambda: restore_snapshot(ws, "nope"),
                    lambda: lineage_state(ws, "nope"), lambda: delete_snapshot(ws, "nope")):
         with pytest.raises(SnapshotNotFoundError) as caught:
@@ -572,7 +624,7 @@ def test_unknown_name_is_snapshot_not_found_and_changes_nothing(ws: Workspace) -
         assert isinstance(caught.value, DwsError)
         message = str(caught.value)
         assert "'nope'" in message and "v1" in message and "history" in message
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
 
 
 def _many_snapshots(ws: Workspace, count: int) -> list[str]:
@@ -591,7 +643,7 @@ def test_hash_prefix_resolution_rules(ws: Workspace) -> None:
     assert len(set(hashes)) == 17
     firsts = [h[0] for h in hashes]
     shared = next(c for c in firsts if firsts.count(c) > 1)
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
 
     # Prefixes under 4 characters never match, even unique ones.
     with pytest.raises(SnapshotNotFoundError):
@@ -604,18 +656,17 @@ def test_hash_prefix_resolution_rules(ws: Workspace) -> None:
             assert resolve_snapshot(ws, h[:4]).hash == h
         assert resolve_snapshot(ws, h).hash == h
         assert resolve_snapshot(ws, h[:16]).hash == h
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
 
 
 def test_ambiguous_prefix_of_four_or_more_characters(ws: Workspace) -> None:
     [real] = _many_snapshots(ws, 1)
     # Construct the ambiguity: an index entry whose hash shares the first 6 characters.
     twin = real[:6] + ("f" if real[6] != "f" else "e") + real[7:]
-    path = ws.meta_dir / "snapshots" / "index.json"
-    data = json.loads(path.read_text())
-    data["snapshots"].append({**data["snapshots"][0], "hash": twin, "tags": []})
-    path.write_text(json.dumps(data))
-    before = tree_state(ws.root)
+    damage(ws, "INSERT INTO dws_snapshots (workspace_id, hash, position, message, created, "
+               "metrics, results) SELECT workspace_id, :twin, position + 1, message, created, "
+               "metrics, results FROM dws_snapshots WHERE hash = :real", twin=twin, real=real)
+    before = workspace_state(ws)
 
     for prefix in (real[:4], real[:6]):
         with pytest.raises(SnapshotNotFoundError) as caught:
@@ -628,20 +679,20 @@ def test_ambiguous_prefix_of_four_or_more_characters(ws: Workspace) -> None:
     assert resolve_snapshot(ws, real[:7]).hash == real
     assert resolve_snapshot(ws, twin[:7]).hash == twin
     assert resolve_snapshot(ws, real).hash == real
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
 
 
 def test_duplicate_tag_on_a_different_state_is_refused(ws: Workspace) -> None:
     chain(ws)
     first = take_snapshot(ws, "v1").info
     chain(ws, source="x,y\n9,9\n", mae=3.0)
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(SnapshotError) as caught:
         take_snapshot(ws, "v1", message="again")
     message = str(caught.value)
     assert "'v1'" in message and first.hash[:12] in message and "another tag" in message
     assert isinstance(caught.value, DwsError)
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
     assert [i.tags for i in list_snapshots(ws)] == [["v1"]]
 
 
@@ -649,14 +700,14 @@ def test_duplicate_tag_on_a_different_state_is_refused(ws: Workspace) -> None:
                                  ".", "..", "abcdef12", "0123456789abcdef", "x" * 129])
 def test_invalid_tags_are_refused_before_anything_is_written(ws: Workspace, tag: str) -> None:
     chain(ws)
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(SnapshotError) as caught:
         validate_tag(tag)
     assert repr(tag) in str(caught.value)
     with pytest.raises(SnapshotError):
         take_snapshot(ws, tag)
-    assert tree_state(ws.root) == before
-    assert not (ws.meta_dir / "snapshots").exists()
+    assert workspace_state(ws) == before
+    assert index_json(ws) == {"snapshots": []} and manifests(ws) == []
 
 
 @pytest.mark.parametrize("tag", ["v1", "best-model", "run_2024.01", "ABCDEF12", "v-abcdef12",
@@ -679,42 +730,92 @@ def test_tag_that_is_a_usable_hash_prefix_is_refused(ws: Workspace) -> None:
     assert resolve_snapshot(ws, prefix).hash == target
 
 
-def test_corrupt_manifest_is_workspace_config_error_on_restore(ws: Workspace) -> None:
+def _bad_record(ws: Workspace, ref: str, body: str) -> int:
+    """A record row holding `body` (as a restored backup of another version might)."""
+    sql(ws, "INSERT INTO dws_records (workspace_id, ref, version, good, digest, body) "
+            "VALUES (:ws, :ref, 'v', TRUE, :digest, :body)", ref=ref, body=body,
+        digest=f"damaged-{len(body)}-{abs(hash(body))}"[:32])
+    return sql(ws, "SELECT max(id) FROM dws_records")[0][0]
+
+
+@pytest.mark.parametrize("body", ['{"format": 1, "hash": "', "[]",
+                                  '{"ref": "inter/prep", "version": 7}', "OTHER_REF"])
+def test_corrupt_manifest_is_workspace_config_error_on_restore(ws: Workspace,
+                                                               body: str) -> None:
     snaps = _two_snapshots(ws)
-    path = ws.meta_dir / "snapshots" / f"{snaps['v1'].hash}.json"
-    path.write_text('{"format": 1, "hash": "')
-    before = tree_state(ws.root)
-    with pytest.raises(WorkspaceConfigError) as caught:
-        restore_snapshot(ws, "v1")
-    assert str(path) in str(caught.value) and "restore it" in str(caught.value)
-    with pytest.raises(WorkspaceConfigError):
-        lineage_state(ws, "v1")
-    # Valid JSON for another snapshot is refused as well.
-    path.write_text(json.dumps({"format": 1, "hash": snaps["v2"].hash, "refs": {}}))
-    before = tree_state(ws.root)
-    with pytest.raises(WorkspaceConfigError, match="wrong hash"):
-        restore_snapshot(ws, "v1")
-    assert tree_state(ws.root) == before
+    digest = snaps["v1"].hash
+    if body == "OTHER_REF":  # a good record, of another ref
+        body = sql(ws, "SELECT r.body FROM dws_snapshot_refs s JOIN dws_records r ON "
+                       "r.id = s.record_id WHERE s.hash = :hash AND s.ref = :ref",
+                   hash=digest, ref=SRC)[0][0]
+    damage(ws, "UPDATE dws_snapshot_refs SET record_id = :id WHERE hash = :hash AND "
+               "ref = 'inter/prep'", id=_bad_record(ws, "inter/prep", body), hash=digest)
+    before = workspace_state(ws)
+    for action in (lambda: restore_snapshot(ws, "v1"), lambda: lineage_state(ws, "v1"),
+                   lambda: diff_states(lineage_state(ws, "v1"), ws.store.state()),
+                   lambda: restore_snapshot(ws, "v1", partial=True)):
+        with pytest.raises(WorkspaceConfigError) as caught:
+            action()
+        message = str(caught.value)
+        assert f"workspace store {ws.store.shown}" in message
+        assert f"snapshot {digest[:12]}" in message and "inter/prep" in message
+        assert "restore the store from a backup" in message
+    assert workspace_state(ws) == before
     assert versions(ws.store.state()) == versions(snaps["s2"]["states"])
+    assert restore_snapshot(ws, "v2").info.hash == snaps["v2"].hash  # the others still work
 
 
-@pytest.mark.parametrize("content", ["{not json", "[]", '{"format": 2, "snapshots": []}',
-                                     '{"format": 1, "snapshots": {}}',
-                                     '{"format": 1, "snapshots": [{"tags": []}]}',
-                                     '{"format": 1, "snapshots": [7]}'])
-def test_corrupt_index_is_workspace_config_error(ws: Workspace, content: str) -> None:
+INDEX_DAMAGE = {
+    "metrics not JSON": "UPDATE dws_snapshots SET metrics = '{not json'",
+    "results not JSON": "UPDATE dws_snapshots SET results = '[{'",
+    "results not a list": "UPDATE dws_snapshots SET results = '{}'",
+    "results entry not an object": "UPDATE dws_snapshots SET results = '[7]'",
+    "results entry without folder":
+        """UPDATE dws_snapshots SET results = '[{"ref": "results/exp"}]'""",
+    "metrics not an object": "UPDATE dws_snapshots SET metrics = '[1, 2]'",
+    "message not text": "UPDATE dws_snapshots SET message = x'00ff'",
+    "created not text": "UPDATE dws_snapshots SET created = x'07'",
+    "hash not a hash": "UPDATE dws_snapshots SET hash = 'not-a-hash'",
+    "tag naming a missing snapshot": "UPDATE dws_snapshot_tags SET hash = :missing",
+    "tag not a tag": "UPDATE dws_snapshot_tags SET tag = 'has space'",
+    "tag not text": "UPDATE dws_snapshot_tags SET tag = x'01'",
+}
+
+
+@pytest.mark.parametrize("damaged", sorted(INDEX_DAMAGE))
+def test_corrupt_index_is_workspace_config_error(ws: Workspace, damaged: str) -> None:
+    if "x'" in INDEX_DAMAGE[damaged]:
+        sqlite_only(ws)
     chain(ws)
     take_snapshot(ws, "v1")
-    path = ws.meta_dir / "snapshots" / "index.json"
-    path.write_text(content)
-    before = tree_state(ws.root)
+    damage(ws, INDEX_DAMAGE[damaged] + " WHERE workspace_id = :ws", missing="0" * 32)
+    before = workspace_state(ws)
     for action in (lambda: list_snapshots(ws), lambda: resolve_snapshot(ws, "v1"),
                    lambda: take_snapshot(ws, "v2"), lambda: restore_snapshot(ws, "v1"),
                    lambda: delete_snapshot(ws, "v1")):
         with pytest.raises(WorkspaceConfigError) as caught:
             action()
-        assert str(path) in str(caught.value) and "restore it" in str(caught.value)
-    assert tree_state(ws.root) == before
+        message = str(caught.value)
+        assert f"snapshot index of workspace store {ws.store.shown}" in message, message
+        assert "restore the store from a backup" in message
+    assert workspace_state(ws) == before
+
+
+@pytest.mark.parametrize("table", ["dws_snapshots", "dws_snapshot_tags"])
+def test_a_position_that_is_not_a_number_is_named_when_a_snapshot_is_added(
+        ws: Workspace, table: str) -> None:
+    sqlite_only(ws)
+    chain(ws)
+    take_snapshot(ws, "v1")
+    damage(ws, f"UPDATE {table} SET position = 'null'")
+    chain(ws, source="x,y\n9,9\n", mae=3.0)
+    before = workspace_state(ws)
+    with pytest.raises(WorkspaceConfigError) as caught:
+        take_snapshot(ws, "v2")
+    message = str(caught.value)
+    assert f"snapshot index of workspace store {ws.store.shown} is corrupt" in message
+    assert "'null', not a number" in message and "restore the store from a backup" in message
+    assert workspace_state(ws) == before
 
 
 # -------------------------------------------------------------------------- delete
@@ -723,13 +824,12 @@ def test_corrupt_index_is_workspace_config_error(ws: Workspace, content: str) ->
 def test_delete_removes_manifest_index_entry_and_results_when_asked(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     results_root = ws.resource_root("results")
-    v1_manifest = ws.meta_dir / "snapshots" / f"{snaps['v1'].hash}.json"
-    assert v1_manifest.exists()
+    assert snaps["v1"].hash in manifests(ws)
 
     deleted = delete_snapshot(ws, "v1")
 
     assert deleted.hash == snaps["v1"].hash
-    assert not v1_manifest.exists()
+    assert manifests(ws) == [snaps["v2"].hash]
     assert [i.tags for i in list_snapshots(ws)] == [["v2"]]
     assert (results_root / "snapshots" / "v1" / "exp" / "results.json").exists()  # kept
     with pytest.raises(SnapshotNotFoundError):
@@ -821,7 +921,7 @@ def test_two_processes_snapshot_the_same_state_at_once(ws: Workspace, tmp_path: 
 
     [info] = list_snapshots(ws)
     assert info.hash == expected and sorted(info.tags) == tags
-    assert manifests(ws) == [ws.meta_dir / "snapshots" / f"{expected}.json"]
+    assert manifests(ws) == [expected]
     archived = sorted(p.name for p in (ws.resource_root("results") / "snapshots").iterdir())
     assert archived == [info.tags[0]]
     assert leftovers(ws.root) == []

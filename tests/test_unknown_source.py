@@ -14,7 +14,8 @@ import pytest
 from dws_dagster import LineageBuilder, LineageConflictError, UnknownRefStateError, Workspace
 from dws_dagster.workspace.versions import short
 
-from .conftest import run_step, tree_state, write
+from .conftest import run_step, write
+from .store_db import db_dump, workspace_state
 
 SRC = "src/trips.csv"
 PREP = "inter/prep"
@@ -90,13 +91,13 @@ def test_messages_after_a_partial_restore_say_what_happened_and_how_to_recover(
 def test_observe_recovers_a_source_and_refuses_a_ref_a_step_writes(
         ws: Workspace, cli: CLI) -> None:
     partially_restored(ws, cli)
-    before = tree_state(ws.meta_dir)
+    before = workspace_state(ws, ws.meta_dir)
     code, _, err = cli("observe", PREP, "-w", ws.root)
     assert code == 1
     assert "ref inter/prep is written by step 'prep'" in err
     assert "re-run 'prep'" in err and "clears unknown" in err
     assert "Traceback" not in err
-    assert tree_state(ws.meta_dir) == before
+    assert workspace_state(ws, ws.meta_dir) == before
 
     now = ws.version_of(SRC)
     code, out, err = cli("observe", SRC, "-w", ws.root)
@@ -106,12 +107,12 @@ def test_observe_recovers_a_source_and_refuses_a_ref_a_step_writes(
         state = store.get(SRC)
         assert state.status == "source" and state.version == now and not state.unknown
     # Observing again writes nothing; a step may read the source again.
-    journal = tree_state(ws.meta_dir / "lineage")
+    rows = db_dump(ws)
     code, out, _ = cli("observe", SRC, "-w", ws.root, "--format", "json")
     assert code == 0
     assert json.loads(out) == {"ref": SRC, "version": now, "recorded": False,
                                "was_unknown": False}
-    assert tree_state(ws.meta_dir / "lineage") == journal
+    assert db_dump(ws) == rows
     run_step(ws, "reader", [SRC], {"inter/reader": "x\n"})
     assert ws.store.get("inter/reader").record["inputs"] == [{"ref": SRC, "version": now}]
     # inter/prep stays unknown until its step runs again.
@@ -137,12 +138,12 @@ def test_api_recovers_a_source_whose_data_was_put_back(ws: Workspace, cli: CLI) 
 
 def test_unknown_resource_and_missing_data_are_refused(ws: Workspace, cli: CLI,
                                                        tmp_path: Path) -> None:
-    before = tree_state(ws.meta_dir)
+    before = workspace_state(ws, ws.meta_dir)
     code, _, err = cli("observe", "nosuch/x", "-w", ws.root)
     assert code == 1 and "nosuch" in err
     code, _, err = cli("observe", "src/missing.csv", "-w", ws.root)
     assert code == 1 and "src/missing.csv" in err and "Traceback" not in err
-    assert tree_state(ws.meta_dir) == before
+    assert workspace_state(ws, ws.meta_dir) == before
 
 
 def test_a_failed_step_is_still_named_as_such(ws: Workspace) -> None:
@@ -165,9 +166,9 @@ def test_a_remote_source_is_observed_with_its_version_given(ws: Workspace, cli: 
     """Remote data cannot be versioned from here: the CLI says how instead; the API takes the
     version (as the Dagster source asset's observation does)."""
     ws.add_resource("lake", "source-data", uri="s3a://bucket/lake")
-    before = tree_state(ws.meta_dir)
+    before = workspace_state(ws, ws.meta_dir)
     code, _, err = cli("observe", "lake/trips", "-w", ws.root)
     assert code == 1 and "remote resource 'lake'" in err and "dws_source_asset" in err
-    assert tree_state(ws.meta_dir) == before
+    assert workspace_state(ws, ws.meta_dir) == before
     outcome = ws.store.observe_source("lake/trips", "v" * 64)
     assert outcome.recorded and ws.store.get("lake/trips").version == "v" * 64

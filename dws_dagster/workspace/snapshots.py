@@ -158,7 +158,7 @@ def _add_snapshot(ws: Workspace, info: SnapshotInfo) -> None:
         position = connection.execute(select(func.coalesce(func.max(_SNAPSHOTS.c.position), 0))
                                       .where(_SNAPSHOTS.c.workspace_id == ws_id)).scalar()
         connection.execute(insert(_SNAPSHOTS).values(
-            workspace_id=ws_id, hash=info.hash, position=int(position or 0) + 1,
+            workspace_id=ws_id, hash=info.hash, position=_next(ws, position, "snapshot"),
             message=info.message, created=info.created,
             metrics=None if info.metrics is None else orjson.dumps(info.metrics).decode(),
             results=orjson.dumps(info.results).decode()))
@@ -173,7 +173,17 @@ def _add_tag(ws: Workspace, digest: str, tag: str) -> None:
         position = connection.execute(select(func.coalesce(func.max(_TAGS.c.position), 0))
                                       .where(_TAGS.c.workspace_id == ws_id)).scalar()
         connection.execute(insert(_TAGS).values(workspace_id=ws_id, tag=tag, hash=digest,
-                                                position=int(position or 0) + 1))
+                                                position=_next(ws, position, "tag")))
+
+
+def _next(ws: Workspace, last: Any, what: str) -> int:
+    """The position after `last`, the greatest on record (a database column edited by hand
+    can hold text there, which SQLite sorts after every number)."""
+    if type(last) is not int:
+        raise WorkspaceConfigError(
+            f"{_index_where(ws)} is corrupt: a {what} position is {str(last)[:40]!r}, not a "
+            "number; restore the store from a backup")
+    return last + 1
 
 
 def _remove_tag(ws: Workspace, tag: str) -> None:
@@ -253,7 +263,8 @@ def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
                  None if state.record is None else identity_digest(state.record))
                 for ref, state in sorted(states.items())]
     except orjson.JSONEncodeError as exc:
-        raise WorkspaceConfigError(too_deep(ws.store.shown, exc)) from None
+        raise WorkspaceConfigError(too_deep(f"workspace store {ws.store.shown}", exc)) \
+            from None
     return hash_of_rows(ws, rows)
 
 
@@ -279,45 +290,48 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
     if tag is not None:
         validate_tag(tag)
     store = ws.store
-    with store.locked(), gc_paused():
-        rows = store.identity_rows()
-        digest = hash_of_rows(ws, rows)
-        infos = list_snapshots(ws)
-        owner = next((i for i in infos if tag is not None and tag in i.tags), None)
-        existing = next((i for i in infos if i.hash == digest), None)
-        if owner is not None and owner is not existing:
-            raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; choose "
-                                "another tag, or delete that snapshot first")
-        if existing is not None:
-            if tag is None or tag in existing.tags:
-                return SnapshotOutcome(existing, created=False)
-            existing.tags.append(tag)
-            _add_tag(ws, existing.hash, tag)
-            return SnapshotOutcome(existing, created=False, tag_added=True)
+    placed: list[Path] = []
+    try:
+        # The results copies go if anything fails before the store commits, the commit
+        # itself included (a full disk refuses it): an index entry and its copies commit
+        # together, or neither stays.
+        with store.locked(), gc_paused():
+            rows = store.identity_rows()
+            digest = hash_of_rows(ws, rows)
+            infos = list_snapshots(ws)
+            owner = next((i for i in infos if tag is not None and tag in i.tags), None)
+            existing = next((i for i in infos if i.hash == digest), None)
+            if owner is not None and owner is not existing:
+                raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; "
+                                    "choose another tag, or delete that snapshot first")
+            if existing is not None:
+                if tag is None or tag in existing.tags:
+                    return SnapshotOutcome(existing, created=False)
+                existing.tags.append(tag)
+                _add_tag(ws, existing.hash, tag)
+                return SnapshotOutcome(existing, created=False, tag_added=True)
 
-        info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
-                            message=redact_text(message or ""),
-                            created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-        outcome = SnapshotOutcome(info, created=True)
-        # Only the results refs' records are read: the rest of the snapshot is references.
-        results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
-                                          if identity is not None])
-        states = store.states_in(None, results_refs)
-        info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
-                             if (states[r].record or {}).get("metrics") is not None), None)
-        placed: list[Path] = []
-        try:
+            info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
+                                message=redact_text(message or ""),
+                                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+            outcome = SnapshotOutcome(info, created=True)
+            # Only the results refs' records are read: the rest is references to records.
+            results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
+                                              if identity is not None])
+            states = store.states_in(None, results_refs)
+            info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
+                                 if (states[r].record or {}).get("metrics") is not None), None)
             placed = _archive_results(ws, info, states, results_refs, outcome,
                                       _folder_name(info, infos))
             # In the transaction `store.locked()` holds: the manifest and the index entry
             # commit together when the block ends, or not at all.
             store.save_snapshot(digest)
             _add_snapshot(ws, info)
-        except BaseException:
-            for folder in placed:
-                shutil.rmtree(folder, ignore_errors=True)
-            raise
         return outcome
+    except BaseException:
+        for folder in placed:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:

@@ -190,6 +190,7 @@ class Observed:
 _R = schema.records.alias("r")
 _A = schema.records.alias("a")
 _REFS = schema.refs
+_NO_STATE: dict[str, Any] = {}
 _SNAP = schema.snapshot_refs
 _RECORDS = schema.records
 
@@ -315,14 +316,30 @@ class LineageStore:
 
     def _state_of(self, row: Sequence[Any], where: str) -> RefState:
         ref, owner, record_id, record_body, attempt_id, attempt_body, unknown = row
+        self._checked_ref(ref, where)
         record = None if record_body is None else self._body(record_body, record_id, ref, where)
         attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref,
                                                                where)
+        return RefState(self._owner(ref, owner, where), record, attempt, bool(unknown))
+
+    def _checked_ref(self, ref: Any, where: str) -> str:
+        """A ref read back. One no step could have written (a hand edit, a column of another
+        type) is named as damage here, not refused later as a ref, elsewhere."""
+        if type(ref) is not str or not shapes.states_ok({ref: _NO_STATE}):
+            shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where,
+                                advice=_ADVICE)
+            # The schema coerces bytes to text: what it let through is still not a ref.
+            raise WorkspaceConfigError(
+                f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {_ADVICE}")
+        return ref  # type: ignore[no-any-return]
+
+    def _owner(self, ref: str, owner: Any, where: str) -> str | None:
+        """An owner read back: a step name, or None (a database column can hold anything)."""
         if owner is not None and type(owner) is not str:
             raise WorkspaceConfigError(
-                f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r} is not a "
-                f"step name; {_ADVICE}")
-        return RefState(owner, record, attempt, bool(unknown))
+                f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r:.80} is "
+                f"not a step name; {_ADVICE}")
+        return owner  # type: ignore[no-any-return]
 
     def _body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
         """A record read back, checked like any file of the workspace: a database can be
@@ -378,9 +395,9 @@ class LineageStore:
     def refs(self) -> list[str]:
         """Every ref with lineage, sorted, without reading records."""
         with self.reading() as connection:
-            return list(connection.scalars(
+            return [self._checked_ref(ref, "current lineage") for ref in connection.scalars(
                 select(_REFS.c.ref).where(_REFS.c.workspace_id == self.workspace_id)
-                .order_by(_REFS.c.ref)))
+                .order_by(_REFS.c.ref))]
 
     def overlapping(self, ref: ResourceRef) -> list[str]:
         """Refs with lineage that are `ref`, contain it, or lie inside it."""
@@ -395,7 +412,8 @@ class LineageStore:
                 "ws": self.workspace_id, "low": text + "/", "high": text + "0",
                 **{f"a{i}": name for i, name in enumerate(around)}}).all()
         order = {name: i for i, name in enumerate(around)}
-        return sorted(((str(r), o) for r, o in rows),
+        checked = [(self._checked_ref(r, "current lineage"), o) for r, o in rows]
+        return sorted(((r, self._owner(r, o, "current lineage")) for r, o in checked),
                       key=lambda item: (order.get(item[0], len(order)), item[0]))
 
     def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
@@ -577,7 +595,9 @@ class LineageStore:
             return self._check_step(step, wanted, inputs, outputs)
         with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
-            claims_now, observations = self._pending_step_writes(step, wanted, seen)
+            # () when nothing is left to write (a writer that asked for the lock all the same)
+            claims_now, observations = self._pending_step_writes(step, wanted, seen) \
+                or ((), ())
             at = now_iso()
             for ref, _state in claims_now:
                 self._put(connection, ref, owner=step)
