@@ -381,9 +381,6 @@ def test_steps_in_one_process_see_other_processes_and_append_only_their_record(
         run_step(ws, "thief", [], {"inter/other/part": "x"})
 
 
-@pytest.mark.xfail(strict=True, reason="db/database.py database_for keeps one Database per "
-                   "URL for the process's life: after .dataworkspace/ is deleted and created "
-                   "again, its pooled connections still hold the deleted store.db")
 def test_workspace_created_again_at_the_same_place_starts_from_its_own_lineage(
         ws: Workspace) -> None:
     pipeline(ws)

@@ -82,6 +82,8 @@ class Database:
         self._workspace_ids: dict[str, int] = {}
         self._ready = False
         self._ready_lock = threading.Lock()
+        #: The SQLite file this Database opened (device, inode), see `database_for`.
+        self.file_identity: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ naming
 
@@ -94,7 +96,14 @@ class Database:
         original = getattr(exc, "orig", None) or exc
         reason = " ".join(str(original).split())[:300]
         reason = redact_text(reason, [p for p in (self.settings.password,) if p])
-        if self.settings.dialect == "sqlite":
+        lowered = reason.lower()
+        if "disk is full" in lowered or "no space" in lowered:
+            advice = ("No space left on device: free space on the disk that holds it, then "
+                      "try again")
+        elif "readonly" in lowered or "read-only" in lowered:
+            advice = ("make it writable (its file system may be mounted read-only), then try "
+                      "again")
+        elif self.settings.dialect == "sqlite":
             advice = ("check that the file is the workspace's store and is readable and "
                       "writable, or restore it from a backup")
         else:
@@ -271,12 +280,34 @@ _DATABASES_LOCK = threading.Lock()
 
 
 def database_for(settings: StoreSettings) -> Database:
-    """The one Database of `settings` in this process (engines pool connections)."""
+    """The one Database of `settings` in this process (engines pool connections).
+
+    An SQLite store is also known by its file's identity: a workspace deleted and created
+    again at the same place (or a store file restored over the old one) gets a new Database,
+    not pooled connections to the file that was replaced."""
+    key = settings.key
+    identity = _file_identity(settings)
     with _DATABASES_LOCK:
-        found = _DATABASES.get(settings.key)
+        found = _DATABASES.get(key)
+        if found is not None and found.file_identity is None:
+            found.file_identity = identity  # the file it created since
+        elif found is not None and found.file_identity != identity:
+            found.dispose()
+            found = None
         if found is None:
-            found = _DATABASES[settings.key] = Database(settings)
+            found = _DATABASES[key] = Database(settings)
+            found.file_identity = identity
         return found
+
+
+def _file_identity(settings: StoreSettings) -> tuple[int, int] | None:
+    if settings.dialect != "sqlite":
+        return None
+    try:
+        info = os.stat(str(settings.url.database))
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def forget_databases() -> None:
