@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, create_engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import QueuePool
 
 from ...errors import DwsError
 from ..records import now_iso
@@ -334,9 +335,16 @@ def _create_engine(settings: StoreSettings) -> Engine:
     if settings.schema:
         options["schema_translate_map"] = {None: settings.schema}
     if settings.dialect == "sqlite":
-        engine = create_engine(
-            settings.url, execution_options=options,
-            connect_args={"timeout": LOCK_TIMEOUT_SECONDS, "check_same_thread": False})
+        path = os.fsencode(str(settings.url.database))
+
+        def connect() -> sqlite3.Connection:
+            # The path as bytes: a workspace folder whose name is not UTF-8 (surrogates in
+            # the str) cannot be passed to SQLite as text.
+            return sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False)
+
+        # A file database (the URL names the dialect; `creator` opens the file): pooled.
+        engine = create_engine("sqlite://", creator=connect, poolclass=QueuePool,
+                               execution_options=options)
         _sqlite_events(engine)
         return engine
     return create_engine(_with_driver(settings), pool_pre_ping=True, pool_size=2,

@@ -49,12 +49,19 @@ class StoreSettings:
     @property
     def shown(self) -> str:
         """The URL as it may be printed: no password, whatever the URL held."""
-        text = without_password(self.url).render_as_string(hide_password=False)
+        if self.dialect == "sqlite" and not self.url.query:
+            # Not through URL rendering: it quotes the path, and fails on a folder name that
+            # is not UTF-8.
+            text = f"{self.url.drivername}:///{self.url.database}"
+        else:
+            text = without_password(self.url).render_as_string(hide_password=False)
         return text + (f" (schema {self.schema})" if self.schema else "")
 
     @property
     def key(self) -> str:
         """What identifies the database within a process (engines are shared by it)."""
+        if self.dialect == "sqlite":
+            return f"sqlite:{self.url.database}"
         return f"{self.url.render_as_string(hide_password=False)}#{self.schema or ''}"
 
     @property
