@@ -88,11 +88,11 @@ def build(root: Path) -> Workspace:
         lineage.add_output_ref("inter/broken")
         write(ws.local_path("inter/broken") / "part-0.csv", "half")
         raise RuntimeError("the step failed")
-    outbox = Outbox(ws, segment_bytes=2000)
+    outbox = Outbox(ws)
     for run in range(12):
         outbox.spool([ol_event(run, "START"), ol_event(run, "COMPLETE")])
     os.environ.pop("OPENLINEAGE_URL", None)
-    outbox.deliver(make_transport(ws)[0], budget_seconds=30)  # state.json, events.jsonl
+    outbox.deliver(make_transport(ws)[0], budget_seconds=30)  # delivered rows, events.jsonl
     outbox.spool([ol_event(99, "START")])  # one still pending
     return ws
 
@@ -222,17 +222,9 @@ def battery(root: Path) -> None:
 # ---------------------------------------------------------------- what must survive
 
 
-def journal_lines(folder: Path) -> list[bytes]:
-    """Every complete line of the `*.jsonl` segments in `folder`, in order."""
-    out = []
-    for path in sorted(folder.glob("*.jsonl")):
-        data = path.read_bytes()
-        out.extend(line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line)
-    return out
-
-
-def outbox_lines(root: Path) -> list[bytes]:
-    return journal_lines(root / ".dataworkspace/openlineage/outbox/journal")
+def outbox_lines(root: Path) -> list[tuple[Any, ...]]:
+    """Every OpenLineage event the store's outbox holds, pending or delivered."""
+    return query(root, "SELECT run_id, event_type, body FROM dws_ol_events")
 
 
 def kept(root: Path) -> tuple[set[Any], set[Any], set[Any]]:
@@ -539,13 +531,10 @@ def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
     """(kind, part of the parsed data it checks) for a file under `.dataworkspace/`, or what
     the store's rows hold (`store:...`)."""
     whole = [("config", "config.json"), ("resources", "resources.json"),
-             ("index", "store:index"), ("outbox state", "outbox/state.json"),
-             ("record", "store:record"), ("states", "store:states")]
+             ("index", "store:index"), ("record", "store:record"), ("states", "store:states")]
     for kind, suffix in whole:
         if name.endswith(suffix):
             return [(kind, lambda data: data)]
-    if name.endswith(".keys.json"):
-        return [("outbox keys", lambda data: data)]
     return []
 
 

@@ -732,8 +732,8 @@ def test_tag_that_is_a_usable_hash_prefix_is_refused(ws: Workspace) -> None:
 
 def _bad_record(ws: Workspace, ref: str, body: str) -> int:
     """A record row holding `body` (as a restored backup of another version might)."""
-    sql(ws, "INSERT INTO dws_records (workspace_id, ref, version, good, digest, body) "
-            "VALUES (:ws, :ref, 'v', TRUE, :digest, :body)", ref=ref, body=body,
+    sql(ws, "INSERT INTO dws_records (workspace_id, ref, version, good, digest, identity, body) "
+            "VALUES (:ws, :ref, 'v', TRUE, :digest, :digest, :body)", ref=ref, body=body,
         digest=f"damaged-{len(body)}-{abs(hash(body))}"[:32])
     return sql(ws, "SELECT max(id) FROM dws_records")[0][0]
 

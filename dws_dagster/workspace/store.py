@@ -899,10 +899,21 @@ class LineageStore:
                         side.c.unknown)
                  .select_from(side.outerjoin(records, records.c.id == side.c.record_id))
                  .order_by(side.c.ref))
+        where = "current lineage" if snapshot_hash is None else f"snapshot {snapshot_hash[:12]}"
         with self.reading() as connection, gc_paused():
-            return [(ref, _status(owner, identity is not None, attempt is not None,
-                                  bool(unknown)), identity)
+            return [(self._checked_ref(ref, where),
+                     _status(self._owner(ref, owner, where), identity is not None,
+                             attempt is not None, bool(unknown)),
+                     self._column(ref, "record identity", identity, where))
                     for ref, owner, identity, attempt, unknown in connection.execute(query)]
+
+    def _column(self, ref: str, name: str, value: Any, where: str) -> Any:
+        """A text column read back: text or NULL, else damage named here."""
+        if value is not None and type(value) is not str:
+            raise WorkspaceConfigError(
+                f"workspace store {self.shown}: {where} of ref {ref}: the {name} "
+                f"{value!r:.80} is not text; {_ADVICE}")
+        return value
 
     def summaries(self) -> list[RefSummary]:
         """What `status` shows of every ref, from indexed columns: a record is read only for a
@@ -921,12 +932,16 @@ class LineageStore:
             attention = [row[0] for row in rows if row[6] is not None or row[7]]
             states = self._states_of(attention) if attention else {}
         found = []
+        where = "current lineage"
         for ref, owner, version, end, tried_end, record_id, attempt_id, unknown in rows:
+            self._checked_ref(ref, where)
             found.append(RefSummary(
-                ref=ref, owner=owner, version=version,
+                ref=ref, owner=self._owner(ref, owner, where),
+                version=self._column(ref, "version", version, where),
                 status=_status(owner, record_id is not None, attempt_id is not None,
                                bool(unknown)),
-                finished=tried_end if attempt_id is not None else end,
+                finished=self._column(ref, "end time",
+                                      tried_end if attempt_id is not None else end, where),
                 state=states.get(ref)))
         return found
 
