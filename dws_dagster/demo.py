@@ -188,7 +188,6 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
 
 def _iteration(ws: Any, step: Any, run_id: str) -> Iteration:
     config = step.run_config["ops"]["yellow_rides_hourly_forecast"]["config"]
-    ws.store.refresh()
     state = ws.store.get(FORECAST_REF)
     record = (state.record if state is not None else None) or {}
     return Iteration(use_weather=bool(config["use_weather"]), run_id=run_id,

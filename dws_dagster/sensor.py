@@ -136,8 +136,7 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
         # store's lock per batch (writers wait at most a batch, about a second), except when
         # snapshots are taken per run: a snapshot of large data may take long, and takes the
         # lock itself; then each apply and the spool commit on their own.
-        with ws.store.deferred_sync(), \
-                (nullcontext() if snapshot_on_results else ws.store.locked()):
+        with nullcontext() if snapshot_on_results else ws.store.locked():
             for record in records:
                 applier.apply(record)
             if outbox is not None:

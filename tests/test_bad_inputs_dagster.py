@@ -48,7 +48,9 @@ from dws_dagster.workspace.records import REDACTED
 
 from .conftest import tree_state
 from .pipeline import build_assets, io_manager, make_workspace
+from .store_db import workspace_state
 from .test_io_manager import latest, root_cause, run
+from .test_redaction import assert_nowhere
 
 pytestmark = pytest.mark.spark
 
@@ -75,14 +77,14 @@ def refused(ws: Workspace, action: Callable[[], Any], error: type[DwsError],
             *fragments: str) -> DwsError:
     """Run `action`; it must fail with `error` (possibly wrapped by Dagster) whose message
     holds every fragment, and change nothing under the workspace."""
-    before = tree_state(ws.root)
+    before = workspace_state(ws)
     with pytest.raises(Exception) as info:
         action()
     cause = root_cause(info.value)
     assert isinstance(cause, error), f"{type(cause).__name__}: {cause}"
     for fragment in fragments:
         assert fragment in str(cause), f"{fragment!r} not in {cause}"
-    assert tree_state(ws.root) == before
+    assert workspace_state(ws) == before
     return cause
 
 
@@ -300,9 +302,8 @@ def test_secrets_are_redacted_in_store_event_log_openlineage_and_logs(
                                     "batch": 4, "source_url": "https://example.com/export"}
     metadata = latest(instance, "leaky")["metadata"]
     assert metadata["dws/parameters"] == record["parameters"]
+    assert_nowhere(built.meta_dir, [SECRET, URI_PASSWORD])  # the store's bytes and rows
     places = {
-        "lineage store": b"".join(p.read_bytes() for p in built.meta_dir.rglob("*")
-                                  if p.is_file()).decode(),
         "data folder": b"".join(p.read_bytes() for p in built.local_path(
             "intermediate-data/leaky").rglob("*.json")).decode(),
         "our event log entries": "".join(

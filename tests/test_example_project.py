@@ -237,7 +237,6 @@ def example(spark, tmp_path_factory):
                                  snapshot_on_results=True)
         cursor = outcome.cursor
         assert not outcome.applied.skipped, outcome.applied.skipped
-        ws.store.refresh()
         key = "weather" if "use_weather" in result.step.label else "baseline"
         seen[key] = ws.store.get(FORECAST_REF).record
         seen[f"{key}_results"] = json.loads(
@@ -342,7 +341,6 @@ def test_rerunning_a_month_upserts_to_the_same_versions(example):
             ("yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals")]
     before = {ref: ws.store.get(ref).version for ref in refs}
     run_step(example.defs, example.instance, Step(TAXI_JOB, "2024-02-01"))
-    ws.store.refresh()
     assert {ref: ws.store.get(ref).version for ref in refs} == before
     raw = ws.store.get("intermediate-data/yellow_taxi_raw/2024-02").record
     assert [item["ref"] for item in raw["inputs"]] == [refs[0]]  # not its own earlier data

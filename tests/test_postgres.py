@@ -250,7 +250,6 @@ def test_a_lost_store_is_rebuilt_from_the_postgres_event_log(runs, tmp_path):
     process_events(runs.postgres, ws, openlineage=False,
                    repository_def=Definitions(assets=runs.assets).get_repository_def())
     rebuilt = {ref: state.to_json() for ref, state in ws.store.items()}
-    runs.postgres_ws.store.refresh()
     assert rebuilt == {ref: state.to_json() for ref, state in runs.postgres_ws.store.items()}
 
 

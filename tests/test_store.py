@@ -405,17 +405,6 @@ Workspace.open('.').store.commit([LineageRecord(
     store.fail([record("inter/a", "a-failed").with_status("failed", "boom")])
     assert store.find_record("inter/a", "a-failed") is None
 
-def test_index_digests_keep_keys_apart() -> None:
-    """The digests standing for (ref, version) and (runId, eventType) in the in-memory indexes
-    never merge two different keys: None, "null" and shifted boundaries all differ."""
-    from dws_dagster.workspace.digests import key_digest, pack_position, unpack_position
-
-    keys = [("a", None), ("a", "null"), ("a", ""), ("ab", "c"), ("a", "bc"), ("a",), ("a", "b")]
-    assert len({key_digest(*key) for key in keys}) == len(keys)
-    assert key_digest("inter/a", "v1") == key_digest("inter/a", "v1")
-    assert unpack_position(pack_position(7, 2**40 + 3)) == (7, 2**40 + 3)
-
-
 def test_a_step_run_again_may_ask_for_the_lock_with_nothing_to_write(ws: Workspace) -> None:
     """A writer about to write data takes the lock (`lock=True`) even when its claims are on
     record already: nothing is written, the checks still run."""

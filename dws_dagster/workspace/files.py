@@ -1,8 +1,8 @@
-"""Durable, atomic file writes and JSON encoding shared by the workspace store.
+"""Durable, atomic file writes and JSON encoding for the workspace's files.
 
 Every write here either completes or leaves the file as it was: a full or read-only disk, or a
 missing permission, raises `WorkspaceWriteError` naming the file and what to do, with no temp
-file left behind and no torn journal line, so the next write succeeds once there is room.
+file left behind, so the next write succeeds once there is room.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
-from filelock import FileLock
-from filelock import Timeout as LockTimeout
 
 from ..errors import DwsError, WorkspaceConfigError
 
@@ -187,85 +185,3 @@ def parse_json(data: bytes, path: Path, *, what: str) -> Any:
         raise WorkspaceConfigError(
             f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
         ) from None
-
-
-def segment_path(journal_dir: Path, number: int) -> Path:
-    """The file of segment `number` of an append-only JSONL journal."""
-    return journal_dir / f"{number:08d}.jsonl"
-
-
-def journal_segments(journal_dir: Path) -> list[int]:
-    """The segment numbers of a JSONL journal folder (`NNNNNNNN.jsonl`), in order."""
-    if not journal_dir.is_dir():
-        return []
-    numbers = []
-    for entry in os.scandir(journal_dir):
-        stem, dot, ext = entry.name.partition(".")
-        if ext == "jsonl" and dot and stem.isdigit():
-            numbers.append(int(stem))
-    return sorted(numbers)
-
-
-def append_durably(path: Path, payload: bytes, *, valid_bytes: int | None = None,
-                   sync: bool = True) -> None:
-    """Append `payload` to a journal file and fsync it (and its folder, for a new file).
-
-    `valid_bytes` is how much of the file the caller has read as complete lines: anything past
-    it is a torn line from a writer that crashed mid-append, and is cut before appending.
-    `sync=False` leaves the fsync to the caller (`fsync_file`), who batches several appends.
-    A failed append (full or read-only disk) raises `WorkspaceWriteError` and cuts what it wrote
-    of `payload`, so the file keeps whole lines only.
-    """
-    with writing(path, action="append to", kept=True):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o666)
-        try:
-            size = start = os.fstat(fd).st_size
-            if valid_bytes is not None and size > valid_bytes:
-                os.ftruncate(fd, valid_bytes)
-                start = valid_bytes
-            try:
-                _write_all(fd, payload)
-                if sync:
-                    os.fsync(fd)
-            except OSError:
-                try:  # no torn line: the journal ends with the last whole append
-                    os.ftruncate(fd, start)
-                except OSError:
-                    pass
-                raise
-        finally:
-            os.close(fd)
-    if size == 0:
-        fsync_dir(path.parent)
-
-
-def fsync_file(path: Path) -> None:
-    """Make what was written to `path` (by this process or any other) durable."""
-    with writing(path, action="sync"):
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-
-
-@contextmanager
-def held(lock: FileLock, *, folder: Path, on_timeout: Callable[[], Exception]
-         ) -> Iterator[None]:
-    """Hold an inter-process file lock over `folder` (created first); a lock not taken in time
-    raises `on_timeout()`, an error naming what is locked and what to do."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        lock.acquire()
-    except LockTimeout:
-        raise on_timeout() from None
-    except OSError as exc:  # a read-only or full disk, or no permission
-        raise WorkspaceWriteError(
-            f"cannot lock {lock.lock_file}: {exc.strerror or exc}; the workspace must be "
-            "writable: remount it read-write, free space or fix its permissions, then re-run"
-        ) from exc
-    try:
-        yield
-    finally:
-        lock.release()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import gc
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -299,15 +299,6 @@ class LineageStore:
             yield
         except SQLAlchemyError as exc:
             raise self.db.describe_error(exc, action) from None
-
-    def refresh(self) -> None:
-        """Nothing to do: every read goes to the database. Kept for callers of the journal
-        store, which cached the lineage in memory."""
-
-    def deferred_sync(self) -> nullcontext[None]:
-        """Nothing to defer: a transaction commits (and syncs) once, however many writes it
-        holds. Kept for callers of the journal store."""
-        return nullcontext()
 
     # ------------------------------------------------------------------ reading
 
