@@ -21,12 +21,12 @@ Figures, each the median over its samples:
   python start  `python -c pass` of the same interpreter (the project's virtualenv starts
               slower than a bare one: its .pth files), and cold step minus that
 
-A third, diagnostic column runs dws_dagster with `os.fsync` disabled in the driver: the lineage
-journal is fsynced on every commit (a recorded step survives a crash), Data Workspaces rewrites
-its lineage file without fsync; the column shows how much of the difference is that guarantee.
-(--no-fsync-off-row leaves it out.)
+A third column runs dws_dagster at an earlier commit (`--journal-rev`, checked out into a
+temporary git worktree and put first on PYTHONPATH): the journal store the database store
+replaced, so both stores are measured in the same run (--no-journal-row leaves it out).
 
-Target: dws_dagster / dataworkspaces ≤ 1× at 10 refs, and flat as refs grow (500 refs).
+Targets: dws_dagster / dataworkspaces ≤ 1× at 10 refs, flat as refs grow (500 refs); the warm
+step on the SQLite store ≤ 1.2× the journal store's.
 
     .venv/bin/python bench/lineage_api_vs_dataworkspaces.py --refs 10 500 --steps 100 --cold 10
 """
@@ -59,8 +59,6 @@ if TOOL == "dataworkspaces":
     from dataworkspaces.lineage import LineageBuilder
 else:
     from dws_dagster.lineage import LineageBuilder
-if TOOL == "dws_dagster-nofsync":  # diagnostic only: what durability costs
-    os.fsync = lambda fd: None
 
 
 def part(ws, resource, i):
@@ -164,9 +162,15 @@ def dataworkspaces_python(venv: Path) -> Path:
     return python
 
 
-def git_env() -> dict[str, str]:
+#: Trees put first on PYTHONPATH, by tool (the journal store's checkout).
+TREES: dict[str, Path] = {}
+
+
+def git_env(tool: str = "") -> dict[str, str]:
     """Both tools commit to git: give the commits an identity whatever the machine has."""
     env = dict(os.environ)
+    if tool in TREES:
+        env["PYTHONPATH"] = str(TREES[tool])
     for role in ("AUTHOR", "COMMITTER"):
         env.setdefault(f"GIT_{role}_NAME", "dws bench")
         env.setdefault(f"GIT_{role}_EMAIL", "bench@localhost")
@@ -174,7 +178,7 @@ def git_env() -> dict[str, str]:
 
 
 def run_driver(python: Path, tool: str, driver: Path, *args: str) -> None:
-    done = subprocess.run([str(python), str(driver), tool, *args], env=git_env(),
+    done = subprocess.run([str(python), str(driver), tool, *args], env=git_env(tool),
                           capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{tool} driver failed ({args[0]}):\n{done.stderr}")
@@ -188,7 +192,7 @@ def measure(pythons: dict[str, Path], driver: Path, tmp: Path, refs: int,
     for tool, python in pythons.items():
         run_driver(python, tool, driver, "setup", str(spaces[tool]), str(refs))
     servers = {tool: subprocess.Popen([str(python), str(driver), tool, "serve",
-                                       str(spaces[tool]), str(refs)], env=git_env(),
+                                       str(spaces[tool]), str(refs)], env=git_env(tool),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                for tool, python in pythons.items()}
     warm: dict[str, list[float]] = {tool: [] for tool in pythons}
@@ -233,37 +237,47 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10, help="warm steps per turn")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--cold", type=int, default=10, help="fresh processes, one step each")
-    parser.add_argument("--fsync-off-row", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time dws_dagster with fsync disabled (what durability costs)")
+    parser.add_argument("--journal-row", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time dws_dagster at --journal-rev (the journal store)")
+    parser.add_argument("--journal-rev", default="60b9e85")
     parser.add_argument("--venv-dir", type=Path,
                         default=cache_dir() / f"dataworkspaces-{DWS_VERSION}")
     args = parser.parse_args()
 
     pythons = {"dws_dagster": Path(sys.executable),
                "dataworkspaces": dataworkspaces_python(args.venv_dir)}
-    if args.fsync_off_row:
-        pythons["dws_dagster-nofsync"] = Path(sys.executable)
     tmp = Path(tempfile.mkdtemp(prefix="dws-lineage-bench-"))
+    repo = Path(__file__).resolve().parent.parent
+    if args.journal_row:
+        pythons["dws_dagster-journal"] = Path(sys.executable)
+        TREES["dws_dagster-journal"] = tmp / "journal-tree"
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach",
+                        str(TREES["dws_dagster-journal"]), args.journal_rev], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         driver = tmp / "driver.py"
         driver.write_text(DRIVER)
         results = {refs: measure(pythons, driver, tmp, refs, args) for refs in args.refs}
     finally:
+        if TREES:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force",
+                            str(TREES["dws_dagster-journal"])], check=False)
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"steps={args.steps} batch={args.batch} warmup={args.warmup} cold={args.cold} "
           f"dataworkspaces=={DWS_VERSION}")
-    extra = "dws_dagster-nofsync" in pythons
+    extra = "dws_dagster-journal" in pythons
     print(f"{'refs':>5}  {'figure':<13} {'dws_dagster':>12} {'dataworkspaces':>15} {'ratio':>7}"
-          + (f"  {'fsync off':>11} {'ratio':>7}" if extra else ""))
+          + (f"  {'journal':>11} {'ratio':>7} {'db÷journal':>10}" if extra else ""))
     for refs, by_tool in results.items():
         for figure in FIGURES:
             ours, theirs = by_tool["dws_dagster"][figure], by_tool["dataworkspaces"][figure]
             line = (f"{refs:>5}  {FIGURES[figure]:<13} {ours * 1000:>9.2f} ms "
                     f"{theirs * 1000:>12.2f} ms {ours / theirs:>6.2f}x")
             if extra:
-                off = by_tool["dws_dagster-nofsync"][figure]
-                line += f"  {off * 1000:>8.2f} ms {off / theirs:>6.2f}x"
+                journal = by_tool["dws_dagster-journal"][figure]
+                line += (f"  {journal * 1000:>8.2f} ms {journal / theirs:>6.2f}x "
+                         f"{ours / journal:>9.2f}x")
             print(line)
     low, high = min(results), max(results)
     if low != high:
