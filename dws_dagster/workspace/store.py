@@ -593,8 +593,10 @@ class LineageStore:
         wanted = list(dict.fromkeys(as_ref(ref) for ref in claims))
         seen = {str(as_ref(ref)): version for ref, version in observe}
         outputs = list(outputs)
-        if not lock and not any(self._pending_step_writes(step, wanted, seen)):
-            return self._check_step(step, wanted, inputs, outputs)
+        if not lock:
+            with self.reading():  # one read transaction for every check, not one per query
+                if not any(self._pending_step_writes(step, wanted, seen)):
+                    return self._check_step(step, wanted, inputs, outputs)
         with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
             # () when nothing is left to write (a writer that asked for the lock all the same)
