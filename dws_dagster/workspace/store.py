@@ -20,7 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import xxhash
-from sqlalchemy import and_, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -222,11 +233,16 @@ _INSERT_OPERATION = insert(schema.operations)
 @functools.cache
 def _overlapping_select(depth: int) -> Any:
     """Refs that are one of `depth` given refs (a ref and its ancestors) or lie inside the
-    first, one statement per depth: an expanding IN is rebuilt at every execution."""
-    return select(_REFS.c.ref, _REFS.c.owner).where(
+    first, one statement per depth (an expanding IN is rebuilt at every execution). Two
+    selects in a UNION ALL, each searching the (workspace, ref) key: joined by OR, both
+    databases' planners fell back to reading every ref of the workspace."""
+    named = select(_REFS.c.ref, _REFS.c.owner).where(
         _REFS.c.workspace_id == bindparam("ws"),
-        or_(*(_REFS.c.ref == bindparam(f"a{i}") for i in range(depth)),
-            and_(_REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))))
+        _REFS.c.ref.in_([bindparam(f"a{i}") for i in range(depth)]))
+    inside = select(_REFS.c.ref, _REFS.c.owner).where(
+        _REFS.c.workspace_id == bindparam("ws"),
+        _REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))
+    return union_all(named, inside)
 
 
 def _dialect_insert(dialect: str) -> Any:
@@ -432,19 +448,24 @@ class LineageStore:
         downstream lineage does not read every ref's record."""
         inputs = schema.record_inputs
         around = [str(a) for a in as_ref(ref).ancestors()] + [ref]
-        inside = and_(inputs.c.ref > ref + "/", inputs.c.ref < ref + "0")
-        query = (select(_REFS.c.ref, _REFS.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body,
-                        _REFS.c.unknown, inputs.c.ref, inputs.c.version)
-                 .select_from(inputs.join(_REFS, and_(
-                     _REFS.c.workspace_id == inputs.c.workspace_id,
-                     _REFS.c.record_id == inputs.c.record_id))
-                     .outerjoin(_R, _R.c.id == _REFS.c.record_id)
-                     .outerjoin(_A, _A.c.id == _REFS.c.attempt_id))
-                 .where(inputs.c.workspace_id == self.workspace_id,
-                        or_(inputs.c.ref.in_(around), inside))
-                 .order_by(_REFS.c.ref, inputs.c.ref))
+
+        def reading(condition: Any) -> Any:
+            return (select(_REFS.c.ref, _REFS.c.owner, _R.c.id, _R.c.body, _A.c.id,
+                           _A.c.body, _REFS.c.unknown, inputs.c.ref, inputs.c.version)
+                    .select_from(inputs.join(_REFS, and_(
+                        _REFS.c.workspace_id == inputs.c.workspace_id,
+                        _REFS.c.record_id == inputs.c.record_id))
+                        .outerjoin(_R, _R.c.id == _REFS.c.record_id)
+                        .outerjoin(_A, _A.c.id == _REFS.c.attempt_id))
+                    .where(inputs.c.workspace_id == self.workspace_id, condition))
+
+        # Two selects, each searching the (workspace, ref) index of the inputs (see
+        # `_overlapping_select` for why not one with OR).
         with self.reading() as connection:
-            rows = connection.execute(query).all()
+            rows = [*connection.execute(reading(inputs.c.ref.in_(around))).all(),
+                    *connection.execute(reading(and_(inputs.c.ref > ref + "/",
+                                                     inputs.c.ref < ref + "0"))).all()]
+        rows.sort(key=lambda row: (row[0], row[7]))
         return [(row[0], self._state_of(row[:7], "current lineage"),
                  {"ref": row[7], "version": row[8]}) for row in rows]
 
