@@ -139,13 +139,7 @@ class PostgresServer:
         """A new empty database (one per Dagster instance keeps tests independent)."""
         self._databases += 1
         name = re.sub(r"\W", "_", f"{prefix}_{self._databases}").lower()
-        connection = self.connect()
-        try:
-            connection.autocommit = True
-            with connection.cursor() as cursor:
-                cursor.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            connection.close()
+        self.create_database_named(name)
         return name
 
 

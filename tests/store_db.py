@@ -8,7 +8,6 @@ Statements go through the store's own engine, so the helpers work on PostgreSQL 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -93,32 +92,13 @@ def record_count(ws: Workspace) -> int:
 STORES = ["sqlite", "postgresql"]
 
 
-@pytest.fixture(scope="module")
-def postgres_store_server() -> Iterator[Any]:
-    """A throwaway PostgreSQL server on 127.0.0.1 for the module (tests/postgres_server.py);
-    without PostgreSQL the tests on it skip, unless `CI` is set: then they fail."""
-    from .postgres_server import start_server, stop_server, unavailable_reason
-
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set, so the PostgreSQL store tests must run)")
-        pytest.skip(reason)
-    server = start_server()
-    try:
-        yield server
-    finally:
-        forget_databases()
-        stop_server(server)
-
-
 def on_store(request: pytest.FixtureRequest, tmp_path: Path,
              monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
     """The `ws` workspace (one resource of each role) with its store on `request.param`:
-    SQLite in `.dataworkspace/` (the default), or a new database on the module's PostgreSQL
+    SQLite in `.dataworkspace/` (the default), or a new database on the session's PostgreSQL
     server given by DWS_STORE_URL (inherited by the test's subprocesses too)."""
     if request.param == "postgresql":
-        server = request.getfixturevalue("postgres_store_server")
+        server = request.getfixturevalue("postgres_server")  # conftest: one per session
         database = server.create_database("dws_store")
         monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
                            f"{server.password}@{server.host}:{server.port}/{database}")

@@ -41,11 +41,10 @@ from dws_dagster.workspace.records import LineageRecord, StepInfo
 from .conftest import ROOT
 from .ol_parents import check_parents
 from .pipeline import make_workspace
-from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+from .store_db import (
     STORES,
     db_dump,
     on_store,
-    postgres_store_server,
     sql,
 )
 

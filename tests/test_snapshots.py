@@ -50,12 +50,11 @@ from dws_dagster.workspace.swap import keep_copy
 from dws_dagster.workspace.versions import content_version, short
 
 from .conftest import run_python, run_step, tree_state, write
-from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+from .store_db import (
     STORES,
     damage,
     db_bytes,
     on_store,
-    postgres_store_server,
     sql,
     sqlite_only,
     workspace_state,

@@ -28,14 +28,13 @@ from dws_dagster.workspace.db.database import forget_databases
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 
 from .conftest import ROOT, run_python
-from .store_db import (  # noqa: F401  (postgres_store_server: a fixture on_store uses)
+from .store_db import (
     STORES,
     damage,
     db_dump,
     db_file,
     on_store,
     operations,
-    postgres_store_server,
     record_count,
     sql,
     sqlite_only,
