@@ -135,6 +135,26 @@ class PostgresServer:
         finally:
             connection.close()
 
+    def dagster_yaml(self, database: str, password_env: str) -> str:
+        """A `dagster.yaml` whose run, event-log and schedule storage is `database`, configured
+        as the README's deployment guide shows: the password from `password_env`, and the
+        psycopg2 driver named (SQLAlchemy 2.1 maps a bare `postgresql://` to psycopg 3, which
+        dagster-postgres does not install)."""
+        return f"""\
+storage:
+  postgres:
+    postgres_db:
+      hostname: {self.host}
+      port: {self.port}
+      username: {self.user}
+      password:
+        env: {password_env}
+      db_name: {database}
+      scheme: postgresql+psycopg2
+telemetry:
+  enabled: false
+"""
+
     def create_database(self, prefix: str = "dagster") -> str:
         """A new empty database (one per Dagster instance keeps tests independent)."""
         self._databases += 1

@@ -231,15 +231,34 @@ def test_a_worker_killed_mid_commit_loses_nothing_and_blocks_nobody(
 
 # ------------------------------------------------------------------ Dagster on several machines
 
+#: The assets every Dagster machine defines (its code image): `fare` and `fare_stats`, which
+#: the test materializes before the workers start, the second from an older `fare`.
+SHARED_ASSETS = r"""
+from dagster import asset
+from pyspark.sql import DataFrame, functions as F
+from dws_dagster import dws_ref, dws_source_asset
+
+trips = dws_source_asset("trips", "src", "trips", format="csv")
+
+@asset(metadata=dws_ref("inter", "dag/fare"))
+def fare(trips: DataFrame) -> DataFrame:
+    return trips.select("fare")
+
+@asset(metadata=dws_ref("inter", "dag/fare_stats"))
+def fare_stats(fare: DataFrame) -> DataFrame:
+    return fare.agg(F.sum("fare").alias("total"))
+"""
+
 #: A Dagster worker: its own Spark driver, the PostgreSQL Dagster instance of DAGSTER_HOME, the
-#: IO manager over its own copy of the workspace folder. It materializes its own asset and
-#: then contends, with the other machines, for one ref.
-DAGSTER_WORKER = r"""
+#: IO manager over its own copy of the workspace folder. It materializes its own asset,
+#: contends with the other machines for one ref, then tries an asset whose inputs carry two
+#: versions of `fare` (refused before its body runs, which would leave a file behind).
+DAGSTER_WORKER = SHARED_ASSETS + r"""
 import os, sys, time
 from pathlib import Path
-from dagster import DagsterInstance, asset, materialize
-from pyspark.sql import DataFrame, SparkSession, functions as F
-from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref, dws_source_asset
+from dagster import DagsterInstance, materialize
+from pyspark.sql import SparkSession
+from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource
 
 root, number = Path(sys.argv[1]), int(sys.argv[2])
 barrier, parties = Path(sys.argv[3]), int(sys.argv[4])
@@ -247,7 +266,11 @@ spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fal
          .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.sql.shuffle.partitions", "1").getOrCreate())
 instance = DagsterInstance.get()
-trips = dws_source_asset("trips", "src", "trips", format="csv")
+
+@asset(name=f"mixer_{number}", metadata=dws_ref("inter", f"dag/m{number}/mixed"))
+def mixer(fare: DataFrame, fare_stats: DataFrame) -> DataFrame:
+    (root / f"mixer-{number}-body-ran").touch()
+    return fare.crossJoin(fare_stats)
 
 @asset(name=f"by_zone_{number}", metadata=dws_ref("inter", f"dag/m{number}/by_zone"))
 def by_zone(trips: DataFrame) -> DataFrame:
@@ -268,35 +291,30 @@ own = materialize([trips, by_zone], instance=instance, resources=resources,
                   selection=[f"by_zone_{number}"], raise_on_error=False)
 contest = materialize([trips, contender], instance=instance, resources=resources,
                       selection=[f"contender_{number}"], raise_on_error=False)
-print(own.success, contest.success, flush=True)
+mix = materialize([trips, fare, fare_stats, mixer], instance=instance, resources=resources,
+                  selection=[f"mixer_{number}"], raise_on_error=False)
+refusals = [event.step_failure_data.error.to_string()
+            for event in mix.get_step_failure_events()]
+mix_error = "LineageConsistencyError" if any(
+    "LineageConsistencyError" in text and "two versions of ref inter/dag/fare" in text
+    for text in refusals) else "other"
+print(own.success, contest.success, mix.success, mix_error, flush=True)
 """
 
 
 def _dagster_home(folder: Path, server: Any, database: str) -> Path:
     folder.mkdir(parents=True)
-    (folder / "dagster.yaml").write_text(f"""\
-storage:
-  postgres:
-    postgres_db:
-      hostname: {server.host}
-      port: {server.port}
-      username: {server.user}
-      password:
-        env: DWS_TEST_DAGSTER_PG_PASSWORD
-      db_name: {database}
-      scheme: postgresql+psycopg2
-telemetry:
-  enabled: false
-""")
+    (folder / "dagster.yaml").write_text(server.dagster_yaml(database,
+                                                             "DWS_TEST_DAGSTER_PG_PASSWORD"))
     return folder
 
 
 @pytest.mark.spark
 def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fourth(
-        tmp_path, postgres_store, postgres_server, monkeypatch):
-    from dagster import DagsterInstance
+        spark, tmp_path, postgres_store, postgres_server, monkeypatch):
+    from dagster import DagsterInstance, materialize
 
-    from dws_dagster import process_events
+    from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, process_events
     from dws_dagster.ol.transport import make_transport
 
     from .ol_receiver import Receiver
@@ -304,9 +322,21 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
     monkeypatch.setenv("DWS_TEST_DAGSTER_PG_PASSWORD", postgres_server.password)
     dagster_db = postgres_server.create_database("fleet_dagster")
     seed, common = _seed(tmp_path)
-    (common / "src" / "trips" / "part-0.csv").write_text(
-        "zone,fare\n" + "".join(f"{i % 3},{5 + i}\n" for i in range(30)))
+    trips_csv = common / "src" / "trips" / "part-0.csv"
+    trips_csv.write_text("zone,fare\n" + "".join(f"{i % 3},{5 + i}\n" for i in range(30)))
     machines = tmp_path / "machines"
+    # Before the workers, on a machine of its own: fare, fare_stats from it, then new trips
+    # and fare again. Reading fare with fare_stats now mixes two versions of fare.
+    shared: dict[str, Any] = {}
+    exec(SHARED_ASSETS, shared)  # the workers' own asset code, run here too
+    setup_root = _machine(seed, machines, 0)
+    io_manager = SparkWorkspaceIOManager(workspace=WorkspaceResource(root=str(setup_root)))
+    chain = [shared["trips"], shared["fare"], shared["fare_stats"]]
+    with DagsterInstance.ephemeral() as setup_instance:
+        materialize(chain, instance=setup_instance, resources={"io_manager": io_manager})
+        trips_csv.write_text(trips_csv.read_text() + "0,99\n")
+        materialize(chain, instance=setup_instance, resources={"io_manager": io_manager},
+                    selection=["fare"])
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     workers = []
@@ -323,9 +353,14 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
         out, err = worker.communicate(timeout=900)
         assert worker.returncode == 0, err[-3000:]
         results.append(out.split())
-    assert [own for own, _contest in results] == ["True"] * MACHINES
-    assert sorted(contest for _own, contest in results) == ["False"] * (MACHINES - 1) + ["True"]
-    winner = 1 + [contest for _own, contest in results].index("True")
+    assert [own for own, *_ in results] == ["True"] * MACHINES
+    assert sorted(contest for _, contest, *_ in results) == ["False"] * (MACHINES - 1) + ["True"]
+    winner = 1 + [contest for _, contest, *_ in results].index("True")
+    assert [(mixed, error) for *_, mixed, error in results] == \
+        [("False", "LineageConsistencyError")] * MACHINES
+    assert not list(machines.glob("machine-*/mixer-*-body-ran"))  # refused before the body
+    assert not any((common / "inter" / "dag" / f"m{n}" / "mixed").exists()
+                   for n in range(1, MACHINES + 1))
 
     # The lineage sensor on a fourth machine: its own workspace copy, the same instance.
     sensor_root = _machine(seed, machines, 4)

@@ -65,26 +65,11 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 def postgres_instance(home: Path, server: PostgresServer) -> DagsterInstance:
-    """A Dagster instance whose run, event-log and schedule storage is a new database on
-    `server`, configured as the README's deployment guide shows: password from the env, and
-    the psycopg2 driver named (SQLAlchemy 2.1 maps a bare `postgresql://` to psycopg 3, which
-    dagster-postgres does not install)."""
+    """A Dagster instance whose storage is a new database on `server` (password from the
+    environment, as the README's deployment guide shows)."""
     home.mkdir(parents=True)
-    database = server.create_database()
-    (home / "dagster.yaml").write_text(f"""\
-storage:
-  postgres:
-    postgres_db:
-      hostname: {server.host}
-      port: {server.port}
-      username: {server.user}
-      password:
-        env: {PASSWORD_ENV}
-      db_name: {database}
-      scheme: postgresql+psycopg2
-telemetry:
-  enabled: false
-""")
+    (home / "dagster.yaml").write_text(server.dagster_yaml(server.create_database(),
+                                                           PASSWORD_ENV))
     return DagsterInstance.from_config(str(home))
 
 

@@ -89,7 +89,8 @@ def test_a_record_that_is_not_json_is_named_and_nothing_changes(ws: Workspace) -
     damage(ws, "UPDATE dws_records SET body = '{not json' WHERE ref = 'inter/a'")
     before = db_dump(ws)
     for read in (lambda s: s.items(), lambda s: s.get("inter/a"), lambda s: list(s.history()),
-                 lambda s: s.find_record("inter/a", "v1")):
+                 lambda s: s.find_record("inter/a", "v1"),
+                 lambda s: s.find_records([("inter/b", "v2"), ("inter/a", "v1")])):
         with pytest.raises(WorkspaceConfigError) as info:
             read(Workspace.open(ws.root).store)
         message = str(info.value)
@@ -403,6 +404,18 @@ Workspace.open('.').store.commit([LineageRecord(
     assert store.find_record("inter/a", "a3")["provenance"] == {"src/raw": "again"}
     store.fail([record("inter/a", "a-failed").with_status("failed", "boom")])
     assert store.find_record("inter/a", "a-failed") is None
+    # Many at once (a snapshot's lineage.json files) answer as one by one, over several chunks.
+    store.commit([record(f"inter/many/p{i}", f"m{i}", inputs=(("src/raw", "m"),))
+                  for i in range(1200)])
+    asked = [("inter/a", f"a{i}") for i in range(30)] + \
+        [("inter/a", v) for v in ("a-other", "a-failed", "nope", "a3", "a-last")] + \
+        [("inter/b", "a3"), ("inter/a", "m5")] + \
+        [(f"inter/many/p{i}", f"m{i}") for i in range(1200)] + [("inter/many/p1", "m2")]
+    one_by_one = {pair: found for pair in asked
+                  if (found := store.find_record(*pair)) is not None}
+    assert len(one_by_one) == 30 + 2 + 1200
+    assert store.find_records(asked) == one_by_one
+    assert store.find_records([]) == {}
 
 def test_a_step_run_again_may_ask_for_the_lock_with_nothing_to_write(ws: Workspace) -> None:
     """A writer about to write data takes the lock (`lock=True`) even when its claims are on

@@ -87,7 +87,8 @@ def results_folder_ok(value: Any) -> bool:
 # ----------------------------------------------------------------- lineage records
 
 
-def _ref_ok(value: Any) -> bool:
+def ref_ok(value: Any) -> bool:
+    """Whether `value` surely is a ref (`ResourceRef`'s rules), remembering refs seen."""
     if type(value) is not str:
         return False
     if value in _GOOD_REFS:
@@ -121,7 +122,7 @@ def _pairs_ok(items: Any) -> bool:
         return False
     for item in items:
         if type(item) is not dict or type(item.get("version")) is not str \
-                or not _ref_ok(item.get("ref")):
+                or not ref_ok(item.get("ref")):
             return False
     return True
 
@@ -149,7 +150,7 @@ def record_ok(record: Any) -> bool:
     if type(record) is not dict or "version" not in record:
         return False
     get = record.get
-    if not _ref_ok(get("ref")):
+    if not ref_ok(get("ref")):
         return False
     version = record["version"]
     if version is not None and (type(version) is not str or not 0 < len(version) <= 254
@@ -175,7 +176,7 @@ def record_ok(record: Any) -> bool:
     if type(provenance) is not dict:
         return False
     return not provenance or (
-        (_GOOD_REFS.issuperset(provenance) or all(map(_ref_ok, provenance)))
+        (_GOOD_REFS.issuperset(provenance) or all(map(ref_ok, provenance)))
         and set(map(type, provenance.values())) <= _STR_ONLY)
 
 
@@ -184,7 +185,7 @@ def states_ok(refs: Any) -> bool:
     if type(refs) is not dict:
         return False
     for ref, state in refs.items():
-        if type(state) is not dict or not _ref_ok(ref):
+        if type(state) is not dict or not ref_ok(ref):
             return False
         owner = state.get("owner")
         if (owner is not None and type(owner) is not str) \
@@ -212,15 +213,15 @@ def ops_ok(ops: list[Any]) -> bool:
             if not record_ok(op.get("record")) or type(op.get("unknown", False)) is not bool:
                 return False
         elif kind == "claim":
-            if not _ref_ok(op.get("ref")) or type(op.get("step")) is not str:
+            if not ref_ok(op.get("ref")) or type(op.get("step")) is not str:
                 return False
         elif kind == "forget":
-            if not _ref_ok(op.get("ref")):
+            if not ref_ok(op.get("ref")):
                 return False
         elif kind == "reset":
             unknown = op.get("unknown", [])
             if not is_snapshot_hash(op.get("snapshot")) or type(unknown) is not list \
-                    or not all(map(_ref_ok, unknown)):
+                    or not all(map(ref_ok, unknown)):
                 return False
         else:
             return False
@@ -281,7 +282,7 @@ def _entry_ok(entry: Any) -> bool:
             or type(entry.get("created", "")) is not str \
             or (metrics is not None and type(metrics) is not dict):
         return False
-    return all(type(item) is dict and _ref_ok(item.get("ref"))
+    return all(type(item) is dict and ref_ok(item.get("ref"))
                and results_folder_ok(item.get("folder")) for item in results)
 
 

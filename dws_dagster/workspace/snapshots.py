@@ -34,7 +34,7 @@ from . import shapes
 from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
 from .db import schema
 from .files import canonical_json, pretty_json, writing
-from .graph import upstream_records
+from .graph import prefetch_upstream, upstream_records
 from .records import identity_digest
 from .records import record_identity as record_identity  # re-exported: callers of the old home
 from .redaction import redact_text
@@ -351,6 +351,7 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
     view = ws.store
     staged: dict[str, Path] = {}
     placed: list[Path] = []
+    known = prefetch_upstream(view, results_refs)
     try:
         for ref in results_refs:
             parsed = as_ref(ref)
@@ -381,7 +382,7 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
             target = stage / parsed.subpath if parsed.subpath else stage
             lineage = {"format": INDEX_FORMAT, "snapshot": info.hash, "ref": ref,
                        "version": states[ref].version,
-                       "records": upstream_records(view, ref)}
+                       "records": upstream_records(view, ref, known)}
             # Named by where the copy goes, not by the staging folder the user never sees.
             with writing(final, action="copy results into"):
                 if source.is_dir():

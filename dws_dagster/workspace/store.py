@@ -27,6 +27,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    null,
     or_,
     select,
     union_all,
@@ -224,6 +225,10 @@ _FIND_RECORD = (select(_RECORDS.c.id, _RECORDS.c.body)
                        _RECORDS.c.ref == bindparam("ref"),
                        _RECORDS.c.version == bindparam("version"), _RECORDS.c.good)
                 .order_by(_RECORDS.c.id.desc()).limit(1))
+_FIND_RECORDS = (select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.version, _RECORDS.c.body)
+                 .where(_RECORDS.c.workspace_id == bindparam("ws"),
+                        _RECORDS.c.ref.in_(bindparam("refs", expanding=True)),
+                        _RECORDS.c.good))
 _RECORD_BY_DIGEST = select(_RECORDS.c.id).where(_RECORDS.c.workspace_id == bindparam("ws"),
                                                 _RECORDS.c.digest == bindparam("digest"))
 _INSERT_INPUTS = insert(schema.record_inputs)
@@ -232,14 +237,16 @@ _INSERT_OPERATION = insert(schema.operations)
 
 @functools.cache
 def _overlapping_select(depth: int) -> Any:
-    """Refs that are one of `depth` given refs (a ref and its ancestors) or lie inside the
-    first, one statement per depth (an expanding IN is rebuilt at every execution). Two
-    selects in a UNION ALL, each searching the (workspace, ref) key: joined by OR, both
-    databases' planners fell back to reading every ref of the workspace."""
-    named = select(_REFS.c.ref, _REFS.c.owner).where(
-        _REFS.c.workspace_id == bindparam("ws"),
+    """Refs that are one of `depth` given refs (a ref and its ancestors), with their states,
+    or lie inside the first, with their owners only: one statement per depth (an expanding IN
+    is rebuilt at every execution). The states come along because whoever checks a ref
+    against rule (a) reads its state next. Two selects in a UNION ALL, each searching the
+    (workspace, ref) key: joined by OR, both databases' planners fell back to reading every
+    ref of the workspace."""
+    named = _states_select(_REFS).where(
         _REFS.c.ref.in_([bindparam(f"a{i}") for i in range(depth)]))
-    inside = select(_REFS.c.ref, _REFS.c.owner).where(
+    inside = select(_REFS.c.ref, _REFS.c.owner, null(), null(), null(), null(),
+                    _REFS.c.unknown).where(
         _REFS.c.workspace_id == bindparam("ws"),
         _REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))
     return union_all(named, inside)
@@ -343,6 +350,8 @@ class LineageStore:
     def _checked_ref(self, ref: Any, where: str) -> str:
         """A ref read back. One no step could have written (a hand edit, a column of another
         type) is named as damage here, not refused later as a ref, elsewhere."""
+        if type(ref) is str and shapes.ref_ok(ref):
+            return ref
         if type(ref) is not str or not shapes.states_ok({ref: _NO_STATE}):
             shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where,
                                 advice=_ADVICE)
@@ -392,6 +401,13 @@ class LineageStore:
                 cache[memo] = state
         return state
 
+    def _remember(self, states: dict[str, RefState | None]) -> None:
+        """Keep states just read (None: no lineage) for the rest of this transaction."""
+        cache = self.db.transaction_cache()
+        if cache is not None:
+            ws_id = self.workspace_id
+            cache.update(((ws_id, ref), state) for ref, state in states.items())
+
     def _forget_cached(self, ref: str | None = None) -> None:
         """Drop what this transaction read of `ref` (of every ref: None), about to change."""
         cache = self.db.transaction_cache()
@@ -422,17 +438,28 @@ class LineageStore:
         return [other for other, _owner in self._overlapping(ref)]
 
     def _overlapping(self, ref: ResourceRef) -> list[tuple[str, str | None]]:
+        """(ref, owner) of the refs that overlap `ref`: `ref` and its ancestors first (their
+        states kept in the transaction's cache), then the refs inside it."""
         text = str(ref)
         around = [str(a) for a in ref.ancestors()] + [text]
+        order = {name: i for i, name in enumerate(around)}
+        where = "current lineage"
         with self.reading() as connection:
             # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
             rows = connection.execute(_overlapping_select(len(around)), {
                 "ws": self.workspace_id, "low": text + "/", "high": text + "0",
                 **{f"a{i}": name for i, name in enumerate(around)}}).all()
-        order = {name: i for i, name in enumerate(around)}
-        checked = [(self._checked_ref(r, "current lineage"), o) for r, o in rows]
-        return sorted(((r, self._owner(r, o, "current lineage")) for r, o in checked),
-                      key=lambda item: (order.get(item[0], len(order)), item[0]))
+            found: list[tuple[str, str | None]] = []
+            states: dict[str, RefState | None] = dict.fromkeys(around)
+            for row in rows:
+                other = self._checked_ref(row[0], where)
+                if other in order:
+                    state = states[other] = self._state_of(row, where)
+                    found.append((other, state.owner))
+                else:
+                    found.append((other, self._owner(other, row[1], where)))
+            self._remember(states)
+        return sorted(found, key=lambda item: (order.get(item[0], len(order)), item[0]))
 
     def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
         """The good record that produced `ref@version`: the latest one written."""
@@ -441,6 +468,29 @@ class LineageStore:
             row = connection.execute(_FIND_RECORD, {"ws": self.workspace_id, "ref": key,
                                                     "version": version}).first()
         return None if row is None else self._body(row[1], row[0], key, "history")
+
+    def find_records(self, wanted: Iterable[tuple[str, str]]
+                     ) -> dict[tuple[str, str], dict[str, Any]]:
+        """`find_record` of many (ref, version) pairs, a few hundred per query: the lineage of
+        a thousand results is thousands of records, each a round trip when read one by one."""
+        pairs = list(dict.fromkeys(wanted))
+        asked = set(pairs)
+        found: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
+        with self.reading() as connection:
+            for start in range(0, len(pairs), _CHUNK):
+                chunk = pairs[start:start + _CHUNK]
+                # The refs' good records by the (workspace, ref) index, the versions picked
+                # out here: SQLite searches only the workspace for `(ref, version) IN (...)`,
+                # `version IN` too has it probe every pair of the two lists, and compiling a
+                # VALUES list of pairs costs more than reading a ref's other versions.
+                rows = [row for row in connection.execute(_FIND_RECORDS, {
+                    "ws": self.workspace_id, "refs": list({ref for ref, _v in chunk})})
+                    if (row[1], row[2]) in asked]
+                for record_id, ref, version, body in rows:
+                    key = (ref, version)
+                    if key not in found or found[key][0] < record_id:  # the latest, as one by one
+                        found[key] = (record_id, self._body(body, record_id, ref, "history"))
+        return {key: record for key, (_id, record) in found.items()}
 
     def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
         """Current records that read `ref`, a ref containing it or one inside it: (the ref
@@ -616,8 +666,10 @@ class LineageStore:
         outputs = list(outputs)
         if not lock:
             with self.reading():  # one read transaction for every check, not one per query
+                # Checked first: the checks read the states the pending writes need.
+                check = self._check_step(step, wanted, inputs, outputs)
                 if not any(self._pending_step_writes(step, wanted, seen)):
-                    return self._check_step(step, wanted, inputs, outputs)
+                    return check
         with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
             # () when nothing is left to write (a writer that asked for the lock all the same)
@@ -654,14 +706,32 @@ class LineageStore:
         return claims_now, observations
 
     def _states_of(self, refs: Sequence[str]) -> dict[str, RefState]:
+        """The states of those of `refs` that have lineage, read once per transaction: a
+        step's checks ask for the same refs several times."""
         found: dict[str, RefState] = {}
-        wanted = list(dict.fromkeys(refs))
         with self.reading() as connection:
+            cache = self.db.transaction_cache()
+            ws_id = self.workspace_id
+            wanted = []
+            for ref in dict.fromkeys(refs):
+                memo = (ws_id, ref)
+                if cache is not None and memo in cache:
+                    if cache[memo] is not None:
+                        found[ref] = cache[memo]
+                else:
+                    wanted.append(ref)
             for start in range(0, len(wanted), _CHUNK):
-                rows = connection.execute(_STATES_IN, {
-                    "ws": self.workspace_id, "refs": wanted[start:start + _CHUNK]}).all()
+                chunk = wanted[start:start + _CHUNK]
+                read: dict[str, RefState | None] = dict.fromkeys(chunk)
+                # One ref (a step's usual input) by equality: an expanding IN is rebuilt at
+                # every execution.
+                rows = connection.execute(_GET_STATE, {"ws": ws_id, "ref": chunk[0]}) \
+                    if len(chunk) == 1 else \
+                    connection.execute(_STATES_IN, {"ws": ws_id, "refs": chunk})
                 for row in rows:
-                    found[row[0]] = self._state_of(row, "current lineage")
+                    state = read[row[0]] = self._state_of(row, "current lineage")
+                    found[row[0]] = state
+                self._remember(read)
         return found
 
     def check_inputs(self, step: str, inputs: Collection[tuple[ResourceRef | str, str]],
