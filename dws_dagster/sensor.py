@@ -137,6 +137,7 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
         # snapshots are taken per run: a snapshot of large data may take long, and takes the
         # lock itself; then each apply and the spool commit on their own.
         with nullcontext() if snapshot_on_results else ws.store.locked():
+            applier.prefetch_lineage(records)
             for record in records:
                 applier.apply(record)
             if outbox is not None:

@@ -33,6 +33,7 @@ from .materialization import (
 from .ol.model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, PartitionInfo, RunInfo
 from .ol.run_events import DagsterRunEvent
 from .stored_events import AssetEventRecord
+from .workspace import shapes
 from .workspace.config import Workspace
 from .workspace.files import atomic_write_bytes, pretty_json
 from .workspace.records import LineageRecord, StepInfo, sanitize_parameters
@@ -443,6 +444,24 @@ class EventApplier:
         found = dagster_compat.runs_job_times(self.instance, wanted)
         for run_id in wanted:
             self._runs[run_id] = _run_facts(run_id, found.get(run_id))
+
+    def prefetch_lineage(self, records: Any) -> None:
+        """Read what applying a batch's materializations asks the store (the current state of
+        each ref, the record of each version) in a few queries, inside the batch's
+        transaction. Metadata that is not a ref and version is left to `apply` to report."""
+        refs: list[str] = []
+        versions: list[tuple[str, str]] = []
+        for record in records:
+            if not isinstance(record, AssetEventRecord) \
+                    or record.kind != DagsterEventType.ASSET_MATERIALIZATION:
+                continue
+            ref, version = record.metadata.get("dws/ref"), record.metadata.get("dws/version")
+            if isinstance(ref, str) and shapes.ref_ok(ref):
+                refs.append(ref)
+                if isinstance(version, str):
+                    versions.append((ref, version))
+        if refs:
+            self.ws.store.prefetch(refs, versions)
 
     def _run(self, run_id: str) -> _RunFacts | None:
         if run_id not in self._runs:

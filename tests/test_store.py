@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -493,3 +494,43 @@ def test_a_stored_ref_that_is_not_a_ref_is_named_wherever_it_is_read(ws: Workspa
             action(Workspace.open(ws.root).store)
         _store_named(str(info.value), ws)
     assert db_dump(ws) == before
+
+
+def test_prefetched_states_and_records_answer_as_the_database_does(ws: Workspace) -> None:
+    """What a batch prefetches (the sensor's) is what the store would read, and stays so while
+    the batch writes: a record written for a version is then that version's record."""
+    store = ws.store
+    store.commit([record("inter/a", "a1", inputs=(("src/raw", "r1"),)),
+                  record("inter/b", "b1", "other")])
+    asked = [("inter/a", "a1"), ("inter/a", "nope"), ("inter/b", "b1"), ("inter/c", "c1")]
+    expected = {pair: store.find_record(*pair) for pair in asked}
+    states = {ref: store.get(ref) for ref in ("inter/a", "inter/b", "inter/c")}
+    with store.locked():
+        store.prefetch(["inter/a", "inter/b", "inter/c"], asked)
+        with no_queries(ws):
+            assert {pair: store.find_record(*pair) for pair in asked} == expected
+            assert {ref: store.get(ref) for ref in states} == states
+        store.commit([record("inter/a", "a1", inputs=(("src/raw", "again"),))])
+        assert store.find_record("inter/a", "a1")["provenance"] == {"src/raw": "again"}
+        assert store.get("inter/a").record["provenance"] == {"src/raw": "again"}
+    assert store.find_record("inter/a", "a1")["provenance"] == {"src/raw": "again"}
+    store.prefetch(["inter/a"], [("inter/a", "a1")])  # outside a transaction: reads nothing
+
+
+@contextmanager
+def no_queries(ws: Workspace) -> Iterator[None]:
+    """Fail on any statement sent to the workspace's database inside the block."""
+    from sqlalchemy import event
+
+    sent: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        sent.append(statement)
+
+    engine = ws.store.db.engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert sent == []
