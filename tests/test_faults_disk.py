@@ -144,11 +144,11 @@ def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
         assert "asset 'victim'" in error.message and REF in error.message
         assert expected in error.message and "previous data is unchanged" in error.message
         state = Workspace.open(ws.root).store.get(REF)
-        if fault == "disk-full" and real:
-            # The disk Spark filled holds the store too: a database cannot commit the failed
-            # attempt without room for its pages (a journal's one-line append fitted in the
-            # slack of its last page). The error says so; the last good record is kept.
-            assert state.attempt is None and state.version == old_version
+        if fault == "disk-full" and real and state.attempt is None:
+            # The disk Spark filled holds the store too: whether the failed attempt's pages
+            # still fit depends on what the failed write left behind when it was recorded.
+            # When they do not, the error says so and the last good record is kept.
+            assert state.version == old_version
             assert "could not be recorded in the lineage store either" in error.to_string()
             assert "free space" in error.to_string()
         else:

@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import xxhash
 from sqlalchemy import (
+    Text,
     and_,
     bindparam,
+    column,
     delete,
     func,
     insert,
@@ -32,6 +34,7 @@ from sqlalchemy import (
     select,
     union_all,
     update,
+    values,
 )
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
@@ -225,10 +228,6 @@ _FIND_RECORD = (select(_RECORDS.c.id, _RECORDS.c.body)
                        _RECORDS.c.ref == bindparam("ref"),
                        _RECORDS.c.version == bindparam("version"), _RECORDS.c.good)
                 .order_by(_RECORDS.c.id.desc()).limit(1))
-_FIND_RECORDS = (select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.version, _RECORDS.c.body)
-                 .where(_RECORDS.c.workspace_id == bindparam("ws"),
-                        _RECORDS.c.ref.in_(bindparam("refs", expanding=True)),
-                        _RECORDS.c.good))
 _RECORD_BY_DIGEST = select(_RECORDS.c.id).where(_RECORDS.c.workspace_id == bindparam("ws"),
                                                 _RECORDS.c.digest == bindparam("digest"))
 _INSERT_INPUTS = insert(schema.record_inputs)
@@ -250,6 +249,23 @@ def _overlapping_select(depth: int) -> Any:
         _REFS.c.workspace_id == bindparam("ws"),
         _REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))
     return union_all(named, inside)
+
+
+@functools.cache
+def _find_records_select(size: int) -> Any:
+    """The good records of `size` (ref, version) pairs, bound as `r0`, `v0`, ...: the pairs
+    as a table joined to the (workspace, ref, version) index. SQLite searches only the
+    workspace for `(ref, version) IN (...)`, and a query by ref reads every version of a ref
+    materialized thousands of times. One statement per size, built and compiled once (a
+    VALUES list of literal pairs is compiled again at every execution)."""
+    asked = values(column("ref", Text), column("version", Text), name="asked").data(
+        [(bindparam(f"r{i}", type_=Text), bindparam(f"v{i}", type_=Text))
+         for i in range(size)]).cte("asked")
+    return (select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.version, _RECORDS.c.body)
+            .select_from(asked.join(_RECORDS, and_(
+                _RECORDS.c.workspace_id == bindparam("ws"), _RECORDS.c.ref == asked.c.ref,
+                _RECORDS.c.version == asked.c.version)))
+            .where(_RECORDS.c.good))
 
 
 def _dialect_insert(dialect: str) -> Any:
@@ -495,19 +511,17 @@ class LineageStore:
         """`find_record` of many (ref, version) pairs, a few hundred per query: the lineage of
         a thousand results is thousands of records, each a round trip when read one by one."""
         pairs = list(dict.fromkeys(wanted))
-        asked = set(pairs)
         found: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
         with self.reading() as connection:
             for start in range(0, len(pairs), _CHUNK):
                 chunk = pairs[start:start + _CHUNK]
-                # The refs' good records by the (workspace, ref) index, the versions picked
-                # out here: SQLite searches only the workspace for `(ref, version) IN (...)`,
-                # `version IN` too has it probe every pair of the two lists, and compiling a
-                # VALUES list of pairs costs more than reading a ref's other versions.
-                rows = [row for row in connection.execute(_FIND_RECORDS, {
-                    "ws": self.workspace_id, "refs": list({ref for ref, _v in chunk})})
-                    if (row[1], row[2]) in asked]
-                for record_id, ref, version, body in rows:
+                size = 1 << (len(chunk) - 1).bit_length()  # a few statements, each cached
+                chunk += chunk[-1:] * (size - len(chunk))
+                params: dict[str, Any] = {"ws": self.workspace_id}
+                for i, (ref, version) in enumerate(chunk):
+                    params[f"r{i}"], params[f"v{i}"] = ref, version
+                for record_id, ref, version, body in connection.execute(
+                        _find_records_select(size), params):
                     key = (ref, version)
                     if key not in found or found[key][0] < record_id:  # the latest, as one by one
                         found[key] = (record_id, self._body(body, record_id, ref, "history"))
