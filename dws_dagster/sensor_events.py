@@ -521,7 +521,7 @@ class EventApplier:
                  version: str | None = None) -> DatasetInfo:
         """An output: a partition is named by its asset's root, the partition in the subset
         facet (one OpenLineage run writes one partition, so the version is that partition's)."""
-        if root is None or partition is None or root == ref or not root.covers(ref):
+        if root is None or partition is None or not root.covers(ref):  # strictly inside
             return self._dataset(ref, version)
         subpath = "/".join(ref.parts[len(root.parts):])
         return DatasetInfo(location=self.locate(root), ref=str(root), partitions=(

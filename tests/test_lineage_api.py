@@ -296,6 +296,23 @@ def test_complete_twice_warns_and_records_once(ws: Workspace,
     assert sum(1 for _ in ws.store.history()) == lines
 
 
+def test_an_output_added_again_or_inside_another_is_kept_once(ws: Workspace) -> None:
+    """Outputs are merged with the inclusive test (`covers_or_equals`): the same ref, however
+    spelled, or one inside an output already there, adds nothing; an enclosing ref replaces
+    the outputs inside it."""
+    lineage = builder(ws, "merge").with_no_inputs().eval()
+    lineage.add_output_ref("inter/m/a")
+    lineage.add_output_ref("inter/m/a/")
+    lineage.add_output_ref(ResourceRef("inter", "./m//a"))
+    assert lineage.outputs == [ResourceRef("inter", "m/a")]
+    lineage.add_output_ref("inter/m/a/deeper")
+    assert lineage.outputs == [ResourceRef("inter", "m/a")]
+    lineage.add_output_ref("inter/m/b")
+    lineage.add_output_ref("inter/m")
+    assert lineage.outputs == [ResourceRef("inter", "m")]
+    lineage.abort()
+
+
 def test_dataworkspaces_script_runs_with_only_its_import_changed(ws: Workspace) -> None:
     """A script in Data Workspaces style, as a real process, using as_script_step()."""
     write(ws.root / "data/src/raw.csv", "x\n1\n")

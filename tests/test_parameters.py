@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dws_dagster import InvalidParameterError, LineageBuilder, Workspace
 from dws_dagster.lineage import (
     CmdLineParameter,
+    ResourceRef,
     add_lineage_parameters_to_arg_parser,
     get_lineage_parameter_values,
 )
@@ -102,7 +103,10 @@ def test_parameters_that_are_not_a_mapping_are_refused(params: Any, ws: Workspac
                                              ({("a", 1): 2}, "key of type tuple"),
                                              (2**70, "beyond 64 bits"),
                                              ("bad \ud800 text", "not valid Unicode"),
-                                             ([{"k": {"v": object()}}], "object")])
+                                             ([{"k": {"v": object()}}], "object"),
+                                             # a named tuple, yet not recorded as [name, subpath]
+                                             (ResourceRef("src", "a"), "ResourceRef"),
+                                             ([ResourceRef("src")], "ResourceRef")])
 def test_values_that_cannot_be_recorded_name_where_they_are(value: Any, what: str) -> None:
     with pytest.raises(InvalidParameterError) as info:
         sanitize_parameters({"cfg": value})

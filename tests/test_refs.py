@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
+import pickle
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -26,42 +29,64 @@ def R(text: str) -> ResourceRef:
 # ----------------------------------------------------------------------------- covers / overlaps
 
 COVERS_TABLE = [
-    # (outer, inner, outer covers inner)
-    ("bar", "bar", True),
-    ("bar/b", "bar/b", True),
-    ("bar/b/c", "bar/b/c", True),
-    ("bar", "bar/b", True),
-    ("bar", "bar/b/c/d", True),
-    ("bar", "bar/baz", True),
-    ("bar/b", "bar/b/c", True),
-    ("bar/b", "bar/b/c/d/e", True),
-    ("bar/b", "bar/baz", False),
-    ("bar/b", "bar/bc", False),
-    ("bar/b", "bar", False),
-    ("bar/b/c", "bar/b", False),
-    ("bar/b", "bar/a/b", False),
-    ("bar/b", "bar/c", False),
-    ("bar/date=1", "bar/date=10", False),
-    ("bar", "baz", False),
-    ("bar", "bars", False),
-    ("bar", "ba", False),
-    ("bar/b", "baz/b", False),
-    ("bar/b", "baz/b/c", False),
-    ("src", "inter", False),
+    # (outer, inner, outer covers inner, outer covers-or-equals inner)
+    ("bar", "bar", False, True),
+    ("bar/b", "bar/b", False, True),
+    ("bar/b/c", "bar/b/c", False, True),
+    ("bar", "bar/b", True, True),
+    ("bar", "bar/b/c/d", True, True),
+    ("bar", "bar/baz", True, True),
+    ("bar/b", "bar/b/c", True, True),
+    ("bar/b", "bar/b/c/d/e", True, True),
+    ("bar/b", "bar/baz", False, False),
+    ("bar/b", "bar/bc", False, False),
+    ("bar/b", "bar", False, False),
+    ("bar/b/c", "bar/b", False, False),
+    ("bar/b", "bar/a/b", False, False),
+    ("bar/b", "bar/c", False, False),
+    ("bar/date=1", "bar/date=10", False, False),
+    ("bar", "baz", False, False),
+    ("bar", "bars", False, False),
+    ("bar", "ba", False, False),
+    ("bar/b", "baz/b", False, False),
+    ("bar/b", "baz/b/c", False, False),
+    ("src", "inter", False, False),
 ]
 
 
-@pytest.mark.parametrize(("outer", "inner", "expected"), COVERS_TABLE)
-def test_covers_truth_table(outer: str, inner: str, expected: bool) -> None:
+@pytest.mark.parametrize(("outer", "inner", "expected", "_inclusive"), COVERS_TABLE)
+def test_covers_truth_table(outer: str, inner: str, expected: bool, _inclusive: bool) -> None:
     assert R(outer).covers(R(inner)) is expected
 
 
-@pytest.mark.parametrize(("a", "b", "_covers"), COVERS_TABLE)
-def test_overlaps_is_symmetric_and_means_one_covers_the_other(a: str, b: str,
-                                                              _covers: bool) -> None:
+@pytest.mark.parametrize(("outer", "inner", "_covers", "expected"), COVERS_TABLE)
+def test_covers_or_equals_truth_table(outer: str, inner: str, _covers: bool,
+                                      expected: bool) -> None:
+    assert R(outer).covers_or_equals(R(inner)) is expected
+    assert expected is (R(outer).covers(R(inner)) or R(outer) == R(inner))
+
+
+def test_covers_is_strict_as_in_data_workspaces() -> None:
+    # "strictly higher in the hierarchy": a ref does not cover itself
+    for text in ("bar", "bar/b", "bar/b/c"):
+        assert not R(text).covers(R(text))
+        assert R(text).covers_or_equals(R(text))
+    assert R("bar/b").covers(R("bar/b/c"))
+    assert not R("bar/b").covers(R("bar/baz"))
+    assert not R("bar/b").covers_or_equals(R("bar/baz"))
+    # the same ref however spelled
+    assert not ResourceRef("bar", "b/").covers(ResourceRef("bar", "./b"))
+    assert ResourceRef("bar", "b/").covers_or_equals(ResourceRef("bar", "./b"))
+    assert not ResourceRef("bar", ".").covers(ResourceRef("bar"))
+
+
+@pytest.mark.parametrize(("a", "b", "_covers", "_inclusive"), COVERS_TABLE)
+def test_overlaps_is_symmetric_and_means_one_covers_the_other(a: str, b: str, _covers: bool,
+                                                              _inclusive: bool) -> None:
     ra, rb = R(a), R(b)
     assert ra.overlaps(rb) is rb.overlaps(ra)
-    assert ra.overlaps(rb) is (ra.covers(rb) or rb.covers(ra))
+    assert ra.overlaps(rb) is (ra.covers_or_equals(rb) or rb.covers_or_equals(ra))
+    assert ra.overlaps(rb) is (ra == rb or ra.covers(rb) or rb.covers(ra))
 
 
 def test_overlaps_examples() -> None:
@@ -70,12 +95,147 @@ def test_overlaps_examples() -> None:
     assert not R("bar/b").overlaps(R("bar/bc"))
     assert not R("bar/bc").overlaps(R("bar/b"))
     assert not R("bar").overlaps(R("baz"))
+    assert R("bar/b").overlaps(R("bar/b"))
+    assert R("bar").overlaps(R("bar"))
 
 
 def test_covers_uses_normalised_subpaths() -> None:
     assert ResourceRef("bar", "b/").covers(ResourceRef("bar", "./b//c/"))
     assert ResourceRef("bar", ".").covers(ResourceRef("bar", "anything"))
     assert not ResourceRef("bar", "b/").covers(ResourceRef("bar", "bc"))
+
+
+# ------------------------------------------------------------------------------- named tuple
+
+class ForeignRef(NamedTuple):
+    """Shaped like Data Workspaces' own `ResourceRef`: a plain, unvalidated named tuple."""
+
+    name: str
+    subpath: str | None = None
+
+
+def test_is_a_named_tuple_like_data_workspaces() -> None:
+    ref = ResourceRef("res", "a//b/")
+    assert isinstance(ref, tuple)
+    assert ResourceRef._fields == ("name", "subpath")
+    name, subpath = ref
+    assert (name, subpath) == ("res", "a/b")
+    assert ref == ("res", "a/b")
+    assert ("res", "a/b") == ref  # noqa: SIM300 - the tuple on the left is the point
+    assert ref != ("res", "a//b/")  # compared as normalised
+    assert ResourceRef("res") == ("res", None)
+    assert ref == ForeignRef("res", "a/b")
+    assert ref._asdict() == {"name": "res", "subpath": "a/b"}
+    assert ResourceRef(name="res", subpath="a") == ResourceRef("res", "a")
+    assert repr(ref) == "ResourceRef(name='res', subpath='a/b')"
+    assert str(ref) == f"{ref}" == "res/a/b"
+    assert ref  # a whole resource too: always a 2-tuple, always true
+    assert ResourceRef("res")
+
+
+def test_hash_is_the_tuples() -> None:
+    assert hash(ResourceRef("res", "a/./b")) == hash(("res", "a/b"))
+    assert hash(ResourceRef("res")) == hash(("res", None))
+    assert {("res", "a"): 1}[ResourceRef("res", "a/")] == 1
+    assert {ResourceRef("res", "a"): 1}[ForeignRef("res", "a")] == 1
+
+
+def test_fields_cannot_be_set() -> None:
+    ref = ResourceRef("res", "a")
+    with pytest.raises(AttributeError):
+        ref.subpath = "../x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        ref.other = 1  # type: ignore[attr-defined]
+
+
+def test_replace_validates_and_normalises() -> None:
+    ref = ResourceRef("res", "a")
+    assert ref._replace(subpath="b//c/") == ResourceRef("res", "b/c")
+    assert ref._replace(subpath="b//c/").subpath == "b/c"
+    assert ref._replace(name="other") == ResourceRef("other", "a")
+    assert ref._replace(subpath=None) == ResourceRef("res")
+    assert type(ref._replace(subpath="x")) is ResourceRef
+    with pytest.raises(InvalidResourceRefError, match=r"'\.\.'"):
+        ref._replace(subpath="../x")
+    with pytest.raises(InvalidResourceRefError, match="invalid resource name"):
+        ref._replace(name="a/b")
+    with pytest.raises(ValueError, match="unexpected field names"):
+        ref._replace(path="x")  # type: ignore[call-arg]
+
+
+def test_make_validates() -> None:
+    assert ResourceRef._make(["res", "a//b"]) == ResourceRef("res", "a/b")
+    assert ResourceRef._make(iter(["res", None])) == ResourceRef("res")
+    with pytest.raises(InvalidResourceRefError, match="'res'"):
+        ResourceRef._make(["res", "/etc"])
+    with pytest.raises(TypeError, match="Expected 2 arguments, got 1"):
+        ResourceRef._make(["res"])
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_pickle_round_trip(protocol: int) -> None:
+    for ref in (ResourceRef("res"), ResourceRef("res", "a/b"), R("r_1.x-y/ä ö/ü")):
+        back = pickle.loads(pickle.dumps(ref, protocol=protocol))
+        assert back == ref
+        assert type(back) is ResourceRef
+        assert back.subpath == ref.subpath
+
+
+def test_copy_and_deepcopy() -> None:
+    ref = ResourceRef("res", "a/b")
+    for copied in (copy.copy(ref), copy.deepcopy(ref), copy.deepcopy({"k": [ref]})["k"][0]):
+        assert copied == ref
+        assert type(copied) is ResourceRef
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_unpickling_and_copying_validate(protocol: int) -> None:
+    # A ref that skipped validation (built with tuple.__new__, or bytes tampered with on the
+    # way) is refused when it is unpickled or copied, not carried along.
+    bad = tuple.__new__(ResourceRef, ("res", "../x"))
+    data = pickle.dumps(bad, protocol=protocol)
+    with pytest.raises(InvalidResourceRefError, match=r"'\.\.'"):
+        pickle.loads(data)
+    with pytest.raises(InvalidResourceRefError):
+        copy.copy(bad)
+    with pytest.raises(InvalidResourceRefError):
+        copy.deepcopy(bad)
+    unnormalised = pickle.loads(pickle.dumps(tuple.__new__(ResourceRef, ("res", "a//b/")),
+                                             protocol=protocol))
+    assert unnormalised.subpath == "a/b"
+
+
+def test_sorting_with_none_subpaths() -> None:
+    refs = [R("b"), R("a/b/c"), R("a"), R("b/a"), R("a/b"), ResourceRef("a", None), R("a/b-c")]
+    assert [str(r) for r in sorted(refs)] == ["a", "a", "a/b", "a/b/c", "a/b-c", "b", "b/a"]
+    assert R("a") < R("a/b") <= R("a/b") < R("b")
+    assert R("b") > R("a/b") >= R("a/b") > R("a")
+    assert max([R("a"), R("a/z")]) == R("a/z")
+    # by components, not characters: '-' sorts before '/', yet a/b/c comes first
+    assert R("a/b/c") < R("a/b-c")
+    assert ("a", "b/c") > ("a", "b-c")
+
+
+def test_ordering_against_plain_tuples_follows_tuple_rules() -> None:
+    # documented: ResourceRef's comparisons return NotImplemented, Python uses tuple order
+    assert R("a/b") < ("a", "c")
+    assert ("a", "c") > R("a/b")  # noqa: SIM300 - the tuple on the left is the point
+    assert R("a/b") < ForeignRef("b")
+    with pytest.raises(TypeError):
+        _ = R("a") < ("a", "b")  # None against a string, as for tuples
+    with pytest.raises(TypeError):
+        sorted([R("a"), ("a", "b")])
+
+
+def test_as_ref_takes_data_workspaces_named_tuples() -> None:
+    ref = as_ref(ForeignRef("res", "a//b/"))  # type: ignore[arg-type]
+    assert type(ref) is ResourceRef
+    assert ref == ResourceRef("res", "a/b")
+    assert as_ref(ForeignRef("res")) == ResourceRef("res")  # type: ignore[arg-type]
+    with pytest.raises(InvalidResourceRefError, match=r"'\.\.'"):
+        as_ref(ForeignRef("res", "../x"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidResourceRefError):
+        as_ref(("res", "a"))  # type: ignore[arg-type]  # a bare tuple names no fields
 
 
 # ------------------------------------------------------------------------------- normalisation
@@ -350,10 +510,36 @@ def test_property_normalised_subpaths_are_safe(sub: str) -> None:
     # normalisation is idempotent and covering agrees with child()
     assert ResourceRef("res", ref.subpath) == ref
     assert ResourceRef("res").covers(ref)
-    assert ref.covers(ref)
+    assert not ref.covers(ref)
+    assert ref.covers_or_equals(ref)
     if len(sub.encode()) + 2 <= MAX_SUBPATH_BYTES:
         inner = ResourceRef("res", sub + "/x")
         assert ref.covers(inner)
         assert not inner.covers(ref)
         assert inner == ref.child("x")
         assert inner.ancestors()[-1] == ref
+
+
+COMPONENT = st.sampled_from(["x", "y", "xy", "x-y", "x.y", "é"])
+VALID_REF = st.builds(
+    lambda name, parts, spelled: ResourceRef(name, spelled("/".join(parts)) or None),
+    st.sampled_from(["a", "b"]),
+    st.lists(COMPONENT, max_size=4),
+    st.sampled_from([str, lambda sub: f"./{sub}//" if sub else sub]),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(a=VALID_REF, b=VALID_REF)
+def test_property_covers_is_the_strict_part_of_covers_or_equals(a: ResourceRef,
+                                                                b: ResourceRef) -> None:
+    assert a.covers(b) == (a.covers_or_equals(b) and a != b)
+    assert a.covers_or_equals(b) == (a.covers(b) or a == b)
+    assert a.overlaps(b) == b.overlaps(a)
+    assert a.overlaps(b) == (a.covers_or_equals(b) or b.covers_or_equals(a))
+    assert not (a.covers(b) and b.covers(a))
+    if a.covers(b):
+        assert a < b
+        assert a in b.ancestors()
+    assert (a < b) == ((a.name, a.parts) < (b.name, b.parts))
+    assert (a == b) == (tuple(a) == tuple(b)) == (hash(a) == hash(b) and str(a) == str(b))

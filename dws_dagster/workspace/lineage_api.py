@@ -134,9 +134,9 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         claims: list[ResourceRef] = []
         for ref in outputs:
             resolved = self.workspace.check_writable(ref)
-            if any(out.covers(resolved) for out in [*self._outputs, *claims]):
+            if any(out.covers_or_equals(resolved) for out in [*self._outputs, *claims]):
                 continue
-            claims = [out for out in claims if not resolved.covers(out)] + [resolved]
+            claims = [out for out in claims if not resolved.covers_or_equals(out)] + [resolved]
         read = {ref: self._version_of(ref, role="input") for ref in inputs}
         candidate = {**self._inputs, **read}
         check = self.store.begin_step(
@@ -147,7 +147,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         if read:
             self._inputs, self._provenance = candidate, check.provenance
         self._outputs = [out for out in self._outputs
-                         if not any(ref.covers(out) for ref in claims)] + claims
+                         if not any(ref.covers_or_equals(out) for ref in claims)] + claims
 
     def _check_open(self, action: str) -> None:
         if not self.in_progress:

@@ -16,6 +16,7 @@ import xxhash
 from ..errors import InvalidParameterError
 from .files import canonical_json
 from .redaction import REDACTED, is_secret_name, redact_command_line, redact_text
+from .refs import ResourceRef
 
 RECORD_FORMAT = 1
 MAX_PARAMETER_BYTES = 64 * 1024
@@ -52,7 +53,10 @@ def _sanitize(value: Any, path: str, depth: int, active: set[int], what: str) ->
         return value.isoformat()
     if isinstance(value, PurePath):
         return redact_text(_text(value.as_posix(), path, what))
-    if not isinstance(value, Mapping | list | tuple | set | frozenset):
+    # A ResourceRef is a named tuple, but the list [name, subpath] would not read back as a
+    # ref: refused as any other object is, so its string form is what gets recorded.
+    if isinstance(value, ResourceRef) \
+            or not isinstance(value, Mapping | list | tuple | set | frozenset):
         raise InvalidParameterError(
             f"{what} '{_shown(path)}' is a {type(value).__module__}."
             f"{type(value).__qualname__}, which cannot be recorded as JSON; pass a string, "

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Self
 
 from ..errors import InvalidResourceRefError
 
@@ -82,24 +81,65 @@ def normalize_subpath(subpath: Any, *, resource: str = "?") -> str | None:
     return "/".join(parts) or None
 
 
-@functools.total_ordering
-@dataclass(frozen=True)
-class ResourceRef:
-    """A resource of the workspace, or a path inside it: the unit of lineage and versioning.
+class _ResourceRefFields(NamedTuple):
+    """The fields of `ResourceRef`, named as in Data Workspaces' own `ResourceRef`.
 
-    `ResourceRef("intermediate", "hourly/2024-01")` is written `intermediate/hourly/2024-01`.
-    Subpaths are normalised on construction and never escape the resource.
+    A separate base because a NamedTuple's class body may not override `__new__`: the subclass
+    below does, so that no ref exists without having been validated and normalised.
     """
 
     name: str
     subpath: str | None = None
 
-    def __post_init__(self) -> None:
-        validate_resource_name(self.name)
-        object.__setattr__(self, "subpath", normalize_subpath(self.subpath, resource=self.name))
+
+class ResourceRef(_ResourceRefFields):
+    """A resource of the workspace, or a path inside it: the unit of lineage and versioning.
+
+    `ResourceRef("intermediate", "hourly/2024-01")` is written `intermediate/hourly/2024-01`.
+    As in Data Workspaces it is a named tuple `(name, subpath)`, so code written for
+    `dataworkspaces.lineage.ResourceRef` keeps working: `name, subpath = ref` unpacks it, it
+    equals and hashes like the plain tuple `(name, subpath)`, and `_replace`, `_asdict` and
+    pickling work. Unlike Data Workspaces' tuple it validates: every way of making one
+    (calling it, `_make`, `_replace`, unpickling, `copy.copy`/`deepcopy`) checks the name and
+    normalises the subpath, which never escapes the resource, or raises
+    InvalidResourceRefError.
+
+    Refs sort by name, then subpath component by component (`a/b` < `a/b/c` < `a/b-c`), so a
+    ref sorts right before the refs inside it and a `None` subpath (the whole resource) sorts
+    first instead of failing as tuple order would. Compared with anything that is not a
+    ResourceRef, `<`, `<=`, `>` and `>=` return NotImplemented: against a plain tuple (or
+    another library's named tuple) Python then falls back to tuple order, element by element,
+    which raises TypeError where a `None` subpath meets a string.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, name: str, subpath: str | None = None) -> Self:
+        validate_resource_name(name)
+        return super().__new__(cls, name, normalize_subpath(subpath, resource=name))
 
     @classmethod
-    def parse(cls, text: str) -> ResourceRef:
+    def _make(cls, iterable: Iterable[Any]) -> Self:
+        """Build from `(name, subpath)`, validated (namedtuple's own `_make` skips `__new__`)."""
+        values = tuple(iterable)
+        if len(values) != len(cls._fields):
+            raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(values)}")
+        return cls(*values)
+
+    def _replace(self, /, **changes: Any) -> Self:
+        """A copy with some fields changed, validated and normalised like a new ref."""
+        unknown = [field for field in changes if field not in self._fields]
+        if unknown:
+            raise ValueError(f"Got unexpected field names: {unknown!r}")
+        return type(self)(**{**self._asdict(), **changes})
+
+    def __reduce__(self) -> tuple[type[Self], tuple[str, str | None]]:
+        """Pickle and copy as a call to the class, so unpickling validates under every protocol
+        (protocols 0 and 1 would otherwise rebuild the tuple with `tuple.__new__`)."""
+        return type(self), (self.name, self.subpath)
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
         """Parse `name` or `name/sub/path` (the form `str()` gives)."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidResourceRefError(
@@ -111,28 +151,58 @@ class ResourceRef:
     def __str__(self) -> str:
         return self.name if self.subpath is None else f"{self.name}/{self.subpath}"
 
+    def _order(self) -> tuple[str, tuple[str, ...]]:
+        return self.name, self.parts
+
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, ResourceRef):
             return NotImplemented
-        return (self.name, self.parts) < (other.name, other.parts)
+        return self._order() < other._order()
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, ResourceRef):
+            return NotImplemented
+        return self._order() <= other._order()
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, ResourceRef):
+            return NotImplemented
+        return self._order() > other._order()
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, ResourceRef):
+            return NotImplemented
+        return self._order() >= other._order()
 
     @property
     def parts(self) -> tuple[str, ...]:
+        """The subpath's components, `()` for the whole resource."""
         return () if self.subpath is None else tuple(self.subpath.split("/"))
 
     def covers(self, other: ResourceRef) -> bool:
-        """True when `other` is this ref or lies inside it, component by component.
+        """True when this ref is strictly higher in the hierarchy than `other`: same resource,
+        and `other` lies inside this ref, component by component.
 
-        `bar/b` covers `bar/b` and `bar/b/c`, but not `bar/baz`.
+        Data Workspaces' meaning, kept so code ported from it behaves the same: a ref does not
+        cover itself. `bar/b` covers `bar/b/c`, but not `bar/b` nor `bar/baz`. Where being the
+        same ref counts too (claims, overlaps), use `covers_or_equals`.
         """
-        if self.name != other.name:
-            return False
         mine, theirs = self.parts, other.parts
-        return theirs[: len(mine)] == mine
+        return (self.name == other.name and len(theirs) > len(mine)
+                and theirs[: len(mine)] == mine)
+
+    def covers_or_equals(self, other: ResourceRef) -> bool:
+        """True when `other` is this ref or lies inside it: `covers(other) or self == other`.
+
+        The inclusive test, for callers to whom the ref itself counts: `bar/b` covers-or-equals
+        `bar/b` and `bar/b/c`, but not `bar/baz`.
+        """
+        mine = self.parts
+        return self.name == other.name and other.parts[: len(mine)] == mine
 
     def overlaps(self, other: ResourceRef) -> bool:
-        """True when one of the two refs covers the other."""
-        return self.covers(other) or other.covers(self)
+        """True when the two refs share data: they are equal or one covers the other."""
+        return self.covers_or_equals(other) or other.covers_or_equals(self)
 
     def child(self, relative: str) -> ResourceRef:
         """The ref of `relative` (a subpath, validated) inside this ref."""
@@ -149,7 +219,8 @@ class ResourceRef:
 
 
 def as_ref(value: ResourceRef | str) -> ResourceRef:
-    """Accept a ResourceRef or its string form."""
+    """Accept a ResourceRef, its string form, or another library's ref with `name` and
+    `subpath` attributes (Data Workspaces' named tuple), which is validated like a new ref."""
     if isinstance(value, ResourceRef):
         return value
     if isinstance(value, str):
