@@ -218,8 +218,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     outcome = take_snapshot(ws, args.tag, args.message or "")
     info = outcome.info
     if args.format == "json":
-        _print_json({"created": outcome.created, "tag_added": outcome.tag_added,
-                     "warnings": outcome.warnings, **info.to_json()})
+        # `created` is the snapshot's time (from `to_json`): whether this call took it is
+        # `new_snapshot`.
+        _print_json({**info.to_json(), "new_snapshot": outcome.created,
+                     "tag_added": outcome.tag_added, "warnings": outcome.warnings})
         return 0
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)

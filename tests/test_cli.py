@@ -106,7 +106,10 @@ def test_snapshot_history_diff_restore_delete(script_pipeline_ws: Workspace, cli
     code, out, _ = cli("snapshot", "v1", "-m", "baseline", "-w", ws.root)
     assert code == 0 and "took snapshot" in out and "mae=1.5" in out
     code, out, _ = cli("snapshot", "-w", ws.root)
-    assert "nothing changed" in out
+    assert code == 0 and "nothing changed" in out
+    # A script tells a new snapshot from an unchanged one by the JSON, not the exit code.
+    code, out, _ = cli("snapshot", "--format", "json", "-w", ws.root)
+    assert code == 0 and json.loads(out)["new_snapshot"] is False
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "B\n"}, {"scale": 5})
     assert cli("snapshot", "v2", "-w", ws.root)[0] == 0
     code, out, _ = cli("history", "--format", "json", "-w", ws.root)

@@ -39,6 +39,7 @@ from .records import identity_digest
 from .records import record_identity as record_identity  # re-exported: callers of the old home
 from .redaction import redact_text
 from .refs import as_ref
+from .results_metrics import snapshot_metrics
 from .store import RefState, gc_paused, recovery_advice, too_deep
 from .swap import copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short, special_names
@@ -319,8 +320,9 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
                                               if identity is not None])
             states = store.states_in(None, results_refs)
-            info.metrics = next((dict(states[r].record["metrics"]) for r in results_refs
-                                 if (states[r].record or {}).get("metrics") is not None), None)
+            info.metrics = snapshot_metrics(
+                ws, results_refs, {ref: states[ref].record for ref in results_refs},
+                outcome.warnings)
             placed = _archive_results(ws, info, states, results_refs, outcome,
                                       _folder_name(info, infos))
             # In the transaction `store.locked()` holds: the manifest and the index entry
