@@ -39,6 +39,7 @@ from .workspace.files import atomic_write_bytes, pretty_json
 from .workspace.records import LineageRecord, StepInfo, sanitize_parameters
 from .workspace.redaction import get_logger, redact_text, secret_values
 from .workspace.refs import ResourceRef
+from .workspace.results_metrics import RESULTS_FILE
 from .workspace.snapshots import list_snapshots, take_snapshot
 from .workspace.versions import MARKER_NAME
 
@@ -49,7 +50,6 @@ RUN_END_TYPES = (DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
 EVENT_TYPES = (DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
                DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION,
                *RUN_END_TYPES)
-RESULTS_FILE = "results.json"
 
 
 @dataclass

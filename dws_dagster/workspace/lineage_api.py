@@ -28,6 +28,7 @@ from .gitinfo import git_commit
 from .records import LineageRecord, StepInfo, as_parameters, now_iso, sanitize_parameters
 from .redaction import get_logger, redact_command_line, redact_text, secret_values
 from .refs import ResourceRef, as_ref
+from .results_metrics import RESULTS_FILE
 from .store import LineageStore
 from .versions import DataNotFoundError
 
@@ -300,10 +301,10 @@ class ResultsLineage(Lineage):
             "metrics": clean,
         }
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.results_dir / "results.json",
+        atomic_write_bytes(self.results_dir / RESULTS_FILE,
                            json.dumps(data, indent=2).encode() + b"\n")
         self.metrics = clean
-        log.info("wrote results to %s", self.results_ref.child("results.json"))
+        log.info("wrote results to %s", self.results_ref.child(RESULTS_FILE))
 
 
 class LineageBuilder:

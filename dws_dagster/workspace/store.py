@@ -204,7 +204,6 @@ class Observed:
 _R = schema.records.alias("r")
 _A = schema.records.alias("a")
 _REFS = schema.refs
-_NO_STATE: dict[str, Any] = {}
 _SNAP = schema.snapshot_refs
 _RECORDS = schema.records
 
@@ -368,13 +367,11 @@ class LineageStore:
         type) is named as damage here, not refused later as a ref, elsewhere."""
         if type(ref) is str and shapes.ref_ok(ref):
             return ref
-        if type(ref) is not str or not shapes.states_ok({ref: _NO_STATE}):
-            shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where,
-                                advice=_ADVICE)
-            # The schema coerces bytes to text: what it let through is still not a ref.
-            raise WorkspaceConfigError(
-                f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {_ADVICE}")
-        return ref  # type: ignore[no-any-return]
+        shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where,
+                            advice=_ADVICE)
+        # The schema coerces bytes to text: what it let through is still not a ref.
+        raise WorkspaceConfigError(
+            f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {_ADVICE}")
 
     def _owner(self, ref: str, owner: Any, where: str) -> str | None:
         """An owner read back: a step name, or None (a database column can hold anything)."""
@@ -406,16 +403,7 @@ class LineageStore:
 
     def get(self, ref: ResourceRef | str) -> RefState | None:
         key = str(ref)
-        with self.reading() as connection:
-            cache = self.db.transaction_cache()
-            memo = (self.workspace_id, key)
-            if cache is not None and memo in cache:
-                return cache[memo]  # type: ignore[no-any-return]
-            row = connection.execute(_GET_STATE, {"ws": self.workspace_id, "ref": key}).first()
-            state = None if row is None else self._state_of(row, "current lineage")
-            if cache is not None:
-                cache[memo] = state
-        return state
+        return self._states_of([key]).get(key)
 
     def _remember(self, states: dict[str, RefState | None]) -> None:
         """Keep states just read (None: no lineage) for the rest of this transaction."""
@@ -482,7 +470,7 @@ class LineageStore:
         key = str(ref)
         with self.reading() as connection:
             cache = self.db.transaction_cache()
-            memo = ("record", self.workspace_id, key, version)
+            memo = self._record_memo(key, version)
             if cache is not None and memo in cache:
                 return cache[memo]  # type: ignore[no-any-return]
             row = connection.execute(_FIND_RECORD, {"ws": self.workspace_id, "ref": key,
@@ -501,10 +489,14 @@ class LineageStore:
         if cache is None:
             return
         self._states_of(list(refs))
-        ws_id = self.workspace_id
-        pairs = [pair for pair in dict.fromkeys(records) if ("record", ws_id, *pair) not in cache]
+        pairs = [pair for pair in dict.fromkeys(records)
+                 if self._record_memo(*pair) not in cache]
         found = self.find_records(pairs)
-        cache.update((("record", ws_id, *pair), found.get(pair)) for pair in pairs)
+        cache.update((self._record_memo(*pair), found.get(pair)) for pair in pairs)
+
+    def _record_memo(self, ref: str, version: str | None) -> tuple[Any, ...]:
+        """The transaction cache's key of `find_record(ref, version)`."""
+        return ("record", self.workspace_id, ref, version)
 
     def find_records(self, wanted: Iterable[tuple[str, str]]
                      ) -> dict[tuple[str, str], dict[str, Any]]:
@@ -619,7 +611,7 @@ class LineageStore:
                 for ref, version in inputs.items()])
         cache = self.db.transaction_cache()
         if good and cache is not None:  # the latest record of its version now
-            cache[("record", ws_id, data["ref"], data.get("version"))] = orjson.loads(body)
+            cache[self._record_memo(data["ref"], data.get("version"))] = orjson.loads(body)
         return int(record_id)
 
     def _log(self, connection: Connection, op: str, ref: str | None, *,
