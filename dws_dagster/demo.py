@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -230,13 +232,25 @@ def _report(root: Path, example: Any, runs: int, iterations: list[Iteration], ou
     print(_openlineage_line(ws, ol_outcome))
     print(f"Lineage graph:      {html_path}")
     print()
+    dws, dagster = _runnable("dws-dagster"), _runnable("dagster")
     print("Try:")
-    print(f"  dws-dagster status -w {root}")
-    print(f"  dws-dagster lineage {FORECAST_REF} -w {root}")
+    print(f"  {dws} status -w {root}")
+    print(f"  {dws} lineage {FORECAST_REF} -w {root}")
     if len(iterations) == 2 and all(i.snapshot for i in iterations):
-        print(f"  dws-dagster diff {iterations[0].snapshot} {iterations[1].snapshot} -w {root}")
+        print(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {root}")
     print(f"  DAGSTER_HOME={root / '.dagster'} DWS_EXAMPLE_WORKSPACE={root} "
-          "dagster dev -w workspace.yaml   # from the repository root")
+          f"{dagster} dev -w workspace.yaml   # from the repository root")
+
+
+def _runnable(name: str) -> str:
+    """`name` as the user's shell runs it: bare when its PATH finds this environment's script
+    (an activated virtualenv), else that script's path (`./dev demo` runs the virtualenv's
+    scripts without activating it, and a bare name would not be found)."""
+    script = Path(sys.executable).parent / name
+    found = shutil.which(name)
+    if not script.exists() or (found is not None and Path(found).resolve() == script.resolve()):
+        return name
+    return shlex.quote(str(script))
 
 
 def _openlineage_line(ws: Any, outcome: Any) -> str:

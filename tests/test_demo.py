@@ -4,6 +4,7 @@ JVM and Dagster instance), at its smallest size."""
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,12 @@ def _command() -> list[str]:
 
 def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     target = tmp_path / "demo"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+    # A shell that has not activated the virtualenv, as after `./dev demo`.
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p != venv_bin)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PATH": path}
     for name in [k for k in env if k.startswith("OPENLINEAGE")]:
         del env[name]  # the default transport: the workspace's events file
     result = subprocess.run([*_command(), "demo", str(target), "--small"], cwd=tmp_path,
@@ -56,6 +62,21 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     assert re.search(r"^Snapshot:\s+run-[0-9a-f]{8}", out, re.MULTILINE)
     assert (target / ".dagster" / "dagster.yaml").is_file()
     assert "DEBUG" not in result.stderr and "STEP_SUCCESS" not in result.stderr + out
+    # Every command it suggests runs as printed in a fresh shell with that PATH.
+    tried = out.split("\nTry:\n", 1)[1].splitlines()
+    assert len(tried) == 4 and " dev -w workspace.yaml" in tried[3]
+    fresh = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": path,
+             "PYTHONPATH": str(ROOT)}
+    for line in tried[:3]:
+        done = subprocess.run(["bash", "-c", line.strip()], cwd=tmp_path, env=fresh,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
+        assert done.stdout.strip(), line
+    # `dagster dev` serves until stopped: its command is checked to resolve and start.
+    words = shlex.split(tried[3].split("#")[0])
+    dagster = words[words.index("dev") - 1]
+    assert subprocess.run(["bash", "-c", f"{shlex.quote(dagster)} --version"], env=fresh,
+                          capture_output=True, timeout=120, check=False).returncode == 0
 
 
 def test_demo_refuses_a_workspace_set_up_for_another_size(tmp_path, cli):
