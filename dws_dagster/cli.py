@@ -136,7 +136,12 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .workspace.restore import finish_interrupted_restore
+
     ws = _open(args)
+    if finish_interrupted_restore(ws):
+        print("finished a restore that was interrupted (see 'dws-dagster history')",
+              file=sys.stderr)
     rows = _status_rows(ws, args.verify)
     resources = []
     for res in ws.resources.values():
@@ -212,6 +217,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    from .workspace.retention import describe as describe_retention
     from .workspace.snapshots import take_snapshot
 
     ws = _open(args)
@@ -220,8 +226,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if args.format == "json":
         # `created` is the snapshot's time (from `to_json`): whether this call took it is
         # `new_snapshot`.
+        retention = outcome.retention
         _print_json({**info.to_json(), "new_snapshot": outcome.created,
-                     "tag_added": outcome.tag_added, "warnings": outcome.warnings})
+                     "tag_added": outcome.tag_added, "warnings": outcome.warnings,
+                     "drift": outcome.drift,
+                     "retention": None if retention is None else vars(retention)})
         return 0
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -232,6 +241,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             print(f"  archived results {entry['ref']} in {entry['folder']}/ (with lineage.json)")
         if info.metrics:
             print("  metrics: " + ", ".join(f"{k}={v}" for k, v in info.metrics.items()))
+        if outcome.retention is not None:
+            print(f"  data retained: {describe_retention(outcome.retention)}")
+        for ref in outcome.drift:
+            print(f"  drift: {ref} changed outside any step (recorded as found)")
     elif outcome.tag_added:
         print(f"nothing changed since snapshot {info.hash[:12]}; added tag {args.tag} to it")
     else:
@@ -246,7 +259,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     bar = _progress(None, "restoring", unit="ref")
     try:
         report = restore_snapshot(ws, args.snapshot, progress=lambda ref: bar.update(1),
-                                  partial=args.partial)
+                                  partial=args.partial, code=args.code)
     finally:
         bar.close()
     if args.format == "json":
@@ -255,7 +268,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
                      "lineage_removed": report.lineage_removed,
                      "data_unchanged": report.data_unchanged,
                      "data_restored": report.data_restored,
-                     "not_restored": [{"ref": r, "reason": why} for r, why in report.not_restored]})
+                     "not_restored": [{"ref": r, "reason": why} for r, why in report.not_restored],
+                     "code_left": [{"ref": r, "reason": why} for r, why in report.code_left]})
         return 0
     print(f"restored lineage of snapshot {report.info.name} ({report.info.hash[:12]}): "
           f"{len(report.lineage_restored)} ref(s)")
@@ -267,7 +281,48 @@ def cmd_restore(args: argparse.Namespace) -> int:
         print(f"  lineage removed (not in snapshot): {ref}")
     for ref, why in report.not_restored:
         print(f"  NOT restored:   {ref}: marked unknown: {why}")
+    for ref, why in report.code_left:
+        print(f"  code left as is: {ref}: {why}")
     return 0
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from .workspace.garbage import collect_garbage
+
+    ws = _open(args)
+    report = collect_garbage(ws, dry_run=args.dry_run)
+    if args.format == "json":
+        _print_json({"dry_run": report.dry_run,
+                     "versions": [{"ref": r, "version": v} for r, v in report.versions],
+                     "objects": report.objects, "bytes_freed": report.bytes_freed,
+                     "still_linked": report.still_linked,
+                     "leftovers": [str(p) for p in report.leftovers],
+                     "unnamed_results_copies": [str(p) for p in report.results_copies]})
+        return 0
+    verb = "would free" if report.dry_run else "freed"
+    print(f"{verb} {len(report.versions)} retained version(s) no snapshot references: "
+          f"{report.objects} file(s), {_bytes(report.bytes_freed)}"
+          + (f" ({report.still_linked} still hard-linked from the workspace free nothing)"
+             if report.still_linked else ""))
+    for ref, version in report.versions[:20]:
+        print(f"  {ref}@{version[:12]}")
+    if len(report.versions) > 20:
+        print(f"  ... and {len(report.versions) - 20} more")
+    if report.leftovers:
+        print(f"{'would remove' if report.dry_run else 'removed'} {len(report.leftovers)} "
+              "leftover(s) of interrupted work")
+    for path in report.results_copies:
+        print(f"not named by any snapshot (left by an interrupted snapshot?): {path}; delete "
+              "it if it is not yours")
+    return 0
+
+
+def _bytes(size: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return f"{size} bytes"
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -522,17 +577,24 @@ def build_parser() -> argparse.ArgumentParser:
                    default="text")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
-    p = add("snapshot", cmd_snapshot, "snapshot the workspace's lineage (and results)",
+    p = add("snapshot", cmd_snapshot,
+            "snapshot the workspace: lineage, every ref's data (retained), code, results",
             formats=True)
     p.add_argument("tag", nargs="?", metavar="TAG")
     p.add_argument("-m", "--message", default="")
 
-    p = add("restore", cmd_restore, "bring back a snapshot's lineage (and data where kept)",
-            formats=True)
+    p = add("restore", cmd_restore, "bring back a snapshot's lineage and data, or change "
+            "nothing", formats=True)
     p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
     p.add_argument("--partial", action="store_true",
                    help="when some refs' data cannot be brought back, restore the rest and mark "
                         "those unknown (by default nothing is changed)")
+    p.add_argument("--code", action="store_true",
+                   help="also put back the files of code resources kept in git (by default "
+                        "git's checkout is left alone and the commit to check out is named)")
+
+    p = add("gc", cmd_gc, "free retained data no snapshot references", formats=True)
+    p.add_argument("--dry-run", action="store_true", help="report what would be freed")
 
     p = add("diff", cmd_diff, "what changed between two snapshots", formats=True)
     p.add_argument("a", metavar="A", help="snapshot tag, hash or prefix")

@@ -58,10 +58,12 @@ def db_dump(ws: Workspace) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def workspace_state(ws: Workspace, root: Path | None = None) -> tuple[dict[str, str], Any]:
-    """Every file under `root` (default: the workspace) but the store's database files, and
-    the database's rows: SQLite's files change when only read (its WAL index), its rows do not."""
+    """Every file under `root` (default: the workspace) but the store's database files and the
+    machine's file-hash cache, and the database's rows: SQLite's files change when only read
+    (its WAL index), its rows do not; the cache is refreshed by anything that versions data."""
     files = {name: digest for name, digest in tree_state(root or ws.root).items()
-             if not Path(name).name.startswith("store.db")}
+             if not Path(name).name.startswith("store.db")
+             and not name.startswith(".dataworkspace/cache/")}
     return files, db_dump(ws)
 
 
@@ -118,3 +120,16 @@ def sqlite_only(ws: Workspace, why: str = "SQLite stores a value of any type in 
                 "PostgreSQL's typed columns refuse this damage") -> None:
     if ws.store.settings.dialect != "sqlite":
         pytest.skip(why)
+
+
+def lose_retained(ws: Workspace, ref: str, version: str) -> None:
+    """Delete the retained files of `ref@version` by hand, as a user clearing disk space
+    might: what a snapshot needs of that version is then gone."""
+    from dws_dagster.workspace import snapshot_data
+    from dws_dagster.workspace.objects import ObjectStore
+
+    found = snapshot_data.manifest(ws, ref, version)
+    assert found is not None, f"{ref}@{version} was not retained"
+    objects = ObjectStore.of_workspace(ws.meta_dir)
+    for entry in found[1]:
+        objects.path_of(entry.digest).unlink()

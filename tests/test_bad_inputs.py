@@ -26,7 +26,7 @@ from dws_dagster.workspace.lineage_params import ChoiceParameter
 from dws_dagster.workspace.snapshots import resolve_snapshot, restore_snapshot, take_snapshot
 
 from .conftest import run_step, tree_state, write
-from .store_db import damage, workspace_state
+from .store_db import damage, lose_retained, workspace_state
 
 
 @pytest.fixture
@@ -138,7 +138,9 @@ def test_corrupt_lineage_record(busy_ws: Workspace) -> None:
 
 
 def test_restore_of_data_not_kept_is_refused_or_reported(busy_ws: Workspace) -> None:
+    kept = busy_ws.store.get("inter/prep").version
     run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "changed"}, {"k": 2})
+    lose_retained(busy_ws, "inter/prep", kept)
     before = workspace_state(busy_ws)
     with pytest.raises(SnapshotRestoreError) as info:
         restore_snapshot(busy_ws, "v1")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dws_dagster import Workspace
+from dws_dagster.workspace.versions import data_size
 
 from .conftest import ROOT, run_python, run_step, write
 
@@ -105,6 +106,8 @@ def test_snapshot_history_diff_restore_delete(script_pipeline_ws: Workspace, cli
     ws = script_pipeline_ws
     code, out, _ = cli("snapshot", "v1", "-m", "baseline", "-w", ws.root)
     assert code == 0 and "took snapshot" in out and "mae=1.5" in out
+    assert "data retained: " in out
+    v1_bytes = data_size(ws.local_path("inter/prep"))
     code, out, _ = cli("snapshot", "-w", ws.root)
     assert code == 0 and "nothing changed" in out
     # A script tells a new snapshot from an unchanged one by the JSON, not the exit code.
@@ -119,13 +122,22 @@ def test_snapshot_history_diff_restore_delete(script_pipeline_ws: Workspace, cli
     assert "inter/prep" in out and "parameter scale: 2 -> 5" in out
     code, out, _ = cli("diff", "v2", "-w", ws.root)
     assert "no differences between v2 and current" in out
-    code, _, err = cli("restore", "v1", "-w", ws.root)
-    assert code == 1 and "inter/prep: version" in err and "--partial" in err
-    assert ws.store.get("inter/prep").record["parameters"] == {"scale": 5}
-    code, out, _ = cli("restore", "v1", "--partial", "--format", "json", "-w", ws.root)
+    code, out, _ = cli("restore", "v1", "--format", "json", "-w", ws.root)
     report = json.loads(out)
-    assert "inter/prep" in {item["ref"] for item in report["not_restored"]}
+    assert code == 0 and "inter/prep" in report["data_restored"] and not report["not_restored"]
     assert ws.store.get("inter/prep").record["parameters"] == {"scale": 2}
+    assert ws.version_of("inter/prep") == ws.store.get("inter/prep").version
+    code, out, _ = cli("delete-snapshot", "v1", "-w", ws.root)
+    assert code == 0 and "deleted snapshot v1" in out
+    code, out, _ = cli("gc", "--dry-run", "-w", ws.root)
+    assert code == 0 and "would free 1 retained version(s)" in out and "inter/prep@" in out
+    code, out, _ = cli("gc", "--format", "json", "-w", ws.root)
+    freed = json.loads(out)
+    assert code == 0 and [v["ref"] for v in freed["versions"]] == ["inter/prep"]
+    assert freed["objects"] == 1 and freed["bytes_freed"] == v1_bytes
+    code, out, _ = cli("restore", "v2", "-w", ws.root)  # what v2 needs was kept
+    assert code == 0 and "data restored:  inter/prep" in out
+    assert ws.store.get("inter/prep").record["parameters"] == {"scale": 5}
     code, out, _ = cli("delete-snapshot", "v2", "-w", ws.root)
     assert code == 0 and "deleted snapshot v2" in out
     code, _, err = cli("restore", "v2", "-w", ws.root)

@@ -32,9 +32,12 @@ from dws_dagster import (
     WorkspaceConfigError,
 )
 from dws_dagster.workspace import snapshots as snapshots_module
+from dws_dagster.workspace.garbage import collect_garbage
 from dws_dagster.workspace.records import LineageRecord, StepInfo
+from dws_dagster.workspace.snapshot_data import rows_of
 from dws_dagster.workspace.snapshots import (
     RefChange,
+    current_data,
     delete_snapshot,
     diff_states,
     lineage_state,
@@ -54,6 +57,7 @@ from .store_db import (
     STORES,
     damage,
     db_bytes,
+    lose_retained,
     on_store,
     sql,
     sqlite_only,
@@ -141,13 +145,14 @@ def index_json(ws: Workspace) -> dict[str, Any]:
     for digest, tag in sql(ws, "SELECT hash, tag FROM dws_snapshot_tags WHERE workspace_id = "
                                ":ws ORDER BY position"):
         tags.setdefault(digest, []).append(tag)
-    rows = sql(ws, "SELECT hash, message, created, metrics, results FROM dws_snapshots WHERE "
-                   "workspace_id = :ws ORDER BY position")
+    rows = sql(ws, "SELECT hash, message, created, metrics, results, resources FROM "
+                   "dws_snapshots WHERE workspace_id = :ws ORDER BY position")
     return {"snapshots": [
         {"hash": digest, "tags": tags.get(digest, []), "message": message, "created": created,
          "metrics": None if metrics is None else json.loads(metrics),
-         "results": json.loads(results)}
-        for digest, message, created, metrics, results in rows]}
+         "results": json.loads(results),
+         **({} if resources is None else {"resources": json.loads(resources)})}
+        for digest, message, created, metrics, results, resources in rows]}
 
 
 def manifests(ws: Workspace) -> list[str]:
@@ -195,7 +200,7 @@ def test_snapshot_records_index_manifest_and_results_copy_with_full_lineage(
     after = dt.datetime.now(dt.UTC)
     assert outcome.created and not outcome.tag_added and outcome.warnings == []
     info = outcome.info
-    assert info.hash == snapshot_hash(ws, store.state())
+    assert info.hash == snapshot_hash(ws, store.state(), rows_of(ws, info.hash), info.resources)
 
     # Index entry: tags, message, created time, metrics of the results, where the copy is.
     [entry] = index_json(ws)["snapshots"]
@@ -296,14 +301,15 @@ def test_hash_is_stable_over_time_and_reruns_with_identical_data(ws: Workspace) 
     first = take_snapshot(ws, "v1")
     record_before = ws.store.get("inter/prep").record
     time.sleep(1.1)
-    assert snapshot_hash(ws, ws.store.state()) == first.info.hash
-    assert snapshot_hash(Workspace.open(ws.root), Workspace.open(ws.root).store.state()) \
+    assert snapshot_hash(ws, ws.store.state(), *current_data(ws)) == first.info.hash
+    assert snapshot_hash(Workspace.open(ws.root), Workspace.open(ws.root).store.state(),
+                         *current_data(ws)) \
         == first.info.hash
 
     deterministic_chain(ws)  # same data and parameters, new records with new times
     record_after = ws.store.get("inter/prep").record
     assert record_after["start_time"] != record_before["start_time"]
-    assert snapshot_hash(ws, ws.store.state()) == first.info.hash
+    assert snapshot_hash(ws, ws.store.state(), *current_data(ws)) == first.info.hash
     again = take_snapshot(ws)
     assert not again.created and again.info.hash == first.info.hash
 
@@ -317,7 +323,7 @@ def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
 
     other = Workspace.open(moved)
     assert other.root == moved
-    assert snapshot_hash(other, other.store.state()) == outcome.info.hash
+    assert snapshot_hash(other, other.store.state(), *current_data(other)) == outcome.info.hash
     assert resolve_snapshot(other, "v1").hash == outcome.info.hash
     assert [i.to_json() for i in list_snapshots(other)] == [i.to_json()
                                                             for i in list_snapshots(ws)]
@@ -325,7 +331,7 @@ def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
     # The copy's lineage is usable where it now lives: a restore finds nothing to do.
     report = restore_snapshot(other, "v1")
     assert report.not_restored == [] and report.data_restored == []
-    assert sorted(report.data_unchanged) == sorted([SRC, "inter/prep", RESULTS])
+    assert sorted(report.data_unchanged) == sorted(["code", SRC, "inter/prep", RESULTS])
 
 
 def test_manifest_and_results_lineage_hold_no_absolute_paths_or_hostname(ws: Workspace) -> None:
@@ -345,7 +351,8 @@ def test_manifest_and_results_lineage_hold_no_absolute_paths_or_hostname(ws: Wor
 def test_hash_input_ignores_times_hosts_and_paths_but_not_lineage(ws: Workspace) -> None:
     chain(ws)
     states = ws.store.state()
-    base = snapshot_hash(ws, states)
+    data = current_data(ws)
+    base = snapshot_hash(ws, states, *data)
 
     moved = copy.deepcopy(states)
     for state in moved.values():
@@ -356,7 +363,7 @@ def test_hash_input_ignores_times_hosts_and_paths_but_not_lineage(ws: Workspace)
         record["extra"] = {"host": "some-other-host", "cwd": "/elsewhere/entirely"}
         record.setdefault("step", {})["run_id"] = "another-run"
         record["step"]["command_line"] = ["/usr/bin/python3", "/elsewhere/train.py"]
-    assert snapshot_hash(ws, moved) == base
+    assert snapshot_hash(ws, moved, *data) == base
 
     # ... but what was made, and how, does change the hash (the check above is falsifiable).
     for mutate in (
@@ -367,10 +374,10 @@ def test_hash_input_ignores_times_hosts_and_paths_but_not_lineage(ws: Workspace)
     ):
         changed = copy.deepcopy(states)
         mutate(changed["inter/prep"].record)
-        assert snapshot_hash(ws, changed) != base
+        assert snapshot_hash(ws, changed, *data) != base
     unknown = copy.deepcopy(states)
     unknown["inter/prep"].unknown = True
-    assert snapshot_hash(ws, unknown) != base
+    assert snapshot_hash(ws, unknown, *data) != base
 
 
 def test_same_pipeline_in_two_fresh_workspaces_gives_same_hash(tmp_path: Path) -> None:
@@ -412,59 +419,54 @@ def _two_snapshots(ws: Workspace) -> dict[str, Any]:
     return {"v1": v1, "v2": v2, "s1": snap1, "s2": snap2}
 
 
+def state_after_gc(ws: Workspace) -> tuple[dict[str, str], Any]:
+    """The workspace's state once `gc` freed what nothing references: a snapshot that failed
+    leaves only such garbage (files it retained before the failure)."""
+    collect_garbage(ws)
+    return workspace_state(ws)
+
+
 def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     s1, s2 = snaps["s1"], snaps["s2"]
     assert versions(s1["states"])["inter/feat"] != versions(s2["states"])["inter/feat"]
 
-    # inter/feat's v1 data was not kept: all or nothing by default, naming it and the way out.
-    before = workspace_state(ws)
-    with pytest.raises(SnapshotRestoreError, match=r"inter/feat: version .* was not kept.*"
-                       r"re-run its step.*nothing was changed.*partial=True"):
-        restore_snapshot(ws, "v1")
-    assert workspace_state(ws) == before
-
-    report = restore_snapshot(ws, "v1", partial=True)
+    # Every ref's data was retained by the snapshot, whoever wrote it (inter/feat had no
+    # kept copy): all of it comes back.
+    report = restore_snapshot(ws, "v1")
 
     assert report.info.hash == snaps["v1"].hash
-    assert report.data_restored == ["inter/prep", RESULTS, SRC]
-    assert report.data_unchanged == ["inter/lookup"]
-    [(ref, why)] = report.not_restored
-    assert ref == "inter/feat"
-    assert "not kept" in why and "re-run" in why
+    assert report.data_restored == ["inter/feat", "inter/prep", RESULTS, SRC]
+    assert report.data_unchanged == ["code", "inter/lookup"]
+    assert report.not_restored == []
     assert report.lineage_removed == ["inter/extra"]
     assert report.lineage_restored == sorted(s1["states"])
 
     def check_v1(workspace: Workspace) -> None:
         now = workspace.store.state()
         assert versions(now) == versions(s1["states"])
-        assert statuses(now) == {**statuses(s1["states"]), "inter/feat": "unknown"}
-        assert statuses(s1["states"])["inter/feat"] == "ok"
+        assert statuses(now) == statuses(s1["states"])
         assert {ref: state.record for ref, state in now.items()} == {
             ref: state.record for ref, state in s1["states"].items()}
-        # Data is back where a copy was kept; results come from the snapshot's copy.
-        assert read(workspace, SRC) == s1["data"][SRC]
-        assert read(workspace, "inter/prep") == s1["data"]["inter/prep"]
+        for ref in (SRC, "inter/prep", "inter/feat"):
+            assert read(workspace, ref) == s1["data"][ref]
         assert (workspace.local_path(RESULTS) / "results.json").read_bytes() \
             == s1["results_json"]
         assert not (workspace.local_path(RESULTS) / "lineage.json").exists()
-        for ref in (SRC, "inter/prep", RESULTS, "inter/lookup"):
+        for ref in (SRC, "inter/prep", RESULTS, "inter/lookup", "inter/feat"):
             assert workspace.version_of(ref) == s1["states"][ref].version
-        # Data that could not be brought back stays as it was, and is marked unknown.
-        assert read(workspace, "inter/feat") == s2["data"]["inter/feat"]
 
     check_v1(ws)
     check_v1(Workspace.open(ws.root))
     assert leftovers(ws.root) == []
-    # Unknown data may not be read by a step.
-    with pytest.raises(UnknownRefStateError, match="inter/feat"):
-        run_step(ws, "reader", ["inter/feat"], {"inter/reader": "x\n"})
+    again = take_snapshot(ws)
+    assert not again.created and again.info.hash == snaps["v1"].hash
 
     report2 = restore_snapshot(ws, "v2")
 
     assert report2.info.hash == snaps["v2"].hash
-    assert report2.data_restored == ["inter/prep", RESULTS, SRC]
-    assert report2.data_unchanged == ["inter/extra", "inter/feat", "inter/lookup"]
+    assert report2.data_restored == ["inter/feat", "inter/prep", RESULTS, SRC]
+    assert report2.data_unchanged == ["code", "inter/extra", "inter/lookup"]
     assert report2.not_restored == []
     assert report2.lineage_removed == []
     for workspace in (ws, Workspace.open(ws.root)):
@@ -481,13 +483,47 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
     assert leftovers(ws.root) == []
 
 
+def test_restore_refuses_when_retained_data_was_lost_and_partial_marks_it_unknown(
+        ws: Workspace) -> None:
+    snaps = _two_snapshots(ws)
+    s1, s2 = snaps["s1"], snaps["s2"]
+    lose_retained(ws, "inter/feat", versions(s1["states"])["inter/feat"])
+
+    before = workspace_state(ws)
+    with pytest.raises(SnapshotRestoreError, match=r"inter/feat: version .* was not kept "
+                       r"\(its retained files are missing.*re-run its step.*nothing was "
+                       r"changed.*partial=True"):
+        restore_snapshot(ws, "v1")
+    assert workspace_state(ws) == before
+
+    report = restore_snapshot(ws, "v1", partial=True)
+    assert report.data_restored == ["inter/prep", RESULTS, SRC]
+    [(ref, why)] = report.not_restored
+    assert ref == "inter/feat" and "not kept" in why and "re-run" in why
+
+    def check_v1(workspace: Workspace) -> None:
+        now = workspace.store.state()
+        assert versions(now) == versions(s1["states"])
+        assert statuses(now) == {**statuses(s1["states"]), "inter/feat": "unknown"}
+        # Data that could not be brought back stays as it was, and is marked unknown.
+        assert read(workspace, "inter/feat") == s2["data"]["inter/feat"]
+        assert read(workspace, SRC) == s1["data"][SRC]
+
+    check_v1(ws)
+    check_v1(Workspace.open(ws.root))
+    assert leftovers(ws.root) == []
+    # Unknown data may not be read by a step.
+    with pytest.raises(UnknownRefStateError, match="inter/feat"):
+        run_step(ws, "reader", ["inter/feat"], {"inter/reader": "x\n"})
+
+
 def test_restore_by_hash_prefix_and_progress(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     seen: list[str] = []
     report = restore_snapshot(ws, snaps["v1"].hash[:10], progress=seen.append,
                               partial=True)
     assert report.info.hash == snaps["v1"].hash
-    assert seen == sorted(snaps["s1"]["states"])
+    assert seen == sorted({*snaps["s1"]["states"], "code"})
 
 
 # ---------------------------------------------------------------------- atomicity
@@ -518,7 +554,7 @@ def test_failure_at_last_step_of_taking_leaves_no_trace(ws: Workspace,
     with pytest.raises(OSError, match="injected"):
         take_snapshot(ws, "v2", message="doomed")
 
-    assert workspace_state(ws) == before
+    assert state_after_gc(ws) == before
     assert not (ws.resource_root("results") / "snapshots" / "v2").exists()
     assert len(manifests(ws)) == 1
     assert leftovers(ws.root) == []
@@ -543,7 +579,7 @@ def test_failure_while_archiving_results_leaves_no_trace(ws: Workspace) -> None:
     message = str(caught.value)
     assert str(squatter) in message and "already exists" in message
     assert "choose another tag" in message
-    assert workspace_state(ws) == before
+    assert state_after_gc(ws) == before
     assert manifests(ws) == []
     assert index_json(ws) == {"snapshots": []}
     assert leftovers(ws.root) == []
@@ -558,7 +594,7 @@ def test_failure_in_second_results_resource_rolls_back_the_first(ws: Workspace) 
     before = workspace_state(ws)
     with pytest.raises(SnapshotError):
         take_snapshot(ws, "v1")
-    assert workspace_state(ws) == before
+    assert state_after_gc(ws) == before
     assert not (ws.resource_root("results") / "snapshots" / "v1").exists()
     assert leftovers(ws.root) == []
 
@@ -603,6 +639,7 @@ def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
     # `current` as the B side: right after v2 nothing differs; after restoring v1 only the
     # status of the ref whose data could not be brought back.
     assert diff_states(lineage_state(ws, "v2"), lineage_state(ws, "current")) == []
+    lose_retained(ws, "inter/feat", s1["inter/feat"].version)
     restore_snapshot(ws, "v1", partial=True)
     assert diff_states(lineage_state(ws, "v1"), lineage_state(ws, "current")) == [
         RefChange("inter/feat", "changed", ["status ok -> unknown"])]
@@ -814,7 +851,7 @@ def test_a_position_that_is_not_a_number_is_named_when_a_snapshot_is_added(
     message = str(caught.value)
     assert f"snapshot index of workspace store {ws.store.shown} is corrupt" in message
     assert "'null', not a number" in message and "restore the store from a backup" in message
-    assert workspace_state(ws) == before
+    assert state_after_gc(ws) == before
 
 
 # -------------------------------------------------------------------------- delete
@@ -847,14 +884,16 @@ def test_delete_removes_manifest_index_entry_and_results_when_asked(ws: Workspac
 def test_restore_of_another_snapshot_still_works_after_delete(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     delete_snapshot(ws, "v2", remove_results=True)
-    report = restore_snapshot(ws, "v1", partial=True)
-    assert report.data_restored == ["inter/prep", RESULTS, SRC]
+    collect_garbage(ws)
+    report = restore_snapshot(ws, "v1")
+    assert report.data_restored == ["inter/feat", "inter/prep", RESULTS, SRC]
     assert (ws.local_path(RESULTS) / "results.json").read_bytes() == snaps["s1"]["results_json"]
     assert versions(Workspace.open(ws.root).store.state()) == versions(snaps["s1"]["states"])
 
 
 def test_deleting_the_last_restored_snapshot_keeps_the_store_readable(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
+    lose_retained(ws, "inter/feat", snaps["s1"]["states"]["inter/feat"].version)
     restore_snapshot(ws, "v1", partial=True)
     expected = {ref: (s.version, s.status) for ref, s in ws.store.items()}
 
@@ -903,7 +942,7 @@ RACE = textwrap.dedent("""
 
 def test_two_processes_snapshot_the_same_state_at_once(ws: Workspace, tmp_path: Path) -> None:
     chain(ws)
-    expected = snapshot_hash(ws, ws.store.state())
+    expected = snapshot_hash(ws, ws.store.state(), *current_data(ws))
     sync = tmp_path / "sync"
     sync.mkdir()
     tags = ["alpha", "beta"]

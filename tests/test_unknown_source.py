@@ -15,7 +15,7 @@ from dws_dagster import LineageBuilder, LineageConflictError, UnknownRefStateErr
 from dws_dagster.workspace.versions import short
 
 from .conftest import run_step, write
-from .store_db import db_dump, workspace_state
+from .store_db import db_dump, lose_retained, workspace_state
 
 SRC = "src/trips.csv"
 PREP = "inter/prep"
@@ -23,15 +23,18 @@ CLI = Callable[..., tuple[int, str, str]]
 
 
 def partially_restored(ws: Workspace, cli: CLI) -> tuple[str, str]:
-    """Snapshot v1 of src/trips.csv -> prep; then new source data and prep re-run; then a
-    partial restore of v1, which could keep neither ref's v1 data (none was kept).
-    Returns the restore's text output and the v1 version of the source."""
+    """Snapshot v1 of src/trips.csv -> prep; then new source data and prep re-run; then the
+    retained v1 data of both refs is deleted by hand, so a partial restore of v1 can bring
+    back neither. Returns the restore's text output and the v1 version of the source."""
     write(ws.root / "data/src/trips.csv", "a\n1\n")
     run_step(ws, "prep", [SRC], {PREP: "A\n1\n"})
     v1 = ws.store.get(SRC).version
+    prep_v1 = ws.store.get(PREP).version
     assert cli("snapshot", "v1", "-w", ws.root)[0] == 0
     write(ws.root / "data/src/trips.csv", "a\n2\n")
     run_step(ws, "prep", [SRC], {PREP: "A\n2\n"})
+    lose_retained(ws, SRC, v1)
+    lose_retained(ws, PREP, prep_v1)
     code, out, err = cli("restore", "v1", "--partial", "-w", ws.root)
     assert code == 0, err
     return out, v1

@@ -157,3 +157,17 @@ def git_toplevel(directory: Path) -> Path | None:
     """The root folder of the repository holding `directory`."""
     top = _git(directory, "rev-parse", "--show-toplevel")
     return Path(top) if top else None
+
+
+def git_state(directory: Path) -> dict[str, object] | None:
+    """What git says of the code under `directory` for a snapshot: HEAD's commit and whether
+    the files under `directory` differ from it (untracked files count; ignored ones do not);
+    None outside git. Scoped to the folder, so the workspace's own files elsewhere in the
+    repository do not make every snapshot dirty."""
+    commit = git_commit(directory)
+    if commit is None:
+        return None
+    status = subprocess.run(["git", "-C", str(directory), "status", "--porcelain", "--", "."],
+                            capture_output=True, text=True, timeout=60, check=False)
+    dirty = status.returncode != 0 or bool(status.stdout.strip())
+    return {"git_commit": commit, "dirty": dirty}

@@ -24,25 +24,39 @@ import xxhash
 from sqlalchemy import delete, func, insert, select
 
 from ..errors import (
-    InvalidResourceRefError,
     SnapshotError,
     SnapshotNotFoundError,
-    SnapshotRestoreError,
     WorkspaceConfigError,
 )
-from . import shapes
-from .config import RESULTS_SNAPSHOT_DIR, RemoteDataError, Workspace
+from . import shapes, snapshot_data
+from .config import RESULTS_SNAPSHOT_DIR, Workspace
 from .db import schema
+from .file_hashes import FileHashCache
 from .files import canonical_json, pretty_json, writing
 from .graph import prefetch_upstream, upstream_records
+from .objects import ObjectStore
 from .records import identity_digest
 from .records import record_identity as record_identity  # re-exported: callers of the old home
 from .redaction import redact_text
 from .refs import as_ref
 from .results_metrics import snapshot_metrics
-from .store import RefState, gc_paused, recovery_advice, too_deep
-from .swap import copy_data, kept_version_path, staging_path, swap_into_place
-from .versions import DataNotFoundError, is_ignored_name, short, special_names
+from .retention import (
+    CODE,
+    DRIFT,
+    LINEAGE,
+    MISSING,
+    REMOTE,
+    RESOURCE,
+    DataRow,
+    DataScan,
+    RetentionReport,
+    capture,
+    resource_states,
+    retain,
+)
+from .store import RefState, gc_paused, too_deep
+from .swap import staging_path
+from .versions import is_ignored_name, short, special_names
 
 INDEX_FORMAT = 1
 _HEXISH = re.compile(r"^[0-9a-f]{4,}$")  # as short as a usable hash prefix
@@ -59,14 +73,20 @@ class SnapshotInfo:
     created: str = ""
     metrics: dict[str, Any] | None = None
     results: list[dict[str, str]] = field(default_factory=list)
+    #: Code resources' git state ({name: {"git_commit", "dirty"}}); None: a snapshot taken
+    #: before snapshots captured data (it holds lineage only).
+    resources: dict[str, dict[str, Any]] | None = None
 
     @property
     def name(self) -> str:
         return self.tags[0] if self.tags else self.hash[:12]
 
     def to_json(self) -> dict[str, Any]:
-        return {"hash": self.hash, "tags": self.tags, "message": self.message,
+        data = {"hash": self.hash, "tags": self.tags, "message": self.message,
                 "created": self.created, "metrics": self.metrics, "results": self.results}
+        if self.resources is not None:  # absent: a snapshot of lineage only (before 0002)
+            data["resources"] = self.resources
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotInfo:
@@ -81,6 +101,10 @@ class SnapshotOutcome:
     created: bool
     tag_added: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: What retaining the snapshot's data cost (None: no new snapshot was taken).
+    retention: RetentionReport | None = None
+    #: Refs whose data changed outside any step (their records say another version).
+    drift: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -91,6 +115,9 @@ class RestoreReport:
     not_restored: list[tuple[str, str]] = field(default_factory=list)
     lineage_restored: list[str] = field(default_factory=list)
     lineage_removed: list[str] = field(default_factory=list)
+    #: Code resources in git left as they are (ref, what to do): restoring them rewrites
+    #: files git tracks, so it is asked for (`code=True`).
+    code_left: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -118,7 +145,7 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     with store.reading() as connection:
         rows = connection.execute(
             select(_SNAPSHOTS.c.hash, _SNAPSHOTS.c.message, _SNAPSHOTS.c.created,
-                   _SNAPSHOTS.c.metrics, _SNAPSHOTS.c.results)
+                   _SNAPSHOTS.c.metrics, _SNAPSHOTS.c.results, _SNAPSHOTS.c.resources)
             .where(_SNAPSHOTS.c.workspace_id == ws_id).order_by(_SNAPSHOTS.c.position)).all()
         tag_rows = connection.execute(
             select(_TAGS.c.hash, _TAGS.c.tag).where(_TAGS.c.workspace_id == ws_id)
@@ -130,7 +157,9 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     entries = [{"hash": digest, "tags": tags.pop(digest, []), "message": message,
                 "created": created, "metrics": _json(metrics, where, digest, "metrics"),
                 "results": _json(results, where, digest, "results")}
-               for digest, message, created, metrics, results in rows]
+               for digest, message, created, metrics, results, _ in rows]
+    states = {digest: _resource_states(_json(raw, where, digest, "resources"), where, digest)
+              for digest, *_, raw in rows}
     if tags:
         orphan = next(iter(tags))
         raise WorkspaceConfigError(
@@ -138,7 +167,23 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
             "is not in the index; restore the store from a backup")
     data = shapes.checked("index", {"format": INDEX_FORMAT, "snapshots": entries}, where,
                           what="snapshot index", advice="restore the store from a backup")
-    return [SnapshotInfo.from_json(item) for item in data["snapshots"]]
+    infos = [SnapshotInfo.from_json(item) for item in data["snapshots"]]
+    for info in infos:
+        info.resources = states[info.hash]
+    return infos
+
+
+def _resource_states(value: Any, where: str, digest: str) -> dict[str, dict[str, Any]] | None:
+    if value is None:
+        return None
+    if type(value) is dict and all(
+            type(name) is str and type(state) is dict
+            and type(state.get("git_commit")) is str and type(state.get("dirty")) is bool
+            for name, state in value.items()):
+        return value
+    raise WorkspaceConfigError(
+        f"{where} is corrupt: snapshot {str(digest)[:12]}: resources is not what "
+        "dws_dagster writes; restore the store from a backup")
 
 
 def _json(text: Any, where: str, digest: str, column: str) -> Any:
@@ -162,7 +207,9 @@ def _add_snapshot(ws: Workspace, info: SnapshotInfo) -> None:
             workspace_id=ws_id, hash=info.hash, position=_next(ws, position, "snapshot"),
             message=info.message, created=info.created,
             metrics=None if info.metrics is None else orjson.dumps(info.metrics).decode(),
-            results=orjson.dumps(info.results).decode()))
+            results=orjson.dumps(info.results).decode(),
+            resources=None if info.resources is None
+            else orjson.dumps(info.resources).decode()))
         for tag in info.tags:
             _add_tag(ws, info.hash, tag)
 
@@ -203,6 +250,7 @@ def _remove_snapshot(ws: Workspace, digest: str) -> None:
         connection.execute(delete(_SNAPSHOTS).where(_SNAPSHOTS.c.workspace_id == ws_id,
                                                     _SNAPSHOTS.c.hash == digest))
         store.drop_snapshot(digest)
+        snapshot_data.delete_rows(ws, digest)
 
 
 def snapshot_manifest(ws: Workspace, digest: str) -> dict[str, Any]:
@@ -257,8 +305,9 @@ def validate_tag(tag: str) -> str:
 # --------------------------------------------------------------------------- taking
 
 
-def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
-    """Deterministic, portable hash of a lineage state: no paths, hosts or timestamps."""
+def snapshot_hash(ws: Workspace, states: dict[str, RefState], data: list[DataRow],
+                  code: dict[str, dict[str, Any]]) -> str:
+    """Deterministic, portable hash of a workspace state: no paths, hosts or timestamps."""
     try:
         rows = [(ref, state.status,
                  None if state.record is None else identity_digest(state.record))
@@ -266,14 +315,18 @@ def snapshot_hash(ws: Workspace, states: dict[str, RefState]) -> str:
     except orjson.JSONEncodeError as exc:
         raise WorkspaceConfigError(too_deep(f"workspace store {ws.store.shown}", exc)) \
             from None
-    return hash_of_rows(ws, rows)
+    return hash_of_rows(ws, rows, data, code)
 
 
-def hash_of_rows(ws: Workspace, rows: list[tuple[str, str, str | None]]) -> str:
-    """The snapshot hash of (ref, status, identity digest of its record) rows sorted by ref:
-    what `snapshot_hash` hashes, as the store gives it without reading any record."""
+def hash_of_rows(ws: Workspace, rows: list[tuple[str, str, str | None]],
+                 data: list[DataRow], code: dict[str, dict[str, Any]]) -> str:
+    """The snapshot hash of (ref, status, identity digest of its record) rows sorted by ref
+    (what the store gives without reading any record), the data found on disk (each ref's
+    kind and version, sorted by ref) and the code resources' git state: two snapshots differ
+    whenever the workspace's lineage, data or code differ."""
     body = {"resources": sorted([r.name, r.role] for r in ws.resources.values()),
-            "refs": rows}
+            "refs": rows, "data": [[row.ref, row.kind, row.version] for row in data],
+            "code": code}
     return xxhash.xxh3_128_hexdigest(canonical_json(body))
 
 
@@ -287,18 +340,26 @@ def _results_refs(ws: Workspace, refs: list[str]) -> list[str]:
 
 
 def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> SnapshotOutcome:
-    """Snapshot the current lineage; results get a per-snapshot copy with `lineage.json`."""
+    """Snapshot the workspace: its lineage, the data of every ref and of source-data and code
+    resources (retained, so the snapshot restores while it exists), code's git state; results
+    get a per-snapshot copy with `lineage.json`."""
     if tag is not None:
         validate_tag(tag)
     store = ws.store
     placed: list[Path] = []
+    hashes = FileHashCache.of_workspace(ws.meta_dir)
+    objects = ObjectStore.of_workspace(ws.meta_dir)
+    warnings: list[str] = []
     try:
         # The results copies go if anything fails before the store commits, the commit
         # itself included (a full disk refuses it): an index entry and its copies commit
-        # together, or neither stays.
+        # together, or neither stays. Objects retained by a snapshot that did not commit
+        # are named by nothing: `gc` frees them.
         with store.locked(), gc_paused():
             rows = store.identity_rows()
-            digest = hash_of_rows(ws, rows)
+            data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)
+            code = resource_states(ws)
+            digest = hash_of_rows(ws, rows, data, code)
             infos = list_snapshots(ws)
             owner = next((i for i in infos if tag is not None and tag in i.tags), None)
             existing = next((i for i in infos if i.hash == digest), None)
@@ -314,8 +375,11 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
 
             info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
                                 message=redact_text(message or ""),
-                                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-            outcome = SnapshotOutcome(info, created=True)
+                                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                                resources=code)
+            outcome = SnapshotOutcome(info, created=True, warnings=warnings,
+                                      drift=[row.ref for row in data if row.kind == DRIFT])
+            outcome.retention = _retain(ws, objects, scans, hashes)
             # Only the results refs' records are read: the rest is references to records.
             results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
                                               if identity is not None])
@@ -328,12 +392,32 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             # In the transaction `store.locked()` holds: the manifest and the index entry
             # commit together when the block ends, or not at all.
             store.save_snapshot(digest)
+            snapshot_data.save_rows(ws, digest, data)
             _add_snapshot(ws, info)
         return outcome
     except BaseException:
         for folder in placed:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+    finally:
+        hashes.save()
+
+
+def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
+            hashes: FileHashCache) -> RetentionReport:
+    """Retain every scanned version no earlier snapshot retained already."""
+    report = RetentionReport(versions=len(scans))
+    have = snapshot_data.retained(ws, ((ref, found.version) for ref, found in scans.items()
+                                       if found.version is not None))
+    manifests = []
+    for ref, found in scans.items():
+        if found.version is None or (ref, found.version) in have:
+            continue
+        manifests.append((ref, found.version, found.link,
+                          retain(objects, found, hashes, report)))
+    report.new_versions = len(manifests)
+    snapshot_data.save_manifests(ws, manifests)
+    return report
 
 
 def _folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:
@@ -426,131 +510,12 @@ def _copy_results_dir(source: Path, target: Path) -> None:
 
 def restore_snapshot(ws: Workspace, name: str,
                      progress: Callable[[str], None] | None = None, *,
-                     partial: bool = False) -> RestoreReport:
-    """Make a snapshot's lineage current again, with its data.
+                     partial: bool = False, code: bool = False) -> RestoreReport:
+    """Make a snapshot's lineage and data current again: see `restore.restore_snapshot`
+    (imported when called: restoring builds on this module)."""
+    from .restore import restore_snapshot as restore
 
-    Data comes back from kept versions (`.dws/versions/` in the resource) or, for results, from
-    the snapshot's own copy; what is replaced is kept as a version in turn. Every ref is checked
-    before anything is touched: when some ref's data cannot be brought back, the restore is
-    refused (`SnapshotRestoreError`, nothing changed) unless `partial` is set, in which case the
-    other refs are restored and those are marked unknown, so nothing reads data that disagrees
-    with its lineage.
-    """
-    info = resolve_snapshot(ws, name)
-    manifest = snapshot_manifest(ws, info.hash)
-    report = RestoreReport(info)
-    store = ws.store
-    with store.locked(), gc_paused():
-        current = store.refs()
-        plans: list[tuple[str, str, _RestorePlan]] = []
-        missing: list[tuple[str, str]] = []
-        for ref, raw in sorted(manifest["refs"].items()):
-            if progress is not None:
-                progress(ref)
-            state = RefState.from_json(raw)
-            version = state.version
-            if version is None:
-                continue
-            plan = _plan_restore(ws, info, ref, version)
-            if plan.problem is not None:
-                missing.append((ref, f"{plan.problem}; {recovery_advice(ref, state.owner)}"))
-            else:
-                plans.append((ref, version, plan))
-        if missing and not partial:
-            raise SnapshotRestoreError(_refusal(info, missing))
-        report.lineage_restored = sorted(manifest["refs"])
-        report.not_restored = list(missing)
-        for ref, version, plan in plans:
-            problem = _restore_data(ws, ref, version, plan, report)
-            if problem is not None:
-                owner = RefState.from_json(manifest["refs"][ref]).owner
-                report.not_restored.append((ref, f"{problem}; {recovery_advice(ref, owner)}"))
-        report.not_restored.sort()
-        report.lineage_removed = sorted(set(current) - set(manifest["refs"]))
-        store.reset(info.hash, [ref for ref, _ in report.not_restored])
-    return report
-
-
-@dataclass
-class _RestorePlan:
-    """Where a ref's data stands now and where a copy of the wanted version may be."""
-
-    now: str | None = None
-    candidates: list[Path] = field(default_factory=list)
-    problem: str | None = None
-
-
-def _plan_restore(ws: Workspace, info: SnapshotInfo, ref: str, version: str) -> _RestorePlan:
-    parsed = as_ref(ref)
-    if parsed.name not in ws.resources:
-        return _RestorePlan(problem=f"resource '{parsed.name}' no longer exists in the workspace")
-    try:
-        ws.check_writable(parsed)
-    except InvalidResourceRefError as exc:
-        return _RestorePlan(problem=str(exc))
-    try:
-        now: str | None = ws.version_of(parsed)
-    except DataNotFoundError:
-        now = None
-    except RemoteDataError:
-        return _RestorePlan(problem="remote data cannot be checked or restored from here")
-    if now == version:
-        return _RestorePlan(now=now)
-    root = ws.resource_root(ws.resource(parsed.name))
-    candidates = [kept_version_path(root, parsed.subpath, version)]
-    for number, entry in enumerate(info.results):
-        if entry["ref"] == ref:
-            folder = _results_folder(ws, info, number)
-            if folder is not None:
-                candidates.append(folder / parsed.subpath if parsed.subpath else folder)
-    candidates = [path for path in candidates if path.exists()]
-    if not candidates:
-        where = f"data is now at {short(now)}" if now else "its data is missing"
-        return _RestorePlan(now=now, problem=f"version {short(version)} was not kept ({where})")
-    return _RestorePlan(now=now, candidates=candidates)
-
-
-def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
-    shown = "; ".join(f"{ref}: {why}" for ref, why in missing[:5])
-    more = f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
-    return (f"cannot restore snapshot {info.name} ({info.hash[:12]}): the data of "
-            f"{len(missing)} ref(s) cannot be brought back ({shown}{more}); nothing was "
-            "changed. Keep versions (SparkWorkspaceIOManager keep_versions) to make them "
-            "restorable, or restore with partial=True (`dws-dagster restore --partial`) to "
-            "restore the rest and mark these unknown until their steps run again (or, for "
-            "source data, until 'dws-dagster observe REF' records its data as it is)")
-
-
-def _restore_data(ws: Workspace, ref: str, version: str, plan: _RestorePlan,
-                  report: RestoreReport) -> str | None:
-    """Bring `ref`'s data to `version`; returns why not, or None when it is there."""
-    if plan.now == version:
-        report.data_unchanged.append(ref)
-        return None
-    parsed = as_ref(ref)
-    root = ws.resource_root(ws.resource(parsed.name))
-    target = ws.local_path(parsed)
-    kept = kept_version_path(root, parsed.subpath, version)
-    for candidate in plan.candidates:
-        staging = staging_path(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        copy_data(candidate, staging)
-        if candidate.is_dir() and candidate != kept:  # a results copy: its lineage.json goes
-            (staging / "lineage.json").unlink(missing_ok=True)
-        if parsed.subpath is None and target.is_dir() and staging.is_dir():
-            _carry_over_unversioned(target, staging)
-        try:
-            restored = ws.version_of(parsed, at=staging)
-        except DataNotFoundError:
-            restored = None
-        if restored != version:
-            _remove_path(staging)
-            continue
-        keep_old = kept_version_path(root, parsed.subpath, plan.now) if plan.now else None
-        swap_into_place(staging, target, keep_old_as=keep_old)
-        report.data_restored.append(ref)
-        return None
-    return f"no kept copy of version {short(version)} has that version any more (corrupt copy)"
+    return restore(ws, name, progress, partial=partial, code=code)
 
 
 # ----------------------------------------------------------------------------- diff
@@ -559,12 +524,104 @@ def _restore_data(ws: Workspace, ref: str, version: str, plan: _RestorePlan,
 def diff_lineage(ws: Workspace, before: str, after: str) -> list[RefChange]:
     """What changed between two snapshots (or `current`): the database finds the refs whose
     records differ, and only their records are read."""
-    a = None if before == CURRENT else resolve_snapshot(ws, before).hash
-    b = None if after == CURRENT else resolve_snapshot(ws, after).hash
+    infos = list_snapshots(ws)
+    a = None if before == CURRENT else _resolve(infos, before)
+    b = None if after == CURRENT else _resolve(infos, after)
     store = ws.store
     with store.reading():
-        refs = store.differing_refs(a, b)
-        return diff_states(store.states_in(a, refs), store.states_in(b, refs))
+        refs = store.differing_refs(a and a.hash, b and b.hash)
+        changes = diff_states(store.states_in(a and a.hash, refs),
+                              store.states_in(b and b.hash, refs))
+    data_a, code_a = _data_side(ws, a)
+    data_b, code_b = _data_side(ws, b)
+    if data_a is None or data_b is None:  # a snapshot from before data was captured
+        return changes
+    return _merge(changes, diff_data(data_a, data_b) + diff_code(code_a or {}, code_b or {}))
+
+
+def _data_side(ws: Workspace, info: SnapshotInfo | None
+               ) -> tuple[dict[str, DataRow] | None, dict[str, dict[str, Any]] | None]:
+    """A side's data rows by ref and code state: a snapshot's as recorded, or the workspace's
+    now (versioned from the stat-keyed hash cache, so only changed files are read)."""
+    if info is not None:
+        if info.resources is None:
+            return None, None
+        return {row.ref: row for row in snapshot_data.rows_of(ws, info.hash)}, info.resources
+    rows, code = current_data(ws)
+    return {row.ref: row for row in rows}, code
+
+
+def current_data(ws: Workspace) -> tuple[list[DataRow], dict[str, dict[str, Any]]]:
+    """What a snapshot taken now would record of the data and the code: the data rows (see
+    `retention.capture`) and the code resources' git state."""
+    hashes = FileHashCache.of_workspace(ws.meta_dir)
+    try:
+        rows, _ = capture(ws, ws.store.recorded_versions(), hashes)
+    finally:
+        hashes.save()
+    return rows, resource_states(ws)
+
+
+def diff_data(before: dict[str, DataRow], after: dict[str, DataRow]) -> list[RefChange]:
+    """Data that differs beyond what the lineage says: drift, missing data, source-data and
+    code resources (a ref whose data is its record's version on both sides is the lineage
+    diff's)."""
+    changes = []
+    for ref in sorted(set(before) | set(after)):
+        a, b = before.get(ref), after.get(ref)
+        if a is not None and b is not None and a == b:
+            continue
+        if (a is None or a.kind == LINEAGE) and (b is None or b.kind == LINEAGE):
+            continue
+        if a is None or b is None:
+            row = b or a
+            assert row is not None
+            if row.kind in (RESOURCE, CODE):
+                changes.append(RefChange(ref, "added" if a is None else "removed",
+                                         [f"{_KIND_WORDS[row.kind]} {short(row.version)}"]))
+            continue
+        found = []
+        if b.kind in (DRIFT, MISSING) or a.kind in (DRIFT, MISSING):
+            found.append(f"{_KIND_WORDS[b.kind]}: data {short(a.version)} -> "
+                         f"{short(b.version)}")
+        elif a.version != b.version:
+            found.append(f"{_KIND_WORDS[b.kind]} {short(a.version)} -> {short(b.version)}")
+        if found:
+            changes.append(RefChange(ref, "changed", found))
+    return changes
+
+
+_KIND_WORDS = {
+    LINEAGE: "data as its lineage says", DRIFT: "changed outside any step (drift)",
+    MISSING: "data missing", RESOURCE: "source data", CODE: "code", REMOTE: "remote data"}
+
+
+def diff_code(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+              ) -> list[RefChange]:
+    """Code resources whose git commit or cleanliness differ."""
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name) or {}, after.get(name) or {}
+        found = []
+        if a.get("git_commit") != b.get("git_commit"):
+            found.append(f"git commit {str(a.get('git_commit'))[:12]} -> "
+                         f"{str(b.get('git_commit'))[:12]}")
+        if a.get("dirty") != b.get("dirty"):
+            found.append("uncommitted changes " + ("appeared" if b.get("dirty") else "gone"))
+        if found:
+            changes.append(RefChange(name, "changed", found))
+    return changes
+
+
+def _merge(changes: list[RefChange], more: list[RefChange]) -> list[RefChange]:
+    by_ref = {change.ref: change for change in changes}
+    for change in more:
+        found = by_ref.get(change.ref)
+        if found is None:
+            by_ref[change.ref] = change
+        else:
+            found.changes.extend(change.changes)
+    return [by_ref[ref] for ref in sorted(by_ref)]
 
 
 def lineage_state(ws: Workspace, name: str) -> dict[str, RefState]:
@@ -713,19 +770,3 @@ def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | No
             f"results resource '{resource.name}' ({real_root}); nothing was changed. Replace "
             f"the symlink on the way with a folder, or restore the store from a backup")
     return folder
-
-
-def _carry_over_unversioned(target: Path, staging: Path) -> None:
-    """Move what a resource root holds beside its data (snapshot archives, kept versions,
-    hidden files) into the staged copy, so swapping the root does not take them away."""
-    for entry in list(target.iterdir()):
-        if (is_ignored_name(entry.name) or entry.name == RESULTS_SNAPSHOT_DIR) \
-                and not (staging / entry.name).exists():
-            os.replace(entry, staging / entry.name)
-
-
-def _remove_path(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)

@@ -1032,6 +1032,19 @@ class LineageStore:
                      self._column(ref, "record identity", identity, where))
                     for ref, owner, identity, attempt, unknown in connection.execute(query)]
 
+    def recorded_versions(self) -> list[tuple[str, str | None]]:
+        """(ref, version its good record says, None without one) of every ref, sorted: what
+        a snapshot compares the data on disk with, from indexed columns."""
+        records = schema.records
+        query = (select(_REFS.c.ref, records.c.version)
+                 .select_from(_REFS.outerjoin(records, records.c.id == _REFS.c.record_id))
+                 .where(_REFS.c.workspace_id == self.workspace_id).order_by(_REFS.c.ref))
+        where = "current lineage"
+        with self.reading() as connection:
+            return [(self._checked_ref(ref, where),
+                     self._column(ref, "version", version, where))
+                    for ref, version in connection.execute(query)]
+
     def _column(self, ref: str, name: str, value: Any, where: str) -> Any:
         """A text column read back: text or NULL, else damage named here."""
         if value is not None and type(value) is not str:

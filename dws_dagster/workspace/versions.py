@@ -41,6 +41,8 @@ MARKER_SCHEME = "spark-logical-2"
 #: Files beside Spark-written data that describe it (metrics, lineage) rather than hold it.
 DESCRIPTION_FILES = ("results.json", "lineage.json")
 LISTING_PREFIX = "ls-"
+#: dws_dagster's own bookkeeping beside data (`.dws/`, `.dws-old-*`, `.dws-staging-*`).
+BOOKKEEPING_PREFIX = ".dws"
 _CHUNK = 1 << 20
 #: Non-blocking: a file swapped for a named pipe after it was checked must not block the open.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -191,10 +193,13 @@ def _kind(path: Path) -> str | None:
 
 
 def _data_files(path: Path, exclude_top: Iterable[str], kind: str | None = "?", *,
-                skipped: list[tuple[str, str]]) -> list[tuple[str, str]]:
+                skipped: list[tuple[str, str]],
+                sidecars: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """`iter_data_files` on plain strings: a walk of many small files spends its time on
     per-file overhead, so no Path object is made per file. `kind` is `_kind(path)` if known.
-    What is not data is added to `skipped` as (relative path, what it is)."""
+    What is not data is added to `skipped` as (relative path, what it is); `sidecars`, if
+    given, collects the files versions skip by name (`_SUCCESS`, `.crc`, `_dws_version.json`)
+    in the folders they do enter: not data, but part of what a restore must bring back."""
     if kind == "?":
         kind = _kind(path)
     if kind == "file":
@@ -206,12 +211,13 @@ def _data_files(path: Path, exclude_top: Iterable[str], kind: str | None = "?", 
     if kind != "dir":
         raise DataNotFoundError(f"{path} does not exist, so it has no version")
     found: list[tuple[str, str]] = []
-    _walk(os.fspath(path), "", frozenset(exclude_top), found, skipped)
+    _walk(os.fspath(path), "", frozenset(exclude_top), found, skipped, sidecars)
     return found
 
 
 def _walk(folder: str, prefix: str, excluded: frozenset[str],
-          found: list[tuple[str, str]], skipped: list[tuple[str, str]]) -> None:
+          found: list[tuple[str, str]], skipped: list[tuple[str, str]],
+          sidecars: list[tuple[str, str]] | None = None) -> None:
     """Files of `folder` (sorted), then its subfolders in name order, as `os.walk` visits
     them: unreadable folders are skipped and symlinked folders are not entered; what is
     neither a regular file nor a folder (following links) goes to `skipped`. Entries of a
@@ -226,6 +232,12 @@ def _walk(folder: str, prefix: str, excluded: frozenset[str],
     for entry in entries:
         name = entry.name
         if is_ignored_name(name) or (not prefix and name in excluded):
+            if sidecars is not None and not name.startswith(BOOKKEEPING_PREFIX):
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        sidecars.append((prefix + name, entry.path))
+                except OSError:
+                    pass
             continue
         try:
             if entry.is_file():
@@ -242,7 +254,7 @@ def _walk(folder: str, prefix: str, excluded: frozenset[str],
     for name in sorted(files):
         found.append((prefix + name, base + name))
     for name in sorted(folders):
-        _walk(base + name, f"{prefix}{name}/", excluded, found, skipped)
+        _walk(base + name, f"{prefix}{name}/", excluded, found, skipped, sidecars)
 
 
 def _open_data(path: str) -> int | None:
@@ -387,15 +399,20 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
     entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind,
                                on_skip=on_skip)
     version = version_of_manifest(entries, single_file=kind == "file")
-    if has_marker:
-        try:
-            data = orjson.loads(_read_regular(os.fspath(marker)))
-        except (OSError, orjson.JSONDecodeError):
-            return version
-        marker = checked_marker(data)
-        if marker is not None and marker.get("content") == version:
-            return marker["version"]
-    return version
+    return marked_version(target, version) if has_marker else version
+
+
+def marked_version(folder: Path, content: str) -> str:
+    """The version `folder`'s marker records while `content` (the byte version of its data
+    files) is the one it describes, else `content`."""
+    try:
+        data = orjson.loads(_read_regular(os.fspath(folder / MARKER_NAME)))
+    except (OSError, orjson.JSONDecodeError):
+        return content
+    marker = checked_marker(data)
+    if marker is not None and marker.get("content") == content:
+        return marker["version"]
+    return content
 
 
 def _read_regular(path: str) -> bytes:

@@ -12,6 +12,9 @@ that holds Dagster's own storage, beside its tables, or in a schema of its own.
 - `dws_operations`: the history, one row per change, in order.
 - `dws_snapshots`, `dws_snapshot_tags`, `dws_snapshot_refs`: the snapshot index and each
   snapshot's manifest (a ref's state there, pointing at records).
+- `dws_snapshot_data`: the data version of every ref a snapshot captured (drift included).
+- `dws_data_versions`: the files of each retained data version, by content hash (the bytes
+  are in `.dataworkspace/objects/`, see objects.py).
 - `dws_ol_events`, `dws_ol_delivery`: the OpenLineage outbox and its delivery lease.
 """
 
@@ -119,6 +122,9 @@ snapshots = Table(
     Column("created", String(40), nullable=False),
     Column("metrics", Text, nullable=True),
     Column("results", Text, nullable=False, server_default="[]"),
+    #: Each resource's state beyond its data (a code resource's git commit and whether its
+    #: tree was dirty), as JSON; None for snapshots taken before revision 0002.
+    Column("resources", Text, nullable=True),
     Index(None, "workspace_id", "position"),
 )
 
@@ -170,4 +176,28 @@ ol_delivery = Table(
     Column("last_error", Text, nullable=True),
     Column("last_error_at", String(40), nullable=True),
     Column("last_delivery_at", String(40), nullable=True),
+)
+
+snapshot_data = Table(
+    "dws_snapshot_data", metadata,
+    Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
+    Column("hash", String(64), primary_key=True),
+    Column("ref", RefText, primary_key=True),
+    #: lineage (the data is the version its record says), drift (changed outside any step),
+    #: missing, resource (a source-data resource nothing observed), code, remote (the record's
+    #: version, not checkable from here).
+    Column("kind", String(16), nullable=False),
+    Column("version", Text, nullable=True),
+)
+
+data_versions = Table(
+    "dws_data_versions", metadata,
+    Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
+    Column("ref", RefText, primary_key=True),
+    Column("version", Text, primary_key=True),
+    #: hardlink: the files were Spark's, replaced and never rewritten: linked back on restore.
+    Column("link", Boolean, nullable=False, server_default="0"),
+    #: JSON [[relative path, size, file hash, mtime ns, mode], ...]: the retained files.
+    Column("files", Text, nullable=False),
+    Column("created", String(40), nullable=False),
 )

@@ -1,0 +1,121 @@
+"""A machine-local cache of file hashes, keyed by what `stat` says of the file.
+
+Snapshots version every ref's data to see drift and to retain what changed; reading every byte
+of a large workspace for each snapshot would make them cost as much as copying it. Like git's
+index and DVC's state database, a file's hash is reused while its identity and its change
+stamps are what they were when it was hashed: device, inode, size, modification and change
+time (`ctime` also moves on a rename over it, a `chmod` or a hard link, which no user can set).
+
+A write in the same clock tick as the hash would leave every stamp unchanged (git's "racy"
+files), so a hash is cached only for a file last modified well before hashing began. The cache
+holds inode numbers, which mean nothing on another machine: it lives in `.dataworkspace/cache/`,
+never in the shared store, and losing it only costs re-reading the data.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import closing, suppress
+from pathlib import Path
+
+#: A file modified less than this before its hash was taken is not cached (see above); two
+#: seconds covers the coarsest timestamps a filesystem here may keep (FAT).
+RACY_SECONDS = 2.0
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, dev INTEGER, "
+           "ino INTEGER, size INTEGER, mtime INTEGER, ctime INTEGER, digest TEXT)")
+
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp_of(info: os.stat_result) -> Stamp:
+    """What must be unchanged for a cached hash to hold."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+class FileHashCache:
+    """Hashes of files under some folders, loaded once per folder, written back on `save`.
+
+    Best effort by design: a cache that cannot be read or written (full disk, read-only
+    workspace, a damaged file) is treated as empty, since every answer can be recomputed.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._known: dict[str, tuple[Stamp, str]] = {}
+        self._loaded: set[str] = set()
+        self._new: dict[str, tuple[Stamp, str]] = {}
+        self._stale: set[str] = set()
+
+    @classmethod
+    def of_workspace(cls, meta_dir: Path) -> FileHashCache:
+        return cls(meta_dir / "cache" / "file-hashes.sqlite")
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._path is None:
+            return None
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self._path, timeout=5.0)
+            connection.execute(_SCHEMA)
+            return connection
+        except sqlite3.Error:
+            return None
+        except OSError:
+            return None
+
+    def load(self, folder: Path) -> None:
+        """Read the cached hashes of every file under `folder` (one range query)."""
+        prefix = os.fspath(folder).rstrip(os.sep) + os.sep
+        if any(prefix.startswith(done) for done in self._loaded):
+            return
+        self._loaded.add(prefix)
+        connection = self._connect()
+        if connection is None:
+            return
+        upper = prefix[:-1] + chr(ord(os.sep) + 1)
+        with closing(connection), suppress(sqlite3.Error):
+            for path, dev, ino, size, mtime, ctime, digest in connection.execute(
+                    "SELECT path, dev, ino, size, mtime, ctime, digest FROM hashes "
+                    "WHERE path >= ? AND path < ?", (prefix, upper)):
+                if isinstance(digest, str) and isinstance(path, str):
+                    self._known[path] = ((dev, ino, size, mtime, ctime), digest)
+
+    def get(self, path: str, info: os.stat_result) -> str | None:
+        """The cached hash of the file at `path` if `info` (its stat now) still matches."""
+        found = self._new.get(path) or self._known.get(path)
+        if found is None:
+            return None
+        if found[0] != stamp_of(info):
+            self._stale.add(path)
+            return None
+        return found[1]
+
+    def put(self, path: str, info: os.stat_result, digest: str, hashed_at: float) -> None:
+        """Remember `digest` for the file `info` describes, hashed from `hashed_at` on."""
+        if info.st_mtime_ns / 1e9 > hashed_at - RACY_SECONDS:
+            return
+        self._new[path] = (stamp_of(info), digest)
+
+    def forget(self, path: str) -> None:
+        self._new.pop(path, None)
+        self._stale.add(path)
+
+    def save(self) -> None:
+        """Write what was learned since loading; silently skipped when it cannot be."""
+        if not self._new and not self._stale:
+            return
+        connection = self._connect()
+        if connection is None:
+            return
+        with closing(connection), suppress(sqlite3.Error):
+            with connection:
+                gone = self._stale - set(self._new)
+                connection.executemany("DELETE FROM hashes WHERE path = ?",
+                                       ((path,) for path in gone))
+                connection.executemany(
+                    "INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    ((path, *stamp, digest) for path, (stamp, digest) in self._new.items()))
+            self._known.update(self._new)
+            self._new.clear()
+            self._stale.clear()

@@ -1,0 +1,382 @@
+"""Restore a snapshot: every ref's data and the lineage, all of it or nothing.
+
+A restore goes in three steps, so that neither a refusal nor a crash leaves the workspace half
+restored:
+
+1. **Plan**, touching nothing: for each ref the snapshot captured, where its data stands now and
+   where the snapshot's version can come from (the retained files, a kept copy, the snapshot's
+   results copy). A ref that cannot be brought back refuses the whole restore (unless partial).
+2. **Stage**: every version is rebuilt beside its ref and checked to have the snapshot's
+   version. Still nothing the workspace reads has changed; any failure removes the copies.
+3. **Swap**: an intent file (`.dataworkspace/restore-in-progress.json`) lists the staged copies;
+   each is renamed into place (what it replaces is kept as a version), the lineage is reset to
+   the snapshot's in one transaction, and the intent goes. A crash during this step leaves the
+   intent, and the next snapshot, restore, gc or `status` finishes the restore from it: every
+   copy it names was checked already, so going forward is always possible.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import (
+    DwsError,
+    InvalidResourceRefError,
+    SnapshotRestoreError,
+    WorkspaceConfigError,
+)
+from . import snapshot_data
+from .config import RESULTS_SNAPSHOT_DIR, Workspace
+from .file_hashes import FileHashCache
+from .files import atomic_write_json, fsync_dir, write_error
+from .objects import ObjectStore, RetentionError
+from .refs import as_ref
+from .retention import CODE, LINEAGE, MISSING, REMOTE, DataRow, missing_objects, scan, stage
+from .snapshots import (
+    RestoreReport,
+    SnapshotInfo,
+    _results_folder,
+    resolve_snapshot,
+    snapshot_manifest,
+)
+from .store import RefState, gc_paused, recovery_advice
+from .swap import STAGING_PREFIX, copy_data, kept_version_path, staging_path, swap_into_place
+from .versions import DataNotFoundError, is_ignored_name, short
+
+INTENT_FILE = "restore-in-progress.json"
+_INTENT_FORMAT = 1
+
+
+@dataclass
+class _Plan:
+    """One ref's way back: `unchanged`, or the sources to try in order."""
+
+    row: DataRow
+    now: str | None = None
+    unchanged: bool = False
+    #: The snapshot had no data here: what is there now goes (kept as a version).
+    remove: bool = False
+    sources: list[tuple[str, Any]] = field(default_factory=list)
+    problem: str | None = None
+    staging: Path | None = None
+
+
+def restore_snapshot(ws: Workspace, name: str,
+                     progress: Callable[[str], None] | None = None, *,
+                     partial: bool = False, code: bool = False) -> RestoreReport:
+    """Make a snapshot's lineage and data current again.
+
+    Data comes back from the snapshot's retained files, from kept versions (`.dws/versions/`
+    in the resource) or, for results, from the snapshot's own copy; what is replaced is kept
+    as a version in turn. Every ref is checked and staged before anything is touched: when
+    some ref's data cannot be brought back the restore is refused (`SnapshotRestoreError`,
+    nothing changed) unless `partial` is set, in which case the other refs are restored and
+    those are marked unknown. Code resources in git are left to git unless `code` is set.
+    """
+    info = resolve_snapshot(ws, name)
+    lineage = snapshot_manifest(ws, info.hash)["refs"]
+    report = RestoreReport(info)
+    store = ws.store
+    hashes = FileHashCache.of_workspace(ws.meta_dir)
+    objects = ObjectStore.of_workspace(ws.meta_dir)
+    try:
+        with store.locked(), gc_paused():
+            finish_interrupted_restore(ws)
+            current = store.refs()
+            rows = _rows(ws, info, lineage)
+            plans, missing = _plan_all(ws, info, rows, lineage, hashes, objects, report,
+                                       progress, code)
+            if missing and not partial:
+                raise SnapshotRestoreError(_refusal(info, missing))
+            report.not_restored = list(missing)
+            staged = _stage_all(ws, info, plans, objects, report, lineage, partial)
+            report.not_restored.sort()
+            unknown = [ref for ref, _ in report.not_restored]
+            _swap_all(ws, info.hash, staged, unknown)
+            report.lineage_restored = sorted(lineage)
+            report.lineage_removed = sorted(set(current) - set(lineage))
+    finally:
+        hashes.save()
+    return report
+
+
+def _rows(ws: Workspace, info: SnapshotInfo, lineage: dict[str, Any]) -> list[DataRow]:
+    """The snapshot's data rows; for a snapshot taken before data was captured, the versions
+    its lineage records."""
+    if info.resources is not None:
+        return snapshot_data.rows_of(ws, info.hash)
+    rows = []
+    for ref, raw in sorted(lineage.items()):
+        version = RefState.from_json(raw).version
+        if version is not None:
+            rows.append(DataRow(ref, LINEAGE, version))
+    return rows
+
+
+def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow], lineage: dict[str, Any],
+              hashes: FileHashCache, objects: ObjectStore, report: RestoreReport,
+              progress: Callable[[str], None] | None, code: bool
+              ) -> tuple[list[_Plan], list[tuple[str, str]]]:
+    plans: list[_Plan] = []
+    missing: list[tuple[str, str]] = []
+    for row in rows:
+        if progress is not None:
+            progress(row.ref)
+        plan = _plan(ws, info, row, hashes, objects)
+        if plan.problem is None and row.kind == CODE and not code and not plan.unchanged \
+                and info.resources is not None and row.ref in info.resources:
+            commit = info.resources[row.ref]["git_commit"]
+            report.code_left.append((row.ref, (
+                f"code is in git and differs from the snapshot's (commit {commit[:12]}"
+                f"{', with uncommitted changes' if info.resources[row.ref]['dirty'] else ''}): "
+                f"check that commit out, or restore with code=True (`--code`) to put the "
+                "snapshot's files back")))
+            continue
+        if plan.problem is not None:
+            owner = RefState.from_json(lineage[row.ref]).owner if row.ref in lineage else None
+            missing.append((row.ref, f"{plan.problem}; {recovery_advice(row.ref, owner)}"))
+        else:
+            plans.append(plan)
+    return plans, missing
+
+
+def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache,
+          objects: ObjectStore) -> _Plan:
+    """Where `row`'s data stands and where its version may come from; touches nothing."""
+    plan = _Plan(row)
+    parsed = as_ref(row.ref)
+    resource = ws.resources.get(parsed.name)
+    if resource is None:
+        plan.problem = f"resource '{parsed.name}' no longer exists in the workspace"
+        return plan
+    if row.kind == REMOTE or not resource.is_local:
+        plan.problem = "remote data cannot be checked or restored from here"
+        return plan
+    try:
+        ws.check_writable(parsed)
+    except InvalidResourceRefError as exc:
+        plan.problem = str(exc)
+        return plan
+    plan.now = scan(ws, parsed, hashes).version
+    if row.version is None or row.kind == MISSING:
+        plan.unchanged = plan.now is None
+        plan.remove = plan.now is not None
+        return plan
+    if plan.now == row.version:
+        plan.unchanged = True
+        return plan
+    kept = snapshot_data.manifest(ws, row.ref, row.version)
+    if kept is not None and not missing_objects(objects, kept[1]):
+        plan.sources.append(("retained", kept))
+    root = ws.resource_root(resource)
+    copy = kept_version_path(root, parsed.subpath, row.version)
+    if copy.exists():
+        plan.sources.append(("path", copy))
+    for number, entry in enumerate(info.results):
+        if entry["ref"] == row.ref:
+            folder = _results_folder(ws, info, number)
+            if folder is not None:
+                path = folder / parsed.subpath if parsed.subpath else folder
+                if path.exists():
+                    plan.sources.append(("results", path))
+    if not plan.sources:
+        where = f"data is now at {short(plan.now)}" if plan.now else "its data is missing"
+        lost = " (its retained files are missing from .dataworkspace/objects)" \
+            if kept is not None else ""
+        plan.problem = f"version {short(row.version)} was not kept{lost} ({where})"
+    return plan
+
+
+def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
+    shown = "; ".join(f"{ref}: {why}" for ref, why in missing[:5])
+    more = f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
+    return (f"cannot restore snapshot {info.name} ({info.hash[:12]}): the data of "
+            f"{len(missing)} ref(s) cannot be brought back ({shown}{more}); nothing was "
+            "changed. Restore with partial=True (`dws-dagster restore --partial`) to restore "
+            "the rest and mark these unknown until their steps run again (or, for source "
+            "data, until 'dws-dagster observe REF' records its data as it is)")
+
+
+# ----------------------------------------------------------------------------- stage
+
+
+def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: ObjectStore,
+               report: RestoreReport, lineage: dict[str, Any], partial: bool) -> list[_Plan]:
+    """Stage every plan's data beside its ref; on a refusal or any error every staged copy
+    goes and nothing else was touched."""
+    staged: list[_Plan] = []
+    try:
+        for plan in plans:
+            if plan.unchanged:
+                report.data_unchanged.append(plan.row.ref)
+                continue
+            if plan.remove:
+                staged.append(plan)
+                continue
+            problem = _stage(ws, plan, objects)
+            if problem is None:
+                staged.append(plan)
+                continue
+            owner = RefState.from_json(lineage[plan.row.ref]).owner \
+                if plan.row.ref in lineage else None
+            why = (plan.row.ref, f"{problem}; {recovery_advice(plan.row.ref, owner)}")
+            if not partial:
+                raise SnapshotRestoreError(_refusal(info, [why]))
+            report.not_restored.append(why)
+    except BaseException:
+        for plan in staged:
+            if plan.staging is not None:
+                _remove_path(plan.staging)
+        raise
+    report.data_restored = sorted(plan.row.ref for plan in staged)
+    return staged
+
+
+def _stage(ws: Workspace, plan: _Plan, objects: ObjectStore) -> str | None:
+    """Build the wanted version at a staging path beside the ref, checked; why not, else
+    None."""
+    parsed = as_ref(plan.row.ref)
+    target = ws.local_path(parsed)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for how, source in plan.sources:
+        staging = staging_path(target)
+        try:
+            if how == "retained":
+                link, files = source
+                stage(objects, files, link, staging)
+            else:
+                copy_data(source, staging)
+                if how == "results" and staging.is_dir():
+                    (staging / "lineage.json").unlink(missing_ok=True)
+            restored: str | None = ws.version_of(parsed, at=staging, on_skip=lambda _m: None)
+        except (DataNotFoundError, RetentionError):
+            restored = None  # a damaged copy: the next source may do
+        except OSError as exc:  # the disk, not the copy: nothing else would do better
+            _remove_path(staging)
+            if isinstance(exc, DwsError):
+                raise
+            raise write_error(target, exc, action="restore the data of") from exc
+        except BaseException:
+            _remove_path(staging)
+            raise
+        if restored == plan.row.version:
+            plan.staging = staging
+            return None
+        _remove_path(staging)
+    return (f"no kept copy of version {short(plan.row.version)} has that version any more "
+            "(a damaged copy)")
+
+
+# ------------------------------------------------------------------------------ swap
+
+
+def _swap_all(ws: Workspace, snapshot_hash: str, staged: list[_Plan], unknown: list[str]
+              ) -> None:
+    intent = {"format": _INTENT_FORMAT, "snapshot": snapshot_hash, "unknown": unknown,
+              "swaps": [{"ref": plan.row.ref,
+                         "staging": plan.staging.name if plan.staging is not None else None,
+                         "keep": plan.now} for plan in staged]}
+    path = ws.meta_dir / INTENT_FILE
+    atomic_write_json(path, intent)
+    _finish(ws, intent)
+    path.unlink()
+    fsync_dir(ws.meta_dir)
+
+
+def _finish(ws: Workspace, intent: dict[str, Any]) -> None:
+    """Put every staged copy the intent names in place, then the snapshot's lineage: each
+    step may have been done already by a run that crashed, so each is done only if needed."""
+    for swap in intent["swaps"]:
+        parsed = ws.check_writable(swap["ref"])
+        target = ws.local_path(parsed)
+        root = ws.resource_root(parsed.name)
+        keep = kept_version_path(root, parsed.subpath, swap["keep"]) if swap["keep"] else None
+        if swap["staging"] is None:  # the snapshot had no data here
+            if target.exists() or target.is_symlink():
+                if keep is not None and not keep.exists():
+                    keep.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(target, keep)
+                else:
+                    _remove_path(target)
+            continue
+        staging = target.parent / swap["staging"]
+        if not staging.exists():
+            continue  # swapped in already
+        if parsed.subpath is None and target.is_dir() and staging.is_dir():
+            _carry_over_unversioned(target, staging)
+        swap_into_place(staging, target, keep_old_as=keep)
+    ws.store.reset(intent["snapshot"], intent["unknown"])
+
+
+def finish_interrupted_restore(ws: Workspace) -> bool:
+    """Finish a restore a crash interrupted after it began putting data in place (see the
+    module's docstring); True when there was one. The intent is read as untrusted input: it
+    can only name staged copies beside refs of this workspace."""
+    path = ws.meta_dir / INTENT_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise WorkspaceConfigError(f"cannot read {path}: {exc}; fix its permissions") from None
+    intent = _checked_intent(raw, path)
+    with ws.store.locked(), gc_paused():
+        _finish(ws, intent)
+    path.unlink(missing_ok=True)
+    return True
+
+
+def _checked_intent(raw: bytes, path: Path) -> dict[str, Any]:
+    bad = WorkspaceConfigError(
+        f"{path} is damaged (it is not what an interrupted restore leaves); nothing was "
+        "changed. Remove it, then run the restore again")
+    try:
+        intent = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise bad from None
+    if type(intent) is not dict or intent.get("format") != _INTENT_FORMAT \
+            or type(intent.get("snapshot")) is not str or type(intent.get("swaps")) is not list \
+            or type(intent.get("unknown")) is not list \
+            or not all(type(ref) is str for ref in intent["unknown"]):
+        raise bad
+    for swap in intent["swaps"]:
+        if type(swap) is not dict or type(swap.get("ref")) is not str:
+            raise bad
+        staging, keep = swap.get("staging"), swap.get("keep")
+        try:
+            name = as_ref(swap["ref"]).parts[-1] if as_ref(swap["ref"]).subpath else None
+        except InvalidResourceRefError:
+            raise bad from None
+        if staging is not None and (type(staging) is not str or "/" in staging
+                                    or not staging.startswith(STAGING_PREFIX)
+                                    or (name is not None
+                                        and not staging.startswith(
+                                            f"{STAGING_PREFIX}{name}-"))):
+            raise bad
+        if keep is not None and type(keep) is not str:
+            raise bad
+    return intent
+
+
+def _carry_over_unversioned(target: Path, staging: Path) -> None:
+    """Move what a resource root holds beside its data (snapshot archives, kept versions,
+    hidden files the snapshot did not have) into the staged copy, so swapping the root does
+    not take them away."""
+    for entry in list(target.iterdir()):
+        if (is_ignored_name(entry.name) or entry.name == RESULTS_SNAPSHOT_DIR) \
+                and not (staging / entry.name).exists():
+            os.replace(entry, staging / entry.name)
+
+
+def _remove_path(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
