@@ -22,7 +22,10 @@ shown: the machine is shared, so CPU time is the steadier figure (a PostgreSQL s
 not counted: compare its wall times). Floor in the same run: a process that only walks the
 resources and reads every data file, as restore must to check what each ref holds now.
 Targets (issue 19): lineage in-process <= 50 ms at 100,000 refs and growing <= 1.5x from 10,000;
-snapshot <= 2 s at 100,000.
+snapshot <= 2 s at 100,000. Issue 20: a snapshot retains every ref's data: at 10,000 refs it
+takes <= 1 s, the retained objects grow by the changed data only (0 bytes beyond it), and a
+restore costs in proportion to the data it brings back (shown beside a process reading that
+data once; it also checks every ref's data with the stat-keyed hash cache).
 
     python bench/store_scale.py --sizes 10000 100000 --repeats 3 [--postgres-url URL]
 """
@@ -110,9 +113,9 @@ def build(root: Path, refs: int) -> Workspace:
     return ws
 
 
-def rewrite(ws: Workspace, count: int, round_: int) -> None:
+def rewrite(ws: Workspace, count: int, round_: int) -> list[str]:
     """Rematerialize `count` refs spread over the workspace, keeping the old data as a kept
-    version (what `keep_versions` does) so that restore can bring it back."""
+    version (what `keep_versions` does); returns the refs rewritten."""
     groups = len(ws.store.items()) // GROUP
     run_id = str(uuid.uuid4())
     records = []
@@ -130,6 +133,26 @@ def rewrite(ws: Workspace, count: int, round_: int) -> None:
         index = next(i for i in range(GROUP) if ref_of(group, i) == ref)
         records.append(record_for(ws, group, index, run_id, f"v{round_}"))
     ws.store.commit(records)
+    return [record.ref for record in records]
+
+
+def disk_bytes(folder: Path) -> tuple[int, int]:
+    """(bytes of the files, bytes of disk blocks they take) under `folder`: the retained
+    objects, hard links counted once."""
+    seen: set[tuple[int, int]] = set()
+    size = blocks = 0
+    for path in folder.rglob("*") if folder.is_dir() else ():
+        info = path.lstat()
+        if path.is_file() and (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
+            size += info.st_size
+            blocks += info.st_blocks * 512
+    return size, blocks
+
+
+def data_bytes(ws: Workspace, refs: list[str]) -> int:
+    return sum(p.stat().st_size for ref in refs for p in ws.local_path(ref).rglob("*")
+               if p.is_file())
 
 
 class Timer:
@@ -189,6 +212,16 @@ for top in sys.argv[1:]:
 """
 
 
+READ_FILES = """
+import os, sys
+for path in sys.argv[1:]:
+    fd = os.open(path, os.O_RDONLY)
+    while os.read(fd, 1 << 20):
+        pass
+    os.close(fd)
+"""
+
+
 def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float]]:
     start = time.perf_counter()
     ws = build(root / f"ws-{refs}", refs)
@@ -199,16 +232,30 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
     print(f"  {refs:,} refs: built in {built:.1f} s", file=sys.stderr, flush=True)
     timer = Timer()
     changed = max(1, refs // 100)
+    objects = ws.meta_dir / "objects"
+    retained: list[float] = []
+    rewritten: list[str] = []
     for round_ in range(1, repeats + 1):
-        rewrite(Workspace.open(w), changed, round_)
+        now = rewrite(Workspace.open(w), changed, round_)
+        rewritten += now
+        before = disk_bytes(objects)[0]
         timer.add("snapshot (1% changed)", lambda r=round_: run_process("snapshot", f"r{r}",
                                                                          "-w", w))
+        # Retention takes the changed data once, and nothing for the 99 % unchanged.
+        retained.append(disk_bytes(objects)[0] - before - data_bytes(ws, now))
         timer.add("snapshot (unchanged)", lambda: run_process("snapshot", "-w", w))
         timer.add("diff", lambda r=round_: run_process("diff", "base", f"r{r}", "-w", w))
         timer.add("lineage", lambda: run_process("lineage", focus, "-w", w))
         timer.add("lineage (in-process)", lambda: run_cli("lineage", focus, "-w", w))
         timer.add("status", lambda: run_process("status", "-w", w))
+        brought_back = sorted(set(rewritten))  # what the restore to `base` brings back
+        paths = [str(p) for ref in brought_back for p in ws.local_path(ref).rglob("*")
+                 if p.is_file()]
+        timer.add("floor: read the data restore brings back, once",
+                  lambda p=paths: subprocess.run([sys.executable, "-c", READ_FILES, *p],
+                                                 check=True))
         timer.add("restore", lambda: run_process("restore", "base", "-w", w))
+        rewritten = []
         roots = [str(ws.resource_root(name)) for name in sorted(ws.resources)]
         reader = [sys.executable, "-c", READ_FLOOR, *roots]
         timer.add("floor: read every data file (process)",
@@ -216,6 +263,10 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
         timer.add("floor: python -c pass",
                   lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
     median = timer.medians()
+    if objects.is_dir():  # the journal store of the baseline retains nothing
+        median["retention: bytes beyond the changed data"] = (max(retained), 0.0)
+        median["retention: objects on disk MB (all snapshots)"] = (
+            disk_bytes(objects)[1] / 1e6, 0.0)
     median["peak RSS MB (builder + in-process lineage)"] = (
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0.0)
     shutil.rmtree(root / f"ws-{refs}", ignore_errors=True)
@@ -294,15 +345,25 @@ def report(results: dict[str, dict[int, dict[str, tuple[float, float]]]],
     for size in sizes:
         print(f"\n{size:,} refs, median wall s / CPU s " + " | ".join(kinds)
               + "   (ratios: database ÷ journal)")
-        for name in results["journal"][size]:
+        names = list(results["journal"][size])
+        names += [n for n in results[kinds[-1]][size] if n not in names]
+        for name in names:
             cells = []
             for kind in kinds:
-                wall, cpu = results[kind][size][name]
+                wall, cpu = results[kind][size].get(name, (float("nan"), float("nan")))
                 cells.append(f"{wall:8.3f} {cpu:7.3f}")
-            base = results["journal"][size][name]
+            base = results["journal"][size].get(name, (0.0, 0.0))
             ratios = [f"{results[kind][size][name][0] / base[0]:5.2f}×"
                       for kind in kinds[1:] if base[0] > 0]
             print(f"  {name:44} " + " | ".join(cells) + "   " + " ".join(ratios))
+    for kind in kinds[1:]:
+        for size in sizes:
+            own = results[kind][size]
+            floor = own["floor: read the data restore brings back, once"][0]
+            print(f"\n{kind}, {size:,} refs: restore {own['restore'][0] / floor:.1f}"
+                  "× reading the data it brings back once; retention added "
+                  f"{own['retention: bytes beyond the changed data'][0]:.0f} bytes beyond the "
+                  "changed data")
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         print(f"\ngrowth {large:,} ÷ {small:,} refs (wall):")

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -153,6 +154,7 @@ class RetentionMachine(RuleBasedStateMachine):
             assert tags == set(self.expected)
 
 
+@pytest.mark.filterwarnings("ignore:step .* changed outside any recorded step")
 def test_every_restore_brings_back_its_snapshot_whatever_happened_before(spark) -> None:
     RetentionMachine.spark = spark
     machine = RetentionMachine.TestCase

@@ -64,11 +64,14 @@ class FileHashCache:
         except OSError:
             return None
 
-    def load(self, folder: Path) -> None:
+    def load(self, folder: str | os.PathLike[str]) -> None:
         """Read the cached hashes of every file under `folder` (one range query)."""
         prefix = os.fspath(folder).rstrip(os.sep) + os.sep
-        if any(prefix.startswith(done) for done in self._loaded):
-            return
+        probe = prefix
+        while probe:  # this folder or one above it loaded already: O(depth), not O(loaded)
+            if probe in self._loaded:
+                return
+            probe = probe[:-1].rpartition(os.sep)[0] + os.sep if probe != os.sep else ""
         self._loaded.add(prefix)
         connection = self._connect()
         if connection is None:

@@ -38,7 +38,17 @@ from .file_hashes import FileHashCache
 from .files import atomic_write_json, fsync_dir, write_error
 from .objects import ObjectStore, RetentionError
 from .refs import as_ref
-from .retention import CODE, LINEAGE, MISSING, REMOTE, DataRow, missing_objects, scan, stage
+from .retention import (
+    CODE,
+    LINEAGE,
+    MISSING,
+    REMOTE,
+    DataRow,
+    missing_objects,
+    preload,
+    scan,
+    stage,
+)
 from .snapshots import (
     RestoreReport,
     SnapshotInfo,
@@ -126,6 +136,7 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow], lineage: d
               ) -> tuple[list[_Plan], list[tuple[str, str]]]:
     plans: list[_Plan] = []
     missing: list[tuple[str, str]] = []
+    preload(ws, hashes)
     for row in rows:
         if progress is not None:
             progress(row.ref)
@@ -279,10 +290,16 @@ def _stage(ws: Workspace, plan: _Plan, objects: ObjectStore) -> str | None:
 
 def _swap_all(ws: Workspace, snapshot_hash: str, staged: list[_Plan], unknown: list[str]
               ) -> None:
+    """Put every staged copy in place. What each replaces is kept as a version of its ref
+    (`.dws/versions/`) unless a snapshot retained that version already: a restore never
+    loses data, and never keeps it twice."""
+    retained = snapshot_data.retained(
+        ws, ((plan.row.ref, plan.now) for plan in staged if plan.now is not None))
     intent = {"format": _INTENT_FORMAT, "snapshot": snapshot_hash, "unknown": unknown,
               "swaps": [{"ref": plan.row.ref,
                          "staging": plan.staging.name if plan.staging is not None else None,
-                         "keep": plan.now} for plan in staged]}
+                         "keep": None if (plan.row.ref, plan.now) in retained else plan.now}
+                        for plan in staged]}
     path = ws.meta_dir / INTENT_FILE
     atomic_write_json(path, intent)
     _finish(ws, intent)

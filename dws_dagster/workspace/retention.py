@@ -50,6 +50,8 @@ from .versions import (
 LINEAGE, DRIFT, MISSING, RESOURCE, CODE, REMOTE = (
     "lineage", "drift", "missing", "resource", "code", "remote")
 KINDS = (LINEAGE, DRIFT, MISSING, RESOURCE, CODE, REMOTE)
+#: Kinds whose version was found on local disk, and retained with the snapshot.
+LOCAL_KINDS = (LINEAGE, DRIFT, RESOURCE, CODE)
 
 
 class RetainedFile(NamedTuple):
@@ -91,23 +93,30 @@ class DataRow:
 
 def scan(ws: Workspace, ref: ResourceRef | str, hashes: FileHashCache,
          on_skip: SkipReporter | None = None) -> DataScan:
-    """The data of local `ref` now, versioned as `ws.version_of` would version it."""
+    """The data of local `ref` now, versioned as `ws.version_of` would version it.
+
+    Plain strings for paths, and the marker found by the folder's own listing: a snapshot
+    scans every ref, and per-ref overhead, not hashing, is then what it costs."""
     parsed = ws.check_ref(ref)
     resource = ws.resource(parsed.name)
-    path = ws.local_path(parsed)
-    kind = _kind(path)
+    root = os.fspath(ws.resource_root(resource))
+    where = root if parsed.subpath is None else f"{root}{os.sep}{parsed.subpath}"
+    kind = _kind(where)
     if kind not in ("file", "dir"):
-        return DataScan(str(parsed), path, None)
-    hashes.load(path if kind == "dir" else path.parent)
+        return DataScan(str(parsed), Path(where), None)
+    hashes.load(where if kind == "dir" else os.path.dirname(where))
     listing = resource.versioning == "listing"
     exclude: tuple[str, ...] = (RESULTS_SNAPSHOT_DIR,) \
         if resource.role == "results" and parsed.subpath is None else ()
-    marker = kind == "dir" and _kind(path / MARKER_NAME) == "file"
-    if marker and not listing:
-        exclude = (*exclude, *DESCRIPTION_FILES)
     skipped: list[tuple[str, str]] = []
     sidecars: list[tuple[str, str]] = []
-    data = _data_files(path, exclude, kind, skipped=skipped, sidecars=sidecars)
+    data = _data_files(where, exclude, kind, skipped=skipped, sidecars=sidecars)
+    marker = kind == "dir" and any(rel == MARKER_NAME for rel, _ in sidecars)
+    if marker and not listing:
+        # As effective_version: the description files beside Spark data are not data.
+        data, described = _split(data, DESCRIPTION_FILES)
+        sidecars += described
+    path = Path(where)
     entries: list[FileEntry] = []
     files: list[RetainedFile] = []
     listing_lines: list[bytes] = []
@@ -140,6 +149,12 @@ def scan(ws: Workspace, ref: ResourceRef | str, hashes: FileHashCache,
     files.sort()
     return DataScan(str(parsed), path, version, files, single_file=kind == "file",
                     link=marker and not listing)
+
+
+def _split(found: list[tuple[str, str]], names: tuple[str, ...]
+           ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    kept = [item for item in found if item[0] not in names]
+    return kept, [item for item in found if item[0] in names]
 
 
 def _hashed(absolute: str, hashes: FileHashCache
@@ -181,8 +196,7 @@ def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: F
     rows: list[DataRow] = []
     scans: dict[str, DataScan] = {}
     covered: set[str] = set()
-    for root in _local_roots(ws):
-        hashes.load(root)
+    preload(ws, hashes)
     for ref, version in recorded:
         name = ref.split("/", 1)[0]
         covered.add(name)
@@ -210,8 +224,12 @@ def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: F
     return rows, scans
 
 
-def _local_roots(ws: Workspace) -> list[Path]:
-    return [ws.resource_root(r) for r in ws.resources.values() if r.is_local]
+def preload(ws: Workspace, hashes: FileHashCache) -> None:
+    """Load the cached hashes of every local resource at once (one query each), before
+    scanning many refs."""
+    for resource in ws.resources.values():
+        if resource.is_local:
+            hashes.load(ws.resource_root(resource))
 
 
 def resource_states(ws: Workspace) -> dict[str, dict[str, Any]]:

@@ -16,7 +16,7 @@ from sqlalchemy import delete, insert, select, tuple_
 from ..errors import WorkspaceConfigError
 from .config import Workspace
 from .db import schema
-from .retention import KINDS, DataRow, RetainedFile, manifest_files
+from .retention import KINDS, LOCAL_KINDS, DataRow, RetainedFile, manifest_files
 from .shapes import VERSION_PATTERN
 
 _DATA = schema.snapshot_data
@@ -64,6 +64,22 @@ def delete_rows(ws: Workspace, snapshot_hash: str) -> None:
     with store.locked() as connection:
         connection.execute(delete(_DATA).where(_DATA.c.workspace_id == store.workspace_id,
                                                _DATA.c.hash == snapshot_hash))
+
+
+def latest_rows(ws: Workspace) -> set[tuple[str, str | None]]:
+    """(ref, version) of every data row of the newest snapshot that has data rows: each of its
+    local versions was retained when it was taken, and stays retained while it exists."""
+    store = ws.store
+    ws_id = store.workspace_id
+    snapshots = schema.snapshots
+    newest = (select(snapshots.c.hash)
+              .where(snapshots.c.workspace_id == ws_id, snapshots.c.resources.is_not(None))
+              .order_by(snapshots.c.position.desc()).limit(1).scalar_subquery())
+    with store.reading() as connection:
+        return {(ref, version) for ref, version in connection.execute(
+            select(_DATA.c.ref, _DATA.c.version).where(
+                _DATA.c.workspace_id == ws_id, _DATA.c.hash == newest,
+                _DATA.c.kind.in_(LOCAL_KINDS)))}
 
 
 def retained(ws: Workspace, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -407,8 +407,10 @@ def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
             hashes: FileHashCache) -> RetentionReport:
     """Retain every scanned version no earlier snapshot retained already."""
     report = RetentionReport(versions=len(scans))
-    have = snapshot_data.retained(ws, ((ref, found.version) for ref, found in scans.items()
-                                       if found.version is not None))
+    wanted = {(ref, found.version) for ref, found in scans.items() if found.version is not None}
+    # Most of a snapshot is what the previous one held: only the rest is looked up.
+    have = wanted & snapshot_data.latest_rows(ws)
+    have |= snapshot_data.retained(ws, wanted - have)
     manifests = []
     for ref, found in scans.items():
         if found.version is None or (ref, found.version) in have:

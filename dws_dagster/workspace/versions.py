@@ -178,7 +178,7 @@ def iter_data_files(path: Path, *, exclude_top: Iterable[str] = (),
     return [(rel, Path(absolute)) for rel, absolute in found]
 
 
-def _kind(path: Path) -> str | None:
+def _kind(path: str | os.PathLike[str]) -> str | None:
     """'file', 'dir', 'other' or None (missing) from one stat call, following symlinks, where
     `is_file()` then `is_dir()` took two (versioning many small refs is bound by such calls)."""
     try:
@@ -192,7 +192,8 @@ def _kind(path: Path) -> str | None:
     return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 
-def _data_files(path: Path, exclude_top: Iterable[str], kind: str | None = "?", *,
+def _data_files(path: str | os.PathLike[str], exclude_top: Iterable[str],
+                kind: str | None = "?", *,
                 skipped: list[tuple[str, str]],
                 sidecars: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """`iter_data_files` on plain strings: a walk of many small files spends its time on
