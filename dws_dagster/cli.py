@@ -271,8 +271,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
                      "not_restored": [{"ref": r, "reason": why} for r, why in report.not_restored],
                      "code_left": [{"ref": r, "reason": why} for r, why in report.code_left]})
         return 0
-    print(f"restored lineage of snapshot {report.info.name} ({report.info.hash[:12]}): "
-          f"{len(report.lineage_restored)} ref(s)")
+    print(f"restored snapshot {report.info.name} ({report.info.hash[:12]}): lineage of "
+          f"{len(report.lineage_restored)} ref(s); data of {len(report.data_restored)} "
+          f"brought back, {len(report.data_unchanged)} already as it was")
     for ref in report.data_restored:
         print(f"  data restored:  {ref}")
     for ref in report.data_unchanged:

@@ -183,8 +183,8 @@ def status_rows(cli: Cli, root: Path) -> dict[str, dict[str, Any]]:
 
 def versions(ws: Workspace) -> dict[str, str]:
     """The content version of every ref the scripts touch, and of the code, now on disk."""
-    refs = ["src/trips.csv", *OUTPUT_REFS, "code", "code/prepare.py", "code/features.py",
-            "code/train.py"]
+    refs = ["src", "src/trips.csv", *OUTPUT_REFS, "code", "code/prepare.py",
+            "code/features.py", "code/train.py"]
     return {ref: ws.version_of(ref) for ref in refs}
 
 
@@ -322,7 +322,8 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
         return f"{what} {short(a[ref])} -> {short(b[ref])}"
 
     assert json.loads(out) == [
-        {"ref": "code", "kind": "changed", "changes": [moved("code", "code")]},
+        {"ref": "code", "kind": "changed", "changes": [
+            moved("code", "code"), "files changed: features.py"]},
         {"ref": "inter/clean.csv", "kind": "changed", "changes": [
             moved("version", "inter/clean.csv"), "parameter scale: 1 -> 2",
             moved("input src/trips.csv", "src/trips.csv")]},
@@ -333,6 +334,8 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
         {"ref": "results", "kind": "changed", "changes": [
             moved("version", "results"), moved("input inter/features.csv", "inter/features.csv"),
             "metrics changed"]},
+        {"ref": "src", "kind": "changed", "changes": [
+            moved("source data", "src"), "files changed: trips.csv"]},
         {"ref": "src/trips.csv", "kind": "changed", "changes": [
             moved("version", "src/trips.csv")]},
     ]
@@ -350,7 +353,7 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
     assert code == 0, err
     report = json.loads(out)
     assert report["data_restored"] == ["code", "inter/clean.csv", "inter/features.csv",
-                                       "results", "src/trips.csv"]
+                                       "results", "src", "src/trips.csv"]
     assert report["not_restored"] == [] and report["code_left"] == []
     assert report["lineage_removed"] == []
     # Every file as after the first run, byte for byte: outputs, results, the source CSV and
@@ -374,3 +377,22 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
 
     code, out, err = cli("history", "--format", "json", cwd=root)
     assert [h["tags"] for h in json.loads(out)] == [["v2"], ["v1"]]  # restores took none
+
+
+def test_source_files_no_step_read_are_captured_and_restored(ported_ws: Workspace,
+                                                             cli: Cli) -> None:
+    """A step that reads one file of a source folder leaves the others there: they are data
+    of the workspace too, so a hand edit of one makes a new snapshot, the diff names the
+    file, and a restore brings it back (the source resource is captured whole)."""
+    root = ported_ws.root
+    zones = root / "data/src/zones.csv"
+    zones.write_text("zone,borough\n1,Queens\n")
+    run_pipeline(root, scale=1)
+    assert cli("snapshot", "v1", cwd=root)[0] == 0
+    zones.write_text("zone,borough\n1,Brooklyn\n")
+    code, out, err = cli("snapshot", "v2", "--format", "json", cwd=root)
+    assert code == 0 and json.loads(out)["new_snapshot"] is True, err
+    code, out, err = cli("diff", "v1", "v2", cwd=root)
+    assert code == 0 and "changed  src" in out and "files changed: zones.csv" in out, out
+    assert cli("restore", "v1", cwd=root)[0] == 0
+    assert zones.read_text() == "zone,borough\n1,Queens\n"

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dws_dagster import Workspace
+from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.errors import SnapshotRestoreError, WorkspaceConfigError
 from dws_dagster.workspace import retention, snapshot_data
 from dws_dagster.workspace.file_hashes import RACY_SECONDS, FileHashCache
@@ -148,8 +148,8 @@ def test_unchanged_data_costs_nothing_to_retain_again(tmp_path: Path) -> None:
         run_step(ws, f"step{n}", ["src/trips.csv"], {f"inter/o{n}": f"{n}\n" * 2000})
     total = sum(p.stat().st_size for p in (ws.root / "data").rglob("*") if p.is_file())
     first = take_snapshot(ws, "v1").retention
-    # Five outputs, the observed source and the (empty) code resource.
-    assert first is not None and first.new_versions == 7
+    # Five outputs, the observed source, the source resource and the (empty) code resource.
+    assert first is not None and first.new_versions == 8
     if first.linked or first.cloned:  # hard links or clones of the files: no space at all
         assert first.bytes_added < total
     else:
@@ -160,7 +160,7 @@ def test_unchanged_data_costs_nothing_to_retain_again(tmp_path: Path) -> None:
     changed = (ws.local_path("inter/o3") / "part-0.csv").stat().st_size
     assert second is not None and second.new_versions == 1 and second.files_added == 1
     assert second.bytes_added in (0, changed)  # the one changed file, or a clone of it
-    assert second.versions == 7
+    assert second.versions == 8
 
     # Each snapshot restores the other's data, the unchanged refs untouched.
     report = restore_snapshot(ws, "v1")
@@ -232,7 +232,7 @@ def _linked_scenario(root: Path, *, refused: bool) -> None:
     _spark_like(folder, b"rows-v2")
     assert ws.version_of("src/spark") != ws.store.get("src/spark").version
     report = restore_snapshot(ws, "v1")
-    assert report.data_restored == ["src/spark"]
+    assert report.data_restored == ["src", "src/spark"]  # with the source resource
     assert part.read_bytes() == b"rows-v1"
 
 
@@ -436,7 +436,7 @@ def _killed_at(ws: Workspace, target: str, count: int, action: str) -> subproces
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         import importlib
-        from dws_dagster import Workspace
+        from dws_dagster import LineageBuilder, Workspace
         mod = importlib.import_module({module!r})
         owner, _, name = {function!r}.rpartition(".")
         holder = getattr(mod, owner) if owner else mod
@@ -534,3 +534,23 @@ def test_kill_9_during_gc_keeps_every_snapshot_restorable(tmp_path: Path) -> Non
         assert report.not_restored == []
     for ref, version in seen["v1"].items():
         assert fresh.version_of(ref) == version
+
+
+def test_the_hash_cache_forgets_files_that_are_gone(tmp_path: Path) -> None:
+    """Spark names its files anew on every write: entries of files no longer there are
+    dropped by the next snapshot, so the cache does not grow without end."""
+    ws = new_ws(tmp_path / "ws")
+    write(ws.local_path("src/trips.csv"), "a\n1\n")
+    folder = ws.local_path("inter/prep")
+    for n in range(3):
+        shutil.rmtree(folder, ignore_errors=True)
+        builder = LineageBuilder().with_step_name("prep").with_parameters({"n": n}) \
+            .with_workspace_directory(ws.root).with_input_refs(["src/trips.csv"])
+        with builder.eval() as lineage:
+            lineage.add_output_ref("inter/prep")
+            write(folder / f"part-{n}.csv", f"{n}\n")
+        age(ws.root / "data")
+        take_snapshot(ws)
+    cache = FileHashCache.of_workspace(ws.meta_dir)
+    cache.load(ws.root)
+    assert sorted(Path(p).name for p in cache._known) == ["part-2.csv", "trips.csv"]

@@ -331,7 +331,7 @@ def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
     # The copy's lineage is usable where it now lives: a restore finds nothing to do.
     report = restore_snapshot(other, "v1")
     assert report.not_restored == [] and report.data_restored == []
-    assert sorted(report.data_unchanged) == sorted(["code", SRC, "inter/prep", RESULTS])
+    assert sorted(report.data_unchanged) == sorted(["code", "src", SRC, "inter/prep", RESULTS])
 
 
 def test_manifest_and_results_lineage_hold_no_absolute_paths_or_hostname(ws: Workspace) -> None:
@@ -436,7 +436,7 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
     report = restore_snapshot(ws, "v1")
 
     assert report.info.hash == snaps["v1"].hash
-    assert report.data_restored == ["inter/feat", "inter/prep", RESULTS, SRC]
+    assert report.data_restored == ["inter/feat", "inter/prep", RESULTS, "src", SRC]
     assert report.data_unchanged == ["code", "inter/lookup"]
     assert report.not_restored == []
     assert report.lineage_removed == ["inter/extra"]
@@ -465,7 +465,7 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
     report2 = restore_snapshot(ws, "v2")
 
     assert report2.info.hash == snaps["v2"].hash
-    assert report2.data_restored == ["inter/feat", "inter/prep", RESULTS, SRC]
+    assert report2.data_restored == ["inter/feat", "inter/prep", RESULTS, "src", SRC]
     assert report2.data_unchanged == ["code", "inter/extra", "inter/lookup"]
     assert report2.not_restored == []
     assert report2.lineage_removed == []
@@ -497,7 +497,7 @@ def test_restore_refuses_when_retained_data_was_lost_and_partial_marks_it_unknow
     assert workspace_state(ws) == before
 
     report = restore_snapshot(ws, "v1", partial=True)
-    assert report.data_restored == ["inter/prep", RESULTS, SRC]
+    assert report.data_restored == ["inter/prep", RESULTS, "src", SRC]
     [(ref, why)] = report.not_restored
     assert ref == "inter/feat" and "not kept" in why and "re-run" in why
 
@@ -523,7 +523,7 @@ def test_restore_by_hash_prefix_and_progress(ws: Workspace) -> None:
     report = restore_snapshot(ws, snaps["v1"].hash[:10], progress=seen.append,
                               partial=True)
     assert report.info.hash == snaps["v1"].hash
-    assert seen == sorted({*snaps["s1"]["states"], "code"})
+    assert seen == sorted({*snaps["s1"]["states"], "code", "src"})
 
 
 # ---------------------------------------------------------------------- atomicity
@@ -886,7 +886,7 @@ def test_restore_of_another_snapshot_still_works_after_delete(ws: Workspace) -> 
     delete_snapshot(ws, "v2", remove_results=True)
     collect_garbage(ws)
     report = restore_snapshot(ws, "v1")
-    assert report.data_restored == ["inter/feat", "inter/prep", RESULTS, SRC]
+    assert report.data_restored == ["inter/feat", "inter/prep", RESULTS, "src", SRC]
     assert (ws.local_path(RESULTS) / "results.json").read_bytes() == snaps["s1"]["results_json"]
     assert versions(Workspace.open(ws.root).store.state()) == versions(snaps["s1"]["states"])
 

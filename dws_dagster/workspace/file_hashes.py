@@ -46,6 +46,7 @@ class FileHashCache:
         self._loaded: set[str] = set()
         self._new: dict[str, tuple[Stamp, str]] = {}
         self._stale: set[str] = set()
+        self._seen: set[str] = set()
 
     @classmethod
     def of_workspace(cls, meta_dir: Path) -> FileHashCache:
@@ -86,6 +87,7 @@ class FileHashCache:
 
     def get(self, path: str, info: os.stat_result) -> str | None:
         """The cached hash of the file at `path` if `info` (its stat now) still matches."""
+        self._seen.add(path)
         found = self._new.get(path) or self._known.get(path)
         if found is None:
             return None
@@ -104,8 +106,13 @@ class FileHashCache:
         self._new.pop(path, None)
         self._stale.add(path)
 
-    def save(self) -> None:
-        """Write what was learned since loading; silently skipped when it cannot be."""
+    def save(self, *, prune: bool = False) -> None:
+        """Write what was learned since loading; silently skipped when it cannot be. `prune`:
+        the caller looked at every file it cares about under the folders loaded (a snapshot
+        scans every ref), so entries not looked at (files deleted or replaced since: Spark
+        names its files anew on every write) go, and the cache does not grow without end."""
+        if prune:
+            self._stale.update(path for path in self._known if path not in self._seen)
         if not self._new and not self._stale:
             return
         connection = self._connect()

@@ -44,8 +44,10 @@ from .retention import (
     MISSING,
     REMOTE,
     DataRow,
+    inside,
     missing_objects,
     preload,
+    root_rows,
     scan,
     stage,
 )
@@ -76,6 +78,8 @@ class _Plan:
     sources: list[tuple[str, Any]] = field(default_factory=list)
     problem: str | None = None
     staging: Path | None = None
+    #: Inside a resource the snapshot captured whole: its data comes back with the resource.
+    via_root: bool = False
 
 
 def restore_snapshot(ws: Workspace, name: str,
@@ -137,9 +141,16 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow], lineage: d
     plans: list[_Plan] = []
     missing: list[tuple[str, str]] = []
     preload(ws, hashes)
+    roots = root_rows(rows)
     for row in rows:
         if progress is not None:
             progress(row.ref)
+        if inside(row.ref, roots):  # comes back with its resource: reported, not staged
+            plan = _Plan(row, via_root=True)
+            plan.now = scan(ws, row.ref, hashes).version
+            plan.unchanged = plan.now == row.version
+            plans.append(plan)
+            continue
         plan = _plan(ws, info, row, hashes, objects)
         if plan.problem is None and row.kind == CODE and not code and not plan.unchanged \
                 and info.resources is not None and row.ref in info.resources:
@@ -223,10 +234,14 @@ def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: O
     """Stage every plan's data beside its ref; on a refusal or any error every staged copy
     goes and nothing else was touched."""
     staged: list[_Plan] = []
+    with_root: list[_Plan] = []
     try:
         for plan in plans:
             if plan.unchanged:
                 report.data_unchanged.append(plan.row.ref)
+                continue
+            if plan.via_root:
+                with_root.append(plan)
                 continue
             if plan.remove:
                 staged.append(plan)
@@ -246,7 +261,19 @@ def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: O
             if plan.staging is not None:
                 _remove_path(plan.staging)
         raise
-    report.data_restored = sorted(plan.row.ref for plan in staged)
+    failed = {ref for ref, _ in report.not_restored}
+    back = []
+    for plan in with_root:
+        ref, root = plan.row.ref, plan.row.ref.split("/", 1)[0]
+        if root not in failed:
+            back.append(ref)
+            continue
+        # Partial: the resource stays as it is, and so does what lies inside it.
+        owner = RefState.from_json(lineage[ref]).owner if ref in lineage else None
+        report.not_restored.append((ref, (
+            f"version {short(plan.row.version)} was not kept (nor its resource '{root}', "
+            f"which holds it); {recovery_advice(ref, owner)}")))
+    report.data_restored = sorted([*(plan.row.ref for plan in staged), *back])
     return staged
 
 

@@ -50,6 +50,8 @@ from .versions import (
 LINEAGE, DRIFT, MISSING, RESOURCE, CODE, REMOTE = (
     "lineage", "drift", "missing", "resource", "code", "remote")
 KINDS = (LINEAGE, DRIFT, MISSING, RESOURCE, CODE, REMOTE)
+#: Roles whose resources a snapshot captures as a whole, beside the refs with lineage in them.
+WHOLE_ROLES = ("source-data", "code")
 #: Kinds whose version was found on local disk, and retained with the snapshot.
 LOCAL_KINDS = (LINEAGE, DRIFT, RESOURCE, CODE)
 
@@ -190,16 +192,17 @@ def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: F
             on_skip: SkipReporter | None = None
             ) -> tuple[list[DataRow], dict[str, DataScan]]:
     """The data rows of a snapshot of the workspace now: every ref with lineage (`recorded`:
-    ref and the version its record says), every source-data resource nothing in the lineage
-    lies in, every code resource. Returns the rows (sorted by ref) and the scans of local
-    data, to retain."""
+    ref and the version its record says), and every source-data and code resource as a whole
+    (a step that read one file of a source folder leaves the others there, and they are data
+    of the workspace too; see `root_rows`). Returns the rows (sorted by ref) and the scans of
+    local data, to retain."""
     rows: list[DataRow] = []
     scans: dict[str, DataScan] = {}
-    covered: set[str] = set()
+    with_lineage: set[str] = set()
     preload(ws, hashes)
     for ref, version in recorded:
         name = ref.split("/", 1)[0]
-        covered.add(name)
+        with_lineage.add(ref)
         resource = ws.resources.get(name)
         if resource is None or not resource.is_local:
             rows.append(DataRow(ref, REMOTE, version))
@@ -212,8 +215,8 @@ def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: F
         rows.append(DataRow(ref, LINEAGE if found.version == version else DRIFT,
                             found.version))
     for resource in ws.resources.values():
-        if not resource.is_local or resource.name in covered \
-                or resource.role not in ("source-data", "code"):
+        if not resource.is_local or resource.name in with_lineage \
+                or resource.role not in WHOLE_ROLES:
             continue
         found = scan(ws, resource.name, hashes, on_skip)
         kind = CODE if resource.role == "code" else RESOURCE
@@ -222,6 +225,17 @@ def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: F
             scans[resource.name] = found
     rows.sort(key=lambda row: row.ref)
     return rows, scans
+
+
+def root_rows(rows: Iterable[DataRow]) -> set[str]:
+    """The resources a snapshot captured as a whole (a row for the resource itself): their
+    refs' data comes back with them, so a restore restores the root, not refs inside it."""
+    return {row.ref for row in rows if "/" not in row.ref}
+
+
+def inside(ref: str, roots: set[str]) -> bool:
+    """Whether `ref` lies strictly inside one of `roots` (resource names)."""
+    return "/" in ref and ref.split("/", 1)[0] in roots
 
 
 def preload(ws: Workspace, hashes: FileHashCache) -> None:

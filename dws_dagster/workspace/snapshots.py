@@ -350,6 +350,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
     hashes = FileHashCache.of_workspace(ws.meta_dir)
     objects = ObjectStore.of_workspace(ws.meta_dir)
     warnings: list[str] = []
+    scanned = False
     try:
         # The results copies go if anything fails before the store commits, the commit
         # itself included (a full disk refuses it): an index entry and its copies commit
@@ -358,6 +359,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
         with store.locked(), gc_paused():
             rows = store.identity_rows()
             data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)
+            scanned = True
             code = resource_states(ws)
             digest = hash_of_rows(ws, rows, data, code)
             infos = list_snapshots(ws)
@@ -400,7 +402,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
-        hashes.save()
+        hashes.save(prune=scanned)  # once every ref was scanned, what was not is gone
 
 
 def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
@@ -534,23 +536,43 @@ def diff_lineage(ws: Workspace, before: str, after: str) -> list[RefChange]:
         refs = store.differing_refs(a and a.hash, b and b.hash)
         changes = diff_states(store.states_in(a and a.hash, refs),
                               store.states_in(b and b.hash, refs))
-    data_a, code_a = _data_side(ws, a)
-    data_b, code_b = _data_side(ws, b)
+    data_a, code_a, files_a = _data_side(ws, a)
+    data_b, code_b, files_b = _data_side(ws, b)
     if data_a is None or data_b is None:  # a snapshot from before data was captured
         return changes
-    return _merge(changes, diff_data(data_a, data_b) + diff_code(code_a or {}, code_b or {}))
+    return _merge(changes, diff_data(data_a, data_b, files_a, files_b)
+                  + diff_code(code_a or {}, code_b or {}))
+
+
+FileLister = Callable[[str, str], "dict[str, str] | None"]
 
 
 def _data_side(ws: Workspace, info: SnapshotInfo | None
-               ) -> tuple[dict[str, DataRow] | None, dict[str, dict[str, Any]] | None]:
-    """A side's data rows by ref and code state: a snapshot's as recorded, or the workspace's
-    now (versioned from the stat-keyed hash cache, so only changed files are read)."""
+               ) -> tuple[dict[str, DataRow] | None, dict[str, dict[str, Any]] | None,
+                          FileLister]:
+    """A side's data rows by ref, code state, and a way to list a captured resource's files:
+    a snapshot's as recorded (and retained), or the workspace's now (versioned from the
+    stat-keyed hash cache, so only changed files are read)."""
     if info is not None:
+        def retained_files(ref: str, version: str) -> dict[str, str] | None:
+            found = snapshot_data.manifest(ws, ref, version)
+            return None if found is None else {f.relpath: f.digest for f in found[1]}
         if info.resources is None:
-            return None, None
-        return {row.ref: row for row in snapshot_data.rows_of(ws, info.hash)}, info.resources
-    rows, code = current_data(ws)
-    return {row.ref: row for row in rows}, code
+            return None, None, retained_files
+        return ({row.ref: row for row in snapshot_data.rows_of(ws, info.hash)}, info.resources,
+                retained_files)
+    hashes = FileHashCache.of_workspace(ws.meta_dir)
+    try:
+        rows, scans = capture(ws, ws.store.recorded_versions(), hashes)
+    finally:
+        hashes.save()
+
+    def scanned_files(ref: str, version: str) -> dict[str, str] | None:
+        found = scans.get(ref)
+        if found is None or found.version != version:
+            return None
+        return {f.relpath: f.digest for f in found.files}
+    return {row.ref: row for row in rows}, resource_states(ws), scanned_files
 
 
 def current_data(ws: Workspace) -> tuple[list[DataRow], dict[str, dict[str, Any]]]:
@@ -564,10 +586,13 @@ def current_data(ws: Workspace) -> tuple[list[DataRow], dict[str, dict[str, Any]
     return rows, resource_states(ws)
 
 
-def diff_data(before: dict[str, DataRow], after: dict[str, DataRow]) -> list[RefChange]:
+def diff_data(before: dict[str, DataRow], after: dict[str, DataRow],
+              files_before: FileLister | None = None, files_after: FileLister | None = None
+              ) -> list[RefChange]:
     """Data that differs beyond what the lineage says: drift, missing data, source-data and
     code resources (a ref whose data is its record's version on both sides is the lineage
-    diff's)."""
+    diff's). A resource captured whole names the files that differ, where both sides' file
+    lists are known."""
     changes = []
     for ref in sorted(set(before) | set(after)):
         a, b = before.get(ref), after.get(ref)
@@ -588,9 +613,27 @@ def diff_data(before: dict[str, DataRow], after: dict[str, DataRow]) -> list[Ref
                          f"{short(b.version)}")
         elif a.version != b.version:
             found.append(f"{_KIND_WORDS[b.kind]} {short(a.version)} -> {short(b.version)}")
+            if files_before is not None and files_after is not None \
+                    and a.version is not None and b.version is not None:
+                found += _file_changes(files_before(ref, a.version),
+                                       files_after(ref, b.version))
         if found:
             changes.append(RefChange(ref, "changed", found))
     return changes
+
+
+def _file_changes(a: dict[str, str] | None, b: dict[str, str] | None) -> list[str]:
+    """'files changed: x, y; added: z' between two file lists (path -> hash)."""
+    if a is None or b is None:
+        return []
+    parts = []
+    for word, names in (("changed", [n for n in sorted(a) if n in b and a[n] != b[n]]),
+                        ("added", [n for n in sorted(b) if n not in a]),
+                        ("removed", [n for n in sorted(a) if n not in b])):
+        if names:
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            parts.append(f"files {word}: {', '.join(names[:5])}{more}")
+    return parts
 
 
 _KIND_WORDS = {
