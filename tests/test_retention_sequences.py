@@ -1,7 +1,7 @@
-"""Property: whatever sequence of steps, Spark writes, hand edits of source data and code,
-snapshots, restores, snapshot deletions and gc runs, every restore brings back each ref's data
-version and lineage exactly as its snapshot had them, and after gc every remaining snapshot
-still restores.
+"""Property: whatever sequence of script steps, Spark writes, IO-manager materializations, hand
+edits of source data and code, snapshots, restores, snapshot deletions and gc runs, every
+restore brings back each ref's data version and lineage exactly as its snapshot had them, and
+after gc every remaining snapshot still restores.
 
 The expected state of a snapshot is taken with `Workspace.version_of` and the store's lineage
 (each record's identity: what was made and how, not when) when it is taken, not from what the
@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dagster import DagsterInstance, asset, materialize
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from dws_dagster import LineageBuilder, Workspace
+from dws_dagster import LineageBuilder, Workspace, dws_ref
 from dws_dagster.spark import storage
 from dws_dagster.workspace.garbage import collect_garbage
 from dws_dagster.workspace.records import record_identity
@@ -32,6 +33,7 @@ from dws_dagster.workspace.snapshots import (
 )
 
 from .conftest import run_step, write
+from .pipeline import io_manager
 
 SRC = "src/trips.csv"
 CODE = "code/train.py"
@@ -52,6 +54,7 @@ class RetentionMachine(RuleBasedStateMachine):
         write(ws.local_path(SRC), "a\n1\n")
         write(ws.root / CODE, "print(1)\n")
         self.ws = ws
+        self.instance = DagsterInstance.ephemeral()
         self.expected: dict[str, tuple[dict[str, str | None], dict[str, Any]]] = {}
         self.count = 0
 
@@ -84,6 +87,20 @@ class RetentionMachine(RuleBasedStateMachine):
             frame = self.spark.createDataFrame([(n, f"r{n}") for n in range(rows)],
                                                "n INT, s STRING")
             storage.write_atomic(frame, str(self.ws.local_path("inter/features")))
+
+    @rule(rows=st.integers(1, 3))
+    def io_manager_materialization(self, rows: int) -> None:
+        """An asset materialized by Dagster through the Spark IO manager: its lineage is
+        recorded by the IO manager itself, its data written with the marker."""
+        spark = self.spark
+
+        @asset(metadata=dws_ref("inter", "counts"))
+        def counts() -> Any:
+            return spark.range(rows)
+
+        result = materialize([counts], instance=self.instance,
+                             resources={"io_manager": io_manager(self.ws)})
+        assert result.success
 
     @rule(mae=st.sampled_from([1.5, 1.2]))
     @precondition(lambda self: self.ws.store.get("inter/prep") is not None)
@@ -158,6 +175,6 @@ class RetentionMachine(RuleBasedStateMachine):
 def test_every_restore_brings_back_its_snapshot_whatever_happened_before(spark) -> None:
     RetentionMachine.spark = spark
     machine = RetentionMachine.TestCase
-    machine.settings = settings(max_examples=30, stateful_step_count=20, deadline=None,
+    machine.settings = settings(max_examples=25, stateful_step_count=16, deadline=None,
                                 suppress_health_check=list(HealthCheck))
     machine().runTest()

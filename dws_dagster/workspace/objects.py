@@ -115,7 +115,7 @@ class ObjectStore:
         if not source.is_file():
             raise RetentionError(f"retained file {digest} is missing from {self.root}")
         destination.parent.mkdir(parents=True, exist_ok=True)
-        if link and _try_hardlink(os.fspath(source), destination):
+        if link and protection_holds() and _try_hardlink(os.fspath(source), destination):
             return
         _clone_or_copy(os.fspath(source), destination)
         mode = os.stat(destination).st_mode

@@ -95,7 +95,10 @@ def restore_snapshot(ws: Workspace, name: str,
     those are marked unknown. Code resources in git are left to git unless `code` is set.
     """
     info = resolve_snapshot(ws, name)
-    lineage = snapshot_manifest(ws, info.hash)["refs"]
+    # Every record it restores is read and checked (the store is untrusted input): a damaged
+    # one refuses the restore before anything changes.
+    manifest = snapshot_manifest(ws, info.hash)["refs"]
+    lineage = {ref: RefState.from_json(raw).owner for ref, raw in manifest.items()}
     report = RestoreReport(info)
     store = ws.store
     hashes = FileHashCache.of_workspace(ws.meta_dir)
@@ -104,7 +107,7 @@ def restore_snapshot(ws: Workspace, name: str,
         with store.locked(), gc_paused():
             finish_interrupted_restore(ws)
             current = store.refs()
-            rows = _rows(ws, info, lineage)
+            rows = _rows(ws, info, manifest)
             plans, missing = _plan_all(ws, info, rows, lineage, hashes, objects, report,
                                        progress, code)
             if missing and not partial:
@@ -121,20 +124,21 @@ def restore_snapshot(ws: Workspace, name: str,
     return report
 
 
-def _rows(ws: Workspace, info: SnapshotInfo, lineage: dict[str, Any]) -> list[DataRow]:
+def _rows(ws: Workspace, info: SnapshotInfo, manifest: dict[str, Any]) -> list[DataRow]:
     """The snapshot's data rows; for a snapshot taken before data was captured, the versions
     its lineage records."""
     if info.resources is not None:
         return snapshot_data.rows_of(ws, info.hash)
     rows = []
-    for ref, raw in sorted(lineage.items()):
+    for ref, raw in sorted(manifest.items()):
         version = RefState.from_json(raw).version
         if version is not None:
             rows.append(DataRow(ref, LINEAGE, version))
     return rows
 
 
-def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow], lineage: dict[str, Any],
+def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
+              lineage: dict[str, str | None],
               hashes: FileHashCache, objects: ObjectStore, report: RestoreReport,
               progress: Callable[[str], None] | None, code: bool
               ) -> tuple[list[_Plan], list[tuple[str, str]]]:
@@ -162,7 +166,7 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow], lineage: d
                 "snapshot's files back")))
             continue
         if plan.problem is not None:
-            owner = RefState.from_json(lineage[row.ref]).owner if row.ref in lineage else None
+            owner = lineage.get(row.ref)
             missing.append((row.ref, f"{plan.problem}; {recovery_advice(row.ref, owner)}"))
         else:
             plans.append(plan)
@@ -181,18 +185,20 @@ def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache
     if row.kind == REMOTE or not resource.is_local:
         plan.problem = "remote data cannot be checked or restored from here"
         return plan
-    try:
-        ws.check_writable(parsed)
-    except InvalidResourceRefError as exc:
-        plan.problem = str(exc)
-        return plan
     plan.now = scan(ws, parsed, hashes).version
     if row.version is None or row.kind == MISSING:
         plan.unchanged = plan.now is None
         plan.remove = plan.now is not None
-        return plan
-    if plan.now == row.version:
+    elif plan.now == row.version:
         plan.unchanged = True
+    if plan.unchanged:
+        return plan
+    try:  # only what will be written: reading through a link is allowed, writing is not
+        ws.check_writable(parsed)
+    except InvalidResourceRefError as exc:
+        plan.problem = str(exc)
+        return plan
+    if plan.remove:
         return plan
     kept = snapshot_data.manifest(ws, row.ref, row.version)
     if kept is not None and not missing_objects(objects, kept[1]):
@@ -230,7 +236,7 @@ def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
 
 
 def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: ObjectStore,
-               report: RestoreReport, lineage: dict[str, Any], partial: bool) -> list[_Plan]:
+               report: RestoreReport, lineage: dict[str, str | None], partial: bool) -> list[_Plan]:
     """Stage every plan's data beside its ref; on a refusal or any error every staged copy
     goes and nothing else was touched."""
     staged: list[_Plan] = []
@@ -250,8 +256,7 @@ def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: O
             if problem is None:
                 staged.append(plan)
                 continue
-            owner = RefState.from_json(lineage[plan.row.ref]).owner \
-                if plan.row.ref in lineage else None
+            owner = lineage.get(plan.row.ref)
             why = (plan.row.ref, f"{problem}; {recovery_advice(plan.row.ref, owner)}")
             if not partial:
                 raise SnapshotRestoreError(_refusal(info, [why]))
@@ -269,7 +274,7 @@ def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: O
             back.append(ref)
             continue
         # Partial: the resource stays as it is, and so does what lies inside it.
-        owner = RefState.from_json(lineage[ref]).owner if ref in lineage else None
+        owner = lineage.get(ref)
         report.not_restored.append((ref, (
             f"version {short(plan.row.version)} was not kept (nor its resource '{root}', "
             f"which holds it); {recovery_advice(ref, owner)}")))
