@@ -25,7 +25,14 @@ from typing import Any
 import orjson
 
 from .errors import DwsError, WorkspaceConfigError, WorkspaceNotFoundError
-from .workspace.config import ROLES, VERSIONING_MODES, WORKSPACE_DIR, RemoteDataError, Workspace
+from .workspace.config import (
+    RESTORE_INTENT_FILE,
+    ROLES,
+    VERSIONING_MODES,
+    WORKSPACE_DIR,
+    RemoteDataError,
+    Workspace,
+)
 from .workspace.files import first_os_error, write_error, writing
 from .workspace.store import attention_note, gc_paused
 from .workspace.versions import DataNotFoundError, short
@@ -136,12 +143,13 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .workspace.restore import finish_interrupted_restore
-
     ws = _open(args)
-    if finish_interrupted_restore(ws):
-        print("finished a restore that was interrupted (see 'dws-dagster history')",
-              file=sys.stderr)
+    if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
+        from .workspace.restore import finish_interrupted_restore
+
+        if finish_interrupted_restore(ws):
+            print("finished a restore that was interrupted (see 'dws-dagster history')",
+                  file=sys.stderr)
     rows = _status_rows(ws, args.verify)
     resources = []
     for res in ws.resources.values():

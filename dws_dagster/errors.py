@@ -59,3 +59,7 @@ class SnapshotError(DwsError):
 
 class SnapshotRestoreError(SnapshotError):
     """A restore would leave some ref's data disagreeing with its restored lineage."""
+
+
+class RetentionError(SnapshotError):
+    """Data could not be retained for a snapshot, or brought back from retention."""

@@ -554,3 +554,48 @@ def test_the_hash_cache_forgets_files_that_are_gone(tmp_path: Path) -> None:
     cache = FileHashCache.of_workspace(ws.meta_dir)
     cache.load(ws.root)
     assert sorted(Path(p).name for p in cache._known) == ["part-2.csv", "trips.csv"]
+
+
+def test_a_file_uri_resource_is_retained_and_restored_like_a_folder(tmp_path: Path) -> None:
+    """A resource given as a `file://` URI (data outside the workspace folder, named as a
+    URI): its data is local, so it is retained and restored like a folder's."""
+    ws = new_ws(tmp_path / "ws")
+    elsewhere = tmp_path / "lake"
+    ws.add_resource("lake", "intermediate-data", uri=f"file://{elsewhere}")
+    write(ws.local_path("src/trips.csv"), "a\n1\n")
+    run_step(ws, "prep", ["src/trips.csv"], {"lake/prep": "A\n1\n"})
+    assert (elsewhere / "prep/part-0.csv").read_text() == "A\n1\n"
+    take_snapshot(ws, "v1")
+    run_step(ws, "prep", ["src/trips.csv"], {"lake/prep": "A\n2\n"})
+    report = restore_snapshot(ws, "v1")
+    assert report.data_restored == ["lake/prep"]
+    assert (elsewhere / "prep/part-0.csv").read_text() == "A\n1\n"
+    assert ws.version_of("lake/prep") == ws.store.get("lake/prep").version
+
+
+def test_a_snapshot_copies_without_holding_the_store_and_sees_what_steps_commit_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copying data can take long (a first snapshot copies everything), and steps wait for
+    the store's lock: the copy happens outside it. A step that commits meanwhile (here, from
+    inside the first copy: it would wait for the lock if the snapshot held it) is in the
+    snapshot: under the lock, changed lineage means a new scan."""
+    ws = new_ws(tmp_path / "ws")
+    write(ws.local_path("src/trips.csv"), "a\n1\n")
+    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"})
+    real_add = ObjectStore.add
+    calls = []
+
+    def add(self: ObjectStore, source: str, digest: str, *, link: bool) -> object:
+        calls.append(source)
+        if len(calls) == 1:
+            run_step(Workspace.open(ws.root), "feat", ["src/trips.csv"], {"inter/feat": "F\n"})
+        return real_add(self, source, digest, link=link)
+
+    monkeypatch.setattr(ObjectStore, "add", add)
+    outcome = take_snapshot(ws, "v1")
+    refs = {row.ref for row in snapshot_data.rows_of(ws, outcome.info.hash)}
+    assert {"inter/prep", "inter/feat"} <= refs
+    monkeypatch.undo()
+    run_step(ws, "feat", ["src/trips.csv"], {"inter/feat": "F\n2\n"})
+    assert restore_snapshot(ws, "v1").data_restored == ["inter/feat"]
+    assert (ws.local_path("inter/feat") / "part-0.csv").read_text() == "F\n"

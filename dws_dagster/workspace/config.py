@@ -41,6 +41,9 @@ ROLES = ("source-data", "intermediate-data", "code", "results")
 VERSIONING_MODES = ("content", "listing")
 #: Inside a results resource this folder holds the per-snapshot copies of results.
 RESULTS_SNAPSHOT_DIR = "snapshots"
+#: In `.dataworkspace/` while a restore swaps data in (see restore.py): its presence is what
+#: commands check, cheaply, before loading the code that finishes an interrupted restore.
+RESTORE_INTENT_FILE = "restore-in-progress.json"
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 

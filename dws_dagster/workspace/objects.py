@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DwsError
+from ..errors import RetentionError
 from .files import write_error
 from .versions import hash_file
 
@@ -40,10 +40,6 @@ _DIGEST = re.compile(r"^[0-9a-f]{32}$")
 #: Linux's FICLONE ioctl: _IOW(0x94, 9, int).
 _FICLONE = 0x40049409
 _READ_ONLY = ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-
-
-class RetentionError(DwsError):
-    """Data could not be retained or brought back from retention."""
 
 
 @dataclass

@@ -29,14 +29,15 @@ import orjson
 from ..errors import (
     DwsError,
     InvalidResourceRefError,
+    RetentionError,
     SnapshotRestoreError,
     WorkspaceConfigError,
 )
 from . import snapshot_data
-from .config import RESULTS_SNAPSHOT_DIR, Workspace
+from .config import RESTORE_INTENT_FILE, RESULTS_SNAPSHOT_DIR, Workspace
 from .file_hashes import FileHashCache
 from .files import atomic_write_json, fsync_dir, write_error
-from .objects import ObjectStore, RetentionError
+from .objects import ObjectStore
 from .refs import as_ref
 from .retention import (
     CODE,
@@ -62,7 +63,7 @@ from .store import RefState, gc_paused, recovery_advice
 from .swap import STAGING_PREFIX, copy_data, kept_version_path, staging_path, swap_into_place
 from .versions import DataNotFoundError, is_ignored_name, short
 
-INTENT_FILE = "restore-in-progress.json"
+INTENT_FILE = RESTORE_INTENT_FILE
 _INTENT_FORMAT = 1
 
 

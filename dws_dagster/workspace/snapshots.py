@@ -352,22 +352,36 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
     warnings: list[str] = []
     scanned = False
     try:
-        # The results copies go if anything fails before the store commits, the commit
-        # itself included (a full disk refuses it): an index entry and its copies commit
-        # together, or neither stays. Objects retained by a snapshot that did not commit
-        # are named by nothing: `gc` frees them.
-        with store.locked(), gc_paused():
+        # Scanning every ref and copying what changed may take long (a first snapshot copies
+        # everything), and steps wait for the store's lock at most its timeout: both happen
+        # before taking it. Under the lock the lineage is checked to be what was scanned (if
+        # a step committed meanwhile, the scan is redone there: the hash cache makes it
+        # cheap), and every object a new version needs is checked present (a `gc` may have
+        # freed what nothing referenced yet). The results copies go if anything fails before
+        # the store commits, the commit itself included (a full disk refuses it): an index
+        # entry and its copies commit together, or neither stays. Objects retained by a
+        # snapshot that did not commit are named by nothing: `gc` frees them.
+        with gc_paused():
             rows = store.identity_rows()
             data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)
             scanned = True
             code = resource_states(ws)
             digest = hash_of_rows(ws, rows, data, code)
             infos = list_snapshots(ws)
-            owner = next((i for i in infos if tag is not None and tag in i.tags), None)
+            _check_tag(infos, tag, digest)
+            copied = RetentionReport(versions=len(scans))
+            if not any(info.hash == digest for info in infos):
+                _retain(ws, objects, scans, hashes, copied, record=False)
+        with store.locked(), gc_paused():
+            if store.identity_rows() != rows:
+                warnings.clear()
+                rows = store.identity_rows()
+                data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)
+                code = resource_states(ws)
+                digest = hash_of_rows(ws, rows, data, code)
+            infos = list_snapshots(ws)
+            _check_tag(infos, tag, digest)
             existing = next((i for i in infos if i.hash == digest), None)
-            if owner is not None and owner is not existing:
-                raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; "
-                                    "choose another tag, or delete that snapshot first")
             if existing is not None:
                 if tag is None or tag in existing.tags:
                     return SnapshotOutcome(existing, created=False)
@@ -381,7 +395,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
                                 resources=code)
             outcome = SnapshotOutcome(info, created=True, warnings=warnings,
                                       drift=[row.ref for row in data if row.kind == DRIFT])
-            outcome.retention = _retain(ws, objects, scans, hashes)
+            outcome.retention = _retain(ws, objects, scans, hashes, copied, record=True)
             # Only the results refs' records are read: the rest is references to records.
             results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
                                               if identity is not None])
@@ -405,10 +419,20 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
         hashes.save(prune=scanned)  # once every ref was scanned, what was not is gone
 
 
+def _check_tag(infos: list[SnapshotInfo], tag: str | None, digest: str) -> None:
+    owner = next((i for i in infos if tag is not None and tag in i.tags), None)
+    if owner is not None and owner.hash != digest:
+        raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; "
+                            "choose another tag, or delete that snapshot first")
+
+
 def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
-            hashes: FileHashCache) -> RetentionReport:
-    """Retain every scanned version no earlier snapshot retained already."""
-    report = RetentionReport(versions=len(scans))
+            hashes: FileHashCache, report: RetentionReport, *, record: bool
+            ) -> RetentionReport:
+    """Retain every scanned version no earlier snapshot retained already: its files into the
+    object store (counted in `report`; a file there already costs one `stat`) and, when
+    `record` (under the store's lock), its manifest into the store."""
+    report.versions = len(scans)
     wanted = {(ref, found.version) for ref, found in scans.items() if found.version is not None}
     # Most of a snapshot is what the previous one held: only the rest is looked up.
     have = wanted & snapshot_data.latest_rows(ws)
@@ -419,8 +443,9 @@ def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
             continue
         manifests.append((ref, found.version, found.link,
                           retain(objects, found, hashes, report)))
-    report.new_versions = len(manifests)
-    snapshot_data.save_manifests(ws, manifests)
+    if record:
+        report.new_versions = len(manifests)
+        snapshot_data.save_manifests(ws, manifests)
     return report
 
 
