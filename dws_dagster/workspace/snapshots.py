@@ -362,6 +362,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
         # entry and its copies commit together, or neither stays. Objects retained by a
         # snapshot that did not commit are named by nothing: `gc` frees them.
         with gc_paused():
+            seen = store.last_operation()
             rows = store.identity_rows()
             data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)
             scanned = True
@@ -373,7 +374,7 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> S
             if not any(info.hash == digest for info in infos):
                 _retain(ws, objects, scans, hashes, copied, record=False)
         with store.locked(), gc_paused():
-            if store.identity_rows() != rows:
+            if store.last_operation() != seen:
                 warnings.clear()
                 rows = store.identity_rows()
                 data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)

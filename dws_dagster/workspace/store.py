@@ -1032,6 +1032,15 @@ class LineageStore:
                      self._column(ref, "record identity", identity, where))
                     for ref, owner, identity, attempt, unknown in connection.execute(query)]
 
+    def last_operation(self) -> int | None:
+        """The id of the newest history row: every change to the lineage adds one, so an
+        unchanged id means unchanged lineage (one index lookup, where comparing the refs
+        reads them all)."""
+        operations = schema.operations
+        with self.reading() as connection:
+            return connection.execute(select(func.max(operations.c.id)).where(
+                operations.c.workspace_id == self.workspace_id)).scalar()
+
     def recorded_versions(self) -> list[tuple[str, str | None]]:
         """(ref, version its good record says, None without one) of every ref, sorted: what
         a snapshot compares the data on disk with, from indexed columns."""
