@@ -7,6 +7,7 @@ kind or a version that dws_dagster does not write is named as damage, never acte
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ _DATA = schema.snapshot_data
 _VERSIONS = schema.data_versions
 _CHUNK = 400
 _ADVICE = "delete that snapshot, or restore the store from a backup"
+_VERSION = re.compile(VERSION_PATTERN)
 
 
 def save_rows(ws: Workspace, snapshot_hash: str, rows: Sequence[DataRow]) -> None:
@@ -38,9 +40,6 @@ def save_rows(ws: Workspace, snapshot_hash: str, rows: Sequence[DataRow]) -> Non
 
 def rows_of(ws: Workspace, snapshot_hash: str) -> list[DataRow]:
     """A snapshot's data rows, sorted by ref."""
-    import re
-
-    version_ok = re.compile(VERSION_PATTERN)
     store = ws.store
     with store.reading() as connection:
         found = connection.execute(
@@ -53,7 +52,7 @@ def rows_of(ws: Workspace, snapshot_hash: str) -> list[DataRow]:
         if kind not in KINDS:
             raise WorkspaceConfigError(f"{where}: unknown data kind {kind!r:.40}; {_ADVICE}")
         if version is not None and (type(version) is not str
-                                    or not version_ok.fullmatch(version)):
+                                    or not _VERSION.fullmatch(version)):
             raise WorkspaceConfigError(f"{where}: {version!r:.60} is not a version; {_ADVICE}")
         rows.append(DataRow(store._checked_ref(ref, where), kind, version))
     return rows
