@@ -34,6 +34,7 @@ from .workspace.config import (
     Workspace,
 )
 from .workspace.files import first_os_error, write_error, writing
+from .workspace.remote import LazyRemoteData, RemoteData
 from .workspace.store import attention_note, gc_paused
 from .workspace.versions import DataNotFoundError, short
 
@@ -147,7 +148,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
         from .workspace.restore import finish_interrupted_restore
 
-        if finish_interrupted_restore(ws):
+        if finish_interrupted_restore(ws, _remote_data()):
             print("finished a restore that was interrupted (see 'dws-dagster history')",
                   file=sys.stderr)
     rows = _status_rows(ws, args.verify)
@@ -229,7 +230,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from .workspace.snapshots import take_snapshot
 
     ws = _open(args)
-    outcome = take_snapshot(ws, args.tag, args.message or "")
+    outcome = take_snapshot(ws, args.tag, args.message or "", remote=_remote_data())
     info = outcome.info
     if args.format == "json":
         # `created` is the snapshot's time (from `to_json`): whether this call took it is
@@ -267,7 +268,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
     bar = _progress(None, "restoring", unit="ref")
     try:
         report = restore_snapshot(ws, args.snapshot, progress=lambda ref: bar.update(1),
-                                  partial=args.partial, code=args.code)
+                                  partial=args.partial, code=args.code,
+                                  remote=_remote_data())
     finally:
         bar.close()
     if args.format == "json":
@@ -299,14 +301,16 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from .workspace.garbage import collect_garbage
 
     ws = _open(args)
-    report = collect_garbage(ws, dry_run=args.dry_run)
+    report = collect_garbage(ws, dry_run=args.dry_run, remote=_remote_data())
     if args.format == "json":
         _print_json({"dry_run": report.dry_run,
                      "versions": [{"ref": r, "version": v} for r, v in report.versions],
                      "objects": report.objects, "bytes_freed": report.bytes_freed,
                      "still_linked": report.still_linked,
                      "leftovers": [str(p) for p in report.leftovers],
-                     "unnamed_results_copies": [str(p) for p in report.results_copies]})
+                     "unnamed_results_copies": [str(p) for p in report.results_copies],
+                     "remote_versions": [{"ref": r, "version": v}
+                                         for r, v in report.remote_versions]})
         return 0
     verb = "would free" if report.dry_run else "freed"
     print(f"{verb} {len(report.versions)} retained version(s) no snapshot references: "
@@ -323,7 +327,26 @@ def cmd_gc(args: argparse.Namespace) -> int:
     for path in report.results_copies:
         print(f"not named by any snapshot (left by an interrupted snapshot?): {path}; delete "
               "it if it is not yours")
+    if report.remote_versions:
+        print(f"{verb} {len(report.remote_versions)} kept remote version(s) no snapshot "
+              "references (beyond each writer's keep_versions):")
+        for ref, version in report.remote_versions[:20]:
+            print(f"  {ref}@{version[:12]}")
+        if len(report.remote_versions) > 20:
+            print(f"  ... and {len(report.remote_versions) - 20} more")
     return 0
+
+
+def _remote_data() -> LazyRemoteData:
+    """Remote data through Spark's Hadoop filesystems, started only if a remote ref needs it
+    (this module imports no pyspark: commands over local data start no JVM)."""
+
+    def hadoop() -> RemoteData:
+        from .spark.remote_data import hadoop_data
+
+        return hadoop_data()
+
+    return LazyRemoteData(hadoop)
 
 
 def _bytes(size: int) -> str:

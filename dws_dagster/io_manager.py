@@ -23,6 +23,7 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 from dagster_pyspark import PySparkResource
+from py4j.protocol import Py4JError
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
@@ -40,12 +41,15 @@ from .materialization import (
 from .resources import WorkspaceResource
 from .schema_drift import check_one_schema
 from .spark import storage
+from .spark.remote_data import HadoopData
+from .workspace import snapshot_data
 from .workspace.config import RemoteDataError, Workspace
 from .workspace.gitinfo import git_commit
 from .workspace.records import LineageRecord, StepInfo, now_iso, sanitize_parameters
 from .workspace.redaction import redact_text, secret_values
 from .workspace.refs import ResourceRef
-from .workspace.swap import KEPT_DIR, KEPT_MARK, kept_version_path, prune_kept
+from .workspace.remote import KEEP_VERSIONS_KEY, kept_location, kept_versions, prunable
+from .workspace.swap import kept_version_path, prune_kept
 
 if TYPE_CHECKING:
     from .spark.plan import PlanLineage
@@ -106,7 +110,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         "workspace's only intermediate-data resource.")
     format: str = Field(default="parquet", description="parquet, csv, json or orc.")
     keep_versions: int = Field(
-        default=0, ge=0, description="Earlier data versions kept per ref, for snapshot restore.")
+        default=0, ge=0, description="Earlier data versions kept per ref beyond those a "
+        "snapshot references (snapshots retain theirs whatever this is).")
     verify_inputs: bool = Field(
         default=False, description="Re-hash local input files instead of trusting the version "
         "marker written with them (catches edits made outside any step).")
@@ -193,14 +198,17 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 ref=str(ref), version=version, step=step, parameters=parameters,
                 inputs=inputs, provenance={**provenance, str(ref): version},
                 start_time=reads.started, end_time=now_iso(),
-                extra={"format": binding.format, "rows": rows}))
+                extra={"format": binding.format, "rows": rows,
+                       **({} if remote_kept is None
+                          else {KEEP_VERSIONS_KEY: self.keep_versions})}))
             return built[-1].to_json()
 
+        keep_old_as = self._keep_location(ws, ref, location, obj.sparkSession)
+        remote_kept = None if ws.resource(ref.name).is_local else keep_old_as
         try:
             result = storage.write_atomic(
                 obj, location, fmt=binding.format, options=binding.write_options,
-                partition_by=binding.partition_by,
-                keep_old_as=self._keep_location(ws, ref, location, obj.sparkSession),
+                partition_by=binding.partition_by, keep_old_as=keep_old_as,
                 what=f"asset '{asset}' ({ref})", lineage=lineage,
                 versioning=binding.versioning or self.versioning)
         except Exception as exc:
@@ -217,6 +225,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         self._prune_kept(ws, ref)
         record = built[-1]  # the record kept with the data, committed as is
         store.commit([record])
+        if remote_kept is not None:
+            self._prune_remote_kept(ws, ref, obj.sparkSession, context.log.warning)
         metadata = lineage_metadata(record, fmt=binding.format, input_assets=input_assets,
                                     workspace=ws.name)
         metadata.update(self._table_metadata(obj, result, plan, input_assets, ws))
@@ -261,22 +271,44 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     def _keep_location(self, ws: Workspace, ref: ResourceRef, location: str,
                        spark: SparkSession) -> str | None:
-        if self.keep_versions <= 0:
+        """Where the data being replaced goes. Local data is retained for snapshots by the
+        snapshot itself (copied into the object store), so only `keep_versions` keeps it here.
+        Remote data is retained where it lies: it always moves aside (a rename, as the swap
+        does anyway) and `_prune_remote_kept` frees it once the write is on record, unless a
+        snapshot references it or `keep_versions` keeps it."""
+        resource = ws.resource(ref.name)
+        if resource.is_local and self.keep_versions <= 0:
             return None
         marker = storage.read_marker(spark, location)
         if marker is None:
             return None
-        resource = ws.resource(ref.name)
         if resource.is_local:
             return str(kept_version_path(ws.resource_root(resource), ref.subpath,
                                          marker["version"]))
-        inner = f"{ref.subpath}/" if ref.subpath else ""
-        return f"{resource.uri}/{KEPT_DIR}/{inner}{KEPT_MARK}{marker['version']}"
+        return kept_location(str(resource.uri), ref.subpath, marker["version"])
 
     def _prune_kept(self, ws: Workspace, ref: ResourceRef) -> None:
         resource = ws.resource(ref.name)
         if self.keep_versions > 0 and resource.is_local:
             prune_kept(ws.resource_root(resource), ref.subpath, self.keep_versions)
+
+    def _prune_remote_kept(self, ws: Workspace, ref: ResourceRef, spark: SparkSession,
+                           warn: Callable[[str], None]) -> None:
+        """Free the ref's kept remote versions that no snapshot references, beyond the newest
+        `keep_versions`. Run after the write's record is committed: a snapshot taken since then
+        records the new version, and one taken before is in the store when this reads it."""
+        resource = ws.resource(ref.name)
+        remote = HadoopData(spark)
+        uri = str(resource.uri)
+        try:
+            doomed = prunable(kept_versions(remote, uri, ref.subpath),
+                              snapshot_data.referenced(ws, str(ref)).get(str(ref), ()),
+                              self.keep_versions)
+            for version in doomed:
+                remote.delete(kept_location(uri, ref.subpath, version))
+        except (DwsError, Py4JError) as exc:  # the data is written: a later write or gc frees it
+            warn(redact_text(f"asset {ref}: replaced versions were not freed: {exc}; "
+                             "'dws-dagster gc' frees them later"))
 
     def _table_metadata(self, df: DataFrame, result: storage.WriteResult,
                         plan: PlanLineage | None, input_assets: Mapping[str, str],

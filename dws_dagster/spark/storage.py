@@ -286,21 +286,21 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
         finally:
             marker.close()
         had_old = fs.exists(target)
-        if had_old and not fs.rename(target, old):
+        aside = old
+        if had_old and keep_old_as:  # straight to where it is kept: one rename (an S3 copy)
+            keep = jvm.org.apache.hadoop.fs.Path(keep_old_as)
+            if not fs.exists(keep):
+                fs.mkdirs(keep.getParent())
+                aside = keep
+        if had_old and not fs.rename(target, aside):
             raise StorageError(f"could not move {location} aside; the previous data is intact")
         if not fs.rename(staging, target):
             if had_old:
-                fs.rename(old, target)
+                fs.rename(aside, target)
             raise StorageError(f"could not move new data into {location}; the previous data "
                                "is intact")
-        if had_old:
-            if keep_old_as:
-                keep = jvm.org.apache.hadoop.fs.Path(keep_old_as)
-                fs.mkdirs(keep.getParent())
-                if fs.exists(keep) or not fs.rename(old, keep):
-                    fs.delete(old, True)
-            else:
-                fs.delete(old, True)
+        if had_old and aside == old:  # not kept, or that version is kept already
+            fs.delete(old, True)
     except BaseException:
         if fs.exists(staging):
             fs.delete(staging, True)

@@ -11,6 +11,10 @@ never free what a snapshot still needs, even with snapshots taken meanwhile on o
    before committing) is named for the user to delete: it may as well be theirs.
 
 A crash between or during the two leaves files nothing names, which the next `gc` frees.
+
+Remote versions are retained where they lie (remote.py): under the lock, each kept one that no
+snapshot references is freed unless its writer's `keep_versions` (noted in the ref's record)
+keeps it.
 """
 
 from __future__ import annotations
@@ -20,13 +24,23 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import InvalidResourceRefError
 from . import snapshot_data
 from .config import RESULTS_SNAPSHOT_DIR, Workspace
 from .objects import ObjectStore
+from .refs import ResourceRef
+from .remote import (
+    KEEP_VERSIONS_KEY,
+    RemoteData,
+    kept_folder,
+    kept_location,
+    kept_versions,
+    prunable,
+)
 from .restore import finish_interrupted_restore
 from .snapshots import list_snapshots
 from .store import gc_paused
-from .swap import STAGING_PREFIX
+from .swap import KEPT_MARK, STAGING_PREFIX
 
 
 @dataclass
@@ -44,15 +58,21 @@ class GcReport:
     leftovers: list[Path] = field(default_factory=list)
     #: Named, not deleted: folders under a results resource's `snapshots/` no snapshot names.
     results_copies: list[Path] = field(default_factory=list)
+    #: Kept remote versions (ref, version) no snapshot references, beyond `keep_versions`.
+    remote_versions: list[tuple[str, str]] = field(default_factory=list)
+    #: Remote resources not looked at (no `remote` given to reach them).
+    remote_skipped: list[str] = field(default_factory=list)
 
 
-def collect_garbage(ws: Workspace, *, dry_run: bool = False) -> GcReport:
-    """Free every retained version, object and results copy that no snapshot references."""
+def collect_garbage(ws: Workspace, *, dry_run: bool = False,
+                    remote: RemoteData | None = None) -> GcReport:
+    """Free every retained version, object and results copy that no snapshot references
+    (remote kept versions too, through `remote`)."""
     report = GcReport(dry_run)
     objects = ObjectStore.of_workspace(ws.meta_dir)
     store = ws.store
     with store.locked(), gc_paused():
-        finish_interrupted_restore(ws)
+        finish_interrupted_restore(ws, remote)
         report.versions = snapshot_data.unreferenced_versions(ws)
         if not dry_run:
             snapshot_data.drop_versions(ws, report.versions)
@@ -80,7 +100,54 @@ def collect_garbage(ws: Workspace, *, dry_run: bool = False) -> GcReport:
         if not dry_run:
             for path in report.leftovers:
                 _remove(path)
+        _collect_remote(ws, report, remote)
     return report
+
+
+def _collect_remote(ws: Workspace, report: GcReport, remote: RemoteData | None) -> None:
+    """Free kept remote versions nothing needs. The caller holds the store's lock: no
+    snapshot can start referencing one meanwhile (a snapshot only references current data)."""
+    resources = [res for res in ws.resources.values() if not res.is_local]
+    if remote is None:
+        report.remote_skipped = [res.name for res in resources]
+        return
+    if not resources:
+        return
+    referenced = snapshot_data.referenced(ws)
+    for resource in resources:
+        uri = str(resource.uri)
+        for subpath in _kept_subpaths(remote, uri):
+            try:
+                parsed = ResourceRef(resource.name, subpath)
+            except InvalidResourceRefError:
+                continue  # not a ref's folder: not ours
+            if parsed.subpath != subpath:
+                continue
+            ref = str(parsed)
+            state = ws.store.get(ref)
+            extra = (state.record or {}).get("extra") if state is not None else None
+            keep = extra.get(KEEP_VERSIONS_KEY) if isinstance(extra, dict) else None
+            keep = keep if type(keep) is int and keep > 0 else 0
+            for version in prunable(kept_versions(remote, uri, subpath),
+                                    referenced.get(ref, ()), keep):
+                report.remote_versions.append((ref, version))
+                if not report.dry_run:
+                    remote.delete(kept_location(uri, subpath, version))
+
+
+def _kept_subpaths(remote: RemoteData, uri: str) -> list[str | None]:
+    """Every subpath with a kept folder under the resource's `.dws/versions/` (refs whose
+    lineage is gone included: their versions are nobody's now)."""
+    found: list[str | None] = []
+    pending: list[str | None] = [None]
+    while pending:
+        subpath = pending.pop()
+        names = [name for name, _ in remote.kept(kept_folder(uri, subpath))]
+        if any(name.startswith(KEPT_MARK) for name in names):
+            found.append(subpath)
+        pending.extend(f"{subpath}/{name}" if subpath else name for name in names
+                       if not name.startswith((KEPT_MARK, ".")))
+    return sorted(found, key=lambda item: item or "")
 
 
 def _only_named_by(ws: Workspace, versions: list[tuple[str, str]], live: set[str]) -> set[str]:

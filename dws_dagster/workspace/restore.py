@@ -8,6 +8,8 @@ restored:
    results copy). A ref that cannot be brought back refuses the whole restore (unless partial).
 2. **Stage**: every version is rebuilt beside its ref and checked to have the snapshot's
    version. Still nothing the workspace reads has changed; any failure removes the copies.
+   Remote data (object stores, HDFS) is not copied: the snapshot's version is found where the
+   writer kept it (`<uri>/.dws/versions/…`, see remote.py) and its version checked there.
 3. **Swap**: an intent file (`.dataworkspace/restore-in-progress.json`) lists the staged copies;
    each is renamed into place (what it replaces is kept as a version), the lineage is reset to
    the snapshot's in one transaction, and the intent goes. A crash during this step leaves the
@@ -18,6 +20,7 @@ restored:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +42,7 @@ from .file_hashes import FileHashCache
 from .files import atomic_write_json, fsync_dir, write_error
 from .objects import ObjectStore
 from .refs import as_ref
+from .remote import RemoteData, kept_location
 from .retention import (
     CODE,
     LINEAGE,
@@ -52,6 +56,7 @@ from .retention import (
     scan,
     stage,
 )
+from .shapes import VERSION_PATTERN
 from .snapshots import (
     RestoreReport,
     SnapshotInfo,
@@ -64,6 +69,7 @@ from .swap import STAGING_PREFIX, copy_data, kept_version_path, staging_path, sw
 from .versions import DataNotFoundError, is_ignored_name, short
 
 INTENT_FILE = RESTORE_INTENT_FILE
+_VERSION = re.compile(VERSION_PATTERN)
 _INTENT_FORMAT = 1
 
 
@@ -81,11 +87,14 @@ class _Plan:
     staging: Path | None = None
     #: Inside a resource the snapshot captured whole: its data comes back with the resource.
     via_root: bool = False
+    #: Remote data: moved back from where its version is kept, not staged.
+    remote: bool = False
 
 
 def restore_snapshot(ws: Workspace, name: str,
                      progress: Callable[[str], None] | None = None, *,
-                     partial: bool = False, code: bool = False) -> RestoreReport:
+                     partial: bool = False, code: bool = False,
+                     remote: RemoteData | None = None) -> RestoreReport:
     """Make a snapshot's lineage and data current again.
 
     Data comes back from the snapshot's retained files, from kept versions (`.dws/versions/`
@@ -94,6 +103,8 @@ def restore_snapshot(ws: Workspace, name: str,
     some ref's data cannot be brought back the restore is refused (`SnapshotRestoreError`,
     nothing changed) unless `partial` is set, in which case the other refs are restored and
     those are marked unknown. Code resources in git are left to git unless `code` is set.
+    Refs in remote resources need `remote` (dws_dagster.spark.remote_data gives it): without
+    it they cannot be brought back.
     """
     info = resolve_snapshot(ws, name)
     # Every record it restores is read and checked (the store is untrusted input): a damaged
@@ -106,18 +117,18 @@ def restore_snapshot(ws: Workspace, name: str,
     objects = ObjectStore.of_workspace(ws.meta_dir)
     try:
         with store.locked(), gc_paused():
-            finish_interrupted_restore(ws)
+            finish_interrupted_restore(ws, remote)
             current = store.refs()
             rows = _rows(ws, info, manifest)
             plans, missing = _plan_all(ws, info, rows, lineage, hashes, objects, report,
-                                       progress, code)
+                                       progress, code, remote)
             if missing and not partial:
                 raise SnapshotRestoreError(_refusal(info, missing))
             report.not_restored = list(missing)
             staged = _stage_all(ws, info, plans, objects, report, lineage, partial)
             report.not_restored.sort()
             unknown = [ref for ref, _ in report.not_restored]
-            _swap_all(ws, info.hash, staged, unknown)
+            _swap_all(ws, info.hash, staged, unknown, remote)
             report.lineage_restored = sorted(lineage)
             report.lineage_removed = sorted(set(current) - set(lineage))
     finally:
@@ -141,7 +152,7 @@ def _rows(ws: Workspace, info: SnapshotInfo, manifest: dict[str, Any]) -> list[D
 def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
               lineage: dict[str, str | None],
               hashes: FileHashCache, objects: ObjectStore, report: RestoreReport,
-              progress: Callable[[str], None] | None, code: bool
+              progress: Callable[[str], None] | None, code: bool, remote: RemoteData | None
               ) -> tuple[list[_Plan], list[tuple[str, str]]]:
     plans: list[_Plan] = []
     missing: list[tuple[str, str]] = []
@@ -156,7 +167,7 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
             plan.unchanged = plan.now == row.version
             plans.append(plan)
             continue
-        plan = _plan(ws, info, row, hashes, objects)
+        plan = _plan(ws, info, row, hashes, objects, remote)
         if plan.problem is None and row.kind == CODE and not code and not plan.unchanged \
                 and info.resources is not None and row.ref in info.resources:
             commit = info.resources[row.ref]["git_commit"]
@@ -175,7 +186,7 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
 
 
 def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache,
-          objects: ObjectStore) -> _Plan:
+          objects: ObjectStore, remote: RemoteData | None) -> _Plan:
     """Where `row`'s data stands and where its version may come from; touches nothing."""
     plan = _Plan(row)
     parsed = as_ref(row.ref)
@@ -184,8 +195,7 @@ def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache
         plan.problem = f"resource '{parsed.name}' no longer exists in the workspace"
         return plan
     if row.kind == REMOTE or not resource.is_local:
-        plan.problem = "remote data cannot be checked or restored from here"
-        return plan
+        return _plan_remote(ws, plan, remote)
     plan.now = scan(ws, parsed, hashes).version
     if row.version is None or row.kind == MISSING:
         plan.unchanged = plan.now is None
@@ -223,6 +233,39 @@ def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache
     return plan
 
 
+def _plan_remote(ws: Workspace, plan: _Plan, remote: RemoteData | None) -> _Plan:
+    """A remote ref's way back: its version where the writer kept it, checked by its marker."""
+    row = plan.row
+    parsed = as_ref(row.ref)
+    resource = ws.resource(parsed.name)
+    plan.remote = True
+    if resource.is_local:  # was remote when the snapshot was taken: its data was not kept here
+        plan.problem = (f"resource '{parsed.name}' was remote when the snapshot was taken and "
+                        "is local now: its kept versions are where it used to be")
+        return plan
+    if remote is None:
+        plan.problem = ("remote data needs Spark to be checked and moved back: restore with "
+                        "'dws-dagster restore' (it starts Spark for remote refs), or pass "
+                        "remote=dws_dagster.spark.remote_data.hadoop_data()")
+        return plan
+    plan.now = remote.version(ws.location(parsed))
+    if row.version is None or row.kind == MISSING:
+        plan.unchanged = plan.now is None
+        plan.remove = plan.now is not None
+        return plan
+    if plan.now == row.version:
+        plan.unchanged = True
+        return plan
+    source = kept_location(str(resource.uri), parsed.subpath, row.version)
+    if remote.version(source) != row.version:
+        where = f"data is now at {short(plan.now)}" if plan.now else "its data is missing"
+        plan.problem = (f"version {short(row.version)} was not kept at {source} ({where}); "
+                        "remote versions are kept by the Spark IO manager when it replaces them")
+        return plan
+    plan.sources.append(("remote", source))
+    return plan
+
+
 def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
     shown = "; ".join(f"{ref}: {why}" for ref, why in missing[:5])
     more = f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -250,7 +293,7 @@ def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: O
             if plan.via_root:
                 with_root.append(plan)
                 continue
-            if plan.remove:
+            if plan.remove or plan.remote:  # checked where it is kept; moved back at the swap
                 staged.append(plan)
                 continue
             problem = _stage(ws, plan, objects)
@@ -321,29 +364,39 @@ def _stage(ws: Workspace, plan: _Plan, objects: ObjectStore) -> str | None:
 # ------------------------------------------------------------------------------ swap
 
 
-def _swap_all(ws: Workspace, snapshot_hash: str, staged: list[_Plan], unknown: list[str]
-              ) -> None:
+def _swap_all(ws: Workspace, snapshot_hash: str, staged: list[_Plan], unknown: list[str],
+              remote: RemoteData | None) -> None:
     """Put every staged copy in place. What each replaces is kept as a version of its ref
     (`.dws/versions/`) unless a snapshot retained that version already: a restore never
-    loses data, and never keeps it twice."""
+    loses data, and never keeps it twice. (Remote data is always kept where it lies: it is
+    how a remote version is retained.)"""
     retained = snapshot_data.retained(
         ws, ((plan.row.ref, plan.now) for plan in staged if plan.now is not None))
+    swaps: list[dict[str, Any]] = []
+    for plan in staged:
+        if plan.remote:
+            swaps.append({"ref": plan.row.ref, "remote": True,
+                          "version": None if plan.remove else plan.row.version})
+            continue
+        swaps.append({"ref": plan.row.ref,
+                      "staging": plan.staging.name if plan.staging is not None else None,
+                      "keep": None if (plan.row.ref, plan.now) in retained else plan.now})
     intent = {"format": _INTENT_FORMAT, "snapshot": snapshot_hash, "unknown": unknown,
-              "swaps": [{"ref": plan.row.ref,
-                         "staging": plan.staging.name if plan.staging is not None else None,
-                         "keep": None if (plan.row.ref, plan.now) in retained else plan.now}
-                        for plan in staged]}
+              "swaps": swaps}
     path = ws.meta_dir / INTENT_FILE
     atomic_write_json(path, intent)
-    _finish(ws, intent)
+    _finish(ws, intent, remote)
     path.unlink()
     fsync_dir(ws.meta_dir)
 
 
-def _finish(ws: Workspace, intent: dict[str, Any]) -> None:
+def _finish(ws: Workspace, intent: dict[str, Any], remote: RemoteData | None) -> None:
     """Put every staged copy the intent names in place, then the snapshot's lineage: each
     step may have been done already by a run that crashed, so each is done only if needed."""
     for swap in intent["swaps"]:
+        if swap.get("remote"):
+            _finish_remote(ws, swap, remote)
+            continue
         parsed = ws.check_writable(swap["ref"])
         target = ws.local_path(parsed)
         root = ws.resource_root(parsed.name)
@@ -365,7 +418,31 @@ def _finish(ws: Workspace, intent: dict[str, Any]) -> None:
     ws.store.reset(intent["snapshot"], intent["unknown"])
 
 
-def finish_interrupted_restore(ws: Workspace) -> bool:
+def _finish_remote(ws: Workspace, swap: dict[str, Any], remote: RemoteData | None) -> None:
+    """Move a remote ref's kept version back in place, what is there now going where its own
+    version is kept. Repeatable: a crash between the two moves leaves the ref empty and the
+    wanted version still kept, and the next run does the second move."""
+    parsed = as_ref(swap["ref"])
+    resource = ws.resource(parsed.name)
+    if resource.is_local or remote is None:
+        raise SnapshotRestoreError(
+            f"an interrupted restore has remote data to put back at {swap['ref']}, which needs "
+            "Spark: run 'dws-dagster status' (it finishes the restore), then check the result")
+    uri, target, wanted = str(resource.uri), ws.location(parsed), swap["version"]
+    now = remote.version(target)
+    if now == wanted:
+        return
+    if now is not None:
+        keep = kept_location(uri, parsed.subpath, now)
+        if remote.version(keep) is None:
+            remote.move(target, keep)
+        else:  # the same version (content) is kept already
+            remote.delete(target)
+    if wanted is not None:
+        remote.move(kept_location(uri, parsed.subpath, wanted), target)
+
+
+def finish_interrupted_restore(ws: Workspace, remote: RemoteData | None = None) -> bool:
     """Finish a restore a crash interrupted after it began putting data in place (see the
     module's docstring); True when there was one. The intent is read as untrusted input: it
     can only name staged copies beside refs of this workspace."""
@@ -378,7 +455,7 @@ def finish_interrupted_restore(ws: Workspace) -> bool:
         raise WorkspaceConfigError(f"cannot read {path}: {exc}; fix its permissions") from None
     intent = _checked_intent(raw, path)
     with ws.store.locked(), gc_paused():
-        _finish(ws, intent)
+        _finish(ws, intent, remote)
     path.unlink(missing_ok=True)
     return True
 
@@ -399,6 +476,16 @@ def _checked_intent(raw: bytes, path: Path) -> dict[str, Any]:
     for swap in intent["swaps"]:
         if type(swap) is not dict or type(swap.get("ref")) is not str:
             raise bad
+        if "remote" in swap:
+            version = swap.get("version")
+            if swap["remote"] is not True or (version is not None and (
+                    type(version) is not str or not _VERSION.fullmatch(version))):
+                raise bad
+            try:
+                as_ref(swap["ref"])
+            except InvalidResourceRefError:
+                raise bad from None
+            continue
         staging, keep = swap.get("staging"), swap.get("keep")
         try:
             name = as_ref(swap["ref"]).parts[-1] if as_ref(swap["ref"]).subpath else None

@@ -29,7 +29,7 @@ from ..errors import (
     WorkspaceConfigError,
 )
 from . import shapes, snapshot_data
-from .config import RESULTS_SNAPSHOT_DIR, Workspace
+from .config import RESTORE_INTENT_FILE, RESULTS_SNAPSHOT_DIR, Workspace
 from .db import schema
 from .file_hashes import FileHashCache
 from .files import canonical_json, pretty_json, writing
@@ -39,6 +39,7 @@ from .records import identity_digest
 from .records import record_identity as record_identity  # re-exported: callers of the old home
 from .redaction import redact_text
 from .refs import as_ref
+from .remote import RemoteData
 from .results_metrics import snapshot_metrics
 from .retention import (
     CODE,
@@ -339,12 +340,19 @@ def _results_refs(ws: Workspace, refs: list[str]) -> list[str]:
     return sorted(chosen, key=lambda r: (order[r.split("/", 1)[0]], r))
 
 
-def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "") -> SnapshotOutcome:
+def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "", *,
+                  remote: RemoteData | None = None) -> SnapshotOutcome:
     """Snapshot the workspace: its lineage, the data of every ref and of source-data and code
     resources (retained, so the snapshot restores while it exists), code's git state; results
-    get a per-snapshot copy with `lineage.json`."""
+    get a per-snapshot copy with `lineage.json`. A restore a crash interrupted is finished
+    first (`remote` moves its remote data, if it has any): a snapshot of a half-restored
+    workspace would be of nothing anyone made."""
     if tag is not None:
         validate_tag(tag)
+    if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
+        from .restore import finish_interrupted_restore
+
+        finish_interrupted_restore(ws, remote)
     store = ws.store
     placed: list[Path] = []
     hashes = FileHashCache.of_workspace(ws.meta_dir)
@@ -540,12 +548,13 @@ def _copy_results_dir(source: Path, target: Path) -> None:
 
 def restore_snapshot(ws: Workspace, name: str,
                      progress: Callable[[str], None] | None = None, *,
-                     partial: bool = False, code: bool = False) -> RestoreReport:
+                     partial: bool = False, code: bool = False,
+                     remote: RemoteData | None = None) -> RestoreReport:
     """Make a snapshot's lineage and data current again: see `restore.restore_snapshot`
     (imported when called: restoring builds on this module)."""
     from .restore import restore_snapshot as restore
 
-    return restore(ws, name, progress, partial=partial, code=code)
+    return restore(ws, name, progress, partial=partial, code=code, remote=remote)
 
 
 # ----------------------------------------------------------------------------- diff

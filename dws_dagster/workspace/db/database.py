@@ -40,7 +40,7 @@ from . import schema
 from .settings import StoreSettings
 
 #: The Alembic revision this code's tables are at (tests check it is the scripts' head).
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 VERSION_TABLE = "dws_alembic_version"
 LOCK_TIMEOUT_SECONDS = 120.0
 #: PostgreSQL advisory lock key serializing migrations ("dws" + 1).

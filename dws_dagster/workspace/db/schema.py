@@ -188,6 +188,7 @@ snapshot_data = Table(
     #: version, not checkable from here).
     Column("kind", String(16), nullable=False),
     Column("version", Text, nullable=True),
+    Index(None, "workspace_id", "ref", "version"),
 )
 
 data_versions = Table(
