@@ -312,14 +312,16 @@ def test_dws_dagster_log_records_are_redacted(caplog: pytest.LogCaptureFixture) 
 def readme_uris() -> list[str]:
     import re
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    root = Path(__file__).resolve().parent.parent
+    readme = "\n".join(path.read_text() for path in [root / "README.md",
+                                                      *sorted((root / "docs").glob("*.md"))])
     found = re.findall(r"\b(?:s3a?|gs|hdfs|abfss|wasbs)://[^\s`)]+", readme)
     # `hdfs://host:port` (a placeholder in a naming example) is no URI to add
     return sorted({uri.rstrip(".,") for uri in found
                    if "..." not in uri and not re.search(r":[a-z]+(?:/|$)", uri)})
 
 
-def test_the_readme_shows_resource_uris() -> None:
+def test_the_readme_and_docs_show_resource_uris() -> None:
     assert "abfss://container@account.dfs.core.windows.net/lake" in readme_uris()
 
 
