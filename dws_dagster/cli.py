@@ -627,7 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("status", cmd_status, "resources, refs, versions, failed and unknown refs. The "
             "refs of a resource are every ref of it the lineage names: those a step wrote or "
             "that were observed, and those steps read that have no lineage of their own "
-            "(source data read as found)", formats=True)
+            "(source data read as found); code a step ran is recorded with the step, not as "
+            "refs", formats=True)
     p.add_argument("--verify", action="store_true",
                    help="re-hash the data of every ref and compare it with the version its "
                         "lineage says (source data only read: the version read); then say "

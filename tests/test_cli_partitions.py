@@ -13,8 +13,10 @@ import uuid
 import pytest
 
 from dws_dagster import Workspace
+from dws_dagster.workspace.diff_text import diff_text
 from dws_dagster.workspace.grouping import group_refs, label_runs
 from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
+from dws_dagster.workspace.snapshots import ChangeDetail, RefChange
 
 from .conftest import run_step, write
 
@@ -77,6 +79,25 @@ def test_groups_follow_the_step_that_wrote_the_refs_not_their_names() -> None:
         "0, 2, and 8 more"
 
 
+def test_diff_text_names_inputs_with_and_without_lineage_apart() -> None:
+    """Inputs of one folder, some observed (in the lineage) and some only read: each kind is
+    named within its own group, never as members of the other."""
+    def moved(ref: str) -> ChangeDetail:
+        return ChangeDetail(f"input {ref} a -> b", "input", ref, "a" * 32, "b" * 32)
+
+    change = RefChange("inter/x", "changed")
+    change.details[:] = [moved(ref) for ref in ("src/w/a.csv", "src/w/b.csv", "src/w/c.csv",
+                                                "src/w/d.csv")]
+    change.changes[:] = [detail.text for detail in change.details]
+    owners = [("inter/x", "s"), ("src/w/a.csv", None), ("src/w/b.csv", None),
+              ("src/w/z.csv", None)]
+    assert diff_text([change], owners, owners) == [
+        "changed  inter/x",
+        "           inputs src/w: 2 of 3 files changed: a.csv, b.csv",
+        "           inputs src/w: 2 files changed: c.csv, d.csv",
+    ]
+
+
 # ------------------------------------------------------------------------------ lineage
 
 
@@ -126,6 +147,7 @@ def test_lineage_group_says_how_many_versions_are_not_current(daily_ws: Workspac
 # --------------------------------------------------------------------------------- diff
 
 
+@pytest.mark.both_stores
 def test_diff_summarises_changed_partitions_in_words(daily_ws: Workspace, cli) -> None:
     ws = daily_ws
     assert cli("snapshot", "v1", "-w", ws.root)[0] == 0
@@ -180,6 +202,27 @@ def test_diff_summarises_changed_partitions_in_words(daily_ws: Workspace, cli) -
         entries["inter/forecast"]["changes"]  # JSON lines as they always were
 
 
+def test_diff_groups_partitions_changed_outside_any_step(daily_ws: Workspace, cli) -> None:
+    ws = daily_ws
+    assert cli("snapshot", "v1", "-w", ws.root)[0] == 0
+    was = ws.store.get("inter/daily/2024-01-07").version
+    for day in ("2024-01-02", "2024-01-05"):
+        write(ws.local_path(f"inter/daily/{day}") / "part-0.csv", "edited\n")
+    shutil.rmtree(ws.local_path("inter/daily/2024-01-07"))
+    assert cli("snapshot", "v2", "-w", ws.root)[0] == 0
+    code, out, err = cli("diff", "v1", "v2", "-w", ws.root)
+    assert code == 0, err
+    assert out.splitlines() == [
+        "changed  inter/daily: 3 of 8 partitions changed: 2024-01-02, 2024-01-05, 2024-01-07",
+        "           changed outside any step (drift) (in 2 of 3)",
+        "           data missing (in 1 of 3)",
+    ]
+    code, out, err = cli("diff", "v1", "v2", "--expand", "-w", ws.root)
+    assert code == 0, err
+    assert f"           data missing (was {was[:12]})" in out.splitlines()
+    assert out.count("changed outside any step (drift): data ") == 2
+
+
 # ------------------------------------------------------------------------------- status
 
 
@@ -206,6 +249,7 @@ def landed_ws(ws: Workspace) -> Workspace:
     return ws
 
 
+@pytest.mark.both_stores
 def test_status_counts_source_data_steps_read_and_groups_partitions(landed_ws: Workspace,
                                                                     cli) -> None:
     ws = landed_ws

@@ -37,6 +37,11 @@ def worded(detail: ChangeDetail) -> str:
             return f"{detail.what} {detail.name} removed (was {short(detail.before)})"
         return f"{detail.what} {detail.name} changed {short(detail.before)} -> " \
                f"{short(detail.after)}"
+    if detail.what == "data" and detail.name is not None and " -> " in detail.text:
+        if detail.before is None and detail.after is not None:
+            return f"{detail.name}: data {short(detail.after)} (none before)"
+        if detail.after is None and detail.before is not None:
+            return f"{detail.name} (was {short(detail.before)})"
     if detail.what == "version" and " -> " in detail.text:
         if detail.before is None and detail.after is not None:
             return f"version {short(detail.after)} (none before)"
@@ -52,7 +57,8 @@ def _generic(detail: ChangeDetail) -> str:
             return "versions changed"
         return "version none before" if detail.before is None else "version none now"
     if detail.what == "data" and detail.name is not None:
-        return f"{detail.name}: data changed"
+        # "changed outside any step (drift): data a -> b" or "source data a -> b"
+        return detail.name if ": data " in detail.text else f"{detail.name} changed"
     return worded(detail)
 
 
@@ -63,9 +69,6 @@ class _Refs:
         self.before, self.after = dict(before), dict(after)
         self.groups_before = group_refs(before)
         self.groups_after = group_refs(after)
-
-    def owner(self, ref: str) -> str | None:
-        return self.after[ref] if ref in self.after else self.before.get(ref)
 
     def of_ref(self, ref: str) -> RefGroup | None:
         """The group of a ref with lineage on either side (after first)."""
@@ -113,20 +116,20 @@ def _input_lines(details: Iterable[ChangeDetail], refs: _Refs,
         # Refs with lineage are named within all the partitions of their step (`3 of 62`);
         # others (source data read as found) within those that changed.
         loose = group_refs((ref, None) for ref in by_ref if refs.of_ref(ref) is None)
-        chosen: dict[tuple[str | None, ...], tuple[RefGroup, bool, list[str]]] = {}
+        found_in = {ref: (group, True) if (group := refs.of_ref(ref)) is not None
+                    else (loose[(ref, None)], False) for ref in by_ref}
+        chosen: dict[tuple[bool, tuple[str | None, ...]], list[str]] = {}
         for ref in by_ref:
-            group = refs.of_ref(ref)
-            complete = group is not None
-            group = group if group is not None else loose[(ref, None)]
-            chosen.setdefault(group.key, (group, complete, []))[2].append(ref)
+            group, complete = found_in[ref]
+            chosen.setdefault((complete, group.key), []).append(ref)
         out: list[str] = []
-        done: set[tuple[str | None, ...]] = set()
+        done: set[tuple[bool, tuple[str | None, ...]]] = set()
         for ref, same in by_ref.items():
-            group = refs.of_ref(ref) or loose[(ref, None)]
-            _, complete, members = chosen[group.key]
+            group, complete = found_in[ref]
+            members = chosen[(complete, group.key)]
             if len(members) > 1:
-                if group.key not in done:
-                    done.add(group.key)
+                if (complete, group.key) not in done:
+                    done.add((complete, group.key))
                     out.append(f"{what}s {group.selection(members, how, complete=complete)}")
                 continue
             versions = {(d.before, d.after) for d in same}
