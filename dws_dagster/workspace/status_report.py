@@ -240,13 +240,20 @@ class StatusReport:
             else:
                 index[group.key] = len(entries)
                 entries.append((f"{group.root} ({len(group)} {group.noun})", [row]))
-        width = max(len(label) for label, _ in entries)
-        return [self._line(label, rows, width) for label, rows in entries]
+        cells = [(label, self._version(rows), rows[0]["step"] or "-", rows)
+                 for label, rows in entries]
+        widths = [max(minimum, *(len(cell[i]) for cell in cells))
+                  for i, minimum in ((0, 10), (1, 12), (2, 20))]
+        return [self._line(cell, widths) for cell in cells]
 
-    def _line(self, label: str, rows: list[Row], width: int) -> str:
-        first = rows[0]
+    @staticmethod
+    def _version(rows: list[Row]) -> str:
         versions = {row["version"] for row in rows}
-        version = short(first["version"]) if len(versions) == 1 else f"{len(versions)} versions"
+        return short(rows[0]["version"]) if len(versions) == 1 else f"{len(versions)} versions"
+
+    def _line(self, cell: tuple[str, str, str, list[Row]], widths: list[int]) -> str:
+        label, version, step, rows = cell
+        first = rows[0]
         statuses = [row["status"] for row in rows]
         status = statuses[0] if len(set(statuses)) == 1 else "mixed"
         finished = max((row["finished"] for row in rows if row["finished"]), default=None)
@@ -267,8 +274,8 @@ class StatusReport:
             extra += f"  read by {', '.join(readers)}"
         if len(rows) == 1 and first.get("error"):
             extra += f"  error: {first['error']}"
-        return (f"  {label:<{width}}  {version:<12}  {status:<8} {first['step'] or '-':<20} "
-                f"{finished or '-'}{extra}")
+        return (f"  {label:<{widths[0]}}  {version:<{widths[1]}}  {status:<8} "
+                f"{step:<{widths[2]}} {finished or '-'}{extra}")
 
     def attention_lines(self, *, expand: bool) -> list[str]:
         """`N ref(s) need attention: ...` and a line for each ref or group of them."""
