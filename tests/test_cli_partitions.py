@@ -17,6 +17,7 @@ from dws_dagster.workspace.diff_text import diff_text
 from dws_dagster.workspace.grouping import group_refs, label_runs
 from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
 from dws_dagster.workspace.snapshots import ChangeDetail, RefChange
+from dws_dagster.workspace.status_report import StatusReport
 
 from .conftest import run_step, write
 
@@ -397,3 +398,14 @@ def test_status_verify_exits_3_for_failed_or_unknown_refs_too(daily_ws: Workspac
     code, out, err = cli("status", "--verify", "-w", ws.root)
     assert code == 3, err
     assert "  re-run step 'forecast' for inter/forecast (data may be partial)" in out
+
+
+def test_a_ref_claimed_by_a_running_step_needs_no_attention() -> None:
+    """No version is recorded yet for a ref a step claimed and is writing: its data (there or
+    not yet) is compared with nothing."""
+    rows = [{"ref": ref, "version": None, "status": "pending", "step": step, "finished": None,
+             "data": data}
+            for ref, step, data in (("inter/new", "s", "missing"), ("inter/other", "t",
+                                                                    "changed"))]
+    report = StatusReport(rows, verified=True)
+    assert report.verdict == "clean" and report.problems == []

@@ -90,6 +90,8 @@ def _problem(row: Row) -> Problem | None:
     if status == "unknown":
         return Problem(ref, "unknown", step, str(row.get("attention") or ""), observed,
                        readers)
+    if row["version"] is None:  # claimed by a step still running: no version to compare
+        data = None
     if data == "missing":
         if step is not None:
             note = f"its data is missing (lineage says {recorded}); re-run '{step}' to write " \
