@@ -6,7 +6,9 @@ commands start fast.
 No failure prints a traceback: each is one line on stderr and an exit code: 1 for a refusal
 (`DwsError`) or a file the system would not read or write (named, with what to do), 2 for a
 command line argparse rejects, 130 for Ctrl-C, and 70 (EX_SOFTWARE) for an internal error,
-a bug to report; `DWS_DEBUG=1` in the environment prints its traceback too.
+a bug to report; `DWS_DEBUG=1` in the environment prints its traceback too. `status --verify`
+exits 3 when refs need attention (data changed outside steps, missing, failed or unknown
+refs), after printing what to run; 0 when the data is what the lineage says.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from .workspace.versions import DataNotFoundError, short
 Handler = Callable[[argparse.Namespace], int]
 
 #: Exit codes besides 0, 1 (refused) and 2 (bad command line, from argparse).
+#: `status --verify` found refs that need attention (drift, missing data, failed, unknown).
+EXIT_ATTENTION = 3
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -114,9 +118,10 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
+    from .workspace.status_report import source_rows
+
     rows = []
     items = ws.store.summaries()
-    bar = _progress(len(items), "verifying") if verify else None
     for item in items:
         ref, state = item.ref, item.state
         row: dict[str, Any] = {
@@ -127,23 +132,43 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
             row["error"] = state.attempt.get("error")
         if state is not None:
             row["attention"] = attention_note(ref, state)
-        if verify:
-            try:
-                actual = ws.version_of(ref)
-            except DataNotFoundError:
-                actual = None
-            except (RemoteDataError, DwsError):
-                actual = "unchecked"
-            row["data"] = ("unchecked" if actual == "unchecked" else "missing" if actual is None
-                           else "matches" if actual == item.version else "changed")
-            bar.update(1)
         rows.append(row)
-    if bar is not None:
-        bar.close()
+    rows += source_rows(ws.store.read_without_lineage(), [item.ref for item in items])
+    rows.sort(key=lambda row: row["ref"])
+    if verify:
+        bar = _progress(len(rows), "verifying")
+        try:
+            for row in rows:
+                _verify(ws, row)
+                bar.update(1)
+        finally:
+            bar.close()
     return rows
 
 
+def _verify(ws: Workspace, row: dict[str, Any]) -> None:
+    """`data`: whether the data of the row's ref is the version its lineage says (`matches`),
+    another one (`changed`, with the version `found`), gone (`missing`), or could not be
+    read (`unchecked`). Readers of source data that changed are looked up (`read_by`), to
+    say what to re-run."""
+    try:
+        actual = ws.version_of(row["ref"])
+    except DataNotFoundError:
+        actual = None
+    except (RemoteDataError, DwsError):
+        actual = "unchecked"
+    row["data"] = ("unchecked" if actual == "unchecked" else "missing" if actual is None
+                   else "matches" if actual == row["version"] else "changed")
+    if row["data"] == "changed":
+        row["found"] = actual
+        if row["step"] is None and "read_by" not in row:  # observed source data
+            row["read_by"] = [{"ref": reader, "step": state.owner}
+                              for reader, state, _ in ws.store.readers(row["ref"])]
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    from .workspace.status_report import StatusReport
+
     ws = _open(args)
     if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
         from .workspace.restore import finish_interrupted_restore
@@ -152,6 +177,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print("finished a restore that was interrupted (see 'dws-dagster history')",
                   file=sys.stderr)
     rows = _status_rows(ws, args.verify)
+    report = StatusReport(rows, verified=args.verify)
+    code = EXIT_ATTENTION if args.verify and report.verdict != "clean" else 0
     resources = []
     for res in ws.resources.values():
         count = sum(1 for row in rows if row["ref"].split("/", 1)[0] == res.name)
@@ -159,8 +186,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json({"workspace": ws.name, "root": str(ws.root),
                      "store": {"url": ws.store.shown, "from": ws.store_settings.origin},
-                     "resources": resources, "refs": rows})
-        return 0
+                     "resources": resources, "refs": rows, **report.to_json(),
+                     "exit_code": code})
+        return code
     print(f"Workspace {ws.name} ({ws.root})")
     print(f"Lineage store: {ws.store.shown} (from {_origin(ws.store_settings.origin)})")
     print("\nResources:")
@@ -170,21 +198,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {res['name']:<20} {res['role']:<18} {res.get('path') or res.get('uri')}"
               f"  [{res['refs']} ref{'s' if res['refs'] != 1 else ''}]")
     print("\nRefs:")
-    if not rows:
-        print("  (no lineage yet)")
-    width = max((len(row["ref"]) for row in rows), default=10)
-    for row in rows:
-        extra = f"  data {row['data']}" if "data" in row else ""
-        error = f"  error: {row['error']}" if row.get("error") else ""
-        print(f"  {row['ref']:<{width}}  {short(row['version']):<12}  {row['status']:<8} "
-              f"{row['step'] or '-':<20} {row['finished'] or '-'}{extra}{error}")
-    attention = [row for row in rows if row["status"] in ("unknown", "failed")]
-    if attention:
-        print(f"\n{len(attention)} ref(s) need attention: "
-              + ", ".join(f"{row['ref']} ({row['status']})" for row in attention))
-        for row in attention:
-            print(f"  {row['ref']}: {row['attention']}")
-    return 0
+    for line in report.refs_lines(expand=args.expand):
+        print(line)
+    lines = report.lines(expand=args.expand)
+    if lines:
+        print()
+    for line in lines:
+        print(line)
+    return code
 
 
 def _origin(origin: str) -> str:
@@ -195,6 +216,7 @@ def _origin(origin: str) -> str:
 def cmd_lineage(args: argparse.Namespace) -> int:
     from .workspace import render
     from .workspace.graph import SnapshotView, build_graph
+    from .workspace.lineage_text import render_grouped_text
     from .workspace.refs import ResourceRef
     from .workspace.snapshots import resolve_snapshot, snapshot_manifest
 
@@ -208,7 +230,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     else:
         graph = build_graph(ws.store, ref, roles)
     renderers: dict[str, Callable[[Any], Any]] = {
-        "text": render.render_text, "dot": render.render_dot,
+        "text": render.render_text if args.expand else render_grouped_text,
+        "dot": render.render_dot,
         "mermaid": render.render_mermaid, "html": render.render_html,
     }
     if args.format == "json":
@@ -358,7 +381,8 @@ def _bytes(size: int) -> str:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .workspace.snapshots import diff_lineage
+    from .workspace.diff_text import diff_text
+    from .workspace.snapshots import CURRENT, diff_lineage, resolve_snapshot
 
     ws = _open(args)
     changes = diff_lineage(ws, args.a, args.b)
@@ -367,10 +391,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return 0
     if not changes:
         print(f"no differences between {args.a} and {args.b}")
-    for change in changes:
-        print(f"{change.kind:<8} {change.ref}")
-        for line in change.changes:
-            print(f"           {line}")
+        return 0
+
+    def owners(name: str) -> list[tuple[str, str | None]]:
+        return ws.store.owners(None if name == CURRENT else resolve_snapshot(ws, name).hash)
+
+    for line in diff_text(changes, owners(args.a), owners(args.b), expand=args.expand):
+        print(line)
     return 0
 
 
@@ -597,10 +624,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="content: hash the bytes (default); listing: names, sizes and times")
     p.add_argument("--description")
 
-    p = add("status", cmd_status, "resources, refs, versions, failed and unknown refs",
-            formats=True)
+    p = add("status", cmd_status, "resources, refs, versions, failed and unknown refs. The "
+            "refs of a resource are every ref of it the lineage names: those a step wrote or "
+            "that were observed, and those steps read that have no lineage of their own "
+            "(source data read as found); code a step ran is recorded with the step, not as "
+            "refs", formats=True)
     p.add_argument("--verify", action="store_true",
-                   help="re-hash local data and compare with the recorded versions")
+                   help="re-hash the data of every ref and compare it with the version its "
+                        "lineage says (source data only read: the version read); then say "
+                        f"what needs attention and what to run. Exit code {EXIT_ATTENTION} "
+                        "when anything needs attention (drift, missing data, failed or "
+                        "unknown refs), 0 when nothing does")
+    p.add_argument("--expand", action="store_true",
+                   help="text: every ref on its own line (by default the partitions one step "
+                        "wrote, or the files of one source folder, are one line)")
 
     p = add("lineage", cmd_lineage, "upstream, downstream and last run of a ref")
     p.add_argument("ref", metavar="REF", help="RESOURCE or RESOURCE/SUBPATH")
@@ -608,6 +645,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "dot", "mermaid", "html"),
                    default="text")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--expand", action="store_true",
+                   help="text: every ref on its own line (by default the partitions one step "
+                        "wrote, or the files of one source folder, are one line)")
 
     p = add("snapshot", cmd_snapshot,
             "snapshot the workspace: lineage, every ref's data (retained), code, results",
@@ -632,6 +672,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="A", help="snapshot tag, hash or prefix")
     p.add_argument("b", metavar="B", nargs="?", default="current",
                    help="snapshot, or 'current' (default)")
+    p.add_argument("--expand", action="store_true",
+                   help="text: every ref and input on its own line (by default the partitions "
+                        "of one step that changed alike are one entry)")
 
     add("history", cmd_history, "list snapshots, newest first", formats=True)
 

@@ -100,14 +100,33 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
                  snapshot: str | None, max_nodes: int) -> LineageGraph:
     key = str(as_ref(ref))
     state = view.get(key)
-    if state is None or state.latest is None:
-        raise NoLineageError(
-            f"ref {key} has no lineage{' in snapshot ' + snapshot if snapshot else ''}: no step "
-            "has written or read it; check the name with 'dws-dagster status'")
     role_of = lambda r: roles.get(r.split("/", 1)[0])  # noqa: E731
-    focus_record = state.record if state.record is not None else state.latest
-    focus = _node(key, focus_record.get("version"), focus_record, state, role_of(key),
-                  status=state.status if state.status != "pending" else None)
+    if state is None or state.latest is None:
+        # Source data steps read as found (never observed) has no lineage of its own: the
+        # version the newest of its readers read, and what read it.
+        readers = view.readers(key)
+        read = [(reader_state.record or {}, item) for _, reader_state, item in readers
+                if item["ref"] == key]
+        if not read:
+            where = f" in snapshot {snapshot}" if snapshot else ""
+            inside = sorted({item["ref"] for _, _, item in readers
+                             if item["ref"].startswith(key + "/")})
+            if inside:
+                raise NoLineageError(
+                    f"ref {key} has no lineage of its own{where}: steps read {len(inside)} "
+                    f"ref(s) inside it ({inside[0]}{', …' if len(inside) > 1 else ''}); "
+                    "pass one of them (see 'dws-dagster status')")
+            raise NoLineageError(
+                f"ref {key} has no lineage{where}: no step has written or read it; check the "
+                "name with 'dws-dagster status'")
+        version = max(read, key=lambda pair: pair[0].get("end_time") or "")[1]["version"]
+        focus_record: dict[str, Any] = {}
+        focus = GraphNode(id=f"{key}@{version}", ref=key, version=version, status="source",
+                          role=role_of(key))
+    else:
+        focus_record = state.record if state.record is not None else state.latest
+        focus = _node(key, focus_record.get("version"), focus_record, state, role_of(key),
+                      status=state.status if state.status != "pending" else None)
     graph = LineageGraph(focus=focus.id, nodes={focus.id: focus}, snapshot=snapshot)
     edges: set[GraphEdge] = set()
 
@@ -149,8 +168,9 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
                 seen_refs.add(out_ref)
                 frontier.append(out_ref)
     graph.edges = sorted(edges, key=lambda e: (e.source, e.target))
-    latest = state.latest
-    record = LineageRecord.from_json(latest)
+    if state is None or state.latest is None:
+        return graph  # never run: no step writes it
+    record = LineageRecord.from_json(state.latest)
     graph.last_run = LastRun(step=record.step_name if not record.is_observation else None,
                              status=state.status, run_id=record.step.run_id if record.step
                              else None, start_time=record.start_time, end_time=record.end_time,

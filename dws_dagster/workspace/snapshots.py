@@ -121,11 +121,38 @@ class RestoreReport:
     code_left: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ChangeDetail:
+    """One line of a `RefChange` as data, so a reader can group lines (the inputs of a step
+    that read 62 partitions): `what` changed (`version`, `status`, `step`, `parameter`,
+    `code_version`, `git_commit`, `code`, `input`, `metrics`, `data`, `files`), `name` the
+    parameter, input or code ref (for `data`: what the data is), `before` and `after` its
+    values (None: none on that side); `text` is the line as `RefChange.changes` holds it."""
+
+    text: str
+    what: str
+    name: str | None = None
+    before: Any = None
+    after: Any = None
+
+
 @dataclass
 class RefChange:
     ref: str
     kind: str  # added | removed | changed
     changes: list[str] = field(default_factory=list)
+    #: `changes` as data, line for line (`lines()`); not part of a change's identity.
+    details: list[ChangeDetail] = field(default_factory=list, compare=False, repr=False)
+
+    def lines(self) -> list[ChangeDetail]:
+        """`details`, or each line of `changes` as a detail that only its text tells."""
+        if len(self.details) == len(self.changes):
+            return list(self.details)
+        return [ChangeDetail(text, "other") for text in self.changes]
+
+
+def _change(ref: str, kind: str, details: list[ChangeDetail]) -> RefChange:
+    return RefChange(ref, kind, [d.text for d in details], details)
 
 
 # ---------------------------------------------------------------------------- index
@@ -639,25 +666,30 @@ def diff_data(before: dict[str, DataRow], after: dict[str, DataRow],
             row = b or a
             assert row is not None
             if row.kind in (RESOURCE, CODE):
-                changes.append(RefChange(ref, "added" if a is None else "removed",
-                                         [f"{_KIND_WORDS[row.kind]} {short(row.version)}"]))
+                before, after = (None, row.version) if a is None else (row.version, None)
+                changes.append(_change(ref, "added" if a is None else "removed", [ChangeDetail(
+                    f"{_KIND_WORDS[row.kind]} {short(row.version)}", "data",
+                    _KIND_WORDS[row.kind], before, after)]))
             continue
         found = []
         if b.kind in (DRIFT, MISSING) or a.kind in (DRIFT, MISSING):
-            found.append(f"{_KIND_WORDS[b.kind]}: data {short(a.version)} -> "
-                         f"{short(b.version)}")
+            found.append(ChangeDetail(f"{_KIND_WORDS[b.kind]}: data {short(a.version)} -> "
+                                      f"{short(b.version)}", "data", _KIND_WORDS[b.kind],
+                                      a.version, b.version))
         elif a.version != b.version:
-            found.append(f"{_KIND_WORDS[b.kind]} {short(a.version)} -> {short(b.version)}")
+            found.append(ChangeDetail(
+                f"{_KIND_WORDS[b.kind]} {short(a.version)} -> {short(b.version)}", "data",
+                _KIND_WORDS[b.kind], a.version, b.version))
             if files_before is not None and files_after is not None \
                     and a.version is not None and b.version is not None:
                 found += _file_changes(files_before(ref, a.version),
                                        files_after(ref, b.version))
         if found:
-            changes.append(RefChange(ref, "changed", found))
+            changes.append(_change(ref, "changed", found))
     return changes
 
 
-def _file_changes(a: dict[str, str] | None, b: dict[str, str] | None) -> list[str]:
+def _file_changes(a: dict[str, str] | None, b: dict[str, str] | None) -> list[ChangeDetail]:
     """'files changed: x, y; added: z' between two file lists (path -> hash)."""
     if a is None or b is None:
         return []
@@ -667,7 +699,8 @@ def _file_changes(a: dict[str, str] | None, b: dict[str, str] | None) -> list[st
                         ("removed", [n for n in sorted(a) if n not in b])):
         if names:
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-            parts.append(f"files {word}: {', '.join(names[:5])}{more}")
+            parts.append(ChangeDetail(f"files {word}: {', '.join(names[:5])}{more}", "files",
+                                      word, None, names))
     return parts
 
 
@@ -684,12 +717,15 @@ def diff_code(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]
         a, b = before.get(name) or {}, after.get(name) or {}
         found = []
         if a.get("git_commit") != b.get("git_commit"):
-            found.append(f"git commit {str(a.get('git_commit'))[:12]} -> "
-                         f"{str(b.get('git_commit'))[:12]}")
+            found.append(ChangeDetail(f"git commit {str(a.get('git_commit'))[:12]} -> "
+                                      f"{str(b.get('git_commit'))[:12]}", "git_commit", None,
+                                      a.get("git_commit"), b.get("git_commit")))
         if a.get("dirty") != b.get("dirty"):
-            found.append("uncommitted changes " + ("appeared" if b.get("dirty") else "gone"))
+            found.append(ChangeDetail(
+                "uncommitted changes " + ("appeared" if b.get("dirty") else "gone"), "dirty",
+                None, a.get("dirty"), b.get("dirty")))
         if found:
-            changes.append(RefChange(name, "changed", found))
+            changes.append(_change(name, "changed", found))
     return changes
 
 
@@ -700,7 +736,9 @@ def _merge(changes: list[RefChange], more: list[RefChange]) -> list[RefChange]:
         if found is None:
             by_ref[change.ref] = change
         else:
-            found.changes.extend(change.changes)
+            lines = found.lines() + change.lines()
+            found.changes[:] = [line.text for line in lines]
+            found.details[:] = lines
     return [by_ref[ref] for ref in sorted(by_ref)]
 
 
@@ -719,48 +757,62 @@ def diff_states(before: dict[str, RefState], after: dict[str, RefState]) -> list
     for ref in sorted(set(before) | set(after)):
         a, b = before.get(ref), after.get(ref)
         if a is None:
-            changes.append(RefChange(ref, "added", [f"version {short(b.version)}" if b else ""]))
+            changes.append(_change(ref, "added", [ChangeDetail(
+                f"version {short(b.version)}" if b else "", "version", None, None,
+                b.version if b else None)]))
             continue
         if b is None:
-            changes.append(RefChange(ref, "removed", [f"version {short(a.version)}"]))
+            changes.append(_change(ref, "removed", [ChangeDetail(
+                f"version {short(a.version)}", "version", None, a.version, None)]))
             continue
         if a.record == b.record and a.status == b.status:
             continue  # most refs of two snapshots: nothing below could differ
         found = _record_changes(a, b)
         if found:
-            changes.append(RefChange(ref, "changed", found))
+            changes.append(_change(ref, "changed", found))
     return changes
 
 
-def _record_changes(a: RefState, b: RefState) -> list[str]:
+def _record_changes(a: RefState, b: RefState) -> list[ChangeDetail]:
     found = []
     if a.version != b.version:
-        found.append(f"version {short(a.version)} -> {short(b.version)}")
+        found.append(ChangeDetail(f"version {short(a.version)} -> {short(b.version)}",
+                                  "version", None, a.version, b.version))
     if a.status != b.status:
-        found.append(f"status {a.status} -> {b.status}")
+        found.append(ChangeDetail(f"status {a.status} -> {b.status}", "status", None,
+                                  a.status, b.status))
     ra, rb = a.record or {}, b.record or {}
     sa, sb = ra.get("step") or {}, rb.get("step") or {}
     if sa.get("name") != sb.get("name"):
-        found.append(f"step {sa.get('name')} -> {sb.get('name')}")
+        found.append(ChangeDetail(f"step {sa.get('name')} -> {sb.get('name')}", "step", None,
+                                  sa.get("name"), sb.get("name")))
     pa, pb = ra.get("parameters") or {}, rb.get("parameters") or {}
     for key in sorted(set(pa) | set(pb)):
         if pa.get(key) != pb.get(key):
-            found.append(f"parameter {key}: {_show(pa.get(key))} -> {_show(pb.get(key))}")
+            found.append(ChangeDetail(
+                f"parameter {key}: {_show(pa.get(key))} -> {_show(pb.get(key))}", "parameter",
+                key, pa.get(key), pb.get(key)))
     for key in ("code_version", "git_commit"):
         if sa.get(key) != sb.get(key):
-            found.append(f"{key.replace('_', ' ')} {sa.get(key)} -> {sb.get(key)}")
+            found.append(ChangeDetail(
+                f"{key.replace('_', ' ')} {sa.get(key)} -> {sb.get(key)}", key, None,
+                sa.get(key), sb.get(key)))
     ca = {c["ref"]: c["version"] for c in sa.get("code", ())}
     cb = {c["ref"]: c["version"] for c in sb.get("code", ())}
     for ref in sorted(set(ca) | set(cb)):
         if ca.get(ref) != cb.get(ref):
-            found.append(f"code {ref} {short(ca.get(ref))} -> {short(cb.get(ref))}")
+            found.append(ChangeDetail(f"code {ref} {short(ca.get(ref))} -> {short(cb.get(ref))}",
+                                      "code", ref, ca.get(ref), cb.get(ref)))
     ia = {i["ref"]: i["version"] for i in ra.get("inputs", ())}
     ib = {i["ref"]: i["version"] for i in rb.get("inputs", ())}
     for ref in sorted(set(ia) | set(ib)):
         if ia.get(ref) != ib.get(ref):
-            found.append(f"input {ref} {short(ia.get(ref))} -> {short(ib.get(ref))}")
+            found.append(ChangeDetail(
+                f"input {ref} {short(ia.get(ref))} -> {short(ib.get(ref))}", "input", ref,
+                ia.get(ref), ib.get(ref)))
     if ra.get("metrics") != rb.get("metrics"):
-        found.append("metrics changed")
+        found.append(ChangeDetail("metrics changed", "metrics", None, ra.get("metrics"),
+                                  rb.get("metrics")))
     return found
 
 

@@ -1032,6 +1032,45 @@ class LineageStore:
                      self._column(ref, "record identity", identity, where))
                     for ref, owner, identity, attempt, unknown in connection.execute(query)]
 
+    def owners(self, snapshot_hash: str | None = None) -> list[tuple[str, str | None]]:
+        """(ref, step that writes it or None) of every ref of the current lineage (None) or
+        of a snapshot, sorted, from indexed columns: what groups a diff's partitions."""
+        side = self._side(snapshot_hash)
+        where = "current lineage" if snapshot_hash is None else f"snapshot {snapshot_hash[:12]}"
+        with self.reading() as connection:
+            return [(self._checked_ref(ref, where), self._owner(ref, owner, where))
+                    for ref, owner in connection.execute(
+                        select(side.c.ref, side.c.owner).order_by(side.c.ref))]
+
+    def read_without_lineage(self) -> dict[str, tuple[str, list[tuple[str, str | None]]]]:
+        """Refs the current records read that have no lineage of their own (source data a
+        step read as found, never observed), by ref: (the version the newest of those records
+        read, the (ref, step that writes it) of each record that read it). One query over the
+        inputs index; refs nested in or around a ref with lineage are the caller's to tell
+        apart."""
+        inputs = schema.record_inputs
+        own = _REFS.alias("own")
+        query = (select(inputs.c.ref, inputs.c.version, inputs.c.record_id, _REFS.c.ref,
+                        _REFS.c.owner)
+                 .select_from(inputs.join(_REFS, and_(
+                     _REFS.c.workspace_id == inputs.c.workspace_id,
+                     _REFS.c.record_id == inputs.c.record_id))
+                     .outerjoin(own, and_(own.c.workspace_id == inputs.c.workspace_id,
+                                          own.c.ref == inputs.c.ref)))
+                 .where(inputs.c.workspace_id == self.workspace_id, own.c.ref.is_(None)))
+        newest: dict[str, tuple[int, str]] = {}
+        readers: dict[str, list[tuple[str, str | None]]] = {}
+        where = "current lineage"
+        with self.reading() as connection:
+            for ref, version, record_id, reader, owner in connection.execute(query):
+                self._checked_ref(ref, where)
+                version = self._column(ref, "input version", version, where)
+                if ref not in newest or newest[ref][0] < record_id:
+                    newest[ref] = (record_id, version)
+                reader = self._checked_ref(reader, where)
+                readers.setdefault(ref, []).append((reader, self._owner(reader, owner, where)))
+        return {ref: (newest[ref][1], sorted(readers[ref])) for ref in sorted(newest)}
+
     def last_operation(self) -> int | None:
         """The id of the newest history row: every change to the lineage adds one, so an
         unchanged id means unchanged lineage (one index lookup, where comparing the refs
