@@ -56,6 +56,7 @@ DISTINCT_SHOWN = 8
 #: Column sources outside the graph (files no step wrote, refs not drawn) listed per node.
 EXTERNAL_SHOWN = 200
 
+_NO_STEP: Mapping[str, Any] = {}
 _ASSETS = "page_assets"
 _VENDOR = "_vendor"
 
@@ -108,8 +109,8 @@ def _all_nodes(graph: LineageGraph) -> dict[str, GraphNode]:
 
 
 def _step(record: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    step = (record or {}).get("step")
-    return step if isinstance(step, Mapping) else {}
+    step = record.get("step") if record is not None else None
+    return step if type(step) is dict else _NO_STEP
 
 
 def _parent(ref: str) -> str | None:
@@ -436,55 +437,59 @@ def _column_lineage(groups: list[_Group]
                     ) -> tuple[list[list[Any]], dict[int, list[str]], dict[int, list[Any]]]:
     """Edges (source group, column, target group, column or None for the whole table, kind,
     subtype), every group's columns (sorted: stored records keep no schema order), and
-    sources no group holds."""
+    sources no group holds.
+
+    Records are untrusted: anything not shaped like the IO manager's description is skipped.
+    The partitions of an asset repeat the same lineage, so the sources are first collected
+    as they are written (a set per node, cheap type checks only), then each distinct one is
+    resolved to its node once."""
     index = _RefIndex(groups)
     edges: dict[tuple[Any, ...], None] = {}
     columns: dict[int, dict[str, None]] = {}
     external: dict[int, dict[tuple[Any, ...], None]] = {}
-
-    def add(target: int, column: str | None, source: Any) -> None:
-        if not isinstance(source, Mapping):
-            return
-        name = source.get("column")
-        if not isinstance(name, str):
-            return
-        kind = str(source.get("kind") or "direct").lower()
-        subtype = source.get("subtype")
-        subtype = str(subtype).lower() if subtype else None
-        ref = source.get("ref")
-        where = index.find(ref) if isinstance(ref, str) else None
-        if where is None:
-            shown = ref if isinstance(ref, str) else source.get("location")
-            if isinstance(shown, str):
-                external.setdefault(target, {})[
-                    (redact_text(shown), name, column, kind, subtype)] = None
-            return
-        columns.setdefault(where, {})[name] = None
-        if where != target or name != column:
-            edges[(where, name, target, column, kind, subtype)] = None
-
     for group in groups:
+        own = columns.setdefault(group.index, {})
+        raw: set[tuple[Any, ...]] = set()
         for member in group.members:
-            extra = (member.record or {}).get("extra")
-            lineage = extra.get(COLUMN_LINEAGE_KEY) if isinstance(extra, Mapping) else None
-            if not isinstance(lineage, Mapping):
+            extra = member.record.get("extra") if member.record is not None else None
+            lineage = extra.get(COLUMN_LINEAGE_KEY) if type(extra) is dict else None
+            if type(lineage) is not dict:
                 continue
             by_column = lineage.get("columns")
-            if isinstance(by_column, Mapping):
+            if type(by_column) is dict:
                 for column, sources in by_column.items():
-                    if not isinstance(column, str):
-                        continue
-                    columns.setdefault(group.index, {})[column] = None
-                    for source in sources if isinstance(sources, list) else ():
-                        add(group.index, column, source)
+                    own[column] = None
+                    if type(sources) is list:
+                        for src in sources:
+                            if type(src) is dict:
+                                raw.add((src.get("ref"), src.get("location"), src.get("column"),
+                                         column, src.get("kind"), src.get("subtype")))
             dataset = lineage.get("dataset")
-            for source in dataset if isinstance(dataset, list) else ():
-                add(group.index, None, source)
+            if type(dataset) is list:
+                for src in dataset:
+                    if type(src) is dict:
+                        raw.add((src.get("ref"), src.get("location"), src.get("column"), None,
+                                 src.get("kind"), src.get("subtype")))
+        for ref, location, name, column, kind, subtype in raw:
+            if type(name) is not str or not isinstance(column, str | None):
+                continue
+            kind = str(kind or "direct").lower()
+            subtype = str(subtype).lower() if subtype else None
+            where = index.find(ref) if type(ref) is str else None
+            if where is None:
+                shown = ref if type(ref) is str else location
+                if type(shown) is str:
+                    external.setdefault(group.index, {})[
+                        (redact_text(shown), name, column, kind, subtype)] = None
+                continue
+            columns.setdefault(where, {})[name] = None
+            if where != group.index or name != column:
+                edges[(where, name, group.index, column, kind, subtype)] = None
     ordered = sorted(edges, key=lambda e: (e[2], str(e[3]), e[0], e[1], e[4], str(e[5])))
     return ([list(edge) for edge in ordered],
-            {g: sorted(names) for g, names in columns.items()},
-            {g: [list(item) for item in list(items)[:EXTERNAL_SHOWN]]
-             for g, items in external.items()})
+            {g: sorted(names) for g, names in columns.items() if names},
+            {g: sorted((list(item) for item in items), key=lambda i: [str(x) for x in i])
+             [:EXTERNAL_SHOWN] for g, items in external.items()})
 
 
 # --------------------------------------------------------------------------- page data
@@ -656,7 +661,7 @@ def render_page(graph: LineageGraph) -> str:
         f'<h1 title="{focus}">{title}</h1>{snapshot}',
         '<div class="search"><input id="search" type="search" autocomplete="off" '
         'placeholder="Find an asset, column or partition" aria-label="Find an asset, column '
-        'or partition"><ol id="results" role="listbox" hidden></ol></div>',
+        'or partition"><ol id="results" class="results" role="listbox" hidden></ol></div>',
         '<div class="tools"><button id="to-focus" type="button" title="Centre the focus">'
         'Focus</button><button id="fit" type="button" title="Show the whole graph">Fit</button>'
         '<button id="zoom-out" type="button" title="Zoom out" aria-label="Zoom out">−</button>'

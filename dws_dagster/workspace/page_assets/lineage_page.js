@@ -66,6 +66,11 @@
     if (list) list.push(value); else map.set(key, [value]);
   }
   function derivation(e) { return e[5] ? e[5] : e[4]; }
+  /* "asset.column"; a folder of files ends in "/", so its columns read "folder/ · column". */
+  function colLabel(g, c) {
+    var name = G[g].name;
+    return name.charAt(name.length - 1) === "/" ? name + " · " + c : name + "." + c;
+  }
 
   // ------------------------------------------------------------------ indexes
 
@@ -258,7 +263,7 @@
       var role = columnRole(g, c);
       var li = el("li", "col" + (role ? " " + role : (t ? " off" : "")));
       li.dataset.col = c;
-      li.title = d.name + "." + c + " — click to trace its lineage";
+      li.title = colLabel(g, c) + " — click to trace its lineage";
       li.appendChild(el("span", "name", c));
       var how = howText(g, c);
       if (how) li.appendChild(el("span", "how", how));
@@ -295,9 +300,9 @@
       var p = graph.node(String(g));
       return { x: p.x, y: p.y, w: NODE_WIDTH, h: heights[g] };
     });
-    state.points = DATA.edges.map(function (e) {
-      return graph.edge(String(e[0]), String(e[1])).points;
-    });
+    state.points = ports(DATA.edges.map(function (e) {
+      return graph.edge(String(e[0]), String(e[1])).points.slice();
+    }));
     var info = graph.graph();
     state.width = info.width;
     state.height = info.height;
@@ -307,6 +312,33 @@
       n.style.top = (p.y - p.h / 2) + "px";
     });
     drawEdges();
+  }
+
+  /* Edges leave a node from its right side and enter the next from its left, each at its
+   * own height (ordered as the edges come, so they do not cross there), rather than where
+   * the line to the node's centre cuts its box: an edge then never runs across a box of
+   * the rank it enters, and arrows into one node do not pile up on one point. */
+  function ports(all) {
+    var outs = G.map(function () { return []; }), ins = G.map(function () { return []; });
+    DATA.edges.forEach(function (e, i) {
+      var pts = all[i];
+      outs[e[0]].push({ i: i, y: pts[Math.min(1, pts.length - 1)].y });
+      ins[e[1]].push({ i: i, y: pts[Math.max(0, pts.length - 2)].y });
+    });
+    function spread(list, g, out) {
+      var p = state.pos[g], n = list.length;
+      list.sort(function (a, b) { return a.y - b.y; });
+      var top = p.y - p.h / 2 + 10, span = Math.max(0, p.h - 20);
+      list.forEach(function (item, k) {
+        var y = n === 1 ? p.y : top + span * k / (n - 1);
+        var pts = all[item.i], x = out ? p.x + p.w / 2 : p.x - p.w / 2;
+        var lead = { x: out ? x + 18 : x - 18, y: y };
+        if (out) { pts[0] = { x: x, y: y }; pts.splice(1, 0, lead); }
+        else { pts[pts.length - 1] = { x: x, y: y }; pts.splice(pts.length - 1, 0, lead); }
+      });
+    }
+    G.forEach(function (d, g) { spread(outs[g], g, true); spread(ins[g], g, false); });
+    return all;
   }
 
   /* A B-spline through dagre's points (d3's curveBasis), the way dagre-d3 draws edges. */
@@ -341,6 +373,7 @@
     svg.appendChild(defs);
     var t = state.trace;
     var layer = svgEl("g", {});
+    var labels = [];
     DATA.edges.forEach(function (e, i) {
       var onPath = t && t.groups.has(e[0]) && t.groups.has(e[1]) && pathUses(e[0], e[1]);
       var stale = e[3] > 0;
@@ -353,11 +386,17 @@
       path.appendChild(title);
       layer.appendChild(path);
       if (e[2] > 1) {
-        var pts = state.points[i], mid = pts[Math.floor(pts.length / 2)];
-        var label = svgEl("text", { x: String(mid.x + 4), y: String(mid.y - 4),
-                                    "class": "edge-count" });
-        label.textContent = "×" + e[2];
-        layer.appendChild(label);
+        // How many inputs the edge stands for, where that does not cover another count.
+        var pts = state.points[i], at = pts[pts.length - 2], text = "×" + e[2];
+        var box = { x: at.x - 6 - text.length * 7, y: at.y - 16, w: text.length * 7, h: 12 };
+        if (!labels.some(function (b) { return b.x < box.x + box.w && box.x < b.x + b.w &&
+                                               b.y < box.y + box.h && box.y < b.y + b.h; })) {
+          labels.push(box);
+          var label = svgEl("text", { x: String(at.x - 6), y: String(at.y - 5),
+                                      "class": "edge-count", "text-anchor": "end" });
+          label.textContent = text;
+          layer.appendChild(label);
+        }
       }
     });
     svg.appendChild(layer);
@@ -384,8 +423,8 @@
       var path = svgEl("path", { d: d, "class": "col-edge " + dir + (e[4] === "indirect" ? " indirect" : ""),
                                  "marker-end": "url(#arrow-" + dir + ")" });
       var title = svgEl("title", {});
-      title.textContent = G[e[0]].name + "." + e[1] + " → " + G[e[2]].name +
-        (e[3] === null ? " (rows)" : "." + e[3]) + ": " + e[4] + (e[5] ? ", " + e[5] : "");
+      title.textContent = colLabel(e[0], e[1]) + " → " + (e[3] === null
+        ? G[e[2]].name + " (rows)" : colLabel(e[2], e[3])) + ": " + e[4] + (e[5] ? ", " + e[5] : "");
       path.appendChild(title);
       layer.appendChild(path);
     });
@@ -761,7 +800,7 @@
   function renderTrace() {
     var t = state.trace;
     var box = el("div", "trace-box");
-    var h = el("h3", null, "Column lineage of " + G[t.g].name + "." + t.c);
+    var h = el("h3", null, "Column lineage of " + colLabel(t.g, t.c));
     var clear = el("button", "clear", "clear");
     clear.type = "button";
     clear.title = "Stop tracing this column (Esc)";
@@ -774,7 +813,7 @@
       var ul = el("ul", "trace");
       map.forEach(function (v) {
         var li = el("li");
-        var b = el("button", "link col-link " + cls, G[v[0]].name + "." + v[1]);
+        var b = el("button", "link col-link " + cls, colLabel(v[0], v[1]));
         b.type = "button";
         b.addEventListener("click", function () { selectColumn(v[0], v[1]); });
         li.appendChild(b);
@@ -784,7 +823,7 @@
           var outs = [];
           (colOut.get(ck(v[0], v[1])) || []).forEach(function (i) {
             if (t.used.has(i)) {
-              var e = CE[i], s = derivation(e) + " → " + G[e[2]].name + (e[3] === null ? " (rows)" : "." + e[3]);
+              var e = CE[i], s = derivation(e) + " → " + (e[3] === null ? G[e[2]].name + " (rows)" : colLabel(e[2], e[3]));
               if (outs.indexOf(s) < 0) outs.push(s);
             }
           });
@@ -926,7 +965,7 @@
     nodes.forEach(function (x) { found.push({ what: "node", label: G[x.g].name, g: x.g }); });
     var cols = index.columns.filter(function (x) { return x.text.indexOf(q) >= 0; })
       .sort(function (a, b) { return rank(a.col, q) - rank(b.col, q); }).slice(0, 12);
-    cols.forEach(function (x) { found.push({ what: "column", label: G[x.g].name + "." + x.c, g: x.g, c: x.c }); });
+    cols.forEach(function (x) { found.push({ what: "column", label: colLabel(x.g, x.c), g: x.g, c: x.c }); });
     if (q.length >= 2) {
       var hits = 0;
       for (var g = 0; g < G.length && hits < 8; g++) {
@@ -1075,8 +1114,9 @@
   openingView();
   var done = performance.now();
   window.lineagePage = {
+    // Milliseconds: the script's parts, and `ready` since the navigation started.
     timings: { parse: parsed - started, build: built - parsed, layout: laidOut - built,
-               show: done - laidOut, total: done - started },
+               show: done - laidOut, total: done - started, ready: done },
     state: state
   };
   document.documentElement.setAttribute("data-ready", "true");
