@@ -431,3 +431,11 @@ def test_a_script_step_record_keeps_its_own_node(ws: Workspace) -> None:
     assert set(groups) == {"inter/left"}
     graph = build_graph(ws.store, "inter/right", roles(ws))
     assert by_name(page_data(graph))["inter/right"]["kind"] == "step"
+
+
+def test_a_graph_without_records_still_shows_the_focus_last_run() -> None:
+    data = page_data(tricky())
+    run = data["groups"][data["focus"]["group"]]["last_run"]
+    assert run["status"] == "failed" and run["run_id"] == "r<1>"
+    assert run["error"] == 'boom <b>"bad"</b> & more'
+    assert page_data(cycle())["groups"][0]["last_run"] is None

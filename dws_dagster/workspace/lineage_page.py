@@ -341,10 +341,9 @@ def _last_run(group: _Group, graph: LineageGraph, focus: bool) -> dict[str, Any]
     candidates += [graph.attempts[ref] for ref in sorted(refs) if ref in graph.attempts]
     if not candidates:
         candidates = [m.record for m in group.members if m.record is not None]
-    if not candidates:
+    if not candidates and not (focus and graph.last_run is not None):
         return None
-    latest = max(candidates, key=_when)
-    entry = _run_entry(latest)
+    entry = _run_entry(max(candidates, key=_when) if candidates else {})
     entry["runs"] = len(candidates)
     if focus and graph.last_run is not None:
         last = graph.last_run

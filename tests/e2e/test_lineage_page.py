@@ -35,6 +35,7 @@ from ..lineage_page_graphs import (
     synthetic_graph,
 )
 from ..test_lineage_page import HOSTILE, hostile_graph
+from ..test_render import cycle, diamond, tricky
 
 pytestmark = [pytest.mark.e2e]
 
@@ -290,6 +291,22 @@ def test_hostile_names_are_shown_as_text(open_page: Any) -> None:
     assert p.evaluate("typeof window.alert") == "function"
     page.screenshot("01-open")
     # close() asserts that no dialog opened and nothing failed or was fetched
+
+
+@pytest.mark.parametrize("make", [diamond, cycle, tricky])
+def test_graphs_built_by_hand_open_with_the_focus_in_view(make: Any, open_page: Any) -> None:
+    """Graphs without records (stale inputs, a cycle, a self-loop, a missing version)."""
+    from playwright.sync_api import expect
+
+    graph = make()
+    page = open_page(render_html(graph))
+    page.screenshot("01-open")
+    focus = page.page.locator(".node.focus")
+    expect(focus).to_have_count(1)
+    assert page.in_view(focus)
+    assert page.overlapping_nodes() == []
+    if any(edge.stale for edge in graph.edges):
+        expect(page.page.locator("path.edge.stale")).not_to_have_count(0)
 
 
 def test_a_large_graph_opens_with_the_focus_in_view(open_page: Any) -> None:

@@ -86,7 +86,7 @@
   var FOCUS = DATA.focus.group;
 
   var state = {
-    selected: FOCUS, column: null, trace: null, expanded: new Set(),
+    selected: FOCUS, trace: null, expanded: new Set(),
     scale: 1, tx: 0, ty: 0, pos: [], width: 0, height: 0
   };
 
@@ -99,10 +99,11 @@
     var up = new Map(), down = new Map(), used = new Map(), rows = new Map();
     var into = new Map();  // column key -> edges into it that the trace used
     var start = ck(g, c);
-    var stack = [[g, c]], seen = new Set([start]);
+    var stack = [[g, c]], seen = new Set([start]), rowsDone = new Set();
     while (stack.length) {
       var item = stack.pop();
-      var incoming = (colIn.get(ck(item[0], item[1])) || []).concat(rowsIn[item[0]]);
+      var incoming = colIn.get(ck(item[0], item[1])) || [];
+      if (!rowsDone.has(item[0])) { rowsDone.add(item[0]); incoming = incoming.concat(rowsIn[item[0]]); }
       incoming.forEach(function (i) {
         var e = CE[i], k = ck(e[0], e[1]);
         if (!used.has(i)) used.set(i, "up");
@@ -178,7 +179,7 @@
       return [plural(d.count, u[0], u[1]), d.range[0] + " … " + d.range[1]];
     }
     if (d.partitioned && d.range) return ["1 " + unit(d)[0] + " · " + det.status, d.range[0]];
-    return ["@" + short(det.version) + " · " + det.status];
+    return [(det.version ? "@" + short(det.version) : "no version") + " · " + det.status];
   }
 
   function subText(d) {
@@ -186,7 +187,8 @@
     if (d.kind === "step") return "step " + d.step;
     if (d.kind === "files") return (d.role || "source data") + " files";
     if (d.kind === "source") return (d.role || "source") + " · " + d.ref;
-    return d.role || d.details.status;
+    if (d.role) return d.role;
+    return d.details.status === "source" ? "source data" : "no step recorded";
   }
 
   function buildNode(g) {
@@ -338,6 +340,15 @@
       });
     }
     G.forEach(function (d, g) { spread(outs[g], g, true); spread(ins[g], g, false); });
+    // An edge that closes a cycle (records should not, but may) runs back below both nodes.
+    DATA.edges.forEach(function (e, i) {
+      var s = state.pos[e[0]], t = state.pos[e[1]];
+      if (t.x > s.x) return;
+      var pts = all[i], first = pts[1], last = pts[pts.length - 2];
+      var low = Math.max(s.y + s.h / 2, t.y + t.h / 2) + 24;
+      all[i] = [pts[0], first, { x: first.x, y: low }, { x: last.x, y: low }, last,
+                pts[pts.length - 1]];
+    });
     return all;
   }
 
@@ -575,16 +586,12 @@
     nodeEls.forEach(function (n, g) { n.classList.toggle("on-path", !!t && t.groups.has(g)); });
   }
 
-  function selectColumn(g, c, opts) {
-    opts = opts || {};
-    state.column = { g: g, c: c };
+  /* Trace a column: the nodes on its path show their columns (so they are laid out again),
+   * and the view shows the whole path if it fits at a readable size, else the column's node. */
+  function selectColumn(g, c) {
     state.trace = trace(g, c);
     refreshColumns();
     relayout(g);
-    if (opts.centre) {
-      state.scale = Math.max(state.scale, MIN_READABLE);
-      centreOn(g);
-    }
     showBox(boxOf(state.trace.groups), g, MIN_READABLE);
     select(g);
   }
@@ -592,7 +599,6 @@
   function clearColumn() {
     if (!state.trace) return;
     var g = state.trace.g;
-    state.column = null;
     state.trace = null;
     refreshColumns();
     relayout(g);
@@ -998,7 +1004,7 @@
     if (!r) return;
     results.hidden = true;
     search.blur();
-    if (r.c !== undefined) { selectColumn(r.g, r.c, { centre: true }); return; }
+    if (r.c !== undefined) { selectColumn(r.g, r.c); return; }
     if (state.scale < MIN_READABLE) state.scale = 1;
     select(r.g, { centre: true, part: r.part });
   }
