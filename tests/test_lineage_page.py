@@ -28,6 +28,7 @@ from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.render import render_html
 from dws_dagster.workspace.snapshots import snapshot_manifest, take_snapshot
 
+from .conftest import run_python
 from .lineage_page_graphs import (
     EARLIER_METRICS,
     FAILED_DAY,
@@ -439,3 +440,14 @@ def test_a_graph_without_records_still_shows_the_focus_last_run() -> None:
     assert run["status"] == "failed" and run["run_id"] == "r<1>"
     assert run["error"] == 'boom <b>"bad"</b> & more'
     assert page_data(cycle())["groups"][0]["last_run"] is None
+
+
+def test_the_page_imports_neither_dagster_nor_pyspark(tmp_path: Path) -> None:
+    code = ("import sys\n"
+            "from dws_dagster.workspace.render import render_html\n"
+            "from tests.test_render import diamond\n"
+            "assert render_html(diamond()).startswith('<!DOCTYPE html>')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark')))")
+    result = run_python(code, ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

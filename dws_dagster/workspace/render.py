@@ -1,5 +1,4 @@
-"""Render a `LineageGraph` as text, JSON, Graphviz DOT, Mermaid or one offline HTML page
-(`lineage_page`).
+"""Render a `LineageGraph` as text, JSON, Graphviz DOT, Mermaid or one offline HTML page.
 
 Every function here is pure (graph in, string or dict out) so the CLI, the Dagster UI
 integration and tests can share them without importing Dagster or Spark.
