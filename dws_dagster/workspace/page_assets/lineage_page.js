@@ -665,7 +665,9 @@
       return [k, span("mono", shown(values[k]))];
     }), into, "kv");
   }
-  function chip(status) { return el("span", "chip " + (STATUSES.indexOf(status) >= 0 ? status : "other"), status); }
+  function chip(status) {
+    return el("span", "chip " + (STATUSES.indexOf(status) >= 0 ? status : "other"), status);
+  }
   function groupLink(g, text) {
     var b = el("button", "link", text || G[g].name);
     b.type = "button";
@@ -689,7 +691,10 @@
     var h = el("h2", null, d.name);
     panel.appendChild(h);
     panel.appendChild(el("div", "sub", subText(d)));
-    if (d.focus) panel.appendChild(el("p", "note", "The focus: the lineage of " + DATA.focus.ref + " is what this page shows."));
+    if (d.focus) {
+      panel.appendChild(el("p", "note", "The focus: the lineage of " + DATA.focus.ref +
+                           " is what this page shows."));
+    }
 
     if (state.trace) renderTrace();
 
@@ -771,7 +776,8 @@
     var ins = el("div", "links"), outs = el("div", "links");
     inputsOf[g].forEach(function (i) {
       var e = DATA.edges[i];
-      ins.appendChild(groupLink(e[0], G[e[0]].name + (e[2] > 1 ? " ×" + e[2] : "") + (e[3] ? " (stale)" : "")));
+      ins.appendChild(groupLink(e[0], G[e[0]].name + (e[2] > 1 ? " ×" + e[2] : "") +
+                                (e[3] ? " (stale)" : "")));
     });
     outputsOf[g].forEach(function (i) {
       var e = DATA.edges[i];
@@ -829,7 +835,9 @@
           var outs = [];
           (colOut.get(ck(v[0], v[1])) || []).forEach(function (i) {
             if (t.used.has(i)) {
-              var e = CE[i], s = derivation(e) + " → " + (e[3] === null ? G[e[2]].name + " (rows)" : colLabel(e[2], e[3]));
+              var e = CE[i];
+              var s = derivation(e) + " → " +
+                (e[3] === null ? G[e[2]].name + " (rows)" : colLabel(e[2], e[3]));
               if (outs.indexOf(s) < 0) outs.push(s);
             }
           });
@@ -844,7 +852,10 @@
     list("Downstream", t.down, "down");
     var rowsOf = [];
     t.rows.forEach(function (_, g) { rowsOf.push(G[g].name); });
-    if (rowsOf.length) box.appendChild(el("p", "note", "Whole-table lineage (filters, joins, sorts) reaches the rows of: " + rowsOf.join(", ")));
+    if (rowsOf.length) {
+      box.appendChild(el("p", "note", "Whole-table lineage (filters, joins, sorts) reaches " +
+                         "the rows of: " + rowsOf.join(", ")));
+    }
     panel.appendChild(box);
   }
 
@@ -892,7 +903,9 @@
         box.appendChild(more);
       }
     }
-    box.addEventListener("toggle", function () { if (box.open && !filled) { filled = true; fill(part >= PARTS_SHOWN); } });
+    box.addEventListener("toggle", function () {
+      if (box.open && !filled) { filled = true; fill(part >= PARTS_SHOWN); }
+    });
     if (part !== undefined) box.open = true;
   }
 
@@ -966,7 +979,9 @@
     if (!index) buildIndex();
     function rank(text, q2) { return text.indexOf(q2) === 0 ? 0 : 1; }
     var nodes = index.nodes.filter(function (x) { return x.text.indexOf(q) >= 0; })
-      .sort(function (a, b) { return rank(G[a.g].name.toLowerCase(), q) - rank(G[b.g].name.toLowerCase(), q); })
+      .sort(function (a, b) {
+        return rank(G[a.g].name.toLowerCase(), q) - rank(G[b.g].name.toLowerCase(), q);
+      })
       .slice(0, 10);
     nodes.forEach(function (x) { found.push({ what: "node", label: G[x.g].name, g: x.g }); });
     var cols = index.columns.filter(function (x) { return x.text.indexOf(q) >= 0; })
