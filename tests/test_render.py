@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 import random
 import re
-from collections.abc import Callable
-from html.parser import HTMLParser
 from pathlib import Path
 
 import orjson
@@ -14,8 +12,8 @@ import pytest
 
 from dws_dagster.workspace import render
 from dws_dagster.workspace.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
+from dws_dagster.workspace.lineage_page import page_data
 from dws_dagster.workspace.render import (
-    layout_layers,
     render_dot,
     render_html,
     render_json,
@@ -446,169 +444,7 @@ def test_mermaid_labels_are_escaped() -> None:
     assert hashy.startswith("raw/#35;quot;#amp;amp;#96;tick#96;")
 
 
-# --------------------------------------------------------------------------- HTML
-
-
-class _Collector(HTMLParser):
-    """Collects tags, attributes and text; a page must parse into what we put in it."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.title_parts: list[str] = []
-        self._in: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        if tag not in ("meta", "rect", "path", "br"):
-            self._in.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_endtag(self, tag: str) -> None:
-        if self._in and self._in[-1] == tag:
-            self._in.pop()
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-        if self._in and self._in[-1] == "title" and "head" in self._in:
-            self.title_parts.append(data)
-
-
-def parse_html(page: str) -> _Collector:
-    collector = _Collector()
-    collector.feed(page)
-    collector.close()
-    return collector
-
-
-def _floats(attrs: dict[str, str | None], *names: str) -> list[float]:
-    return [float(attrs[name] or "nan") for name in names]
-
-
-@pytest.mark.parametrize("make", [diamond, cycle, tricky])
-def test_html_is_self_contained(make: Callable[[], LineageGraph]) -> None:
-    page = render_html(make())
-    lowered = page.lower()
-    for banned in ("http://", "https://", "<script", "<link", "@import", "src=", "//fonts"):
-        assert banned not in lowered, banned
-    assert all(target.startswith("#") for target in re.findall(r"url\(([^)]*)\)", page))
-    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 1
-
-
-@pytest.mark.parametrize("make", [diamond, cycle, tricky])
-def test_html_one_box_per_node_inside_the_svg(make: Callable[[], LineageGraph]) -> None:
-    graph = make()
-    doc = parse_html(render_html(graph))
-    (svg,) = [attrs for tag, attrs in doc.tags if tag == "svg"]
-    width, height = _floats(svg, "width", "height")
-    boxes = [attrs for tag, attrs in doc.tags
-             if tag == "rect" and "node-box" in (attrs.get("class") or "")]
-    assert len(boxes) == len(graph.nodes)
-    for box in boxes:
-        x, y, w, h = _floats(box, "x", "y", "width", "height")
-        assert 0 <= x <= width - w and 0 <= y <= height - h
-    focus = [box for box in boxes if "focus" in (box.get("class") or "").split()]
-    assert len(focus) == 1
-    groups = [attrs["data-id"] for tag, attrs in doc.tags
-              if tag == "g" and "node" in (attrs.get("class") or "").split()]
-    assert sorted(groups) == sorted(graph.nodes)  # type: ignore[type-var]
-    # Every edge is drawn once, and all its points (so its whole curve) stay in the picture.
-    paths = [attrs for tag, attrs in doc.tags
-             if tag == "path" and "edge" in (attrs.get("class") or "").split()]
-    assert len(paths) == len({(e.source, e.target) for e in graph.edges})
-    assert sum("stale" in (p.get("class") or "") for p in paths) == sum(
-        e.stale for e in graph.edges)
-    for path in paths:
-        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", path["d"] or "")]
-        assert numbers and len(numbers) % 2 == 0
-        assert all(0 <= px <= width for px in numbers[0::2])
-        assert all(0 <= py <= height for py in numbers[1::2])
-        assert path.get("marker-end", "").startswith("url(#arrow")
-
-
-def test_html_boxes_do_not_overlap() -> None:
-    doc = parse_html(render_html(diamond()))
-    boxes = [_floats(attrs, "x", "y", "width", "height") for tag, attrs in doc.tags
-             if tag == "rect" and "node-box" in (attrs.get("class") or "")]
-    for i, (x1, y1, w1, h1) in enumerate(boxes):
-        for x2, y2, w2, h2 in boxes[i + 1:]:
-            assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
-
-
-def test_html_escapes_all_data() -> None:
-    graph = tricky()
-    page = render_html(graph)
-    assert "<script>alert(1)</script>" not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<ref>" not in page and "<b>" not in page and "<run>" not in page
-    doc = parse_html(page)
-    # Only the tags the renderer writes, none smuggled in from the data.
-    assert {tag for tag, _ in doc.tags} <= {
-        "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "span",
-        "div", "svg", "defs", "marker", "path", "g", "rect", "text", "tspan", "table",
-        "thead", "tbody", "tr", "th", "td", "dl", "dt", "dd"}
-    text = "".join(doc.text)
-    assert TRICKY_STEP in text  # decoded back exactly, so escaped exactly once
-    assert 'boom <b>"bad"</b> & more' in text
-    assert "snap<\"1\">" in text
-    assert f"{TRICKY_REF}@{'1' * 32}" in text  # in the <title> tooltip of the node
-    data_ids = [attrs["data-id"] for tag, attrs in doc.tags if tag == "g" and "data-id" in attrs]
-    assert f"{TRICKY_REF}@{'1' * 32}" in data_ids
-
-
-def test_html_title_table_and_last_run() -> None:
-    graph = diamond(snapshot="snap-42")
-    doc = parse_html(render_html(graph))
-    assert "".join(doc.title_parts) == "Lineage of results/report"
-    cells = [attrs for tag, attrs in doc.tags if tag == "td"]
-    rows = [attrs for tag, attrs in doc.tags if tag == "tr"]
-    assert len(rows) == len(graph.nodes) + 1  # header row
-    assert len(cells) == 8 * len(graph.nodes)
-    text = "".join(doc.text)
-    for n in graph.nodes.values():
-        if n.version:
-            assert n.version in text  # the full version, not just the short one
-    assert "run-3" in text and "1.2 s" in text and "snap-42" in text
-    assert "(never run)" in render_html(cycle())
-    assert "<title>Lineage of we&quot;ird\\&lt;ref&gt; &amp; co</title>" in render_html(tricky())
-
-
-# --------------------------------------------------------------------------- layout
-
-
-def test_layout_layers_are_longest_paths() -> None:
-    layers = {node_id: layer for node_id, (layer, _) in layout_layers(diamond()).items()}
-    assert layers == {EVENTS.id: 0, USERS.id: 0, JOINED.id: 1, HOURLY.id: 2, REPORT.id: 3,
-                      DASH.id: 4}
-
-
-def test_layout_slots_unique_within_a_layer() -> None:
-    places = layout_layers(diamond())
-    assert len(set(places.values())) == len(places)
-    assert all(slot >= 0 for _, slot in places.values())
-
-
-def test_layout_reduces_crossings() -> None:
-    a, b = node("a", "1" * 32), node("b", "2" * 32)
-    x, y = node("x", "3" * 32), node("y", "4" * 32)
-    graph = LineageGraph(focus=a.id, nodes={n.id: n for n in (a, b, x, y)},
-                         edges=[GraphEdge(a.id, y.id), GraphEdge(b.id, x.id)])
-    places = layout_layers(graph)
-    assert {places[n.id][0] for n in (a, b)} == {0} and {places[n.id][0] for n in (x, y)} == {1}
-    # Sorted by id alone these two edges would cross; ordered, they must not.
-    assert (places[a.id][1] < places[b.id][1]) == (places[y.id][1] < places[x.id][1])
-
-
-@pytest.mark.timeout(10)
-def test_layout_of_a_cycle_places_every_node() -> None:
-    graph = cycle()
-    places = layout_layers(graph)
-    assert set(places) == set(graph.nodes)
-    assert len(set(places.values())) == len(places)
-    assert len({layer for layer, _ in places.values()}) == 3  # a, b, c in a row
+# --------------------------------------------------------------------------- any graph
 
 
 def random_case(rng: random.Random, most_nodes: int, most_edges: int) -> tuple[int, list]:
@@ -617,24 +453,6 @@ def random_case(rng: random.Random, most_nodes: int, most_edges: int) -> tuple[i
     pairs = [(rng.randrange(count), rng.randrange(count), rng.random() < 0.3)
              for _ in range(rng.randint(0, most_edges))]
     return count, pairs
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_layout_of_any_dag_puts_inputs_left(seed: int) -> None:
-    count, pairs = random_case(random.Random(seed), 14, 30)
-    nodes = [node(f"r/{i}", f"{i:032x}") for i in range(count)]
-    edges = [GraphEdge(nodes[min(s, t)].id, nodes[max(s, t)].id, stale)
-             for s, t, stale in pairs if s != t]
-    graph = LineageGraph(focus=nodes[0].id, nodes={n.id: n for n in nodes}, edges=edges)
-    places = layout_layers(graph)
-    assert set(places) == set(graph.nodes)
-    assert len(set(places.values())) == len(places)
-    for edge in edges:
-        assert places[edge.source][0] < places[edge.target][0]
-    for edge in edges:  # longest path: each node sits right after its latest input
-        layer = places[edge.target][0]
-        inputs = [places[e.source][0] for e in edges if e.target == edge.target]
-        assert layer == max(inputs) + 1
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -664,9 +482,11 @@ def test_every_renderer_handles_any_graph(seed: int) -> None:
     assert set(dot_nodes) == set(graph.nodes)
     assert {(s, t) for s, t, _ in dot_edges} == {(e.source, e.target) for e in edges}
     assert len(mermaid_nodes(render_mermaid(graph))) == count
-    doc = parse_html(render_html(graph))
-    assert sum(1 for tag, attrs in doc.tags
-               if tag == "rect" and "node-box" in (attrs.get("class") or "")) == count
+    # The HTML page (tests/test_lineage_page.py) places every node in one of its boxes.
+    data = page_data(graph)
+    placed = [key for group in data["groups"] for key in group["parts"]["key"]]
+    assert len(placed) == count
+    assert render_html(graph).count('id="lineage-data"') == 1
 
 
 # --------------------------------------------------------------------------- module
@@ -680,6 +500,7 @@ def test_render_imports_only_stdlib_orjson_and_the_graph_model() -> None:
             imported |= {alias.name.split(".")[0] for alias in item.names}
         elif isinstance(item, ast.ImportFrom):
             imported.add("." * item.level + (item.module or "").split(".")[0])
+    # `render_html` imports the page module (its own dependencies) only when called.
     assert imported <= {"__future__", "bisect", "html", "dataclasses", "typing", "orjson",
-                        ".graph_model"}
+                        ".graph_model", ".lineage_page"}
     assert not {"dagster", "pyspark"} & imported

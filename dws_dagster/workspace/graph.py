@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..errors import DwsError
@@ -30,6 +30,10 @@ class LineageView(Protocol):
     def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
         """(ref, state, input read) of current records that read `ref` or a ref overlapping
         it."""
+        ...
+
+    def ref_history(self, refs: Sequence[str], most: int) -> dict[str, list[dict[str, Any]]]:
+        """Up to `most` records of each of `refs` (good and failed), newest first."""
         ...
 
 
@@ -65,6 +69,23 @@ class SnapshotView:
             self._read_refs = sorted(self._readers)
         return [reader for read_ref in _overlapping(ref, self._readers, self._read_refs)
                 for reader in self._readers[read_ref]]
+
+    def ref_history(self, refs: Sequence[str], most: int) -> dict[str, list[dict[str, Any]]]:
+        """The store's records of `refs` up to the ones the snapshot holds (by end time)."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        if self._store is None:
+            for ref in refs:
+                state = self._refs.get(ref)
+                found[ref] = [r for r in (state.attempt, state.record) if r is not None] \
+                    if state is not None else []
+            return found
+        later = 4 * most  # records after the snapshot are skipped: read enough to fill `most`
+        for ref, records in self._store.ref_history(refs, most + later).items():
+            state = self._refs.get(ref)
+            newest = (state.latest or {}).get("end_time") if state is not None else None
+            found[ref] = [r for r in records
+                          if newest is None or (r.get("end_time") or "") <= newest][:most]
+        return found
 
 
 def _node(ref: str, version: str | None, record: dict[str, Any] | None, state: RefState | None,
@@ -127,7 +148,10 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
         focus_record = state.record if state.record is not None else state.latest
         focus = _node(key, focus_record.get("version"), focus_record, state, role_of(key),
                       status=state.status if state.status != "pending" else None)
-    graph = LineageGraph(focus=focus.id, nodes={focus.id: focus}, snapshot=snapshot)
+    graph = LineageGraph(focus=focus.id, nodes={focus.id: focus}, snapshot=snapshot,
+                         records={focus.id: focus_record}, load_history=view.ref_history)
+    if state is not None:
+        _note_attempt(graph, key, state)
     edges: set[GraphEdge] = set()
 
     # Upstream: follow each record's inputs to the record that produced that version.
@@ -142,7 +166,9 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
             edges.add(GraphEdge(in_node.id, node_id, stale=not in_node.current))
             if in_node.id not in graph.nodes:
                 graph.nodes[in_node.id] = in_node
+                _note_attempt(graph, in_ref, in_state)
                 if in_record is not None:
+                    graph.records[in_node.id] = in_record
                     pending.append((in_node.id, in_record))
 
     # Downstream: current records that read this ref (or a ref overlapping it), recursively.
@@ -156,21 +182,30 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
             read_ref = item["ref"]
             out_node = _node(out_ref, record.get("version"), record, out_state,
                              role_of(out_ref))
-            graph.nodes.setdefault(out_node.id, out_node)
+            if out_node.id not in graph.nodes:
+                graph.nodes[out_node.id] = out_node
+                graph.records[out_node.id] = record
+                _note_attempt(graph, out_ref, out_state)
             source_id = f"{read_ref}@{item['version']}"
             if source_id not in graph.nodes:
-                graph.nodes[source_id] = _node(read_ref, item["version"],
-                                               view.find_record(read_ref, item["version"]),
-                                               view.get(read_ref), role_of(read_ref))
+                read_record = view.find_record(read_ref, item["version"])
+                read_state = view.get(read_ref)
+                graph.nodes[source_id] = _node(read_ref, item["version"], read_record,
+                                               read_state, role_of(read_ref))
+                if read_record is not None:
+                    graph.records[source_id] = read_record
+                _note_attempt(graph, read_ref, read_state)
             edges.add(GraphEdge(source_id, out_node.id,
                                 stale=not graph.nodes[source_id].current))
             if out_ref not in seen_refs:
                 seen_refs.add(out_ref)
                 frontier.append(out_ref)
     graph.edges = sorted(edges, key=lambda e: (e.source, e.target))
+    graph.truncated = bool(pending or frontier)  # stopped at max_nodes with more to follow
     if state is None or state.latest is None:
         return graph  # never run: no step writes it
-    record = LineageRecord.from_json(state.latest)
+    latest = state.latest
+    record = LineageRecord.from_json(latest)
     graph.last_run = LastRun(step=record.step_name if not record.is_observation else None,
                              status=state.status, run_id=record.step.run_id if record.step
                              else None, start_time=record.start_time, end_time=record.end_time,
@@ -178,6 +213,12 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
                              # Records stored before errors were redacted may still hold one.
                              error=redact_text(record.error) if record.error else None)
     return graph
+
+
+def _note_attempt(graph: LineageGraph, ref: str, state: RefState | None) -> None:
+    """Keep a ref's failed attempt (made after its current version) for the HTML page."""
+    if state is not None and state.attempt is not None:
+        graph.attempts[ref] = state.attempt
 
 
 def _overlapping(ref: str, index: Mapping[str, Any], ordered: list[str]) -> list[str]:

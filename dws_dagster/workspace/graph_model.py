@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -48,15 +50,31 @@ class LastRun:
     error: str | None = None
 
 
+#: `LineageGraph.load_history`: (refs, most per ref) -> ref -> its records, newest first.
+HistoryLoader = Callable[[Sequence[str], int], dict[str, list[dict[str, Any]]]]
+
+
 @dataclass
 class LineageGraph:
-    """Nodes and edges upstream and downstream of `focus` (a node id)."""
+    """Nodes and edges upstream and downstream of `focus` (a node id).
+
+    `records` (node id -> the lineage record that produced it), `attempts` (ref -> a failed
+    attempt made after its current version) and `load_history` (older records of a ref, read
+    when asked) are what the HTML page shows beyond the drawing: parameters, metrics, code
+    versions, partitions, column lineage and history. The text, JSON, DOT and Mermaid
+    renderers do not read them; a graph built by hand may leave them empty.
+    """
 
     focus: str
     nodes: dict[str, GraphNode] = field(default_factory=dict)
     edges: list[GraphEdge] = field(default_factory=list)
     last_run: LastRun | None = None
     snapshot: str | None = None
+    records: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    attempts: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    load_history: HistoryLoader | None = field(default=None, repr=False, compare=False)
+    #: True when the graph stopped growing at `build_graph`'s `max_nodes`.
+    truncated: bool = False
 
     def inputs_of(self, node_id: str) -> list[GraphEdge]:
         return [edge for edge in self.edges if edge.target == node_id]

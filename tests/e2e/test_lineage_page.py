@@ -1,0 +1,333 @@
+"""The HTML lineage page in headless Chromium, as a person sees it.
+
+The page of a forecast whose lineage is recorded through the workspace's store the way the
+Spark IO manager records it (tests/lineage_page_graphs.py: a daily-partitioned asset of 62
+days and a monthly one feeding training data, the forecast with two runs, column lineage,
+one failed partition) is opened from a file: the forecast (the focus) must be in the window,
+each asset one node ("62 partitions", not 62 nodes), a column's upstream columns highlighted
+across assets, the details panel showing parameters and metrics, and search finding columns
+and partitions. A synthetic graph of 50 assets × 200 partitions must open with the focus in
+view. Screenshots are kept in `test-artifacts/e2e/<test name>/`. Without Playwright or
+`/usr/bin/chromium` the tests are skipped, unless `CI` is set: then they fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dws_dagster.workspace.config import Workspace
+from dws_dagster.workspace.graph import build_graph
+from dws_dagster.workspace.render import render_html
+
+from ..lineage_page_graphs import (
+    FAILED_DAY,
+    FORECAST_METRICS,
+    WEATHER_DAYS,
+    forecast_lineage,
+    synthetic_graph,
+)
+from ..test_lineage_page import HOSTILE, hostile_graph
+from ..test_render import cycle, diamond, tricky
+
+pytestmark = [pytest.mark.e2e]
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+WINDOW = {"width": 1400, "height": 900}
+#: Waits for what the page does in a few milliseconds; generous for a loaded machine.
+TIMEOUT_MS = 30_000
+UP_BACKGROUND = "rgb(217, 242, 244)"    # --up-bg
+DOWN_BACKGROUND = "rgb(243, 229, 245)"  # --down-bg
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if importlib.util.find_spec("playwright") is None:
+        _unavailable("Playwright for Python is not installed: pip install 'playwright>=1.40' "
+                     "(it is in the test extra)")
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        _unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (these tests "
+                     "use the system browser and never run `playwright install`)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest) -> Path:
+    folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.name)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+class Page:
+    """A page opened from a file, its errors and dialogs collected, screenshots kept."""
+
+    def __init__(self, browser: Any, html: str, folder: Path) -> None:
+        self.folder = folder
+        path = folder / "lineage.html"
+        path.write_text(html, encoding="utf-8")
+        self.context = browser.new_context(viewport=WINDOW)
+        self.context.set_default_timeout(TIMEOUT_MS)
+        # Nothing may be fetched: any request but the file itself is a failure.
+        self.requests: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("console", lambda message: message.type == "error"
+                     and self.errors.append(message.text))
+        self.page.on("dialog", self._dialog)
+        self.page.goto(path.as_uri())
+        self.page.wait_for_selector("html[data-ready=true]")
+
+    def _route(self, route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            self.requests.append(route.request.url)
+            route.abort()
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def screenshot(self, name: str) -> Path:
+        path = self.folder / f"{name}.png"
+        self.page.screenshot(path=str(path), animations="disabled")
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.errors == [] and self.requests == [] and self.dialogs == []
+
+    def node(self, name: str) -> Any:
+        return self.page.locator(".node").filter(
+            has=self.page.locator(".title", has_text=re.compile(f"^{re.escape(name)}$")))
+
+    def in_view(self, locator: Any) -> bool:
+        """The element's box lies wholly inside the window and the graph's area (not under
+        the details panel)."""
+        box = locator.bounding_box()
+        area = self.page.locator("#viewport").bounding_box()
+        assert box is not None and area is not None
+        return (area["x"] <= box["x"] and box["x"] + box["width"] <= area["x"] + area["width"]
+                and area["y"] <= box["y"]
+                and box["y"] + box["height"] <= area["y"] + area["height"]
+                and box["x"] + box["width"] <= WINDOW["width"]
+                and box["y"] + box["height"] <= WINDOW["height"])
+
+    def style(self, locator: Any, prop: str) -> str:
+        return locator.evaluate(f"e => getComputedStyle(e).{prop}")
+
+    def overlapping_nodes(self) -> list[tuple[str, str]]:
+        boxes = self.page.eval_on_selector_all(".node", """nodes => nodes.map(n => [
+            n.querySelector('.title').textContent, n.offsetLeft, n.offsetTop,
+            n.offsetWidth, n.offsetHeight])""")
+        found = []
+        for i, (a, x1, y1, w1, h1) in enumerate(boxes):
+            for b, x2, y2, w2, h2 in boxes[i + 1:]:
+                if not (x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1):
+                    found.append((a, b))
+        return found
+
+
+@pytest.fixture
+def open_page(browser: Any, artifacts: Path) -> Iterator[Any]:
+    pages: list[Page] = []
+
+    def opener(html: str) -> Page:
+        pages.append(Page(browser, html, artifacts))
+        return pages[-1]
+
+    yield opener
+    for page in pages:
+        page.close()
+
+
+def test_forecast_page_as_a_person_sees_it(ws: Workspace, open_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    ref = forecast_lineage(ws)
+    graph = build_graph(ws.store, ref, {n: r.role for n, r in ws.resources.items()})
+    page = open_page(render_html(graph))
+    p = page.page
+    page.screenshot("01-open")
+
+    # -- the focus is in the window, marked, at a size a person can read
+    focus = p.locator(".node.focus")
+    expect(focus).to_have_count(1)
+    expect(focus.locator(".title")).to_have_text("forecast")
+    expect(focus.locator(".badge")).to_have_text("focus")
+    assert page.in_view(focus)
+    assert p.evaluate("window.lineagePage.state.scale") >= 0.8
+    assert page.style(focus.locator(".title"), "fontSize") == "14px"
+
+    # -- one node per asset: 62 weather days are one node saying so, with their status bar
+    expect(p.locator(".node")).to_have_count(7)
+    weather = page.node("weather_raw")
+    expect(weather).to_have_count(1)
+    expect(weather).to_contain_text("62 partitions")
+    expect(weather).to_contain_text(f"{WEATHER_DAYS[0]} … {WEATHER_DAYS[-1]}")
+    failed = weather.locator(".bar .failed")
+    expect(failed).to_be_visible()
+    assert (failed.bounding_box() or {"width": 0})["width"] >= 3
+    expect(page.node("src/weather/")).to_contain_text("62 files")
+    assert page.overlapping_nodes() == []
+
+    # -- the details panel opens on the focus: parameters and metrics of its last run
+    panel = p.locator("#panel")
+    expect(panel.locator("h2")).to_have_text("forecast")
+    expect(panel).to_contain_text("Last run")
+    for name, value in [("use_weather", "true"), ("horizon_days", "7"),
+                        *((k, str(v)) for k, v in FORECAST_METRICS.items())]:
+        row = panel.locator("table.kv tr").filter(has=p.locator("td", has_text=name))
+        expect(row.first).to_contain_text(value)
+    expect(panel).to_contain_text("Code version")
+    history = panel.locator(".history li")
+    expect(history).to_have_count(2)
+    expect(history.first).to_contain_text("current")
+    expect(history.nth(1)).to_contain_text("use_weather=false")
+
+    # -- column lineage: the forecast's `forecast` column, traced upstream and downstream
+    focus.locator(".cols-btn").click()
+    focus.locator('.col[data-col="forecast"]').click()
+    page.screenshot("02-column-lineage")
+    expect(focus.locator(".col.sel")).to_have_text(re.compile("^forecast"))
+    expect(focus.locator(".col.sel .how")).to_have_text("← transformation")
+    upstream = {
+        "training_data": ["precip_mm", "rides_week_before"],
+        "weather_raw": ["precip_mm"], "rides_hourly": ["rides"],
+        "src/weather/": ["precip_in"], "src/trips/": ["pickup_datetime"]}
+    for name, columns in upstream.items():
+        node = page.node(name)
+        assert "on-path" in (node.get_attribute("class") or "")
+        assert page.style(node, "opacity") == "1"
+        for column in columns:
+            cell = node.locator(f'.col.up[data-col="{column}"]')
+            expect(cell).to_be_visible()
+            assert page.style(cell, "backgroundColor") == UP_BACKGROUND
+    expect(page.node("weather_raw").locator('.col[data-col="precip_mm"] .how')).to_have_text(
+        "← transformation")
+    expect(page.node("training_data").locator('.col[data-col="precip_mm"] .how')).to_have_text(
+        "← aggregation")
+    expect(page.node("training_data").locator(".rows-note")).to_contain_text("join")
+    down = page.node("results/dashboard").locator('.col.down[data-col="error"]')
+    expect(down).to_be_visible()
+    assert page.style(down, "backgroundColor") == DOWN_BACKGROUND
+    # Columns off the path are listed dimmed, nodes off the path faded.
+    expect(focus.locator(".col.off")).to_have_count(3)
+    expect(panel.locator(".trace-box")).to_contain_text("training_data.rides_week_before")
+    expect(p.locator(".col-edge.up")).not_to_have_count(0)
+    assert page.overlapping_nodes() == []
+    # Following an upstream column from the panel brings its node into view.
+    panel.get_by_role("button", name="weather_raw.precip_mm", exact=True).click()
+    assert page.in_view(page.node("weather_raw"))
+    expect(page.node("weather_raw").locator(".col.sel")).to_have_attribute(
+        "data-col", "precip_mm")
+    page.screenshot("03-upstream-column")
+    p.keyboard.press("Escape")
+    expect(p.locator(".col.sel")).to_have_count(0)
+
+    # -- search: a column, then a partition
+    search = p.locator("#search")
+    search.fill("rides_week")
+    result = p.locator("#results li").filter(has_text="training_data.rides_week_before")
+    expect(result).to_be_visible()
+    page.screenshot("04-search")
+    result.click()
+    training = page.node("training_data")
+    assert page.in_view(training)
+    expect(training.locator(".col.sel")).to_have_attribute("data-col", "rides_week_before")
+    search.fill(FAILED_DAY)
+    search.press("Enter")
+    assert page.in_view(weather)
+    expect(panel.locator("h2")).to_have_text("weather_raw")
+    rows = panel.locator(".parts-list tbody tr")
+    expect(rows).to_have_count(len(WEATHER_DAYS))
+    hit = panel.locator(".parts-list tr.hit")
+    expect(hit).to_contain_text(FAILED_DAY)
+    expect(hit).to_be_in_viewport()
+    assert "st-failed" in (hit.get_attribute("class") or "")
+    expect(panel).to_contain_text("ValueError: station KJFK sent no rows")
+    page.screenshot("05-failed-partition")
+
+
+def test_hostile_names_are_shown_as_text(open_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(render_html(hostile_graph()))
+    p = page.page
+    title = p.locator(".node.focus .title")
+    expect(title).to_have_text(HOSTILE[0])
+    expect(p.locator("#panel")).to_contain_text(HOSTILE[4])
+    assert p.locator("script").count() == 3  # none injected
+    assert p.evaluate("typeof window.alert") == "function"
+    page.screenshot("01-open")
+    # close() asserts that no dialog opened and nothing failed or was fetched
+
+
+@pytest.mark.parametrize("make", [diamond, cycle, tricky])
+def test_graphs_built_by_hand_open_with_the_focus_in_view(make: Any, open_page: Any) -> None:
+    """Graphs without records (stale inputs, a cycle, a self-loop, a missing version)."""
+    from playwright.sync_api import expect
+
+    graph = make()
+    page = open_page(render_html(graph))
+    page.screenshot("01-open")
+    focus = page.page.locator(".node.focus")
+    expect(focus).to_have_count(1)
+    assert page.in_view(focus)
+    assert page.overlapping_nodes() == []
+    if any(edge.stale for edge in graph.edges):
+        expect(page.page.locator("path.edge.stale")).not_to_have_count(0)
+
+
+def test_a_large_graph_opens_with_the_focus_in_view(open_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    graph = synthetic_graph(50, 200)
+    page = open_page(render_html(graph))
+    p = page.page
+    page.screenshot("01-open")
+    expect(p.locator(".node")).to_have_count(51)
+    focus = p.locator(".node.focus")
+    assert page.in_view(focus)
+    expect(focus.locator(".title")).to_have_text("report")
+    expect(p.locator(".node").filter(has_text="200 partitions")).to_have_count(50)
+    assert page.overlapping_nodes() == []
+    # The focus's upstream asset is one click away and lists its 200 partitions.
+    p.locator("#panel").get_by_role("button", name="layer04/asset_049").click()
+    assert page.in_view(page.node("layer04/asset_049"))
+    p.locator("#panel details.parts-list summary").click()
+    expect(p.locator("#panel .parts-list tbody tr")).to_have_count(200)
+    page.screenshot("02-upstream")
+    timings = p.evaluate("window.lineagePage.timings")
+    print(f"50 assets x 200 partitions: page script {timings['total']:.0f} ms "
+          f"(layout {timings['layout']:.0f} ms)")
