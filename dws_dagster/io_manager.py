@@ -31,10 +31,13 @@ from . import dagster_compat
 from .bindings import Binding, BindingError, binding_from_metadata, is_hive_style
 from .errors import DwsError
 from .materialization import (
+    META_COLUMN_LINEAGE,
+    META_COLUMN_LINEAGE_TABLE,
     META_INPUT_SCHEMAS,
     META_REF_ROOT,
     STEP_KIND,
     column_lineage,
+    column_lineage_table,
     column_schema,
     lineage_metadata,
 )
@@ -326,7 +329,10 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if plan is not None:
             direct, described = _describe_lineage(plan, ws, input_assets)
             metadata["dagster/column_lineage"] = column_lineage(direct)
-            metadata["dws/column_lineage"] = MetadataValue.json(described)
+            # Open-source Dagster shows column lineage only as JSON: a table beside it.
+            metadata[META_COLUMN_LINEAGE_TABLE] = column_lineage_table(
+                described, columns=[name for name, _, _ in fields])
+            metadata[META_COLUMN_LINEAGE] = MetadataValue.json(described)
             schemas = _input_schemas(plan, ws)
             if schemas:
                 metadata[META_INPUT_SCHEMAS] = MetadataValue.json(schemas)

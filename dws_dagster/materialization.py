@@ -17,6 +17,8 @@ from dagster import (
     TableColumnConstraints,
     TableColumnDep,
     TableColumnLineage,
+    TableMetadataValue,
+    TableRecord,
     TableSchema,
 )
 
@@ -34,6 +36,9 @@ META_GIT_COMMIT = "dws/git_commit"
 META_STARTED = "dws/started_at"
 META_FINISHED = "dws/finished_at"
 META_COLUMN_LINEAGE = "dws/column_lineage"
+#: the column lineage as a table open-source Dagster shows on the asset page (it shows
+#: `dagster/column_lineage` only as JSON): output column, input asset, input column, kind
+META_COLUMN_LINEAGE_TABLE = "dws/column_lineage_table"
 #: {input ref or location: [[column, Spark simple type, nullable], ...]} as Spark read them
 META_INPUT_SCHEMAS = "dws/input_schemas"
 #: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
@@ -107,6 +112,65 @@ def column_lineage(direct: Mapping[str, Sequence[tuple[str, str]]]) -> TableColu
         column: [TableColumnDep(asset_key=AssetKey.from_user_string(asset), column_name=name)
                  for asset, name in sorted(set(deps))]
         for column, deps in direct.items()})
+
+
+#: Rows of `dws/column_lineage_table` at most; what is left over is counted in a last row
+#: (the full lineage is in `dws/column_lineage`).
+COLUMN_LINEAGE_TABLE_ROWS = 500
+#: Output column of the rows naming what every row depends on (filters, joins, grouping).
+ALL_ROWS = "(all rows)"
+#: The table's columns: (name, description).
+_LINEAGE_TABLE_COLUMNS = (
+    ("output column", f"a column of this asset; {ALL_ROWS}: what decides which rows there are"),
+    ("input asset", "the Dagster asset read; for data read by path, its workspace ref or "
+                    "location"),
+    ("input column", "the column of that input"),
+    ("kind", "direct (the value is derived from it: identity, transformation, aggregation) or "
+             "indirect (it decides rows or branches: filter, join, group by, sort, window, "
+             "conditional), as OpenLineage's column lineage names them"),
+)
+
+
+def column_lineage_table(described: Mapping[str, Any], *, columns: Sequence[str] = (),
+                         max_rows: int = COLUMN_LINEAGE_TABLE_ROWS) -> TableMetadataValue:
+    """`dws/column_lineage` (the IO manager's description of the Spark plan's lineage) as a
+    table: a row per output column and input column it depends on, in the order of `columns`
+    (the output's schema; columns the lineage does not name come last), a row for an output
+    column with no input column, then the inputs every row depends on. Beyond `max_rows` a
+    last row counts what was left out."""
+    by_column: Mapping[str, Sequence[Mapping[str, Any]]] = described.get("columns") or {}
+    order = [*columns, *(name for name in by_column if name not in columns)]
+    rows: list[dict[str, str]] = []
+    for name in order:
+        sources = by_column.get(name) or ()
+        if not sources:
+            rows.append(_lineage_row(name, None))
+        rows.extend(_lineage_row(name, source) for source in sources)
+    rows.extend(_lineage_row(ALL_ROWS, source) for source in described.get("dataset") or ())
+    if not described.get("complete", True):
+        rows.append({"output column": "…", "input asset": "", "input column": "",
+                     "kind": "incomplete: parts of the Spark plan were not understood"})
+    if len(rows) > max_rows:
+        left = len(rows) - (max_rows - 1)
+        rows = [*rows[:max_rows - 1],
+                {"output column": "…", "input asset": "", "input column": "",
+                 "kind": f"{left} more rows in {META_COLUMN_LINEAGE}"}]
+    schema = TableSchema(columns=[TableColumn(name=name, type="string", description=text)
+                                  for name, text in _LINEAGE_TABLE_COLUMNS])
+    return MetadataValue.table(records=[TableRecord(row) for row in rows], schema=schema)
+
+
+def _lineage_row(output: str, source: Mapping[str, Any] | None) -> dict[str, str]:
+    if source is None:
+        return {"output column": output, "input asset": "", "input column": "",
+                "kind": "no input column (a constant, or a count of rows)"}
+    kind = str(source.get("kind") or "").lower()
+    subtype = str(source.get("subtype") or "").lower().replace("_", " ")
+    return {"output column": output,
+            "input asset": str(source.get("asset") or source.get("ref")
+                               or source.get("location") or ""),
+            "input column": str(source.get("column") or ""),
+            "kind": f"{kind}: {subtype}" if kind and subtype else kind or subtype}
 
 
 META_METRICS = "dws/metrics"
