@@ -331,7 +331,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             metadata["dagster/column_lineage"] = column_lineage(direct)
             # Open-source Dagster shows column lineage only as JSON: a table beside it.
             metadata[META_COLUMN_LINEAGE_TABLE] = column_lineage_table(
-                described, columns=[name for name, _, _ in fields])
+                described, columns=[name for name, _, _ in fields],
+                assets=_writing_assets(ws, described))
             metadata[META_COLUMN_LINEAGE] = MetadataValue.json(described)
             schemas = _input_schemas(plan, ws)
             if schemas:
@@ -525,6 +526,20 @@ def _code_version(context: OutputContext) -> str | None:
         return context.asset_spec.code_version
     except Exception:  # ops outside assets have no spec
         return None
+
+
+def _writing_assets(ws: Workspace, described: Mapping[str, Any]) -> dict[str, str]:
+    """{ref: the Dagster asset whose materialization it holds} for the inputs of the lineage
+    read by path (not loaded as an asset's input), from the store: one query."""
+    sources = [*described.get("dataset", ()),
+               *(item for items in described.get("columns", {}).values() for item in items)]
+    refs = sorted({item["ref"] for item in sources if item.get("ref") and not item.get("asset")})
+    found: dict[str, str] = {}
+    for ref, state in ws.store.states_in(None, refs).items() if refs else ():
+        record = state.lineage_record()
+        if record is not None and record.step is not None and record.step.kind == STEP_KIND:
+            found[ref] = record.step.name
+    return found
 
 
 def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[str, str]

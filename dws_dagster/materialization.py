@@ -122,55 +122,80 @@ ALL_ROWS = "(all rows)"
 #: The table's columns: (name, description).
 _LINEAGE_TABLE_COLUMNS = (
     ("output column", f"a column of this asset; {ALL_ROWS}: what decides which rows there are"),
-    ("input asset", "the Dagster asset read; for data read by path, its workspace ref or "
-                    "location"),
+    ("input asset", "the Dagster asset whose data was read (with how many of its partitions); "
+                    "for other data read by path, its workspace ref or location"),
     ("input column", "the column of that input"),
-    ("kind", "direct (the value is derived from it: identity, transformation, aggregation) or "
-             "indirect (it decides rows or branches: filter, join, group by, sort, window, "
-             "conditional), as OpenLineage's column lineage names them"),
+    ("kind", "how the output depends on the input column, as OpenLineage's column lineage "
+             "names it: direct (identity, transformation, aggregation: the value is derived "
+             "from it) or indirect (filter, join, group by, sort, window, conditional: it "
+             "decides rows or branches)"),
 )
 
 
 def column_lineage_table(described: Mapping[str, Any], *, columns: Sequence[str] = (),
+                         assets: Mapping[str, str] | None = None,
                          max_rows: int = COLUMN_LINEAGE_TABLE_ROWS) -> TableMetadataValue:
     """`dws/column_lineage` (the IO manager's description of the Spark plan's lineage) as a
-    table: a row per output column and input column it depends on, in the order of `columns`
-    (the output's schema; columns the lineage does not name come last), a row for an output
-    column with no input column, then the inputs every row depends on. Beyond `max_rows` a
-    last row counts what was left out."""
+    table a person reads: a row per output column and input column it depends on, in the
+    order of `columns` (the output's schema; columns the lineage does not name come last),
+    a row for an output column with no input column, then the inputs every row depends on.
+
+    An input is named by its asset: the one it was loaded as, else `assets[ref]` (the asset
+    that wrote the ref, for data read by path), else by its ref or location. The partitions of
+    one asset (or files of one folder) read alike make one row. Beyond `max_rows` a last row
+    counts what was left out."""
+    assets = assets or {}
     by_column: Mapping[str, Sequence[Mapping[str, Any]]] = described.get("columns") or {}
     order = [*columns, *(name for name in by_column if name not in columns)]
     rows: list[dict[str, str]] = []
     for name in order:
         sources = by_column.get(name) or ()
         if not sources:
-            rows.append(_lineage_row(name, None))
-        rows.extend(_lineage_row(name, source) for source in sources)
-    rows.extend(_lineage_row(ALL_ROWS, source) for source in described.get("dataset") or ())
+            rows.append(_lineage_row(name, "", "", "no input column"))
+        rows.extend(_grouped_rows(name, sources, assets))
+    rows.extend(_grouped_rows(ALL_ROWS, described.get("dataset") or (), assets))
     if not described.get("complete", True):
-        rows.append({"output column": "…", "input asset": "", "input column": "",
-                     "kind": "incomplete: parts of the Spark plan were not understood"})
+        rows.append(_lineage_row("…", "", "", "incomplete: parts of the Spark plan were not "
+                                              "understood"))
     if len(rows) > max_rows:
         left = len(rows) - (max_rows - 1)
         rows = [*rows[:max_rows - 1],
-                {"output column": "…", "input asset": "", "input column": "",
-                 "kind": f"{left} more rows in {META_COLUMN_LINEAGE}"}]
+                _lineage_row("…", "", "", f"{left} more rows in {META_COLUMN_LINEAGE}")]
     schema = TableSchema(columns=[TableColumn(name=name, type="string", description=text)
                                   for name, text in _LINEAGE_TABLE_COLUMNS])
     return MetadataValue.table(records=[TableRecord(row) for row in rows], schema=schema)
 
 
-def _lineage_row(output: str, source: Mapping[str, Any] | None) -> dict[str, str]:
-    if source is None:
-        return {"output column": output, "input asset": "", "input column": "",
-                "kind": "no input column (a constant, or a count of rows)"}
-    kind = str(source.get("kind") or "").lower()
-    subtype = str(source.get("subtype") or "").lower().replace("_", " ")
-    return {"output column": output,
-            "input asset": str(source.get("asset") or source.get("ref")
-                               or source.get("location") or ""),
-            "input column": str(source.get("column") or ""),
-            "kind": f"{kind}: {subtype}" if kind and subtype else kind or subtype}
+def _lineage_row(output: str, source: str, column: str, kind: str) -> dict[str, str]:
+    return {"output column": output, "input asset": source, "input column": column,
+            "kind": kind}
+
+
+def _grouped_rows(output: str, sources: Sequence[Mapping[str, Any]],
+                  assets: Mapping[str, str]) -> list[dict[str, str]]:
+    """One row per (input asset or folder, column, kind), in the order first met."""
+    groups: dict[tuple[str, bool, str, str], list[str]] = {}
+    for source in sources:
+        ref = str(source.get("ref") or source.get("location") or "")
+        asset = source.get("asset") or assets.get(ref)
+        kind = str(source.get("kind") or "").lower()
+        subtype = str(source.get("subtype") or "").lower().replace("_", " ")
+        how = f"{kind}: {subtype}" if kind and subtype else kind or subtype
+        key = (str(asset), True) if asset else (ref.rpartition("/")[0] or ref, False)
+        members = groups.setdefault((*key, str(source.get("column") or ""), how), [])
+        if ref not in members:
+            members.append(ref)
+    rows = []
+    for (name, is_asset, column, how), refs in groups.items():
+        if len(refs) == 1:
+            label = name if is_asset else refs[0]
+        elif is_asset:
+            label = f"{name} ({len(refs)} partitions)"
+        else:
+            leaves = sorted(ref.rpartition("/")[2] for ref in refs)
+            label = f"{name}/{{{leaves[0]} … {leaves[-1]}}} ({len(refs)})"
+        rows.append(_lineage_row(output, label, column, how))
+    return rows
 
 
 META_METRICS = "dws/metrics"

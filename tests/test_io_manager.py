@@ -134,11 +134,11 @@ def test_materialize_records_every_metadata_key_and_the_data(spark, pipeline_ws,
     assert isinstance(table, TableMetadataValue)
     assert [c.name for c in table.schema.columns] == [
         "output column", "input asset", "input column", "kind"]
-    rows = _rows(table)
+    rows = table_rows(table)
     assert ("revenue", "enriched", "fare_usd", "direct: aggregation") in rows
     assert ("borough", "enriched", "borough", "direct: identity") in rows
     assert ("hour", "enriched", "pickup_ts", "direct: transformation") in rows
-    assert ("trips", "", "", "no input column (a constant, or a count of rows)") in rows
+    assert ("trips", "", "", "no input column") in rows
     assert ("(all rows)", "enriched", "fare_usd", "indirect: filter") in rows
     assert ("(all rows)", "enriched", "borough", "indirect: group by") in rows
     assert [r[0] for r in rows if r[0] != "(all rows)"] == [
@@ -368,32 +368,44 @@ def test_git_commit_is_recorded_when_the_workspace_is_a_repository(spark, pipeli
     assert ws.store.get("intermediate-data/enriched").lineage_record().step.git_commit == head
 
 
-def _rows(table: TableMetadataValue) -> list[tuple[Any, ...]]:
+def table_rows(table: TableMetadataValue) -> list[tuple[Any, ...]]:
     """A table's records as tuples in the order of its schema's columns."""
     names = [column.name for column in table.schema.columns]
     return [tuple(record.data.get(name) for name in names) for record in table.records]
 
 
 def test_column_lineage_table_rows_and_its_bound():
-    """Inputs read by path are named by their ref (or location); an incomplete plan and rows
-    beyond the bound are said in a last row, so the table never grows without end."""
+    """Inputs read by path are named by the asset that wrote them, else by their ref (or
+    location); the partitions of one asset (files of one folder) read alike make one row; an
+    incomplete plan and rows beyond the bound are said in a last row."""
+    def source(ref, column, kind="DIRECT", subtype="IDENTITY", **more):
+        return {"ref": ref, "column": column, "kind": kind, "subtype": subtype, **more}
+
     described = {
         "columns": {
-            "b": [{"ref": "source-data/raw.csv", "column": "x", "kind": "DIRECT",
-                   "subtype": "TRANSFORMATION"}],
-            "a": [{"ref": None, "location": "s3://bucket/t", "column": "y", "kind": "INDIRECT",
-                   "subtype": "CONDITIONAL"}],
+            "b": [source("source-data/raw/x.csv", "x", subtype="TRANSFORMATION"),
+                  source("source-data/raw/y.csv", "x", subtype="TRANSFORMATION")],
+            "a": [source(None, "y", "INDIRECT", "CONDITIONAL", location="s3://bucket/t")],
+            "c": [],
+            "d": [source(f"inter/weather/2024-01-{day:02d}", "mm", "INDIRECT", "CONDITIONAL")
+                  for day in (3, 1, 2)] + [source("inter/zones", "id", asset="zones")],
         },
-        "dataset": [],
+        "dataset": [source("inter/weather/2024-01-01", "day", "INDIRECT", "GROUP_BY")],
         "complete": False,
     }
-    rows = _rows(column_lineage_table(described, columns=["a", "b"]))
-    assert rows == [("a", "s3://bucket/t", "y", "indirect: conditional"),
-                    ("b", "source-data/raw.csv", "x", "direct: transformation"),
-                    ("…", "", "", "incomplete: parts of the Spark plan were not understood")]
-    wide = {"columns": {f"c{i}": [{"ref": "r", "asset": "up", "column": f"c{i}",
-                                   "kind": "DIRECT", "subtype": "IDENTITY"}]
-                        for i in range(30)}, "dataset": [], "complete": True}
+    table = column_lineage_table(described, columns=["a", "b", "c", "d"],
+                                 assets={f"inter/weather/2024-01-{day:02d}": "weather"
+                                         for day in (1, 2, 3)})
+    assert table_rows(table) == [
+        ("a", "s3://bucket/t", "y", "indirect: conditional"),
+        ("b", "source-data/raw/{x.csv … y.csv} (2)", "x", "direct: transformation"),
+        ("c", "", "", "no input column"),
+        ("d", "weather (3 partitions)", "mm", "indirect: conditional"),
+        ("d", "zones", "id", "direct: identity"),
+        ("(all rows)", "weather", "day", "indirect: group by"),
+        ("…", "", "", "incomplete: parts of the Spark plan were not understood")]
+    wide = {"columns": {f"c{i}": [source("r", f"c{i}", asset="up")] for i in range(30)},
+            "dataset": [], "complete": True}
     bounded = [r.data for r in column_lineage_table(wide, max_rows=10).records]
     assert len(bounded) == 10 and bounded[8]["output column"] == "c8"
     assert bounded[-1]["kind"] == "21 more rows in dws/column_lineage"
