@@ -36,7 +36,7 @@ from dws_dagster import ResourceRef, Workspace
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
 
-from .dagster_server import DagsterServer, dagster_dev, poll
+from .dagster_server import DagsterServer, dg_dev, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -253,7 +253,7 @@ def test_materialize_forecast_from_the_ui(sync_playwright: Any, tmp_path: Path,
     example = ensure_workspace(workspace_dir, SMALL)
     months = len(example.size.month_keys)
     try:
-        with dagster_dev(ROOT, home=home, workspace_dir=workspace_dir,
+        with dg_dev(ROOT, home=home, workspace_dir=workspace_dir,
                          log_dir=artifacts) as server:
             server.wait_for_code_locations()
             clock.mark("dagster dev up")
