@@ -125,10 +125,10 @@ _LINEAGE_TABLE_COLUMNS = (
     ("input asset", "the Dagster asset whose data was read (with how many of its partitions); "
                     "for other data read by path, its workspace ref or location"),
     ("input column", "the column of that input"),
-    ("kind", "how the output depends on the input column, as OpenLineage's column lineage "
-             "names it: direct (identity, transformation, aggregation: the value is derived "
-             "from it) or indirect (filter, join, group by, sort, window, conditional: it "
-             "decides rows or branches)"),
+    ("kind", "how the output depends on the input column, by the subtype OpenLineage's "
+             "column lineage gives it: identity, transformation, aggregation (direct: the "
+             "value is derived from it), filter, join, group by, sort, window, conditional "
+             "(indirect: it decides rows or branches)"),
 )
 
 
@@ -178,9 +178,9 @@ def _grouped_rows(output: str, sources: Sequence[Mapping[str, Any]],
     for source in sources:
         ref = str(source.get("ref") or source.get("location") or "")
         asset = source.get("asset") or assets.get(ref)
-        kind = str(source.get("kind") or "").lower()
-        subtype = str(source.get("subtype") or "").lower().replace("_", " ")
-        how = f"{kind}: {subtype}" if kind and subtype else kind or subtype
+        # The subtype says whether the dependency is direct or indirect, in fewer words: the
+        # table must fit the asset page's metadata column.
+        how = str(source.get("subtype") or source.get("kind") or "").lower().replace("_", " ")
         key = (str(asset), True) if asset else (ref.rpartition("/")[0] or ref, False)
         members = groups.setdefault((*key, str(source.get("column") or ""), how), [])
         if ref not in members:

@@ -135,12 +135,12 @@ def test_materialize_records_every_metadata_key_and_the_data(spark, pipeline_ws,
     assert [c.name for c in table.schema.columns] == [
         "output column", "input asset", "input column", "kind"]
     rows = table_rows(table)
-    assert ("revenue", "enriched", "fare_usd", "direct: aggregation") in rows
-    assert ("borough", "enriched", "borough", "direct: identity") in rows
-    assert ("hour", "enriched", "pickup_ts", "direct: transformation") in rows
+    assert ("revenue", "enriched", "fare_usd", "aggregation") in rows
+    assert ("borough", "enriched", "borough", "identity") in rows
+    assert ("hour", "enriched", "pickup_ts", "transformation") in rows
     assert ("trips", "", "", "no input column") in rows
-    assert ("(all rows)", "enriched", "fare_usd", "indirect: filter") in rows
-    assert ("(all rows)", "enriched", "borough", "indirect: group by") in rows
+    assert ("(all rows)", "enriched", "fare_usd", "filter") in rows
+    assert ("(all rows)", "enriched", "borough", "group by") in rows
     assert [r[0] for r in rows if r[0] != "(all rows)"] == [
         "borough", "hour", "trips", "revenue"]  # the output's column order
     labels = list(hourly["raw"])
@@ -397,12 +397,12 @@ def test_column_lineage_table_rows_and_its_bound():
                                  assets={f"inter/weather/2024-01-{day:02d}": "weather"
                                          for day in (1, 2, 3)})
     assert table_rows(table) == [
-        ("a", "s3://bucket/t", "y", "indirect: conditional"),
-        ("b", "source-data/raw/{x.csv … y.csv} (2)", "x", "direct: transformation"),
+        ("a", "s3://bucket/t", "y", "conditional"),
+        ("b", "source-data/raw/{x.csv … y.csv} (2)", "x", "transformation"),
         ("c", "", "", "no input column"),
-        ("d", "weather (3 partitions)", "mm", "indirect: conditional"),
-        ("d", "zones", "id", "direct: identity"),
-        ("(all rows)", "weather", "day", "indirect: group by"),
+        ("d", "weather (3 partitions)", "mm", "conditional"),
+        ("d", "zones", "id", "identity"),
+        ("(all rows)", "weather", "day", "group by"),
         ("…", "", "", "incomplete: parts of the Spark plan were not understood")]
     wide = {"columns": {f"c{i}": [source("r", f"c{i}", asset="up")] for i in range(30)},
             "dataset": [], "complete": True}

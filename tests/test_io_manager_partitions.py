@@ -91,7 +91,7 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
         ("2024-01-01", 10), ("2024-01-02", 20), ("2024-01-03", 30)]
     # The column lineage table names the partitions read as one input in one row.
     table = latest(instance, "summary")["raw"]["dws/column_lineage_table"]
-    assert ("day", "events (3 partitions)", "day", "direct: identity") in table_rows(table)
+    assert ("day", "events (3 partitions)", "day", "identity") in table_rows(table)
 
     # Partitions read by path (not as an input): named by the asset that wrote them.
     @asset(metadata=dws_ref("intermediate-data", "by_path"))
@@ -101,7 +101,7 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
 
     materialize([by_path], instance=instance, resources=resources)
     table = latest(instance, "by_path")["raw"]["dws/column_lineage_table"]
-    assert table_rows(table) == [("day", "events (3 partitions)", "day", "direct: identity")]
+    assert table_rows(table) == [("day", "events (3 partitions)", "day", "identity")]
 
 
 def test_a_partition_range_is_read_as_one_input(spark, pipeline_ws, instance):
