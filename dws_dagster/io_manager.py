@@ -32,7 +32,7 @@ from .bindings import Binding, BindingError, binding_from_metadata, is_hive_styl
 from .errors import DwsError
 from .materialization import (
     META_COLUMN_LINEAGE,
-    META_COLUMN_LINEAGE_TABLE,
+    META_COLUMN_SOURCES,
     META_INPUT_SCHEMAS,
     META_REF_ROOT,
     STEP_KIND,
@@ -330,7 +330,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             direct, described = _describe_lineage(plan, ws, input_assets)
             metadata["dagster/column_lineage"] = column_lineage(direct)
             # Open-source Dagster shows column lineage only as JSON: a table beside it.
-            metadata[META_COLUMN_LINEAGE_TABLE] = column_lineage_table(
+            metadata[META_COLUMN_SOURCES] = column_lineage_table(
                 described, columns=[name for name, _, _ in fields],
                 assets=_writing_assets(ws, described))
             metadata[META_COLUMN_LINEAGE] = MetadataValue.json(described)

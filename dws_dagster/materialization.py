@@ -37,8 +37,9 @@ META_STARTED = "dws/started_at"
 META_FINISHED = "dws/finished_at"
 META_COLUMN_LINEAGE = "dws/column_lineage"
 #: the column lineage as a table open-source Dagster shows on the asset page (it shows
-#: `dagster/column_lineage` only as JSON): output column, input asset, input column, kind
-META_COLUMN_LINEAGE_TABLE = "dws/column_lineage_table"
+#: `dagster/column_lineage` only as JSON): output column, input asset, input column, kind. A
+#: short key: the page's key column is as wide as its longest key, the table needs the width.
+META_COLUMN_SOURCES = "dws/column_sources"
 #: {input ref or location: [[column, Spark simple type, nullable], ...]} as Spark read them
 META_INPUT_SCHEMAS = "dws/input_schemas"
 #: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
@@ -114,7 +115,7 @@ def column_lineage(direct: Mapping[str, Sequence[tuple[str, str]]]) -> TableColu
         for column, deps in direct.items()})
 
 
-#: Rows of `dws/column_lineage_table` at most; what is left over is counted in a last row
+#: Rows of `dws/column_sources` at most; what is left over is counted in a last row
 #: (the full lineage is in `dws/column_lineage`).
 COLUMN_LINEAGE_TABLE_ROWS = 500
 #: Output column of the rows naming what every row depends on (filters, joins, grouping).

@@ -130,7 +130,7 @@ def test_materialize_records_every_metadata_key_and_the_data(spark, pipeline_ws,
     assert ("intermediate-data/enriched", "fare_usd", "FILTER") in dataset
     assert ("intermediate-data/enriched", "borough", "GROUP_BY") in dataset
     # The same lineage as a table the open-source Dagster UI shows as it is, beside it.
-    table = hourly["raw"]["dws/column_lineage_table"]
+    table = hourly["raw"]["dws/column_sources"]
     assert isinstance(table, TableMetadataValue)
     assert [c.name for c in table.schema.columns] == [
         "output column", "input asset", "input column", "kind"]
@@ -144,7 +144,7 @@ def test_materialize_records_every_metadata_key_and_the_data(spark, pipeline_ws,
     assert [r[0] for r in rows if r[0] != "(all rows)"] == [
         "borough", "hour", "trips", "revenue"]  # the output's column order
     labels = list(hourly["raw"])
-    assert labels.index("dws/column_lineage_table") \
+    assert labels.index("dws/column_sources") \
         == labels.index("dagster/column_lineage") + 1
 
     # The join read both sources; the results asset wrote JSON.

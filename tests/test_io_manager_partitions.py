@@ -90,7 +90,7 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
     assert sorted((r.day, r["count"]) for r in rows) == [
         ("2024-01-01", 10), ("2024-01-02", 20), ("2024-01-03", 30)]
     # The column lineage table names the partitions read as one input in one row.
-    table = latest(instance, "summary")["raw"]["dws/column_lineage_table"]
+    table = latest(instance, "summary")["raw"]["dws/column_sources"]
     assert ("day", "events (3 partitions)", "day", "identity") in table_rows(table)
 
     # Partitions read by path (not as an input): named by the asset that wrote them.
@@ -100,7 +100,7 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
         return spark.read.parquet(*paths).select("day")
 
     materialize([by_path], instance=instance, resources=resources)
-    table = latest(instance, "by_path")["raw"]["dws/column_lineage_table"]
+    table = latest(instance, "by_path")["raw"]["dws/column_sources"]
     assert table_rows(table) == [("day", "events (3 partitions)", "day", "identity")]
 
 
