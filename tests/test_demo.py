@@ -212,4 +212,6 @@ def test_demo_refuses_a_workspace_set_up_for_another_size(tmp_path, cli):
     ensure_workspace(tmp_path / "demo", SMALL)
     code, out, err = cli("demo", tmp_path / "demo", "--months", "1")
     assert code == 1 and out == ""
-    assert err.startswith("error: workspace ") and "use another folder" in err
+    progress, error = err.splitlines()  # not a terminal: the step it was at, then why
+    assert PROGRESS.match(progress)[3] == "landing data"
+    assert error.startswith("error: workspace ") and "use another folder" in error
