@@ -6,15 +6,22 @@ default the workspace's `events.jsonl`). It lands the synthetic data, materializ
 partition through the example's own jobs, does the lineage sensor's work after each run
 (`process_events`: lineage, `results.json`, a snapshot per forecast run, OpenLineage events),
 then shows the forecast's lineage and the metrics of its two model iterations.
+
+Progress goes to stderr: a bar on a terminal, else a line per step as it starts (so a log or a
+pipe shows the demo working). Spark's own console output (its start-up warnings) goes to
+`DIR/.dagster/spark.log`, never into the bar. The commands it suggests run as printed: through
+`./dev` when the demo was started by `./dev demo` (`DWS_DEV_SCRIPT`), else as installed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +38,17 @@ from .workspace.versions import short
 
 FORECAST_REF = "results/yellow_rides_hourly_forecast"
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+#: Set by `./dev` to how it was invoked (e.g. `./dev`): the prefix of the commands printed.
+DEV_SCRIPT_ENV = "DWS_DEV_SCRIPT"
+#: Where the printed `dg dev` command serves the Dagster UI.
+UI_HOST, UI_PORT = "127.0.0.1", 3000
+WORKSPACE_YAML = """\
+# Written by `dws-dagster demo`: the example's code location, served by `dg dev -w THIS_FILE`.
+load_from:
+  - python_module:
+      module_name: example_project.definitions
+      working_directory: {directory}
+"""
 
 
 class DemoError(DwsError):
@@ -61,8 +79,8 @@ def _example() -> Any:
 
 
 def _instance(home: Path) -> Any:
-    """A SQLite Dagster instance in `home`, telemetry off (the one `dagster dev` would use
-    with DAGSTER_HOME=home)."""
+    """A SQLite Dagster instance in `home`, telemetry off (the one `dg dev` uses with
+    DAGSTER_HOME=home)."""
     from dagster import DagsterInstance
 
     home.mkdir(parents=True, exist_ok=True)
@@ -72,16 +90,79 @@ def _instance(home: Path) -> Any:
     return DagsterInstance.from_config(str(home))
 
 
-def _start_spark(config: dict[str, str]) -> None:
+def _start_spark(config: dict[str, str], log_path: Path) -> None:
     """Start the session the runs reuse (PySparkResource's getOrCreate), with Spark's own
-    console logging down to errors."""
+    console logging down to errors. The JVM writes its console output (the start-up warnings
+    come before any log level can be set) to its standard error, which it inherits when it
+    starts: it starts with this process's standard error pointing at `log_path`, so none of
+    it lands in the progress bar, ever."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
     for key, value in {**config, "spark.ui.showConsoleProgress": "false"}.items():
         builder = builder.config(key, value)
-    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with _stderr_to(log_path):
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """This process's file descriptor 2 appended to `path` for the block: processes started
+    in it keep writing there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class _Progress:
+    """The demo's progress on stderr: a bar on a terminal; else a line per step as it starts,
+    flushed at once (a log file or a pipe shows the demo working, not a minute of silence)."""
+
+    def __init__(self, total: int | None = None) -> None:
+        self.interactive = sys.stderr.isatty()
+        self.total = total
+        self.done = 0
+        self.started = time.monotonic()
+        self.bar = tqdm(total=total or 1, desc="demo", unit="step", file=sys.stderr,
+                        disable=not self.interactive,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
+                                   "{postfix}") if self.interactive else None
+
+    def step(self, label: str) -> None:
+        """Step `label` starts."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(label)
+            return
+        elapsed = int(time.monotonic() - self.started)
+        count = f"{self.done + 1}/{self.total} " if self.total else ""
+        print(f"demo [{elapsed // 60:02d}:{elapsed % 60:02d}] {count}{label}", file=sys.stderr,
+              flush=True)
+
+    def set_total(self, total: int) -> None:
+        self.total = total
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.refresh()
+
+    def advance(self) -> None:
+        """The current step is done."""
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 @contextmanager
@@ -130,19 +211,19 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
             trips_per_month=(defaults.trips_per_month if trips_per_month is None
                              else trips_per_month))
     root = directory.expanduser().absolute()
-    bar = tqdm(total=2, desc="demo", unit="step", file=sys.stderr, disable=None,
-               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}")
+    spark_log = root / ".dagster" / "spark.log"
+    progress = _Progress()  # the number of steps is known once the data has landed
     try:
-        bar.set_postfix_str("landing data")
+        progress.step("landing data")
         example = setup.ensure_workspace(root, size)
         defs = project.definitions_for(example)
         ws = example.workspace
         steps = project.plan(defs)
-        bar.total = len(steps) + 2
-        bar.update()
-        bar.set_postfix_str("starting Spark")
-        _start_spark(project.SPARK_CONFIG)
-        bar.update()
+        progress.set_total(len(steps) + 2)
+        progress.advance()
+        progress.step("starting Spark")
+        _start_spark(project.SPARK_CONFIG, spark_log)
+        progress.advance()
         repository = defs.get_repository_def()
         iterations: list[Iteration] = []
         instance = _instance(root / ".dagster")
@@ -151,7 +232,7 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
         try:
             with _quiet_python_logging():
                 for step in steps:
-                    bar.set_postfix_str(step.label)
+                    progress.step(f"run {step.label}")
                     try:
                         result = project.run_step(defs, instance, step)
                     except Exception as exc:
@@ -160,8 +241,8 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
                             raise cause from None
                         raise DemoError(
                             f"run '{step.label}' failed: {type(exc).__name__}: {exc}; its "
-                            f"events are in the Dagster instance {instance.root_directory}"
-                        ) from exc
+                            f"events are in the Dagster instance {instance.root_directory}, "
+                            f"Spark's console output in {spark_log}") from exc
                     # What the lineage sensor does on its next tick.
                     outcome = process_events(instance, ws, after_storage_id=cursor,
                                              repository_def=repository,
@@ -169,12 +250,12 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
                     cursor, ol_outcome = outcome.cursor, outcome
                     if step.job == project.FORECAST_JOB:
                         iterations.append(_iteration(ws, step, result.run_id))
-                    bar.update()
+                    progress.advance()
             runs = len(instance.get_run_records())
         finally:
             instance.dispose()
     finally:
-        bar.close()
+        progress.close()
 
     tags = {tag: info.hash for info in list_snapshots(ws) for tag in info.tags}
     for item in iterations:
@@ -184,6 +265,7 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
     graph = build_graph(ws.store, FORECAST_REF, {n: r.role for n, r in ws.resources.items()})
     html_path = root / "lineage.html"
     html_path.write_text(render.render_html(graph), encoding="utf-8")
+    _write_workspace_yaml(root, project)
     _report(root, example, runs, iterations, outcome, graph, html_path, ol_outcome)
     return 0
 
@@ -232,25 +314,53 @@ def _report(root: Path, example: Any, runs: int, iterations: list[Iteration], ou
     print(_openlineage_line(ws, ol_outcome))
     print(f"Lineage graph:      {html_path}")
     print()
-    dws, dagster = _runnable("dws-dagster"), _runnable("dagster")
+    dws, where = command("dws-dagster"), shlex.quote(str(root))
     print("Try:")
-    print(f"  {dws} status -w {root}")
-    print(f"  {dws} lineage {FORECAST_REF} -w {root}")
+    print(f"  {dws} status -w {where}")
+    print(f"  {dws} lineage {FORECAST_REF} -w {where}")
     if len(iterations) == 2 and all(i.snapshot for i in iterations):
-        print(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {root}")
-    print(f"  DAGSTER_HOME={root / '.dagster'} DWS_EXAMPLE_WORKSPACE={root} "
-          f"{dagster} dev -w workspace.yaml   # from the repository root")
+        print(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
+    if ol_outcome is not None and ol_outcome.pending:
+        print(f"  {dws} openlineage deliver -w {where}")
+    print()
+    print(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
+    print(f"  {dg_dev_command(root)}")
 
 
-def _runnable(name: str) -> str:
-    """`name` as the user's shell runs it: bare when its PATH finds this environment's script
-    (an activated virtualenv), else that script's path (`./dev demo` runs the virtualenv's
-    scripts without activating it, and a bare name would not be found)."""
+def command(name: str) -> str:
+    """How the user's shell runs the project's tool `name` (dws-dagster, dagster, dg): through
+    `./dev` as it was invoked when the demo was started by it (`$DWS_DEV_SCRIPT ...`), else
+    bare when PATH finds this environment's script (installed, or an activated virtualenv),
+    else that script's path."""
+    dev = os.environ.get(DEV_SCRIPT_ENV)
+    if dev:
+        return f"{shlex.quote(dev)} {name}"
     script = Path(sys.executable).parent / name
     found = shutil.which(name)
     if not script.exists() or (found is not None and Path(found).resolve() == script.resolve()):
         return name
     return shlex.quote(str(script))
+
+
+def dg_dev_command(root: Path) -> str:
+    """`dg dev` serving the demo's Dagster instance and workspace: the code location of
+    `root/workspace.yaml`, the instance in `root/.dagster`, loopback only."""
+    home, where = shlex.quote(str(root / ".dagster")), shlex.quote(str(root))
+    return (f"DAGSTER_HOME={home} DWS_EXAMPLE_WORKSPACE={where} {command('dg')} dev "
+            f"-w {shlex.quote(str(root / 'workspace.yaml'))} -h {UI_HOST} -p {UI_PORT}")
+
+
+def _write_workspace_yaml(root: Path, project: Any) -> None:
+    """`root/workspace.yaml`: the example's code location, loadable from any folder (its
+    working directory is the folder the example project was imported from)."""
+    directory = Path(project.__file__).resolve().parent.parent
+    (root / "workspace.yaml").write_text(
+        WORKSPACE_YAML.format(directory=_yaml_string(str(directory))), encoding="utf-8")
+
+
+def _yaml_string(text: str) -> str:
+    """`text` as a YAML scalar (a JSON string is one)."""
+    return json.dumps(text)
 
 
 def _openlineage_line(ws: Any, outcome: Any) -> str:
@@ -272,9 +382,9 @@ def _openlineage_line(ws: Any, outcome: Any) -> str:
         return f"OpenLineage events: {events} ({count} events)"
     if not pending:
         return f"OpenLineage events: sent to {description}"
-    error = f"; {outcome.delivery_error}" if outcome.delivery_error else ""
-    return (f"OpenLineage events: {pending} pending in the outbox for {description}{error}; "
-            f"'dws-dagster openlineage deliver -w {ws.root}' sends them")
+    error = f"; {outcome.last_delivery_error}" if outcome.last_delivery_error else ""
+    return (f"OpenLineage events: {pending} pending in the outbox for {description}{error} "
+            "(the openlineage deliver command below sends them)")
 
 
 def _num(value: Any) -> str:

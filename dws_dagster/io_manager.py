@@ -31,10 +31,13 @@ from . import dagster_compat
 from .bindings import Binding, BindingError, binding_from_metadata, is_hive_style
 from .errors import DwsError
 from .materialization import (
+    META_COLUMN_LINEAGE,
+    META_COLUMN_SOURCES,
     META_INPUT_SCHEMAS,
     META_REF_ROOT,
     STEP_KIND,
     column_lineage,
+    column_lineage_table,
     column_schema,
     lineage_metadata,
 )
@@ -326,7 +329,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if plan is not None:
             direct, described = _describe_lineage(plan, ws, input_assets)
             metadata["dagster/column_lineage"] = column_lineage(direct)
-            metadata["dws/column_lineage"] = MetadataValue.json(described)
+            # Open-source Dagster shows column lineage only as JSON: a table beside it.
+            metadata[META_COLUMN_SOURCES] = column_lineage_table(
+                described, columns=[name for name, _, _ in fields],
+                assets=_writing_assets(ws, described))
+            metadata[META_COLUMN_LINEAGE] = MetadataValue.json(described)
             schemas = _input_schemas(plan, ws)
             if schemas:
                 metadata[META_INPUT_SCHEMAS] = MetadataValue.json(schemas)
@@ -519,6 +526,20 @@ def _code_version(context: OutputContext) -> str | None:
         return context.asset_spec.code_version
     except Exception:  # ops outside assets have no spec
         return None
+
+
+def _writing_assets(ws: Workspace, described: Mapping[str, Any]) -> dict[str, str]:
+    """{ref: the Dagster asset whose materialization it holds} for the inputs of the lineage
+    read by path (not loaded as an asset's input), from the store: one query."""
+    sources = [*described.get("dataset", ()),
+               *(item for items in described.get("columns", {}).values() for item in items)]
+    refs = sorted({item["ref"] for item in sources if item.get("ref") and not item.get("asset")})
+    found: dict[str, str] = {}
+    for ref, state in ws.store.states_in(None, refs).items() if refs else ():
+        record = state.lineage_record()
+        if record is not None and record.step is not None and record.step.kind == STEP_KIND:
+            found[ref] = record.step.name
+    return found
 
 
 def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[str, str]

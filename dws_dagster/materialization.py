@@ -17,6 +17,8 @@ from dagster import (
     TableColumnConstraints,
     TableColumnDep,
     TableColumnLineage,
+    TableMetadataValue,
+    TableRecord,
     TableSchema,
 )
 
@@ -34,6 +36,10 @@ META_GIT_COMMIT = "dws/git_commit"
 META_STARTED = "dws/started_at"
 META_FINISHED = "dws/finished_at"
 META_COLUMN_LINEAGE = "dws/column_lineage"
+#: the column lineage as a table open-source Dagster shows on the asset page (it shows
+#: `dagster/column_lineage` only as JSON): output column, input asset, input column, kind. A
+#: short key: the page's key column is as wide as its longest key, the table needs the width.
+META_COLUMN_SOURCES = "dws/column_sources"
 #: {input ref or location: [[column, Spark simple type, nullable], ...]} as Spark read them
 META_INPUT_SCHEMAS = "dws/input_schemas"
 #: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
@@ -107,6 +113,90 @@ def column_lineage(direct: Mapping[str, Sequence[tuple[str, str]]]) -> TableColu
         column: [TableColumnDep(asset_key=AssetKey.from_user_string(asset), column_name=name)
                  for asset, name in sorted(set(deps))]
         for column, deps in direct.items()})
+
+
+#: Rows of `dws/column_sources` at most; what is left over is counted in a last row
+#: (the full lineage is in `dws/column_lineage`).
+COLUMN_LINEAGE_TABLE_ROWS = 500
+#: Output column of the rows naming what every row depends on (filters, joins, grouping).
+ALL_ROWS = "(all rows)"
+#: The table's columns: (name, description).
+_LINEAGE_TABLE_COLUMNS = (
+    ("output column", f"a column of this asset; {ALL_ROWS}: what decides which rows there are"),
+    ("input asset", "the Dagster asset whose data was read (with how many of its partitions); "
+                    "for other data read by path, its workspace ref or location"),
+    ("input column", "the column of that input"),
+    ("kind", "how the output depends on the input column, by the subtype OpenLineage's "
+             "column lineage gives it: identity, transformation, aggregation (direct: the "
+             "value is derived from it), filter, join, group by, sort, window, conditional "
+             "(indirect: it decides rows or branches)"),
+)
+
+
+def column_lineage_table(described: Mapping[str, Any], *, columns: Sequence[str] = (),
+                         assets: Mapping[str, str] | None = None,
+                         max_rows: int = COLUMN_LINEAGE_TABLE_ROWS) -> TableMetadataValue:
+    """`dws/column_lineage` (the IO manager's description of the Spark plan's lineage) as a
+    table a person reads: a row per output column and input column it depends on, in the
+    order of `columns` (the output's schema; columns the lineage does not name come last),
+    a row for an output column with no input column, then the inputs every row depends on.
+
+    An input is named by its asset: the one it was loaded as, else `assets[ref]` (the asset
+    that wrote the ref, for data read by path), else by its ref or location. The partitions of
+    one asset (or files of one folder) read alike make one row. Beyond `max_rows` a last row
+    counts what was left out."""
+    assets = assets or {}
+    by_column: Mapping[str, Sequence[Mapping[str, Any]]] = described.get("columns") or {}
+    order = [*columns, *(name for name in by_column if name not in columns)]
+    rows: list[dict[str, str]] = []
+    for name in order:
+        sources = by_column.get(name) or ()
+        if not sources:
+            rows.append(_lineage_row(name, "", "", "no input column"))
+        rows.extend(_grouped_rows(name, sources, assets))
+    rows.extend(_grouped_rows(ALL_ROWS, described.get("dataset") or (), assets))
+    if not described.get("complete", True):
+        rows.append(_lineage_row("…", "", "", "incomplete: parts of the Spark plan were not "
+                                              "understood"))
+    if len(rows) > max_rows:
+        left = len(rows) - (max_rows - 1)
+        rows = [*rows[:max_rows - 1],
+                _lineage_row("…", "", "", f"{left} more rows in {META_COLUMN_LINEAGE}")]
+    schema = TableSchema(columns=[TableColumn(name=name, type="string", description=text)
+                                  for name, text in _LINEAGE_TABLE_COLUMNS])
+    return MetadataValue.table(records=[TableRecord(row) for row in rows], schema=schema)
+
+
+def _lineage_row(output: str, source: str, column: str, kind: str) -> dict[str, str]:
+    return {"output column": output, "input asset": source, "input column": column,
+            "kind": kind}
+
+
+def _grouped_rows(output: str, sources: Sequence[Mapping[str, Any]],
+                  assets: Mapping[str, str]) -> list[dict[str, str]]:
+    """One row per (input asset or folder, column, kind), in the order first met."""
+    groups: dict[tuple[str, bool, str, str], list[str]] = {}
+    for source in sources:
+        ref = str(source.get("ref") or source.get("location") or "")
+        asset = source.get("asset") or assets.get(ref)
+        # The subtype says whether the dependency is direct or indirect, in fewer words: the
+        # table must fit the asset page's metadata column.
+        how = str(source.get("subtype") or source.get("kind") or "").lower().replace("_", " ")
+        key = (str(asset), True) if asset else (ref.rpartition("/")[0] or ref, False)
+        members = groups.setdefault((*key, str(source.get("column") or ""), how), [])
+        if ref not in members:
+            members.append(ref)
+    rows = []
+    for (name, is_asset, column, how), refs in groups.items():
+        if len(refs) == 1:
+            label = name if is_asset else refs[0]
+        elif is_asset:
+            label = f"{name} ({len(refs)} partitions)"
+        else:
+            leaves = sorted(ref.rpartition("/")[2] for ref in refs)
+            label = f"{name}/{{{leaves[0]} … {leaves[-1]}}} ({len(refs)})"
+        rows.append(_lineage_row(output, label, column, how))
+    return rows
 
 
 META_METRICS = "dws/metrics"

@@ -10,6 +10,7 @@ nothing and never stalls the lineage.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -33,6 +34,7 @@ from .errors import DwsError
 from .resources import WorkspaceResource
 from .sensor_events import EVENT_TYPES, ApplyReport, EventApplier
 from .workspace.config import Workspace
+from .workspace.redaction import redact_text
 from .workspace.store import GcSparesOlderObjects
 
 DEFAULT_NAME = "dws_lineage_sensor"
@@ -46,31 +48,84 @@ class SensorConfigError(DwsError):
 
 @dataclass
 class TickOutcome:
-    """What one tick (or one call of `process_events`) did."""
+    """What one tick (or one call of `process_events`) did.
+
+    `delivery_error` is the error that stopped this call's delivery (None: it did not fail);
+    `last_delivery_error` the last error of the outbox's current run of failures, also when
+    this call waited for the next attempt time (`next_attempt_at`) and sent nothing. Both are
+    redacted.
+    """
 
     cursor: int
     batches: int = 0
     more: bool = False
     applied: ApplyReport = field(default_factory=ApplyReport)
+    openlineage: bool = True
     spooled: int = 0
     delivered: int = 0
     pending: int = 0
     delivery_error: str | None = None
+    last_delivery_error: str | None = None
+    next_attempt_at: dt.datetime | None = None
+    delivery_busy: bool = False
+    delivery_paused: bool = False
+
+    def tick_text(self) -> str:
+        """What the tick did, in a few sentences: the text Dagster keeps on the tick (its skip
+        reason), which the UI shows where it lists the sensor's ticks."""
+        a = self.applied
+        if a.events:
+            done = [f"{a.materializations} lineage record{_s(a.materializations)} "
+                    f"({a.records} new to the store)"]
+            for count, what in ((a.failures, "failed step"), (a.observations, "observation"),
+                                (a.checks, "check"), (a.results_files, "results.json")):
+                if count:
+                    done.append(f"{count} {what}{_s(count) if what != 'results.json' else ''}")
+            if a.snapshots:
+                done.append(f"snapshot{_s(len(a.snapshots))} "
+                            f"{', '.join(h[:12] for h in a.snapshots)}")
+            text = f"Applied {a.events} event{_s(a.events)}: {', '.join(done)}."
+        else:
+            text = "No new events."
+        if a.skipped:
+            text += f" {len(a.skipped)} skipped (see the tick's logs)."
+        if self.more:
+            text += " More events wait for the next tick."
+        if not self.openlineage:
+            return text
+        text += (f" OpenLineage: {self.spooled} event{_s(self.spooled)} spooled, "
+                 f"{self.delivered} delivered, {self.pending} pending")
+        if self.delivery_paused:
+            text += " (the transport is disabled)"
+        elif self.delivery_busy:
+            text += " (another process is delivering)"
+        error = self.delivery_error or self.last_delivery_error
+        if error:
+            text += f"; last delivery error: {_shortened(error)}"
+            if self.next_attempt_at is not None:
+                text += f"; next attempt after {self.next_attempt_at:%Y-%m-%d %H:%M:%S %Z}"
+        return redact_text(text + ".")
 
     def summary(self) -> str:
-        a = self.applied
-        parts = [f"{a.events} events in {self.batches} batches (cursor {self.cursor})",
-                 f"{a.records} records", f"{a.failures} failures",
-                 f"{a.observations} observations", f"{a.checks} checks",
-                 f"{self.spooled} OpenLineage events spooled, {self.delivered} delivered, "
-                 f"{self.pending} pending"]
-        if a.snapshots:
-            parts.append(f"snapshots {', '.join(h[:12] for h in a.snapshots)}")
-        if self.delivery_error:
-            parts.append(f"delivery failed: {self.delivery_error}")
-        if self.more:
-            parts.append("more events wait for the next tick")
-        return "; ".join(parts)
+        """The tick's text with the reading details, for the sensor's log."""
+        return (f"{self.tick_text()} ({self.applied.events} events in {self.batches} "
+                f"batch{'es' if self.batches != 1 else ''}, cursor {self.cursor})")
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+#: Characters of a delivery error a tick shows (its start and its end, where the cause is);
+#: all of it is in `dws-dagster openlineage status`.
+TICK_ERROR_CHARS = 400
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= TICK_ERROR_CHARS:
+        return text
+    half = TICK_ERROR_CHARS // 2
+    return f"{text[:half].rstrip()} … {text[-half:].lstrip()}"
 
 
 def default_namespace(ws: Workspace) -> str:
@@ -121,7 +176,7 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
         # A bad OpenLineage configuration fails the tick before anything is applied: the
         # cursor stays, and the same events are applied once it is fixed.
         transport, _ = make_transport(ws)
-    outcome = TickOutcome(cursor=after_storage_id)
+    outcome = TickOutcome(cursor=after_storage_id, openlineage=outbox is not None)
     applier = EventApplier(instance, ws, catalog, namespace=namespace or default_namespace(ws),
                            snapshot_on_results=snapshot_on_results, read_after=after_storage_id)
     reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=after_storage_id)
@@ -159,9 +214,19 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
                                                               time_budget_seconds * 0.1))
         outcome.delivered = report.sent
         outcome.pending = report.pending
-        outcome.delivery_error = report.last_error if report.failed else None
+        if report.last_error:  # stored redacted; redacted again with this transport's secrets
+            from .ol.transport import redact
+
+            outcome.last_delivery_error = redact(report.last_error, transport)
+        outcome.delivery_error = outcome.last_delivery_error if report.failed else None
+        outcome.next_attempt_at = report.next_attempt_at
+        outcome.delivery_busy, outcome.delivery_paused = report.busy, report.paused
     elif outbox is not None:
-        outcome.pending = outbox.status().pending
+        status = outbox.status()
+        outcome.pending = status.pending
+        if status.attempts and status.last_error:
+            outcome.last_delivery_error = redact_text(status.last_error)
+            outcome.next_attempt_at = status.next_attempt_at
     return outcome
 
 
@@ -252,7 +317,10 @@ def lineage_sensor(*, name: str = DEFAULT_NAME, workspace: WorkspaceResource | N
         for message in outcome.applied.skipped:
             context.log.warning(message)
         context.log.info(outcome.summary())
+        # The sensor requests no runs: Dagster records each tick as skipped, and its skip
+        # reason is the one text of a tick the open-source UI shows (on the tick list's
+        # status tag, in the tick's details, on the sensor list's latest tick).
         return SensorResult(cursor=format_cursor(outcome.cursor),
-                            skip_reason=SkipReason(outcome.summary()))
+                            skip_reason=SkipReason(outcome.tick_text()))
 
     return _lineage_sensor

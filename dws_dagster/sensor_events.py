@@ -24,6 +24,7 @@ from .asset_catalog import AssetCatalog
 from .bindings import metadata_value
 from .errors import DwsError, SnapshotError, WorkspaceConfigError
 from .materialization import (
+    META_COLUMN_LINEAGE,
     META_INPUT_SCHEMAS,
     META_REF_ROOT,
     STEP_KIND,
@@ -57,6 +58,10 @@ class ApplyReport:
     """What a batch of events did."""
 
     events: int = 0
+    #: materializations of workspace assets read (each a lineage record)
+    materializations: int = 0
+    #: lineage records new to the store (the IO manager commits most before the sensor reads
+    #: them; the sensor adds results' metrics and what a crashed step did not commit)
     records: int = 0
     failures: int = 0
     observations: int = 0
@@ -179,6 +184,7 @@ class EventApplier:
         try:
             if self.ws.store.apply(record):
                 self.report.records += 1
+            self.report.materializations += 1
         except DwsError as exc:  # e.g. the ref was handed to another step since
             self._skip(f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}",
                        cause=exc)
@@ -613,7 +619,7 @@ class EventApplier:
                             for c in schema.columns)
         rows = metadata_value(metadata.get("dagster/row_count"))
         size = metadata_value(metadata.get("dws/size_bytes"))
-        lineage = metadata_value(metadata.get("dws/column_lineage"))
+        lineage = metadata_value(metadata.get(META_COLUMN_LINEAGE))
         root = _root_from_metadata(metadata)
         if root is None and key is not None and partition is not None:
             root = self.catalog.partitioned_root(key)  # events recorded before dws/ref_root

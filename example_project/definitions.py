@@ -1,4 +1,4 @@
-"""The example's code location: `dagster dev -w workspace.yaml` from the repository root.
+"""The example's code location: `dg dev -w workspace.yaml` from the repository root.
 
 Loading it sets up the workspace (`$DWS_EXAMPLE_WORKSPACE`, default `example_workspace/` at the
 repository root) and lands its data if they are missing, then builds and checks the definitions

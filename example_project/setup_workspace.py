@@ -1,6 +1,6 @@
 """The example's workspace: created and filled with landed data on first use.
 
-`dagster dev -w workspace.yaml` on a fresh clone must work with no other command, so loading
+`dg dev -w workspace.yaml` on a fresh clone must work with no other command, so loading
 the definitions calls `ensure_workspace`: it creates the workspace (at `$DWS_EXAMPLE_WORKSPACE`,
 default `example_workspace/` at the repository root) with its four resources and lands the
 synthetic TLC data that is not there yet. The data's size is kept in `example.json` at the
@@ -134,7 +134,7 @@ def ensure_workspace(root: str | os.PathLike[str] | None = None,
                      size: ExampleSize | None = None) -> ExampleWorkspace:
     """Create the workspace if missing, add missing resources, land missing data.
 
-    Safe to call from several processes at once (`dagster dev` loads the definitions in its
+    Safe to call from several processes at once (`dg dev` loads the definitions in its
     code server and its daemon): the work is done under a file lock and files are renamed into
     place. A workspace set up before keeps its size; asking for another one is refused.
     """

@@ -1,45 +1,101 @@
 """`dws-dagster demo`: the example project run end to end in a real subprocess (its own Spark
-JVM and Dagster instance), at its smallest size."""
+JVM and Dagster instance), at its smallest size; the commands it prints, run as printed."""
 
+import fcntl
 import json
 import os
+import pty
 import re
 import shlex
+import struct
 import subprocess
 import sys
+import termios
+import threading
 from pathlib import Path
 
 import pytest
 
+from dws_dagster import demo
 from dws_dagster.workspace.config import Workspace
 from dws_dagster.workspace.snapshots import list_snapshots
 from example_project.setup_workspace import SMALL, ensure_workspace
 
 from .conftest import ROOT
+from .e2e.dagster_server import free_port, launch, poll
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+VENV_BIN = Path(sys.executable).parent
+#: What `./dev dws-dagster|dagster|dg ARGS` does (forward to the project's environment),
+#: for this checkout: the real `./dev` would first set up its own virtualenv.
+DEV_SCRIPT = f"""#!/usr/bin/env bash
+set -euo pipefail
+export PYTHONPATH={shlex.quote(str(ROOT))}
+command="$1"
+shift
+case "$command" in
+  dws-dagster|dagster|dg) exec {shlex.quote(str(VENV_BIN))}/"$command" "$@" ;;
+  *) echo "usage: ./dev dws-dagster|dagster|dg [ARGS...]" >&2; exit 2 ;;
+esac
+"""
+#: A fresh login shell's PATH: no virtualenv on it.
+MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+PROGRESS = re.compile(r"^demo \[\d\d:\d\d\] (?:(\d+)/(\d+) )?(.+)$")
 
 
 def _command() -> list[str]:
     """The installed console script when there is one, else the same entry point by module."""
-    script = Path(sys.executable).parent / "dws-dagster"
+    script = VENV_BIN / "dws-dagster"
     return [str(script)] if script.exists() else [sys.executable, "-m", "dws_dagster.cli"]
+
+
+def _run_streaming(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+                   ) -> tuple[int, str, list[tuple[str, bool]]]:
+    """Run `argv` with stdout and stderr to pipes; (exit code, stdout, [(stderr line, whether
+    the process was still running when the line was read)])."""
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True)
+    reader.start()
+    lines = [(line.rstrip("\n"), process.poll() is None) for line in process.stderr]
+    code = process.wait(timeout=timeout)
+    reader.join(timeout=timeout)
+    return code, "".join(out), lines
 
 
 def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     target = tmp_path / "demo"
-    # A shell that has not activated the virtualenv, as after `./dev demo`.
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if p != venv_bin)
+    (tmp_path / "dev").write_text(DEV_SCRIPT)
+    (tmp_path / "dev").chmod(0o755)
+    # As after `./dev demo`: a shell that has not activated any virtualenv, and ./dev saying
+    # how it was called.
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PATH": path}
+           "PATH": MINIMAL_PATH, demo.DEV_SCRIPT_ENV: "./dev"}
     for name in [k for k in env if k.startswith("OPENLINEAGE")]:
         del env[name]  # the default transport: the workspace's events file
-    result = subprocess.run([*_command(), "demo", str(target), "--small"], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=300, check=False)
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr
+    code, out, progress = _run_streaming([*_command(), "demo", str(target), "--small"],
+                                         cwd=tmp_path, env=env, timeout=600)
+    err = "\n".join(line for line, _ in progress)
+    assert code == 0, out + err
+
+    # Not a terminal: a line per step on stderr as it starts, while the demo works.
+    steps = [PROGRESS.match(line) for line, _ in progress]
+    assert all(steps), err
+    labels = [m[3] for m in steps]
+    total = int(steps[-1][2])
+    assert labels[:2] == ["landing data", "starting Spark"] and len(labels) == total
+    assert steps[0][1] is None  # the number of steps is known once the data has landed
+    assert [int(m[1]) for m in steps[1:]] == list(range(2, total + 1))
+    assert all(label.startswith("run ") for label in labels[2:]), labels
+    assert {"run taxi 2024-01-01", "run forecast (baseline)",
+            "run forecast (use_weather)"} <= set(labels), labels
+    assert progress[2][1], "the first run's line came only after the demo had finished"
+    # Spark's console output went to its log, not to the demo's output.
+    spark_log = target / ".dagster" / "spark.log"
+    assert "WARN" not in out + err and "log4j" in spark_log.read_text()
+
     events = target / ".dataworkspace" / "openlineage" / "events.jsonl"
     html = target / "lineage.html"
     assert f"OpenLineage events: {events}" in out
@@ -61,26 +117,101 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     assert len(snapshots) == 2 and all(info.metrics for info in snapshots)
     assert re.search(r"^Snapshot:\s+run-[0-9a-f]{8}", out, re.MULTILINE)
     assert (target / ".dagster" / "dagster.yaml").is_file()
-    assert "DEBUG" not in result.stderr and "STEP_SUCCESS" not in result.stderr + out
-    # Every command it suggests runs as printed in a fresh shell with that PATH.
-    tried = out.split("\nTry:\n", 1)[1].splitlines()
-    assert len(tried) == 4 and " dev -w workspace.yaml" in tried[3]
-    fresh = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": path,
-             "PYTHONPATH": str(ROOT)}
-    for line in tried[:3]:
+    assert "DEBUG" not in err and "STEP_SUCCESS" not in err + out
+
+    # Every command it suggests goes through ./dev, and runs as printed in a fresh shell.
+    tried = out.split("\nTry:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(tried) == 3 and all(line.startswith("  ./dev dws-dagster ") for line in tried)
+    fresh = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": MINIMAL_PATH}
+    for line in tried:
         done = subprocess.run(["bash", "-c", line.strip()], cwd=tmp_path, env=fresh,
                               capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
         assert done.stdout.strip(), line
-    # `dagster dev` serves until stopped: its command is checked to resolve and start.
-    words = shlex.split(tried[3].split("#")[0])
-    dagster = words[words.index("dev") - 1]
-    assert subprocess.run(["bash", "-c", f"{shlex.quote(dagster)} --version"], env=fresh,
-                          capture_output=True, timeout=120, check=False).returncode == 0
+    _check_the_dagster_ui_command(out, target, tmp_path, fresh)
+
+
+def _check_the_dagster_ui_command(out: str, target: Path, cwd: Path,
+                                  fresh: dict[str, str]) -> None:
+    """`dg dev` serves until stopped: the printed command is started as printed (on a free
+    port instead of 3000, which may be taken on a shared machine), serves the demo's code
+    location and instance on 127.0.0.1, and is stopped."""
+    ui = re.search(r"^The Dagster UI on http://127\.0\.0\.1:3000 \(Ctrl-C stops it\):\n  (.+)$",
+                   out, re.MULTILINE)
+    assert ui, out
+    line = ui[1]
+    assert line == (f"DAGSTER_HOME={target / '.dagster'} DWS_EXAMPLE_WORKSPACE={target} "
+                    f"./dev dg dev -w {target / 'workspace.yaml'} -h 127.0.0.1 -p 3000")
+    port = free_port()
+    server = launch(line.replace("-p 3000", f"-p {port}"), cwd=cwd, env=fresh, port=port,
+                    home=target / ".dagster", log_path=cwd / "dg-dev.log",
+                    startup_timeout=180)
+    try:
+        assert server.wait_for_code_locations() == ["example_project.definitions"]
+        served = poll(server.served_url, timeout=30, what="the webserver's address in its log")
+        assert served == f"http://127.0.0.1:{port}"
+        assert str(target / ".dagster") in server.instance_info()
+    finally:
+        assert server.stop() is not None, "dg dev did not stop on SIGTERM"
+
+
+def test_printed_commands_go_through_dev_when_it_started_the_demo(monkeypatch):
+    monkeypatch.setenv(demo.DEV_SCRIPT_ENV, "./dev")
+    assert demo.command("dws-dagster") == "./dev dws-dagster"
+    monkeypatch.setenv(demo.DEV_SCRIPT_ENV, "/home/me/my repo/dev")
+    assert demo.command("dg") == "'/home/me/my repo/dev' dg"
+    assert demo.dg_dev_command(Path("/d d")).startswith(
+        "DAGSTER_HOME='/d d/.dagster' DWS_EXAMPLE_WORKSPACE='/d d' '/home/me/my repo/dev' dg "
+        "dev -w '/d d/workspace.yaml' -h 127.0.0.1 -p 3000")
+    # Installed by the user: bare, when the shell finds this environment's script.
+    monkeypatch.delenv(demo.DEV_SCRIPT_ENV)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), MINIMAL_PATH]))
+    assert demo.command("dws-dagster") == "dws-dagster"
+
+
+def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
+    """On a terminal, the JVM's start-up warnings go to the demo's Spark log, not over the
+    progress bar (the JVM keeps the standard error it started with)."""
+    log = tmp_path / "spark.log"
+    code = (
+        "import sys\n"
+        "from dws_dagster.demo import _Progress, _start_spark\n"
+        "from example_project.project import SPARK_CONFIG\n"
+        "progress = _Progress(total=2)\n"
+        "assert progress.interactive\n"
+        "progress.step('starting Spark')\n"
+        f"_start_spark(SPARK_CONFIG, __import__('pathlib').Path({str(log)!r}))\n"
+        "progress.advance()\n"
+        "from pyspark.sql import SparkSession\n"
+        "SparkSession.builder.getOrCreate().range(3).count()\n"
+        "progress.close()\n"
+        "print('done', file=sys.stderr)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdin, stdout and stderr are the terminal, 120 columns wide
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.execve(sys.executable, [sys.executable, "-c", code], env)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the terminal closed: the child is gone
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0, shown
+    assert "starting Spark" in shown and "done" in shown
+    assert "WARN" not in shown and "log4j" not in shown, shown
+    assert "log4j" in log.read_text()
 
 
 def test_demo_refuses_a_workspace_set_up_for_another_size(tmp_path, cli):
     ensure_workspace(tmp_path / "demo", SMALL)
     code, out, err = cli("demo", tmp_path / "demo", "--months", "1")
     assert code == 1 and out == ""
-    assert err.startswith("error: workspace ") and "use another folder" in err
+    progress, error = err.splitlines()  # not a terminal: the step it was at, then why
+    assert PROGRESS.match(progress)[3] == "landing data"
+    assert error.startswith("error: workspace ") and "use another folder" in error

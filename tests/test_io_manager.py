@@ -12,6 +12,7 @@ from dagster import (
     AssetRecordsFilter,
     DagsterInstance,
     SourceAsset,
+    TableMetadataValue,
     asset,
     materialize,
 )
@@ -29,6 +30,7 @@ from dws_dagster import (
     Workspace,
     dws_ref,
 )
+from dws_dagster.materialization import column_lineage_table
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import restore_snapshot, take_snapshot
@@ -127,6 +129,23 @@ def test_materialize_records_every_metadata_key_and_the_data(spark, pipeline_ws,
                for d in meta["dws/column_lineage"]["dataset"]}
     assert ("intermediate-data/enriched", "fare_usd", "FILTER") in dataset
     assert ("intermediate-data/enriched", "borough", "GROUP_BY") in dataset
+    # The same lineage as a table the open-source Dagster UI shows as it is, beside it.
+    table = hourly["raw"]["dws/column_sources"]
+    assert isinstance(table, TableMetadataValue)
+    assert [c.name for c in table.schema.columns] == [
+        "output column", "input asset", "input column", "kind"]
+    rows = table_rows(table)
+    assert ("revenue", "enriched", "fare_usd", "aggregation") in rows
+    assert ("borough", "enriched", "borough", "identity") in rows
+    assert ("hour", "enriched", "pickup_ts", "transformation") in rows
+    assert ("trips", "", "", "no input column") in rows
+    assert ("(all rows)", "enriched", "fare_usd", "filter") in rows
+    assert ("(all rows)", "enriched", "borough", "group by") in rows
+    assert [r[0] for r in rows if r[0] != "(all rows)"] == [
+        "borough", "hour", "trips", "revenue"]  # the output's column order
+    labels = list(hourly["raw"])
+    assert labels.index("dws/column_sources") \
+        == labels.index("dagster/column_lineage") + 1
 
     # The join read both sources; the results asset wrote JSON.
     enriched_lineage = latest(instance, "enriched")["metadata"]["dagster/column_lineage"]
@@ -347,3 +366,46 @@ def test_git_commit_is_recorded_when_the_workspace_is_a_repository(spark, pipeli
     run(build_assets(), ws, instance, selection=["enriched"])
     assert latest(instance, "enriched")["metadata"]["dws/git_commit"] == head
     assert ws.store.get("intermediate-data/enriched").lineage_record().step.git_commit == head
+
+
+def table_rows(table: TableMetadataValue) -> list[tuple[Any, ...]]:
+    """A table's records as tuples in the order of its schema's columns."""
+    names = [column.name for column in table.schema.columns]
+    return [tuple(record.data.get(name) for name in names) for record in table.records]
+
+
+def test_column_lineage_table_rows_and_its_bound():
+    """Inputs read by path are named by the asset that wrote them, else by their ref (or
+    location); the partitions of one asset (files of one folder) read alike make one row; an
+    incomplete plan and rows beyond the bound are said in a last row."""
+    def source(ref, column, kind="DIRECT", subtype="IDENTITY", **more):
+        return {"ref": ref, "column": column, "kind": kind, "subtype": subtype, **more}
+
+    described = {
+        "columns": {
+            "b": [source("source-data/raw/x.csv", "x", subtype="TRANSFORMATION"),
+                  source("source-data/raw/y.csv", "x", subtype="TRANSFORMATION")],
+            "a": [source(None, "y", "INDIRECT", "CONDITIONAL", location="s3://bucket/t")],
+            "c": [],
+            "d": [source(f"inter/weather/2024-01-{day:02d}", "mm", "INDIRECT", "CONDITIONAL")
+                  for day in (3, 1, 2)] + [source("inter/zones", "id", asset="zones")],
+        },
+        "dataset": [source("inter/weather/2024-01-01", "day", "INDIRECT", "GROUP_BY")],
+        "complete": False,
+    }
+    table = column_lineage_table(described, columns=["a", "b", "c", "d"],
+                                 assets={f"inter/weather/2024-01-{day:02d}": "weather"
+                                         for day in (1, 2, 3)})
+    assert table_rows(table) == [
+        ("a", "s3://bucket/t", "y", "conditional"),
+        ("b", "source-data/raw/{x.csv … y.csv} (2)", "x", "transformation"),
+        ("c", "", "", "no input column"),
+        ("d", "weather (3 partitions)", "mm", "conditional"),
+        ("d", "zones", "id", "identity"),
+        ("(all rows)", "weather", "day", "group by"),
+        ("…", "", "", "incomplete: parts of the Spark plan were not understood")]
+    wide = {"columns": {f"c{i}": [source("r", f"c{i}", asset="up")] for i in range(30)},
+            "dataset": [], "complete": True}
+    bounded = [r.data for r in column_lineage_table(wide, max_rows=10).records]
+    assert len(bounded) == 10 and bounded[8]["output column"] == "c8"
+    assert bounded[-1]["kind"] == "21 more rows in dws/column_lineage"

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from dws_dagster import MissingPartitionError, dws_ref
 
 from .pipeline import io_manager, make_workspace
-from .test_io_manager import latest, root_cause
+from .test_io_manager import latest, root_cause, table_rows
 
 pytestmark = pytest.mark.spark
 
@@ -89,6 +89,19 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
     rows = spark.read.parquet(str(ws.local_path("intermediate-data/summary"))).collect()
     assert sorted((r.day, r["count"]) for r in rows) == [
         ("2024-01-01", 10), ("2024-01-02", 20), ("2024-01-03", 30)]
+    # The column lineage table names the partitions read as one input in one row.
+    table = latest(instance, "summary")["raw"]["dws/column_sources"]
+    assert ("day", "events (3 partitions)", "day", "identity") in table_rows(table)
+
+    # Partitions read by path (not as an input): named by the asset that wrote them.
+    @asset(metadata=dws_ref("intermediate-data", "by_path"))
+    def by_path() -> DataFrame:
+        paths = [str(ws.local_path(f"intermediate-data/events/{key}")) for key in keys]
+        return spark.read.parquet(*paths).select("day")
+
+    materialize([by_path], instance=instance, resources=resources)
+    table = latest(instance, "by_path")["raw"]["dws/column_sources"]
+    assert table_rows(table) == [("day", "events (3 partitions)", "day", "identity")]
 
 
 def test_a_partition_range_is_read_as_one_input(spark, pipeline_ws, instance):

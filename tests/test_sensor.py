@@ -4,6 +4,8 @@ backlogs, crashes and the sensor definition itself."""
 
 import gc
 import json
+import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from pyspark.sql import DataFrame
 from dws_dagster import WorkspaceResource, dws_metrics, dws_ref, lineage_sensor, process_events
 from dws_dagster.sensor import SensorConfigError, parse_cursor
 from tests.pipeline import build_assets, io_manager, make_workspace
+from tests.sensor_ticks import tick_sensors
 from tests.test_io_manager import run
 
 
@@ -283,6 +286,91 @@ def test_sensor_definition_ticks_with_its_cursor(spark, pipeline_ws, instance):
                                    resources={"workspace": resources["workspace"]})
     again = sensor(context)
     assert again.cursor == result.cursor
+
+
+SECRET = "tick-secret-do-not-leak"
+TICK_DEFINITIONS = """
+from dagster import Definitions
+from dws_dagster import WorkspaceResource, lineage_sensor
+
+defs = Definitions(sensors=[lineage_sensor(
+    workspace=WorkspaceResource(root={root!r}), time_budget_seconds=5)])
+"""
+
+
+def test_each_tick_shows_what_it_did_on_the_tick(spark, pipeline_ws, instance, clean_ol_env,
+                                                  monkeypatch, tmp_path):
+    """The daemon's evaluation stores the sensor's tick text as the tick's skip reason, the
+    text the UI shows for a tick: records applied, OpenLineage events spooled, delivered and
+    pending, and the last delivery error without the transport's secret."""
+    ws = pipeline_ws
+    with socket.socket() as sock:  # a port nobody listens on: the catalog is down
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OPENLINEAGE_API_KEY", SECRET)
+    run(scored_assets(), ws, instance)
+    definitions = tmp_path / "tick_definitions.py"
+    definitions.write_text(TICK_DEFINITIONS.format(root=str(ws.root)))
+
+    from dagster._core.scheduler.instigation import TickStatus
+
+    tick = tick_sensors(instance, definitions)["dws_lineage_sensor"]
+    assert tick.status == TickStatus.SKIPPED and parse_cursor(tick.cursor, sensor_name="s") > 0
+    text = tick.skip_reason
+    found = re.fullmatch(
+        r"Applied (\d+) events: 4 lineage records \((\d+) new to the store\), "
+        r"2 results\.json\. OpenLineage: (\d+) events spooled, 0 delivered, (\d+) pending; "
+        r"last delivery error: (.+); next attempt after \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.",
+        text)
+    assert found, text
+    events, new, spooled, pending, error = found.groups()
+    assert int(events) > 4 and int(new) == 2  # the results refs' metrics: the sensor adds them
+    assert int(spooled) == int(pending) > 0
+    assert str(port) in error and "Connection refused" in error and SECRET not in text
+
+    # The next tick, from the stored cursor: nothing new, the events still pending.
+    sensor = lineage_sensor(workspace=WorkspaceResource(root=str(ws.root)),
+                            time_budget_seconds=5)
+    again = sensor(build_sensor_context(instance=instance, cursor=tick.cursor))
+    assert again.cursor == tick.cursor
+    text = again.skip_reason.skip_message
+    assert text.startswith(f"No new events. OpenLineage: 0 events spooled, 0 delivered, "
+                           f"{pending} pending; last delivery error: "), text
+    assert SECRET not in text
+
+
+def test_tick_text_of_a_sensor_without_openlineage(spark, pipeline_ws, instance):
+    ws = pipeline_ws
+    run(scored_assets(), ws, instance)
+    outcome = process_events(instance, ws, snapshot_on_results=True, openlineage=False,
+                             batch_size=2, time_budget_seconds=0.001)
+    text = outcome.tick_text()
+    assert re.fullmatch(r"Applied 2 events: .*\. More events wait for the next tick\.", text), \
+        text
+    assert "OpenLineage" not in text
+    assert outcome.summary() == f"{text} (2 events in 1 batch, cursor {outcome.cursor})"
+    rest = process_events(instance, ws, after_storage_id=outcome.cursor,
+                          snapshot_on_results=True, openlineage=False)
+    assert re.fullmatch(r"Applied \d+ events: \d lineage records \(2 new to the store\), "
+                        r"2 results\.json, snapshot [0-9a-f]{12}\.", rest.tick_text()), \
+        rest.tick_text()
+
+
+def test_tick_text_shortens_a_long_delivery_error_and_redacts_it():
+    from dws_dagster.sensor import TICK_ERROR_CHARS, TickOutcome
+
+    error = "sending run x START failed: " + "retrying; " * 200 + "Connection refused"
+    text = TickOutcome(cursor=7, pending=3, last_delivery_error=error).tick_text()
+    assert text.startswith("No new events. OpenLineage: 0 events spooled, 0 delivered, "
+                           "3 pending; last delivery error: sending run x START failed: ")
+    assert " … " in text and text.endswith("retrying; retrying; Connection refused.")
+    assert len(text) < TICK_ERROR_CHARS + 200
+    leaked = TickOutcome(cursor=7, last_delivery_error="POST https://user:pa55word@catalog/x "
+                                                       "failed").tick_text()
+    assert "pa55word" not in leaked and "catalog/x failed" in leaked
+    paused = TickOutcome(cursor=7, pending=2, delivery_paused=True).tick_text()
+    assert paused.endswith("2 pending (the transport is disabled).")
 
 
 def test_bad_sensor_configuration_is_refused(tmp_path, instance):

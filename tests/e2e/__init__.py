@@ -1,1 +1,1 @@
-"""End-to-end tests: `dagster dev` serving the example project, driven in a headless browser."""
+"""End-to-end tests: `dg dev` serving the example project, driven in a headless browser."""

@@ -1,10 +1,12 @@
-"""Start and stop `dagster dev` (webserver and daemon) for end-to-end tests.
+"""Start and stop `dg dev` (webserver and daemon) for end-to-end tests.
 
-`dagster dev` started from a non-interactive process ignores SIGINT and SIGTERM (background jobs
-inherit SIGINT ignored, and Dagster maps SIGTERM to its SIGINT handler), so the child restores
-both to their defaults before exec, in a new session: the whole process group (webserver,
-daemon, code servers, run workers and their Spark JVMs) is then stopped with SIGTERM, and
-SIGKILL after a deadline. Every wait polls with a deadline.
+`dg dev -w workspace.yaml` is Dagster 1.13's dev server (`dagster dev` says "Use 'dg dev'
+instead"): given a workspace file it runs the same server as `dagster dev`, in its own process.
+Started from a non-interactive process it ignores SIGINT and SIGTERM (background jobs inherit
+SIGINT ignored, and Dagster maps SIGTERM to its SIGINT handler), so the child restores both to
+their defaults before exec, in a new session: the whole process group (webserver, daemon, code
+servers, run workers and their Spark JVMs) is then stopped with SIGTERM, and SIGKILL after a
+deadline. Every wait polls with a deadline.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,7 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,7 +37,7 @@ telemetry:
 
 
 class DagsterServerError(RuntimeError):
-    """`dagster dev` did not start, or stopped unexpectedly."""
+    """`dg dev` did not start, or stopped unexpectedly."""
 
 
 def poll(check: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.5,
@@ -77,7 +80,7 @@ def _group_alive(pgid: int) -> bool:
 
 @dataclass
 class DagsterServer:
-    """A running `dagster dev`; use it as a context manager, or call `stop()`."""
+    """A running `dg dev`; use it as a context manager, or call `stop()`."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -105,7 +108,7 @@ class DagsterServer:
     def check_running(self) -> None:
         code = self.process.poll()
         if code is not None:
-            raise DagsterServerError(f"dagster dev exited with code {code}; log "
+            raise DagsterServerError(f"dg dev exited with code {code}; log "
                                      f"{self.log_path}:\n{self.log_tail()}")
 
     def http_ok(self, path: str = "/server_info", timeout: float = 2.0) -> bool:
@@ -134,6 +137,17 @@ class DagsterServer:
         if payload.get("errors"):
             raise DagsterServerError(f"GraphQL errors: {payload['errors']}")
         return payload["data"]
+
+    def served_url(self) -> str | None:
+        """Where the webserver said it serves (its log's "Serving dagster-webserver on URL")."""
+        found = re.search(r"Serving dagster-webserver on (http://\S+?)(?: in process|\s|$)",
+                          self.log_tail(400))
+        return found[1] if found else None
+
+    def instance_info(self) -> str:
+        """The Dagster instance the server uses, as it describes itself (its storage folders
+        are in DAGSTER_HOME)."""
+        return self.graphql("query E2EInstance { instance { info } }")["instance"]["info"] or ""
 
     def wait_for_code_locations(self, timeout: float = 180.0) -> list[str]:
         """Poll until every code location has loaded; fail at once if one failed to load."""
@@ -175,7 +189,7 @@ class DagsterServer:
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM the whole process group, wait for it to go, SIGKILL what is left after
-        `timeout` seconds. Returns dagster dev's exit code (None if it had to be killed)."""
+        `timeout` seconds. Returns dg dev's exit code (None if it had to be killed)."""
         pgid = self.process.pid  # the session leader: its pid is the group id
         if _group_alive(pgid):
             with contextlib.suppress(ProcessLookupError):
@@ -197,20 +211,21 @@ class DagsterServer:
         return None
 
 
-def dagster_command() -> list[str]:
-    """`dagster` from this interpreter's environment."""
-    script = Path(sys.executable).with_name("dagster")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "dagster"]
+def dg_command() -> list[str]:
+    """`dg` (dagster-dg-cli) from this interpreter's environment."""
+    script = Path(sys.executable).with_name("dg")
+    return [str(script)] if script.is_file() else [
+        sys.executable, "-c", "from dagster_dg_cli.cli import main; main()"]
 
 
-def start_dagster_dev(repo_root: Path, *, home: Path, workspace_dir: Path, log_dir: Path,
-                      port: int | None = None, extra_env: Mapping[str, str] | None = None,
-                      workspace_file: str = "workspace.yaml",
-                      startup_timeout: float = 120.0) -> DagsterServer:
-    """Start `dagster dev -w workspace.yaml -h 127.0.0.1 -p PORT` in `repo_root` with
+def start_dg_dev(repo_root: Path, *, home: Path, workspace_dir: Path, log_dir: Path,
+                 port: int | None = None, extra_env: Mapping[str, str] | None = None,
+                 workspace_file: str = "workspace.yaml",
+                 startup_timeout: float = 120.0) -> DagsterServer:
+    """Start `dg dev -w workspace.yaml -h 127.0.0.1 -p PORT` in `repo_root` with
     DAGSTER_HOME=`home` (a `dagster.yaml` with telemetry disabled is written there),
     DWS_EXAMPLE_WORKSPACE=`workspace_dir` and SPARK_LOCAL_IP=127.0.0.1; its output goes to
-    `log_dir/dagster-dev.log`. Returns once the webserver answers HTTP."""
+    `log_dir/dg-dev.log`. Returns once the webserver answers HTTP."""
     home.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(DAGSTER_YAML, "utf-8")
@@ -223,17 +238,28 @@ def start_dagster_dev(repo_root: Path, *, home: Path, workspace_dir: Path, log_d
         "PYTHONUNBUFFERED": "1",
         **(extra_env or {}),
     }
-    # Keep this interpreter's environment first on PATH (dagster dev starts `python`,
+    # Keep this interpreter's environment first on PATH (dg dev starts `python`,
     # the code servers and the daemon, by sys.executable, but Spark looks for `java`).
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    log_path = log_dir / "dagster-dev.log"
-    command = [*dagster_command(), "dev", "-w", workspace_file, "-h", "127.0.0.1",
+    command = [*dg_command(), "dev", "-w", workspace_file, "-h", "127.0.0.1",
                "-p", str(port)]
+    return launch(command, cwd=repo_root, env=env, port=port, home=home,
+                  log_path=log_dir / "dg-dev.log", startup_timeout=startup_timeout)
+
+
+def launch(command: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], port: int,
+           home: Path, log_path: Path, startup_timeout: float = 120.0) -> DagsterServer:
+    """Start a dev server's `command` (a shell command line, if a string) serving on `port`
+    and its instance in `home`, in a new session with SIGINT and SIGTERM at their defaults;
+    its output goes to `log_path`. Returns once the webserver answers HTTP."""
+    argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+    shown = command if isinstance(command, str) else " ".join(command)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        log.write(f"$ {' '.join(command)}  (cwd {repo_root})\n".encode())
+        log.write(f"$ {shown}  (cwd {cwd})\n".encode())
         log.flush()
         process = subprocess.Popen(
-            command, cwd=repo_root, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=_restore_default_signals)
     server = DagsterServer(process=process, port=port, home=home, log_path=log_path, env=env)
@@ -246,9 +272,9 @@ def start_dagster_dev(repo_root: Path, *, home: Path, workspace_dir: Path, log_d
 
 
 @contextlib.contextmanager
-def dagster_dev(repo_root: Path, **kwargs: Any) -> Iterator[DagsterServer]:
-    """`start_dagster_dev(...)` as a context manager that always stops the server."""
-    server = start_dagster_dev(repo_root, **kwargs)
+def dg_dev(repo_root: Path, **kwargs: Any) -> Iterator[DagsterServer]:
+    """`start_dg_dev(...)` as a context manager that always stops the server."""
+    server = start_dg_dev(repo_root, **kwargs)
     try:
         yield server
     finally:

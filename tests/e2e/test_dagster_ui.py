@@ -1,17 +1,20 @@
 """The example project in the Dagster UI, end to end.
 
-`dagster dev -w workspace.yaml` (webserver and daemon) serves the example on a fresh instance and
-a fresh example workspace of the smallest size (`SMALL`); headless Chromium (Debian's, through
-Playwright) opens the asset graph, launches the forecast with its upstream taxi assets with the
-"Materialize all" button (a backfill of every month, which the daemon runs), and, once the
-forecast's run has succeeded, reads on the forecast's asset page the workspace ref, its version
-and the column schema, and in the run's event log the `dagster/column_lineage` entry (Dagster
-1.13's open-source UI shows column lineage nowhere else). Then the daemon's lineage sensor must
-have written the ref's lineage (with the metrics only it adds to results refs), `results.json`
-and an OpenLineage COMPLETE event for the forecast into the workspace.
+`dg dev -w workspace.yaml` (webserver and daemon, on 127.0.0.1, with the test's DAGSTER_HOME)
+serves the example on a fresh instance and a fresh example workspace of the smallest size
+(`SMALL`); headless Chromium (Debian's, through Playwright) opens the asset graph, launches the
+forecast with its upstream taxi assets with the "Materialize all" button (a backfill of every
+month, which the daemon runs), and, once the forecast's run has succeeded, reads on the
+forecast's asset page the workspace ref, its version, the column schema and the column lineage
+as a table (`dws/column_sources`: Dagster 1.13's open-source UI shows
+`dagster/column_lineage` only as JSON, in the run's event log, which is checked too). Then the
+daemon's lineage sensor must have written the ref's lineage (with the metrics only it adds to
+results refs), `results.json` and an OpenLineage COMPLETE event for the forecast into the
+workspace, and the sensor's page must show, where it lists the ticks, what a tick did (the
+tick's skip reason: on its status tag, and in its details).
 
-Screenshots, the Playwright trace of a failure, the `dagster dev` log and the runs' logs are
-kept in `test-artifacts/e2e/<test name>/`. Without Playwright or `/usr/bin/chromium` the test is
+Screenshots, the Playwright trace of a failure, the `dg dev` log and the runs' logs are kept in
+`test-artifacts/e2e/<test name>/`. Without Playwright or `/usr/bin/chromium` the test is
 skipped, unless `CI` is set: then it fails.
 """
 
@@ -36,7 +39,7 @@ from dws_dagster import ResourceRef, Workspace
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
 
-from .dagster_server import DagsterServer, dagster_dev, poll
+from .dagster_server import DagsterServer, dg_dev, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -94,12 +97,41 @@ query E2ELatestMaterialization($key: AssetKeyInput!) {
           ... on TableColumnLineageMetadataEntry {
             lineage { columnName columnDeps { assetKey { path } columnName } }
           }
+          ... on TableMetadataEntry { table { schema { columns { name } } records } }
         }
       }
     }
   }
 }
 """
+
+SENSOR = "dws_lineage_sensor"
+SENSORS_QUERY = """
+query E2ESensors {
+  repositoriesOrError {
+    __typename
+    ... on RepositoryConnection {
+      nodes { name location { name } sensors { name } }
+    }
+  }
+}
+"""
+SENSOR_TICKS_QUERY = """
+query E2ESensorTicks($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor { sensorState { ticks(limit: 100) { id status timestamp skipReason } } }
+  }
+}
+"""
+#: What a tick of the lineage sensor says it did (`TickOutcome.tick_text`), once the backfill's
+#: events are applied and their OpenLineage events written to the events file.
+APPLIED_TICK = re.compile(r"Applied \d+ events?: \d+ lineage records? \(\d+ new to the "
+                          r"store\).*\. OpenLineage: \d+ events? spooled, \d+ delivered, "
+                          r"0 pending\.")
+IDLE_TICK = re.compile(r"No new events\. OpenLineage: 0 events spooled, 0 delivered, "
+                       r"0 pending\.")
+LINEAGE_TABLE_COLUMNS = ["output column", "input asset", "input column", "kind"]
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -134,9 +166,21 @@ def artifacts(request: pytest.FixtureRequest) -> Path:
 class Evidence:
     """Screenshots of the steps and of a failure, in the artifacts folder."""
 
-    def __init__(self, page: Any, folder: Path) -> None:
+    def __init__(self, page: Any, folder: Path, *, show_nux: bool = False) -> None:
         self.page = page
         self.folder = folder
+        self.show_nux = show_nux
+
+    def goto(self, url: str) -> None:
+        """Open `url`; on a fresh instance, dismiss the dialog greeting the first visitor."""
+        from playwright.sync_api import expect
+
+        self.page.goto(url)
+        if self.show_nux:  # it shows after a second
+            nux = self.page.get_by_role("dialog").filter(has_text="Join the Dagster community")
+            nux.get_by_role("button", name="Skip").click()
+            expect(nux).to_be_hidden()
+            self.show_nux = False
 
     def screenshot(self, name: str) -> Path:
         path = self.folder / f"{name}.png"
@@ -152,6 +196,36 @@ class Evidence:
             with contextlib.suppress(Exception):
                 self.screenshot(f"failure-{name}")
             raise
+
+
+@contextlib.contextmanager
+def _browser(sync_playwright: Any, server: DagsterServer, artifacts: Path, trace: str
+             ) -> Iterator[tuple[Any, Evidence]]:
+    """A page of headless Chromium on the server, the first-visit dialog dismissed when it
+    shows; a failure leaves a screenshot and the Playwright trace `trace`."""
+    show_nux = server.graphql(SHOULD_SHOW_NUX_QUERY)["shouldShowNux"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1600, "height": 1100})
+        context.set_default_timeout(UI_TIMEOUT_MS)
+        context.tracing.start(screenshots=True, snapshots=True)
+        page = context.new_page()
+        evidence = Evidence(page, artifacts, show_nux=show_nux)
+        passed = False
+        try:
+            yield page, evidence
+            passed = True
+        finally:
+            if passed:
+                context.tracing.stop()
+            else:
+                with contextlib.suppress(Exception):
+                    evidence.screenshot("failure")
+                with contextlib.suppress(Exception):
+                    context.tracing.stop(path=str(artifacts / trace))
+            context.close()
+            browser.close()
 
 
 def _entries(materialization: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -253,13 +327,18 @@ def test_materialize_forecast_from_the_ui(sync_playwright: Any, tmp_path: Path,
     example = ensure_workspace(workspace_dir, SMALL)
     months = len(example.size.month_keys)
     try:
-        with dagster_dev(ROOT, home=home, workspace_dir=workspace_dir,
-                         log_dir=artifacts) as server:
+        with dg_dev(ROOT, home=home, workspace_dir=workspace_dir, log_dir=artifacts) as server:
             server.wait_for_code_locations()
-            clock.mark("dagster dev up")
+            # Loopback only, and the instance in the test's DAGSTER_HOME.
+            served = poll(server.served_url, timeout=30, what="the webserver's address")
+            assert served == f"http://127.0.0.1:{server.port}"
+            assert str(home) in server.instance_info()
+            clock.mark("dg dev up")
             materialized = _drive_the_ui(sync_playwright, server, artifacts, months, clock)
             _check_sensor_output(server, workspace_dir, materialized)
             clock.mark("lineage sensor output")
+            _check_sensor_ticks(sync_playwright, server, artifacts)
+            clock.mark("sensor ticks in the UI")
     finally:
         _keep_run_logs(home, artifacts)
         (artifacts / "timings.txt").write_text(clock.report() + "\n", "utf-8")
@@ -273,120 +352,126 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
     nodes = server.graphql(ASSET_NODES_QUERY)["assetNodes"]
     selected = [n for n in nodes if n["groupName"] in SELECTED_GROUPS]
     assert FORECAST_ASSET in {"/".join(n["assetKey"]["path"]) for n in selected}
-    show_nux = server.graphql(SHOULD_SHOW_NUX_QUERY)["shouldShowNux"]
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1600, "height": 1100})
-        context.set_default_timeout(UI_TIMEOUT_MS)
-        context.tracing.start(screenshots=True, snapshots=True)
-        page = context.new_page()
-        evidence = Evidence(page, artifacts)
-        passed = False
-        try:
-            # -- the asset graph, with the forecast and its upstream taxi assets selected
-            with evidence.step("asset-graph"):
-                query = urllib.parse.quote(SELECTION, safe="")
-                page.goto(f"{server.url}/asset-groups~{query}/")
-                if show_nux:  # a fresh instance greets its first visitor, after a second
-                    nux = page.get_by_role("dialog").filter(
-                        has_text="Join the Dagster community")
-                    nux.get_by_role("button", name="Skip").click()
-                    expect(nux).to_be_hidden()
-                materialize = page.get_by_role("button", name=re.compile(r"\bMaterialize all"))
-                expect(materialize).to_be_enabled()
-                evidence.screenshot("01-asset-graph")
+    with _browser(sync_playwright, server, artifacts, "playwright-trace.zip") as (
+            page, evidence):
+        # -- the asset graph, with the forecast and its upstream taxi assets selected
+        with evidence.step("asset-graph"):
+            query = urllib.parse.quote(SELECTION, safe="")
+            evidence.goto(f"{server.url}/asset-groups~{query}/")
+            materialize = page.get_by_role("button", name=re.compile(r"\bMaterialize all"))
+            expect(materialize).to_be_enabled()
+            evidence.screenshot("01-asset-graph")
 
-            # -- launch: "Materialize all" → (confirm unmaterialized upstream) → all months
-            with evidence.step("launch"):
-                materialize.click()
-                confirm = page.get_by_role("dialog").filter(has_text="Are you sure?")
-                launch = page.get_by_role("dialog").filter(
-                    has_text=re.compile(r"Launch runs to materialize \d+ assets"))
-                expect(confirm.or_(launch)).to_be_visible()
-                if confirm.is_visible():  # weather_raw, a dependency without data, is empty
-                    confirm.get_by_role("button", name="Confirm").click()
-                expect(launch).to_contain_text(f"Launch runs to materialize {len(selected)} "
-                                               "assets")
-                launch.get_by_role("button", name="All", exact=True).click()
-                expect(launch).to_contain_text(f"{months} partitions")
-                evidence.screenshot("02-launch-dialog")
-                launch.get_by_role("button", name="Launch backfill").click()
-                toast = page.get_by_text(re.compile(r"Created backfill \w+"))
-                expect(toast).to_be_visible()
-                backfill_id = re.search(r"Created backfill (\w+)", toast.inner_text())[1]
-            clock.mark("UI launch")
+        # -- launch: "Materialize all" → (confirm unmaterialized upstream) → all months
+        with evidence.step("launch"):
+            materialize.click()
+            confirm = page.get_by_role("dialog").filter(has_text="Are you sure?")
+            launch = page.get_by_role("dialog").filter(
+                has_text=re.compile(r"Launch runs to materialize \d+ assets"))
+            expect(confirm.or_(launch)).to_be_visible()
+            if confirm.is_visible():  # weather_raw, a dependency without data, is empty
+                confirm.get_by_role("button", name="Confirm").click()
+            expect(launch).to_contain_text(f"Launch runs to materialize {len(selected)} "
+                                           "assets")
+            launch.get_by_role("button", name="All", exact=True).click()
+            expect(launch).to_contain_text(f"{months} partitions")
+            evidence.screenshot("02-launch-dialog")
+            launch.get_by_role("button", name="Launch backfill").click()
+            toast = page.get_by_text(re.compile(r"Created backfill \w+"))
+            expect(toast).to_be_visible()
+            backfill_id = re.search(r"Created backfill (\w+)", toast.inner_text())[1]
+        clock.mark("UI launch")
 
-            # -- wait for the forecast's run (GraphQL), then see it succeeded in the UI
-            run_id = _wait_for_forecast_run(server, backfill_id)
-            clock.mark("backfill to forecast success")
-            with evidence.step("run-page"):
-                page.goto(f"{server.url}/runs/{run_id}")
-                expect(page.get_by_text("Success", exact=True).first).to_be_visible()
+        # -- wait for the forecast's run (GraphQL), then see it succeeded in the UI
+        run_id = _wait_for_forecast_run(server, backfill_id)
+        clock.mark("backfill to forecast success")
+        with evidence.step("run-page"):
+            page.goto(f"{server.url}/runs/{run_id}")
+            expect(page.get_by_text("Success", exact=True).first).to_be_visible()
 
-            materialization = server.graphql(
-                MATERIALIZATION_QUERY, {"key": {"path": [FORECAST_ASSET]}}
-            )["assetOrError"]["assetMaterializations"][0]
-            assert materialization["runId"] == run_id
-            entries = _entries(materialization)
-            assert entries["dws/ref"]["text"] == FORECAST_REF
-            version = entries["dws/version"]["text"]
-            schema = [(c["name"], c["type"])
-                      for c in entries["dagster/column_schema"]["schema"]["columns"]]
-            lineage = _strip_typenames(entries["dagster/column_lineage"]["lineage"])
-            assert schema and lineage
+        materialization = server.graphql(
+            MATERIALIZATION_QUERY, {"key": {"path": [FORECAST_ASSET]}}
+        )["assetOrError"]["assetMaterializations"][0]
+        assert materialization["runId"] == run_id
+        entries = _entries(materialization)
+        assert entries["dws/ref"]["text"] == FORECAST_REF
+        version = entries["dws/version"]["text"]
+        schema = [(c["name"], c["type"])
+                  for c in entries["dagster/column_schema"]["schema"]["columns"]]
+        lineage = _strip_typenames(entries["dagster/column_lineage"]["lineage"])
+        assert schema and lineage
+        lineage_table = entries["dws/column_sources"]["table"]
+        assert [c["name"] for c in lineage_table["schema"]["columns"]] \
+            == LINEAGE_TABLE_COLUMNS
+        lineage_rows = [tuple(json.loads(record)[name] for name in LINEAGE_TABLE_COLUMNS)
+                        for record in lineage_table["records"]]
+        assert ("forecast", "training_data", "rides_week_before", "transformation") \
+            in lineage_rows
 
-            # -- the forecast's asset page: ref, version, column schema
-            with evidence.step("asset-page"):
-                page.goto(f"{server.url}/assets/{FORECAST_ASSET}")
-                ref_row = page.locator("tr", has=page.get_by_text("dws/ref", exact=True)).last
-                version_row = page.locator(
-                    "tr", has=page.get_by_text("dws/version", exact=True)).last
-                expect(ref_row).to_contain_text(FORECAST_REF)
-                expect(version_row).to_contain_text(version)
-                assert ref_row.locator("td").last.inner_text().strip() == FORECAST_REF
-                assert version_row.locator("td").last.inner_text().strip() == version
-                columns = page.locator("table", has=page.get_by_text("Column name", exact=True))
-                expect(columns.locator("tbody tr")).to_have_count(len(schema))
-                shown = [tuple(cell.inner_text().strip().splitlines()[0]
-                               for cell in row.locator("td").all()[:2])
-                         for row in columns.locator("tbody tr").all()]
-                assert shown == schema, f"Columns section shows {shown}, expected {schema}"
-                evidence.screenshot("03-forecast-asset-page")
-                ref_row.scroll_into_view_if_needed()
-                evidence.screenshot("04-forecast-asset-metadata")
+        # -- the forecast's asset page: ref, version, column schema
+        with evidence.step("asset-page"):
+            page.goto(f"{server.url}/assets/{FORECAST_ASSET}")
+            ref_row = page.locator("tr", has=page.get_by_text("dws/ref", exact=True)).last
+            version_row = page.locator(
+                "tr", has=page.get_by_text("dws/version", exact=True)).last
+            expect(ref_row).to_contain_text(FORECAST_REF)
+            expect(version_row).to_contain_text(version)
+            assert ref_row.locator("td").last.inner_text().strip() == FORECAST_REF
+            assert version_row.locator("td").last.inner_text().strip() == version
+            columns = page.locator("table", has=page.get_by_text("Column name", exact=True))
+            expect(columns.locator("tbody tr")).to_have_count(len(schema))
+            shown = [tuple(cell.inner_text().strip().splitlines()[0]
+                           for cell in row.locator("td").all()[:2])
+                     for row in columns.locator("tbody tr").all()]
+            assert shown == schema, f"Columns section shows {shown}, expected {schema}"
+            evidence.screenshot("03-forecast-asset-page")
+            ref_row.scroll_into_view_if_needed()
+            evidence.screenshot("04-forecast-asset-metadata")
 
-            # -- column lineage: Dagster 1.13's open-source UI hides `dagster/column_lineage`
-            #    on asset pages and shows it in the run's event log, on the materialization
-            with evidence.step("column-lineage"):
-                logs = urllib.parse.quote(f"step:{FORECAST_ASSET}|type:ASSET_MATERIALIZATION")
-                page.goto(f"{server.url}/runs/{run_id}?logs={logs}")
-                row = page.locator("tr", has=page.get_by_text("dagster/column_lineage",
-                                                                 exact=True)).last
-                row.get_by_text("[Show JSON]").click()
-                dialog = page.get_by_role("dialog").filter(has_text="dagster/column_lineage")
-                expect(dialog).to_contain_text("columnDeps")
-                evidence.screenshot("05-forecast-column-lineage")
-                text = dialog.inner_text()
-                shown_lineage = _lineage_pairs(_strip_typenames(
-                    json.loads(text[text.index("["):text.rindex("]") + 1])))
-                assert shown_lineage == _lineage_pairs(lineage)
-                assert set(shown_lineage) == {name for name, _ in schema}
-                # Each forecast comes from the ride count a week before, in training_data.
-                assert ("training_data", "rides_week_before") in shown_lineage["forecast"]
-            clock.mark("UI checks")
-            passed = True
-        finally:
-            if passed:
-                context.tracing.stop()
-            else:
-                with contextlib.suppress(Exception):
-                    evidence.screenshot("failure")
-                with contextlib.suppress(Exception):
-                    context.tracing.stop(path=str(artifacts / "playwright-trace.zip"))
-            context.close()
-            browser.close()
+        # -- the column lineage on the asset page, as a table (not behind [Show JSON])
+        with evidence.step("column-lineage-table"):
+            entry = page.locator("tr", has=page.get_by_text("dws/column_sources",
+                                                            exact=True)).last
+            label, value = entry.locator(":scope > td").first, entry.locator(":scope > td").last
+            table = value.locator("table")
+            # Scrolled to by its label, at the left: the page scrolls down, not sideways.
+            label.scroll_into_view_if_needed()
+            expect(label).to_be_in_viewport(ratio=1)
+            expect(table).to_be_visible()
+            expect(table).to_be_in_viewport()
+            expect(value).not_to_contain_text("[Show JSON]")
+            headers = [cell.inner_text().strip() for cell in table.locator("th").all()]
+            assert headers == LINEAGE_TABLE_COLUMNS
+            shown = [tuple(cell.inner_text().strip() for cell in row.locator("td").all())
+                     for row in table.locator("tbody tr").all()]
+            assert shown == lineage_rows, f"the table shows {shown}"
+            # Readable as it is: every column whole, none cut off at the page's edge or the
+            # metadata panel's (which would need scrolling sideways).
+            for cell in [*table.locator("th").all(), *table.locator("tbody tr").first
+                         .locator("td").all()]:
+                expect(cell).to_be_in_viewport(ratio=1)
+            evidence.screenshot("05-forecast-column-lineage-table")
+
+        # -- column lineage: Dagster 1.13's open-source UI hides `dagster/column_lineage`
+        #    on asset pages and shows it in the run's event log, on the materialization
+        with evidence.step("column-lineage"):
+            logs = urllib.parse.quote(f"step:{FORECAST_ASSET}|type:ASSET_MATERIALIZATION")
+            page.goto(f"{server.url}/runs/{run_id}?logs={logs}")
+            row = page.locator("tr", has=page.get_by_text("dagster/column_lineage",
+                                                             exact=True)).last
+            row.get_by_text("[Show JSON]").click()
+            dialog = page.get_by_role("dialog").filter(has_text="dagster/column_lineage")
+            expect(dialog).to_contain_text("columnDeps")
+            evidence.screenshot("06-forecast-column-lineage-json")
+            text = dialog.inner_text()
+            shown_lineage = _lineage_pairs(_strip_typenames(
+                json.loads(text[text.index("["):text.rindex("]") + 1])))
+            assert shown_lineage == _lineage_pairs(lineage)
+            assert set(shown_lineage) == {name for name, _ in schema}
+            # Each forecast comes from the ride count a week before, in training_data.
+            assert ("training_data", "rides_week_before") in shown_lineage["forecast"]
+        clock.mark("UI checks")
     return Materialized(backfill_id, run_id, version, schema)
 
 
@@ -438,3 +523,59 @@ def _check_sensor_output(server: DagsterServer, workspace_dir: Path,
     assert [(f["name"], f["type"]) for f in output["facets"]["schema"]["fields"]] \
         == materialized.schema
     assert "columnLineage" in output["facets"]
+
+
+def _check_sensor_ticks(sync_playwright: Any, server: DagsterServer, artifacts: Path) -> None:
+    """Every tick of the lineage sensor says what it did (Dagster keeps it as the tick's skip
+    reason), and the sensor's page shows it where it lists the ticks: on the status tag of a
+    tick ("0 runs requested": the sensor requests no runs) and in the tick's details."""
+    from playwright.sync_api import expect
+
+    repositories = server.graphql(SENSORS_QUERY)["repositoriesOrError"]["nodes"]
+    (repository,) = [r for r in repositories if SENSOR in {s["name"] for s in r["sensors"]}]
+    selector = {"repositoryName": repository["name"],
+                "repositoryLocationName": repository["location"]["name"], "sensorName": SENSOR}
+    data = server.graphql(SENSOR_TICKS_QUERY, {"selector": selector})["sensorOrError"]
+    ticks = data["sensorState"]["ticks"]
+    texts = [t["skipReason"] for t in ticks if t["status"] == "SKIPPED"]
+    assert texts and len(texts) == len(ticks), ticks  # no failed tick, each one says something
+    assert all(APPLIED_TICK.fullmatch(t) or IDLE_TICK.fullmatch(t) for t in texts), texts
+    assert any(APPLIED_TICK.fullmatch(t) for t in texts), texts
+
+    page_url = (f"{server.url}/locations/{repository['name']}@"
+                f"{repository['location']['name']}/sensors/{SENSOR}")
+    with _browser(sync_playwright, server, artifacts, "playwright-trace-ticks.zip") as (
+            page, evidence), evidence.step("sensor-ticks"):
+        evidence.goto(page_url)
+        rows = page.locator("table", has=page.get_by_role("columnheader", name="Result")) \
+            .locator("tbody tr")
+        expect(rows.first).to_be_visible()
+        tooltip = page.get_by_role("tooltip")
+        found = None
+        for index in range(rows.count()):
+            row = rows.nth(index)
+            row.locator("td").nth(1).get_by_text("0 runs requested").hover()
+            expect(tooltip).to_be_visible()
+            text = tooltip.inner_text().strip()
+            assert APPLIED_TICK.fullmatch(text) or IDLE_TICK.fullmatch(text), text
+            if APPLIED_TICK.fullmatch(text):
+                # The element with the role is a hidden copy for screen readers, inside the
+                # tooltip people see.
+                expect(tooltip.locator("xpath=..")).to_be_in_viewport()
+                found = (row.locator("td").first.inner_text().strip(), text)
+                evidence.screenshot("07-sensor-tick-list")
+                break
+            page.keyboard.press("Escape")
+            page.mouse.move(0, 0)
+            expect(tooltip).to_be_hidden()
+        assert found is not None, "no tick in the list says it applied events"
+        timestamp, text = found
+        page.keyboard.press("Escape")
+        page.mouse.move(0, 0)
+        expect(tooltip).to_be_hidden()
+        # The same text in the tick's details (new ticks may have moved its row down).
+        row = rows.filter(has=page.get_by_text(timestamp, exact=True)).first
+        row.locator("td").nth(4).get_by_role("button", name="0 runs requested").click()
+        dialog = page.get_by_role("dialog").filter(has_text="Skip reason:")
+        expect(dialog).to_contain_text(f"Skip reason: {text}")
+        evidence.screenshot("08-sensor-tick-details")
