@@ -31,7 +31,6 @@ from . import dagster_compat
 from .bindings import Binding, BindingError, binding_from_metadata, is_hive_style
 from .errors import DwsError
 from .materialization import (
-    META_COLUMN_LINEAGE,
     META_COLUMN_SOURCES,
     META_INPUT_SCHEMAS,
     META_REF_ROOT,
@@ -48,7 +47,13 @@ from .spark.remote_data import HadoopData
 from .workspace import snapshot_data
 from .workspace.config import RemoteDataError, Workspace
 from .workspace.gitinfo import git_commit
-from .workspace.records import LineageRecord, StepInfo, now_iso, sanitize_parameters
+from .workspace.records import (
+    COLUMN_LINEAGE_KEY,
+    LineageRecord,
+    StepInfo,
+    now_iso,
+    sanitize_parameters,
+)
 from .workspace.redaction import redact_text, secret_values
 from .workspace.refs import ResourceRef
 from .workspace.remote import KEEP_VERSIONS_KEY, kept_location, kept_versions, prunable
@@ -194,6 +199,10 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         provenance = store.begin_step(asset, claims=[ref], inputs=inputs, lock=True).provenance
         step = StepInfo(name=asset, kind=STEP_KIND, run_id=context.run_id, partition=partition,
                         code_version=_code_version(context), git_commit=git_commit(ws.root))
+        # Column lineage is part of the record (the lineage page and `lineage` read it from
+        # the store), described once for the record and the metadata alike.
+        direct, described = _describe_lineage(plan, ws, input_assets) if plan is not None \
+            else (None, None)
         built: list[LineageRecord] = []
 
         def lineage(version: str, rows: int) -> dict[str, Any]:
@@ -202,6 +211,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 inputs=inputs, provenance={**provenance, str(ref): version},
                 start_time=reads.started, end_time=now_iso(),
                 extra={"format": binding.format, "rows": rows,
+                       **({} if described is None else {COLUMN_LINEAGE_KEY: described}),
                        **({} if remote_kept is None
                           else {KEEP_VERSIONS_KEY: self.keep_versions})}))
             return built[-1].to_json()
@@ -232,7 +242,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             self._prune_remote_kept(ws, ref, obj.sparkSession, context.log.warning)
         metadata = lineage_metadata(record, fmt=binding.format, input_assets=input_assets,
                                     workspace=ws.name)
-        metadata.update(self._table_metadata(obj, result, plan, input_assets, ws))
+        metadata.update(self._table_metadata(obj, result, plan, direct, described, ws))
         if partition is not None:  # events name the asset by its root, the partition apart
             metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
         context.add_output_metadata(metadata)
@@ -314,8 +324,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                              "'dws-dagster gc' frees them later"))
 
     def _table_metadata(self, df: DataFrame, result: storage.WriteResult,
-                        plan: PlanLineage | None, input_assets: Mapping[str, str],
-                        ws: Workspace) -> dict[str, Any]:
+                        plan: PlanLineage | None,
+                        direct: Mapping[str, list[tuple[str, str]]] | None,
+                        described: Mapping[str, Any] | None, ws: Workspace) -> dict[str, Any]:
         fields = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
         uri = result.location if not storage.is_local(result.location) \
             else f"file://{result.location}"
@@ -326,14 +337,13 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         }
         if result.size_bytes is not None:
             metadata["dws/size_bytes"] = MetadataValue.int(result.size_bytes)
-        if plan is not None:
-            direct, described = _describe_lineage(plan, ws, input_assets)
+        if plan is not None and direct is not None and described is not None:
             metadata["dagster/column_lineage"] = column_lineage(direct)
             # Open-source Dagster shows column lineage only as JSON: a table beside it.
             metadata[META_COLUMN_SOURCES] = column_lineage_table(
                 described, columns=[name for name, _, _ in fields],
                 assets=_writing_assets(ws, described))
-            metadata[META_COLUMN_LINEAGE] = MetadataValue.json(described)
+            # (dws/column_lineage itself comes with the record: `lineage_metadata`.)
             schemas = _input_schemas(plan, ws)
             if schemas:
                 metadata[META_INPUT_SCHEMAS] = MetadataValue.json(schemas)

@@ -23,7 +23,8 @@ from dagster import (
 )
 
 from .bindings import metadata_value
-from .workspace.records import LineageRecord, StepInfo
+from .workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
+from .workspace.remote import KEEP_VERSIONS_KEY
 
 STEP_KIND = "dagster-asset"
 
@@ -45,6 +46,8 @@ META_INPUT_SCHEMAS = "dws/input_schemas"
 #: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
 META_REF_ROOT = "dws/ref_root"
 META_WORKSPACE = "dws/workspace"
+#: the writer's `keep_versions` for a remote ref (gc frees its kept versions by it)
+META_KEEP_VERSIONS = "dws/keep_versions"
 
 
 def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[str, str],
@@ -71,6 +74,10 @@ def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[s
         metadata[META_CODE_VERSION] = MetadataValue.text(step.code_version)
     if step is not None and step.git_commit:
         metadata[META_GIT_COMMIT] = MetadataValue.text(step.git_commit)
+    if COLUMN_LINEAGE_KEY in record.extra:
+        metadata[META_COLUMN_LINEAGE] = MetadataValue.json(record.extra[COLUMN_LINEAGE_KEY])
+    if KEEP_VERSIONS_KEY in record.extra:
+        metadata[META_KEEP_VERSIONS] = MetadataValue.int(record.extra[KEEP_VERSIONS_KEY])
     return metadata
 
 
@@ -89,6 +96,12 @@ def record_from_metadata(metadata: Mapping[str, Any], *, asset: str, run_id: str
     rows = metadata_value(metadata.get("dagster/row_count"))
     if rows is not None:
         extra["rows"] = int(rows)
+    described = metadata_value(metadata.get(META_COLUMN_LINEAGE))
+    if isinstance(described, dict):
+        extra[COLUMN_LINEAGE_KEY] = described
+    keep = metadata_value(metadata.get(META_KEEP_VERSIONS))
+    if type(keep) is int:
+        extra[KEEP_VERSIONS_KEY] = keep
     return LineageRecord(
         ref=ref, version=version, status=status, step=step,
         parameters=metadata_value(metadata.get(META_PARAMETERS)) or {},

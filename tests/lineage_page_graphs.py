@@ -18,8 +18,7 @@ from typing import Any
 
 from dws_dagster.workspace.config import Workspace
 from dws_dagster.workspace.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
-from dws_dagster.workspace.lineage_page import COLUMN_LINEAGE_KEY
-from dws_dagster.workspace.records import LineageRecord, StepInfo
+from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
 
 FORECAST_REF = "results/forecast"
 WEATHER_DAYS = [(dt.date(2024, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(62)]

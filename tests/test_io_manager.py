@@ -30,7 +30,7 @@ from dws_dagster import (
     Workspace,
     dws_ref,
 )
-from dws_dagster.materialization import column_lineage_table
+from dws_dagster.materialization import column_lineage_table, record_from_metadata
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import restore_snapshot, take_snapshot
@@ -160,6 +160,12 @@ def test_materialize_records_every_metadata_key_and_the_data(spark, pipeline_ws,
     record = state.lineage_record()
     assert record.step.name == "hourly" and record.step.run_id == result.run_id
     assert dict(record.inputs) == {"intermediate-data/enriched": enriched["dws/version"]}
+    # Its column lineage too (what the lineage page draws), the very description of the
+    # metadata; and the metadata rebuilds the record exactly, as the lineage sensor does.
+    assert record.extra["column_lineage"] == meta["dws/column_lineage"]
+    rebuilt = record_from_metadata(hourly["raw"], asset="hourly", run_id=result.run_id,
+                                   partition=None)
+    assert rebuilt is not None and rebuilt.to_json() == record.to_json()
 
 
 def test_unchanged_rematerialization_keeps_versions_and_freshness(spark, pipeline_ws,

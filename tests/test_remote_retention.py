@@ -18,10 +18,11 @@ from typing import Any
 
 import orjson
 import pytest
-from dagster import asset, materialize
+from dagster import AssetKey, asset, materialize
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.errors import SnapshotRestoreError, WorkspaceConfigError
+from dws_dagster.materialization import record_from_metadata
 from dws_dagster.spark.remote_data import HadoopData
 from dws_dagster.workspace.config import RESTORE_INTENT_FILE
 from dws_dagster.workspace.garbage import collect_garbage
@@ -127,6 +128,14 @@ def test_keep_versions_is_the_policy_beyond_snapshots_and_gc_follows_it(
     versions = [_materialize(ws, spark, instance, rows, keep_versions=2) for rows in (1, 2, 3, 4)]
     remote = HadoopData(spark)
     assert kept_versions(remote, lake[0], "counts") == versions[1:3]  # oldest first
+    # The policy is in the record, and in the metadata that rebuilds it (the sensor's path).
+    record = ws.store.get(REF).lineage_record()
+    assert record.extra["keep_versions"] == 2
+    event = instance.get_latest_materialization_event(AssetKey("counts"))
+    metadata = event.asset_materialization.metadata
+    rebuilt = record_from_metadata(metadata, asset="counts", run_id=event.run_id,
+                                   partition=None)
+    assert rebuilt is not None and rebuilt.to_json() == record.to_json()
     assert collect_garbage(ws, remote=remote).remote_versions == []  # the writer keeps 2
     _materialize(ws, spark, instance, 5)  # keep_versions=0 from now on
     assert _kept(folder) == set()

@@ -30,16 +30,13 @@ import orjson
 
 from ..errors import DwsError
 from .graph_model import GraphNode, LineageGraph
+from .records import COLUMN_LINEAGE_KEY
 from .redaction import redact_text
 
 __all__ = ["COLUMN_LINEAGE_KEY", "PAGE_FORMAT", "page_data", "render_page"]
 
 #: Version of the embedded JSON's layout, for tools that read it out of a page.
 PAGE_FORMAT = 1
-#: The key of a lineage record's `extra` that holds its column lineage: `{"columns": {output
-#: column: [{"ref", "column", "kind", "subtype"}, ...]}, "dataset": [...]}`, as the Spark IO
-#: manager describes it in its `dws/column_lineage` metadata.
-COLUMN_LINEAGE_KEY = "column_lineage"
 #: Display statuses of a partition or version, in the order the status bar draws them.
 STATUSES = ("ok", "failed", "unknown", "stale", "source", "missing", "other")
 _STATUS_INDEX = {name: index for index, name in enumerate(STATUSES)}

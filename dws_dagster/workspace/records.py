@@ -19,6 +19,10 @@ from .redaction import REDACTED, is_secret_name, redact_command_line, redact_tex
 from .refs import ResourceRef
 
 RECORD_FORMAT = 1
+#: The key of a lineage record's `extra` that holds its column lineage: `{"columns": {output
+#: column: [{"ref", "column", "kind", "subtype"}, ...]}, "dataset": [...], "complete"}`, as the
+#: Spark IO manager describes it (also its `dws/column_lineage` metadata).
+COLUMN_LINEAGE_KEY = "column_lineage"
 MAX_PARAMETER_BYTES = 64 * 1024
 MAX_PARAMETERS_BYTES = 256 * 1024
 #: How deep a parameter's value may nest (dicts and lists within each other): deeper values
