@@ -331,3 +331,49 @@ def test_a_large_graph_opens_with_the_focus_in_view(open_page: Any) -> None:
     timings = p.evaluate("window.lineagePage.timings")
     print(f"50 assets x 200 partitions: page script {timings['total']:.0f} ms "
           f"(layout {timings['layout']:.0f} ms)")
+
+
+def test_the_demos_own_page_as_a_person_sees_it(browser: Any, artifacts: Path,
+                                                tmp_path: Path) -> None:
+    """The page `./dev demo` writes, from lineage the Spark IO manager recorded in real
+    Dagster runs (not a graph built for the test): the forecast in view, partitions grouped,
+    a column of the forecast traced to its upstream columns across assets."""
+    import subprocess
+    import sys
+
+    from playwright.sync_api import expect
+
+    target = tmp_path / "demo"
+    done = subprocess.run([sys.executable, "-m", "dws_dagster.cli", "demo", str(target),
+                           "--small"], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    page = Page(browser, (target / "lineage.html").read_text(encoding="utf-8"), artifacts)
+    p = page.page
+    page.screenshot("01-open")
+    focus = p.locator(".node.focus")
+    expect(focus.locator(".title")).to_have_text("yellow_rides_hourly_forecast")
+    assert page.in_view(focus)
+    # One node per asset: 15 weather days and 2 taxi months, each one node saying so.
+    expect(page.node("weather_raw")).to_contain_text("15 partitions")
+    expect(page.node("yellow_taxi_raw")).to_contain_text("2 partitions")
+    assert p.locator(".node").count() <= 12
+    assert page.overlapping_nodes() == []
+    # The forecast's `forecast` column: computed from the training data's columns, which
+    # come from the hourly actuals and the weather (`use_weather`).
+    focus.locator(".cols-btn").click()
+    focus.locator('.col[data-col="forecast"]').click()
+    selected = focus.locator(".col.sel")
+    expect(selected).to_have_attribute("data-col", "forecast")
+    # The name stays readable beside a long derivation (which gives way, cut short).
+    name = selected.locator(".name")
+    assert name.evaluate("e => e.scrollWidth <= e.clientWidth") and name.inner_text() \
+        == "forecast"
+    training = page.node("training_data")
+    assert "on-path" in (training.get_attribute("class") or "")
+    upstream = training.locator(".col.up")
+    expect(upstream.first).to_be_visible()
+    assert page.style(upstream.first, "backgroundColor") == UP_BACKGROUND
+    assert p.locator(".node.on-path").count() >= 4  # back through actuals and weather
+    page.screenshot("02-forecast-column-upstream")
+    page.close()

@@ -268,7 +268,11 @@
       li.title = colLabel(g, c) + " — click to trace its lineage";
       li.appendChild(el("span", "name", c));
       var how = howText(g, c);
-      if (how) li.appendChild(el("span", "how", how));
+      if (how) {
+        var howEl = el("span", "how", how);
+        howEl.title = how;
+        li.appendChild(howEl);
+      }
       list.appendChild(li);
     });
     if (picked.length < d.columns.length) {
