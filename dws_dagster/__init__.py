@@ -33,6 +33,12 @@ _EXPORTS = {
     "LineageApiError": "dws_dagster.errors",
     "WorkspaceConfigError": "dws_dagster.errors",
     "WorkspaceNotFoundError": "dws_dagster.errors",
+    "WorkspaceWriteError": "dws_dagster.workspace.files",
+    "StoreUnavailableError": "dws_dagster.workspace.db.database",
+    "StoreLockError": "dws_dagster.workspace.db.database",
+    "NoLineageError": "dws_dagster.workspace.graph",
+    "SpecialFileWarning": "dws_dagster.workspace.versions",
+    "TransportConfigError": "dws_dagster.ol.transport",
     "SparkWorkspaceIOManager": "dws_dagster.io_manager",
     "OutputTypeError": "dws_dagster.io_manager",
     "MissingPartitionError": "dws_dagster.io_manager",
@@ -47,7 +53,49 @@ _EXPORTS = {
     "process_events": "dws_dagster.sensor",
 }
 
-__all__ = sorted(_EXPORTS)
+#: Literal, for type checkers and readers; tests/test_public_api.py checks it against
+#: `_EXPORTS` and the imports below.
+__all__ = [
+    "BindingError",
+    "DwsError",
+    "InvalidParameterError",
+    "InvalidResourceRefError",
+    "Lineage",
+    "LineageApiError",
+    "LineageBuilder",
+    "LineageConflictError",
+    "LineageConsistencyError",
+    "LineageRecord",
+    "MissingPartitionError",
+    "NoLineageError",
+    "OutputTypeError",
+    "Resource",
+    "ResourceRef",
+    "ResultsLineage",
+    "RetentionError",
+    "SchemaDriftError",
+    "SnapshotError",
+    "SnapshotNotFoundError",
+    "SnapshotRestoreError",
+    "SparkWorkspaceIOManager",
+    "SpecialFileWarning",
+    "StoreLockError",
+    "StoreUnavailableError",
+    "TransportConfigError",
+    "UnknownRefStateError",
+    "UnknownResourceError",
+    "Workspace",
+    "WorkspaceConfigError",
+    "WorkspaceNotFoundError",
+    "WorkspaceResource",
+    "WorkspaceWriteError",
+    "check_definitions",
+    "dws_metrics",
+    "dws_ref",
+    "dws_source_asset",
+    "lineage_sensor",
+    "process_events",
+]
 
 if TYPE_CHECKING:
     from .bindings import BindingError, dws_ref
@@ -70,14 +118,19 @@ if TYPE_CHECKING:
     )
     from .io_manager import MissingPartitionError, OutputTypeError, SparkWorkspaceIOManager
     from .materialization import dws_metrics
+    from .ol.transport import TransportConfigError
     from .resources import WorkspaceResource
     from .schema_drift import SchemaDriftError
     from .sensor import lineage_sensor, process_events
     from .source_assets import dws_source_asset
     from .workspace.config import Resource, Workspace
+    from .workspace.db.database import StoreLockError, StoreUnavailableError
+    from .workspace.files import WorkspaceWriteError
+    from .workspace.graph import NoLineageError
     from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
     from .workspace.records import LineageRecord
     from .workspace.refs import ResourceRef
+    from .workspace.versions import SpecialFileWarning
 
 
 def __getattr__(name: str) -> Any:

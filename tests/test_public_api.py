@@ -1,0 +1,79 @@
+"""The public surface: what `from dws_dagster import …` offers, kept in one list.
+
+`dws_dagster/__init__.py` names each export three times — the lazy table that imports it on
+first use, the literal `__all__` type checkers and readers see, and the imports under
+`TYPE_CHECKING` — so they are checked against each other here, and every error the
+documentation tells users to catch must be importable from the package.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import dws_dagster
+
+ROOT = Path(__file__).resolve().parent.parent
+INIT = ROOT / "dws_dagster" / "__init__.py"
+
+
+def _type_checking_imports() -> set[str]:
+    tree = ast.parse(INIT.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+                and node.test.id == "TYPE_CHECKING":
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom):
+                    names.update(alias.asname or alias.name for alias in stmt.names)
+    return names
+
+
+def _literal_all() -> list[str]:
+    tree = ast.parse(INIT.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            assert isinstance(node.value, ast.List), "__all__ must be a literal list"
+            return [ast.literal_eval(item) for item in node.value.elts]
+    raise AssertionError("no __all__ in dws_dagster/__init__.py")
+
+
+def test_all_is_a_literal_list_of_the_lazy_table_and_the_typing_imports() -> None:
+    exported = _literal_all()
+    assert exported == sorted(exported)
+    assert set(exported) == set(dws_dagster._EXPORTS) == _type_checking_imports()
+    assert dws_dagster.__all__ == exported
+
+
+def test_every_export_is_the_object_its_module_defines() -> None:
+    for name, module in dws_dagster._EXPORTS.items():
+        assert getattr(dws_dagster, name) is getattr(importlib.import_module(module), name)
+
+
+def test_every_error_the_documentation_names_is_exported() -> None:
+    text = "\n".join(p.read_text() for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+    documented = set(re.findall(r"`(\w+(?:Error|Warning))`", text)) - set(dir(builtins))
+    assert documented, "the documentation names no errors"
+    missing = sorted(documented - set(dws_dagster.__all__))
+    assert missing == [], f"documented but not importable from dws_dagster: {missing}"
+    for name in documented:
+        value = getattr(dws_dagster, name)
+        assert issubclass(value, (dws_dagster.DwsError, Warning)), name
+
+
+def test_the_package_declares_its_type_hints() -> None:
+    assert (ROOT / "dws_dagster" / "py.typed").is_file()
+
+
+def test_importing_the_package_imports_neither_dagster_nor_spark() -> None:
+    code = ("import sys, dws_dagster; from dws_dagster import ResourceRef, DwsError; "
+            "print(sorted(m for m in ('dagster', 'pyspark') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
