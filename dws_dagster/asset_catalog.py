@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from dagster import AssetKey, TimeWindowPartitionsDefinition
 
 from . import dagster_compat
+from . import metadata_keys as keys
 from .bindings import Binding, binding_from_metadata
 from .errors import DwsError
 from .workspace.config import Workspace
@@ -91,7 +92,7 @@ class AssetCatalog:
         node = self.node(key)
         metadata = node.metadata if node is not None else {}
         default = None
-        if "dws/ref" not in (metadata or {}):
+        if keys.REF not in (metadata or {}):
             name = self.default_resource
             if name is None:
                 return None

@@ -14,18 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from . import metadata_keys as keys
 from .errors import DwsError, InvalidResourceRefError
 from .workspace.refs import ResourceRef
 
 FORMATS = ("parquet", "csv", "json", "orc")
 
-META_REF = "dws/ref"
-META_FORMAT = "dws/format"
-META_WRITE_OPTIONS = "dws/write_options"
-META_READ_OPTIONS = "dws/read_options"
-META_PARTITION_BY = "dws/partition_by"
-META_PARTITION_TEMPLATE = "dws/partition_template"
-META_VERSIONING = "dws/versioning"
+META_REF = keys.REF
+META_FORMAT = keys.FORMAT
+META_WRITE_OPTIONS = keys.WRITE_OPTIONS
+META_READ_OPTIONS = keys.READ_OPTIONS
+META_PARTITION_BY = keys.PARTITION_BY
+META_PARTITION_TEMPLATE = keys.PARTITION_TEMPLATE
+META_VERSIONING = keys.VERSIONING
 VERSIONINGS = ("rows", "files")
 
 #: `{partition}` is the partition key made path-safe; multi-dimensional keys default to

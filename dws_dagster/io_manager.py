@@ -28,6 +28,7 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
 from . import dagster_compat
+from . import metadata_keys as keys
 from .bindings import Binding, BindingError, binding_from_metadata, is_hive_style
 from .errors import DwsError
 from .materialization import (
@@ -158,7 +159,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         workspace: the resource must exist)."""
         what = f"asset '{'/'.join(key_path)}'"
         default = None
-        if not metadata or "dws/ref" not in metadata:
+        if not metadata or keys.REF not in metadata:
             default = self.default_ref(key_path)
         binding = binding_from_metadata(metadata, default_ref=default,
                                         default_format=self.format, what=what)
@@ -336,7 +337,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             "dagster/uri": MetadataValue.text(uri),
         }
         if result.size_bytes is not None:
-            metadata["dws/size_bytes"] = MetadataValue.int(result.size_bytes)
+            metadata[keys.SIZE_BYTES] = MetadataValue.int(result.size_bytes)
         if plan is not None and direct is not None and described is not None:
             metadata["dagster/column_lineage"] = column_lineage(direct)
             # Open-source Dagster shows column lineage only as JSON: a table beside it.

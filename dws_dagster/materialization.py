@@ -22,32 +22,28 @@ from dagster import (
     TableSchema,
 )
 
+from . import metadata_keys as keys
 from .bindings import metadata_value
 from .workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
 from .workspace.remote import KEEP_VERSIONS_KEY
 
 STEP_KIND = "dagster-asset"
 
-META_VERSION = "dws/version"
-META_INPUTS = "dws/inputs"
-META_PROVENANCE = "dws/provenance"
-META_PARAMETERS = "dws/parameters"
-META_CODE_VERSION = "dws/code_version"
-META_GIT_COMMIT = "dws/git_commit"
-META_STARTED = "dws/started_at"
-META_FINISHED = "dws/finished_at"
-META_COLUMN_LINEAGE = "dws/column_lineage"
-#: the column lineage as a table open-source Dagster shows on the asset page (it shows
-#: `dagster/column_lineage` only as JSON): output column, input asset, input column, kind. A
-#: short key: the page's key column is as wide as its longest key, the table needs the width.
-META_COLUMN_SOURCES = "dws/column_sources"
-#: {input ref or location: [[column, Spark simple type, nullable], ...]} as Spark read them
-META_INPUT_SCHEMAS = "dws/input_schemas"
-#: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
-META_REF_ROOT = "dws/ref_root"
-META_WORKSPACE = "dws/workspace"
-#: the writer's `keep_versions` for a remote ref (gc frees its kept versions by it)
-META_KEEP_VERSIONS = "dws/keep_versions"
+# The keys (named in metadata_keys.py, the writer-reader contract) under their old names here.
+META_VERSION = keys.VERSION
+META_INPUTS = keys.INPUTS
+META_PROVENANCE = keys.PROVENANCE
+META_PARAMETERS = keys.PARAMETERS
+META_CODE_VERSION = keys.CODE_VERSION
+META_GIT_COMMIT = keys.GIT_COMMIT
+META_STARTED = keys.STARTED
+META_FINISHED = keys.FINISHED
+META_COLUMN_LINEAGE = keys.COLUMN_LINEAGE
+META_COLUMN_SOURCES = keys.COLUMN_SOURCES
+META_INPUT_SCHEMAS = keys.INPUT_SCHEMAS
+META_REF_ROOT = keys.REF_ROOT
+META_WORKSPACE = keys.WORKSPACE
+META_KEEP_VERSIONS = keys.KEEP_VERSIONS
 
 
 def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[str, str],
@@ -55,9 +51,9 @@ def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[s
     """The `dws/...` metadata of a materialization (`input_assets`: input ref -> asset key)."""
     step = record.step
     metadata: dict[str, Any] = {
-        "dws/ref": MetadataValue.text(record.ref),
+        keys.REF: MetadataValue.text(record.ref),
         META_VERSION: MetadataValue.text(record.version or ""),
-        "dws/format": MetadataValue.text(fmt),
+        keys.FORMAT: MetadataValue.text(fmt),
         META_WORKSPACE: MetadataValue.text(workspace),
         META_INPUTS: MetadataValue.json([
             {"ref": ref, "version": version,
@@ -84,7 +80,7 @@ def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[s
 def record_from_metadata(metadata: Mapping[str, Any], *, asset: str, run_id: str | None,
                          partition: str | None, status: str = "ok") -> LineageRecord | None:
     """The lineage record a materialization's metadata describes (None: not a dws asset)."""
-    ref = metadata_value(metadata.get("dws/ref"))
+    ref = metadata_value(metadata.get(keys.REF))
     version = metadata_value(metadata.get(META_VERSION))
     if not isinstance(ref, str) or not isinstance(version, str) or not version:
         return None
@@ -92,7 +88,7 @@ def record_from_metadata(metadata: Mapping[str, Any], *, asset: str, run_id: str
     step = StepInfo(name=asset, kind=STEP_KIND, run_id=run_id, partition=partition,
                     code_version=metadata_value(metadata.get(META_CODE_VERSION)),
                     git_commit=metadata_value(metadata.get(META_GIT_COMMIT)))
-    extra: dict[str, Any] = {"format": metadata_value(metadata.get("dws/format"))}
+    extra: dict[str, Any] = {"format": metadata_value(metadata.get(keys.FORMAT))}
     rows = metadata_value(metadata.get("dagster/row_count"))
     if rows is not None:
         extra["rows"] = int(rows)
@@ -212,7 +208,7 @@ def _grouped_rows(output: str, sources: Sequence[Mapping[str, Any]],
     return rows
 
 
-META_METRICS = "dws/metrics"
+META_METRICS = keys.METRICS
 
 
 def dws_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,7 +232,7 @@ def metrics_from_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
         return dict(explicit)
     found: dict[str, Any] = {}
     for key, value in metadata.items():
-        if key.startswith(("dagster/", "dws/")):
+        if key.startswith(("dagster/", keys.PREFIX)):
             continue
         plain = metadata_value(value)
         if isinstance(plain, bool) or not isinstance(plain, int | float):

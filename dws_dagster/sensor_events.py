@@ -20,6 +20,7 @@ from typing import Any
 from dagster import AssetKey, DagsterEventType, TableSchema
 
 from . import dagster_compat
+from . import metadata_keys as keys
 from .asset_catalog import AssetCatalog
 from .bindings import metadata_value
 from .errors import DwsError, SnapshotError, WorkspaceConfigError
@@ -239,12 +240,12 @@ class EventApplier:
 
     def _observed(self, event: AssetEventRecord) -> None:
         metadata = event.metadata
-        ref = metadata_value(metadata.get("dws/ref"))
-        version = metadata_value(metadata.get("dws/version"))
+        ref = metadata_value(metadata.get(keys.REF))
+        version = metadata_value(metadata.get(keys.VERSION))
         if not isinstance(ref, str) or not isinstance(version, str) or not version:
             return
         try:
-            at = metadata_value(metadata.get("dws/observed_at"))
+            at = metadata_value(metadata.get(keys.OBSERVED_AT))
             if self.ws.store.observe(ref, version,
                                      extra={"asset": event.asset_key.to_user_string()},
                                      at=at if isinstance(at, str) else None):
@@ -461,7 +462,7 @@ class EventApplier:
             if not isinstance(record, AssetEventRecord) \
                     or record.kind != DagsterEventType.ASSET_MATERIALIZATION:
                 continue
-            ref, version = record.metadata.get("dws/ref"), record.metadata.get("dws/version")
+            ref, version = record.metadata.get(keys.REF), record.metadata.get(keys.VERSION)
             if isinstance(ref, str) and shapes.ref_ok(ref):
                 refs.append(ref)
                 if isinstance(version, str):
@@ -618,7 +619,7 @@ class EventApplier:
             columns = tuple((c.name, c.type, bool(c.constraints.nullable))
                             for c in schema.columns)
         rows = metadata_value(metadata.get("dagster/row_count"))
-        size = metadata_value(metadata.get("dws/size_bytes"))
+        size = metadata_value(metadata.get(keys.SIZE_BYTES))
         lineage = metadata_value(metadata.get(META_COLUMN_LINEAGE))
         root = _root_from_metadata(metadata)
         if root is None and key is not None and partition is not None:
@@ -627,7 +628,7 @@ class EventApplier:
             dataset=self._written(ref, root, partition, version), schema=columns,
             rows=int(rows) if rows is not None else None,
             size_bytes=int(size) if size is not None else None,
-            file_format=metadata_value(metadata.get("dws/format")),
+            file_format=metadata_value(metadata.get(keys.FORMAT)),
             column_lineage=lineage if isinstance(lineage, Mapping) else None)
 
     def _is_results(self, ref: ResourceRef) -> bool:
@@ -718,7 +719,7 @@ class _RunLog:
 
     def add_asset_event(self, record: AssetEventRecord) -> None:
         if record.kind == DagsterEventType.ASSET_MATERIALIZATION:
-            ref = metadata_value(record.metadata.get("dws/ref"))
+            ref = metadata_value(record.metadata.get(keys.REF))
             self.materialized[(record.asset_key, record.partition)] = \
                 ResourceRef.parse(ref) if isinstance(ref, str) else None
         elif record.kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:

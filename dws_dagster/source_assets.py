@@ -18,6 +18,7 @@ from dagster import (
 )
 from dagster._utils.warnings import BetaWarning
 
+from . import metadata_keys as keys
 from .bindings import dws_ref
 from .errors import DwsError
 from .io_manager import SparkWorkspaceIOManager
@@ -47,9 +48,9 @@ def dws_source_asset(key: str | Sequence[str], resource: str, subpath: str | Non
         version, location, observed_at = manager.observe_source(binding, key_path,
                                                                     log=context.log.warning)
         return ObserveResult(data_version=DataVersion(version), metadata={
-            "dws/ref": MetadataValue.text(binding["dws/ref"]),
-            "dws/version": MetadataValue.text(version),
-            "dws/observed_at": MetadataValue.text(observed_at),
+            keys.REF: MetadataValue.text(binding[keys.REF]),
+            keys.VERSION: MetadataValue.text(version),
+            keys.OBSERVED_AT: MetadataValue.text(observed_at),
             "dagster/uri": MetadataValue.text(location),
         })
 
@@ -61,5 +62,5 @@ def dws_source_asset(key: str | Sequence[str], resource: str, subpath: str | Non
         return observable_source_asset(
             key=key_path, metadata={**binding, **(metadata or {})},
             io_manager_key=io_manager_key,
-            description=description or f"Source data at workspace ref {binding['dws/ref']}.",
+            description=description or f"Source data at workspace ref {binding[keys.REF]}.",
             group_name=group_name, required_resource_keys={io_manager_key})(observe)

@@ -77,3 +77,22 @@ def test_importing_the_package_imports_neither_dagster_nor_spark() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_every_dws_metadata_key_is_named_in_the_contract_module_only() -> None:
+    """`dws/...` keys are the contract between writers and readers of metadata: spelled once,
+    in dws_dagster/metadata_keys.py, so a writer and a reader can never disagree on one."""
+    from dws_dagster import metadata_keys
+
+    named = {value for name, value in vars(metadata_keys).items()
+             if name.isupper() and isinstance(value, str)}
+    spelled = []
+    for path in sorted((ROOT / "dws_dagster").rglob("*.py")):
+        if path.name == "metadata_keys.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"""["']dws/""", line):
+                spelled.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert spelled == [], "spell dws/ keys through dws_dagster.metadata_keys"
+    assert all(key.startswith(metadata_keys.PREFIX) for key in named)
+    assert len(named) == len([n for n in vars(metadata_keys) if n.isupper()])  # no key twice

@@ -1,0 +1,62 @@
+"""The `dws/...` metadata keys: the contract between the writers of metadata (asset
+definitions, the IO manager, source observations) and its readers (the IO manager's inputs,
+the lineage sensor, the asset catalog). Every key is named here, once; nothing else spells one.
+
+No Dagster import: the keys are plain strings, and reading this module costs nothing.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------- definition metadata
+# Set on an asset by `dws_ref(...)` (bindings.py): where and how the asset is stored.
+
+#: the workspace ref the asset is bound to (also on every materialization and observation)
+REF = "dws/ref"
+#: parquet, csv, json or orc (also on every materialization)
+FORMAT = "dws/format"
+WRITE_OPTIONS = "dws/write_options"
+READ_OPTIONS = "dws/read_options"
+PARTITION_BY = "dws/partition_by"
+PARTITION_TEMPLATE = "dws/partition_template"
+#: rows or files: how the IO manager versions what it writes
+VERSIONING = "dws/versioning"
+
+# ------------------------------------------------------------ materialization metadata
+# Written by the IO manager (materialization.lineage_metadata and the table metadata); the
+# lineage sensor rebuilds the lineage record from them (materialization.record_from_metadata).
+
+VERSION = "dws/version"
+#: [{"ref", "version", "asset"?}, ...]
+INPUTS = "dws/inputs"
+#: the transitive {ref: version} closure of the inputs, the output included
+PROVENANCE = "dws/provenance"
+#: the asset's run config, and `dagster/partition`
+PARAMETERS = "dws/parameters"
+CODE_VERSION = "dws/code_version"
+GIT_COMMIT = "dws/git_commit"
+STARTED = "dws/started_at"
+FINISHED = "dws/finished_at"
+WORKSPACE = "dws/workspace"
+#: the column lineage from the Spark plan, in workspace terms (refs, kinds, subtypes)
+COLUMN_LINEAGE = "dws/column_lineage"
+#: the column lineage as a table open-source Dagster shows on the asset page (it shows
+#: `dagster/column_lineage` only as JSON): output column, input asset, input column, kind. A
+#: short key: the page's key column is as wide as its longest key, the table needs the width.
+COLUMN_SOURCES = "dws/column_sources"
+#: {input ref or location: [[column, Spark simple type, nullable], ...]} as Spark read them
+INPUT_SCHEMAS = "dws/input_schemas"
+#: the ref of a partitioned asset's root (its binding's ref, above the partition's subpath)
+REF_ROOT = "dws/ref_root"
+#: the writer's `keep_versions` for a remote ref (gc frees its kept versions by it)
+KEEP_VERSIONS = "dws/keep_versions"
+SIZE_BYTES = "dws/size_bytes"
+#: a results asset's metrics, set by the asset body (`dws_metrics({...})`)
+METRICS = "dws/metrics"
+
+# ------------------------------------------------------------ observation metadata
+# Written by `dws_source_asset` observations.
+
+OBSERVED_AT = "dws/observed_at"
+
+#: Every key this package writes or reads starts with this.
+PREFIX = "dws/"
