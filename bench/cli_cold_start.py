@@ -30,15 +30,19 @@ HEAVY = ("dagster", "pyspark", "py4j")
 
 
 def run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, env=env)
+    return subprocess.run(
+        argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def imported(argv: list[str]) -> list[str]:
     """Every module `argv` imports, from Python's `-X importtime` report on stderr."""
     result = run(argv, env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
-    return [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
-            if line.startswith("import time:") and "|" in line][1:]
+    return [
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    ][1:]
 
 
 def main() -> None:
@@ -70,16 +74,20 @@ def main() -> None:
                 times[name].append(time.perf_counter() - start)
         median = {name: statistics.median(values) for name, values in times.items()}
         base = median["python -c pass"]
-        print(f"{args.refs:,} refs, {args.repeats} runs each, {os.cpu_count()} CPUs, "
-              f"python {sys.version.split()[0]}")
+        print(
+            f"{args.refs:,} refs, {args.repeats} runs each, {os.cpu_count()} CPUs, "
+            f"python {sys.version.split()[0]}"
+        )
         print(f"{'command':32} {'median s':>9} {'× python -c pass':>17}")
         for name, value in median.items():
             print(f"{name:32} {value:9.3f} {value / base:17.1f}")
         for name in ("dws-dagster status", "dws-dagster lineage"):
             modules = imported(commands[name])
             heavy = sorted({m for m in modules if m.split(".")[0] in HEAVY})
-            print(f"{name}: {median[name]:.3f} s (target < 0.5 s); {len(modules)} modules "
-                  f"imported, dagster/pyspark/py4j among them: {', '.join(heavy) or 'none'}")
+            print(
+                f"{name}: {median[name]:.3f} s (target < 0.5 s); {len(modules)} modules "
+                f"imported, dagster/pyspark/py4j among them: {', '.join(heavy) or 'none'}"
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

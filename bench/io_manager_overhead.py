@@ -50,10 +50,15 @@ def main() -> None:
     from dws_dagster.spark import storage
     from dws_dagster.spark.plan import plan_lineage
 
-    spark = (SparkSession.builder.master(args.master).appName("dws-bench")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("dws-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     tmp = Path(tempfile.mkdtemp(prefix="dws-bench-"))
     ws = Workspace.init(tmp / "ws")
@@ -61,9 +66,12 @@ def main() -> None:
 
     def frame() -> DataFrame:
         return spark.range(args.rows, numPartitions=4).selectExpr(
-            "id", "id % 263 AS zone", "CAST(id % 9973 AS DOUBLE) / 7 AS fare",
+            "id",
+            "id % 263 AS zone",
+            "CAST(id % 9973 AS DOUBLE) / 7 AS fare",
             "TIMESTAMP_SECONDS(1704067200 + id % 31536000) AS pickup",
-            "CONCAT('trip-', CAST(id AS STRING)) AS name")
+            "CONCAT('trip-', CAST(id AS STRING)) AS name",
+        )
 
     def plain_write() -> None:
         frame().write.mode("overwrite").parquet(str(tmp / "plain"))
@@ -79,8 +87,9 @@ def main() -> None:
         shutil.rmtree(old, ignore_errors=True)
 
     def observe_floor() -> None:
-        counted = frame().observe(Observation(f"floor_{time.monotonic_ns()}"),
-                                  F.count(F.lit(1)).alias("rows"))
+        counted = frame().observe(
+            Observation(f"floor_{time.monotonic_ns()}"), F.count(F.lit(1)).alias("rows")
+        )
         counted.write.mode("overwrite").parquet(str(tmp / "floor"))
 
     def atomic_versioned() -> None:
@@ -102,8 +111,9 @@ def main() -> None:
 
     instance = DagsterInstance.ephemeral()
     dws_manager = SparkWorkspaceIOManager(workspace=WorkspaceResource(root=str(ws.root)))
-    files_manager = SparkWorkspaceIOManager(workspace=WorkspaceResource(root=str(ws.root)),
-                                            versioning="files")
+    files_manager = SparkWorkspaceIOManager(
+        workspace=WorkspaceResource(root=str(ws.root)), versioning="files"
+    )
 
     def through_plain_manager() -> None:
         materialize([trips], instance=instance, resources={"io_manager": PlainParquet()})
@@ -150,23 +160,36 @@ def main() -> None:
     print(f"rows={args.rows:,} repeats={args.repeats} master={args.master}")
     print(f"{'case':42} {'wall s':>8} {'× plain':>8} {'CPU s':>8} {'× plain':>8}")
     for name in cases:
-        print(f"{name:42} {median[name]:8.3f} {median[name] / base:8.3f} "
-              f"{median_cpu[name]:8.3f} {median_cpu[name] / base_cpu:8.3f}")
+        print(
+            f"{name:42} {median[name]:8.3f} {median[name] / base:8.3f} "
+            f"{median_cpu[name]:8.3f} {median_cpu[name] / base_cpu:8.3f}"
+        )
 
     def ratio(case: str, baseline: str) -> str:
-        return (f"wall {median[case] / median[baseline]:.3f}×, "
-                f"CPU {median_cpu[case] / median_cpu[baseline]:.3f}×")
+        return (
+            f"wall {median[case] / median[baseline]:.3f}×, "
+            f"CPU {median_cpu[case] / median_cpu[baseline]:.3f}×"
+        )
 
-    print("\nIO manager overhead (same Dagster run, dws vs plain parquet IO manager; "
-          "target ≤ 1.05×):")
-    print(f"  versioning='rows' (default):  "
-          f"{ratio('Dagster + SparkWorkspaceIOManager', 'Dagster + plain IO manager')}")
-    print(f"  versioning='files':           "
-          f"{ratio('Dagster + SparkWorkspaceIOManager files', 'Dagster + plain IO manager')}")
-    print(f"  row versioning in the write pass: "
-          f"{ratio('atomic write + version', 'atomic write')} the atomic write")
-    print(f"  of which Spark's observe floor (a row count alone): "
-          f"{ratio('observe floor (row count only)', 'plain df.write.parquet')} the plain write")
+    print(
+        "\nIO manager overhead (same Dagster run, dws vs plain parquet IO manager; target ≤ 1.05×):"
+    )
+    print(
+        f"  versioning='rows' (default):  "
+        f"{ratio('Dagster + SparkWorkspaceIOManager', 'Dagster + plain IO manager')}"
+    )
+    print(
+        f"  versioning='files':           "
+        f"{ratio('Dagster + SparkWorkspaceIOManager files', 'Dagster + plain IO manager')}"
+    )
+    print(
+        f"  row versioning in the write pass: "
+        f"{ratio('atomic write + version', 'atomic write')} the atomic write"
+    )
+    print(
+        f"  of which Spark's observe floor (a row count alone): "
+        f"{ratio('observe floor (row count only)', 'plain df.write.parquet')} the plain write"
+    )
     print(f"  staging + swap: {ratio('atomic write', 'plain df.write.parquet')} the plain write")
     print(f"  plan lineage: {median['plan lineage'] / base:.4f}× the plain write")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -138,8 +138,12 @@ main()
 '''
 
 
-FIGURES = {"warm": "warm step", "cold": "cold step", "start": "  python start",
-           "cold-start": "  cold - start"}
+FIGURES = {
+    "warm": "warm step",
+    "cold": "cold step",
+    "start": "  python start",
+    "cold-start": "  cold - start",
+}
 
 
 def cache_dir() -> Path:
@@ -156,8 +160,18 @@ def dataworkspaces_python(venv: Path) -> Path:
     print(f"creating {venv} with dataworkspaces=={DWS_VERSION} ...", flush=True)
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    f"dataworkspaces=={DWS_VERSION}"], check=True)
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            f"dataworkspaces=={DWS_VERSION}",
+        ],
+        check=True,
+    )
     ready.write_text(DWS_VERSION + "\n")
     return python
 
@@ -178,23 +192,31 @@ def git_env(tool: str = "") -> dict[str, str]:
 
 
 def run_driver(python: Path, tool: str, driver: Path, *args: str) -> None:
-    done = subprocess.run([str(python), str(driver), tool, *args], env=git_env(tool),
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(python), str(driver), tool, *args], env=git_env(tool), capture_output=True, text=True
+    )
     if done.returncode != 0:
         sys.exit(f"{tool} driver failed ({args[0]}):\n{done.stderr}")
 
 
-def measure(pythons: dict[str, Path], driver: Path, tmp: Path, refs: int,
-            args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def measure(
+    pythons: dict[str, Path], driver: Path, tmp: Path, refs: int, args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
     """Median warm and cold step of each tool at `refs` refs, the tools taking turns so that
     the load of a shared machine falls on both alike."""
     spaces = {tool: tmp / f"{tool}-{refs}" for tool in pythons}
     for tool, python in pythons.items():
         run_driver(python, tool, driver, "setup", str(spaces[tool]), str(refs))
-    servers = {tool: subprocess.Popen([str(python), str(driver), tool, "serve",
-                                       str(spaces[tool]), str(refs)], env=git_env(tool),
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-               for tool, python in pythons.items()}
+    servers = {
+        tool: subprocess.Popen(
+            [str(python), str(driver), tool, "serve", str(spaces[tool]), str(refs)],
+            env=git_env(tool),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for tool, python in pythons.items()
+    }
     warm: dict[str, list[float]] = {tool: [] for tool in pythons}
     try:
         rounds = max(1, args.steps // args.batch)
@@ -224,10 +246,15 @@ def measure(pythons: dict[str, Path], driver: Path, tmp: Path, refs: int,
             start = time.perf_counter()
             subprocess.run([str(python), "-c", "pass"], check=True)
             bare[tool].append(time.perf_counter() - start)
-    return {tool: {"warm": statistics.median(warm[tool]), "cold": statistics.median(cold[tool]),
-                   "start": statistics.median(bare[tool]),
-                   "cold-start": statistics.median(cold[tool]) - statistics.median(bare[tool])}
-            for tool in pythons}
+    return {
+        tool: {
+            "warm": statistics.median(warm[tool]),
+            "cold": statistics.median(cold[tool]),
+            "start": statistics.median(bare[tool]),
+            "cold-start": statistics.median(cold[tool]) - statistics.median(bare[tool]),
+        }
+        for tool in pythons
+    }
 
 
 def main() -> None:
@@ -237,55 +264,94 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10, help="warm steps per turn")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--cold", type=int, default=10, help="fresh processes, one step each")
-    parser.add_argument("--journal-row", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time dws_dagster at --journal-rev (the journal store)")
+    parser.add_argument(
+        "--journal-row",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time dws_dagster at --journal-rev (the journal store)",
+    )
     parser.add_argument("--journal-rev", default="60b9e85")
-    parser.add_argument("--venv-dir", type=Path,
-                        default=cache_dir() / f"dataworkspaces-{DWS_VERSION}")
+    parser.add_argument(
+        "--venv-dir", type=Path, default=cache_dir() / f"dataworkspaces-{DWS_VERSION}"
+    )
     args = parser.parse_args()
 
-    pythons = {"dws_dagster": Path(sys.executable),
-               "dataworkspaces": dataworkspaces_python(args.venv_dir)}
+    pythons = {
+        "dws_dagster": Path(sys.executable),
+        "dataworkspaces": dataworkspaces_python(args.venv_dir),
+    }
     tmp = Path(tempfile.mkdtemp(prefix="dws-lineage-bench-"))
     repo = Path(__file__).resolve().parent.parent
     if args.journal_row:
         pythons["dws_dagster-journal"] = Path(sys.executable)
         TREES["dws_dagster-journal"] = tmp / "journal-tree"
-        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach",
-                        str(TREES["dws_dagster-journal"]), args.journal_rev], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(repo),
+                "worktree",
+                "add",
+                "--detach",
+                str(TREES["dws_dagster-journal"]),
+                args.journal_rev,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     try:
         driver = tmp / "driver.py"
         driver.write_text(DRIVER)
         results = {refs: measure(pythons, driver, tmp, refs, args) for refs in args.refs}
     finally:
         if TREES:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force",
-                            str(TREES["dws_dagster-journal"])], check=False)
+            subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(repo),
+                    "worktree",
+                    "remove",
+                    "--force",
+                    str(TREES["dws_dagster-journal"]),
+                ],
+                check=False,
+            )
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"steps={args.steps} batch={args.batch} warmup={args.warmup} cold={args.cold} "
-          f"dataworkspaces=={DWS_VERSION}")
+    print(
+        f"steps={args.steps} batch={args.batch} warmup={args.warmup} cold={args.cold} "
+        f"dataworkspaces=={DWS_VERSION}"
+    )
     extra = "dws_dagster-journal" in pythons
-    print(f"{'refs':>5}  {'figure':<13} {'dws_dagster':>12} {'dataworkspaces':>15} {'ratio':>7}"
-          + (f"  {'journal':>11} {'ratio':>7} {'db÷journal':>10}" if extra else ""))
+    print(
+        f"{'refs':>5}  {'figure':<13} {'dws_dagster':>12} {'dataworkspaces':>15} {'ratio':>7}"
+        + (f"  {'journal':>11} {'ratio':>7} {'db÷journal':>10}" if extra else "")
+    )
     for refs, by_tool in results.items():
         for figure in FIGURES:
             ours, theirs = by_tool["dws_dagster"][figure], by_tool["dataworkspaces"][figure]
-            line = (f"{refs:>5}  {FIGURES[figure]:<13} {ours * 1000:>9.2f} ms "
-                    f"{theirs * 1000:>12.2f} ms {ours / theirs:>6.2f}x")
+            line = (
+                f"{refs:>5}  {FIGURES[figure]:<13} {ours * 1000:>9.2f} ms "
+                f"{theirs * 1000:>12.2f} ms {ours / theirs:>6.2f}x"
+            )
             if extra:
                 journal = by_tool["dws_dagster-journal"][figure]
-                line += (f"  {journal * 1000:>8.2f} ms {journal / theirs:>6.2f}x "
-                         f"{ours / journal:>9.2f}x")
+                line += (
+                    f"  {journal * 1000:>8.2f} ms {journal / theirs:>6.2f}x {ours / journal:>9.2f}x"
+                )
             print(line)
     low, high = min(results), max(results)
     if low != high:
         for figure in ("warm", "cold"):
-            growth = {tool: results[high][tool][figure] / results[low][tool][figure]
-                      for tool in pythons}
-            print(f"growth {low}->{high} refs, {figure} step: "
-                  + ", ".join(f"{tool} {value:.2f}x" for tool, value in growth.items()))
+            growth = {
+                tool: results[high][tool][figure] / results[low][tool][figure] for tool in pythons
+            }
+            print(
+                f"growth {low}->{high} refs, {figure} step: "
+                + ", ".join(f"{tool} {value:.2f}x" for tool, value in growth.items())
+            )
 
 
 if __name__ == "__main__":

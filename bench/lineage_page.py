@@ -33,8 +33,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def main() -> None:
@@ -60,13 +67,19 @@ def main() -> None:
     modelled = time.perf_counter()
     page = render_html(graph)
     rendered = time.perf_counter()
-    print(f"graph: {len(graph.nodes):,} versions, {len(graph.edges):,} edges "
-          f"({args.assets} assets x {args.partitions} partitions; built in "
-          f"{built - started:.1f} s)")
-    print(f"page: {len(data['groups'])} nodes, {len(data['edges'])} edges, "
-          f"{len(data['column_edges'])} column edges, {len(page) / 1e6:.1f} MB")
-    print(f"python: page_data {modelled - built:.2f} s, render_html (page_data included) "
-          f"{rendered - modelled:.2f} s")
+    print(
+        f"graph: {len(graph.nodes):,} versions, {len(graph.edges):,} edges "
+        f"({args.assets} assets x {args.partitions} partitions; built in "
+        f"{built - started:.1f} s)"
+    )
+    print(
+        f"page: {len(data['groups'])} nodes, {len(data['edges'])} edges, "
+        f"{len(data['column_edges'])} column edges, {len(page) / 1e6:.1f} MB"
+    )
+    print(
+        f"python: page_data {modelled - built:.2f} s, render_html (page_data included) "
+        f"{rendered - modelled:.2f} s"
+    )
 
     with tempfile.TemporaryDirectory(prefix="dws-bench-page-") as tmp:
         folder = Path(tmp)
@@ -78,7 +91,9 @@ def main() -> None:
         files["blank page"].write_text("<!DOCTYPE html><title>blank</title>", encoding="utf-8")
         files["same bytes"].write_text(
             '<!DOCTYPE html><title>bytes</title><script type="application/json">'
-            f"{script_json(data)}</script>", encoding="utf-8")
+            f"{script_json(data)}</script>",
+            encoding="utf-8",
+        )
         files["lineage page"].write_text(page, encoding="utf-8")
         loads: dict[str, list[float]] = {name: [] for name in files}
         parts: dict[str, list[float]] = {}
@@ -88,7 +103,8 @@ def main() -> None:
                 for _ in range(args.repeats):
                     for name, path in files.items():
                         context = browser.new_context(
-                            viewport={"width": args.width, "height": args.height})
+                            viewport={"width": args.width, "height": args.height}
+                        )
                         tab = context.new_page()
                         tab.goto(path.as_uri(), timeout=120_000)
                         if name == "lineage page":
@@ -103,15 +119,17 @@ def main() -> None:
                             for key, value in timings.items():
                                 parts.setdefault(key, []).append(value)
                         else:
-                            loads[name].append(tab.evaluate(
-                                "performance.getEntriesByType('navigation')[0].loadEventEnd"))
+                            loads[name].append(
+                                tab.evaluate(
+                                    "performance.getEntriesByType('navigation')[0].loadEventEnd"
+                                )
+                            )
                         context.close()
             finally:
                 browser.close()
 
     blank = statistics.median(loads["blank page"])
-    print(f"\nChromium, median of {args.repeats} (ratio to the blank page, "
-          f"{blank:.0f} ms):")
+    print(f"\nChromium, median of {args.repeats} (ratio to the blank page, {blank:.0f} ms):")
     for name in ("same bytes", "lineage page"):
         value = statistics.median(loads[name])
         label = name + (" (to ready)" if name == "lineage page" else "")
@@ -122,8 +140,9 @@ def main() -> None:
         print(f"    {key:<24}{value:8.0f} ms   {value / blank:6.1f}x")
     ready = statistics.median(loads["lineage page"])
     verdict = "met" if ready < 2000 else "NOT met"
-    print(f"\ntarget (ready < 2 s at 200 assets x 1,000 partitions): {ready / 1000:.2f} s, "
-          f"{verdict}")
+    print(
+        f"\ntarget (ready < 2 s at 200 assets x 1,000 partitions): {ready / 1000:.2f} s, {verdict}"
+    )
 
 
 if __name__ == "__main__":

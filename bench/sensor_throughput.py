@@ -92,9 +92,17 @@ def build_definitions(per_run: int, sensors: list[Any] | None = None) -> Any:
     from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
 
     raw = AssetSpec("raw", metadata=dws_ref(RESOURCE_SRC, "raw"), description="Source rows.")
-    specs = [AssetSpec(name, deps=[raw], metadata=dws_ref(RESOURCE_INTER, name),
-                       description=f"Bench table {name}.", owners=["team:bench"],
-                       code_version="1") for name in asset_names(per_run)]
+    specs = [
+        AssetSpec(
+            name,
+            deps=[raw],
+            metadata=dws_ref(RESOURCE_INTER, name),
+            description=f"Bench table {name}.",
+            owners=["team:bench"],
+            code_version="1",
+        )
+        for name in asset_names(per_run)
+    ]
     fields = [("id", "bigint", False), ("zone", "int", True), ("fare", "double", True)]
 
     @multi_asset(specs=specs, name="bench_tables")
@@ -105,30 +113,55 @@ def build_definitions(per_run: int, sensors: list[Any] | None = None) -> Any:
             ref = f"{RESOURCE_INTER}/{name}"
             version = hashlib.sha256(f"{context.run.run_id}/{name}".encode()).hexdigest()[:32]
             record = LineageRecord(
-                ref=ref, version=version,
-                step=StepInfo(name=name, kind="dagster-asset", run_id=context.run.run_id,
-                              code_version="1"),
-                parameters={"threshold": 3}, inputs=((f"{RESOURCE_SRC}/raw", "v-raw"),),
+                ref=ref,
+                version=version,
+                step=StepInfo(
+                    name=name, kind="dagster-asset", run_id=context.run.run_id, code_version="1"
+                ),
+                parameters={"threshold": 3},
+                inputs=((f"{RESOURCE_SRC}/raw", "v-raw"),),
                 provenance={f"{RESOURCE_SRC}/raw": "v-raw", ref: version},
-                start_time=started, end_time=now_iso(), extra={"format": "parquet", "rows": 10})
-            metadata = lineage_metadata(record, fmt="parquet",
-                                        input_assets={f"{RESOURCE_SRC}/raw": "raw"},
-                                        workspace=WORKSPACE_NAME)
-            metadata.update({
-                "dagster/column_schema": column_schema(fields),
-                "dagster/row_count": MetadataValue.int(10),
-                "dagster/uri": MetadataValue.text(f"file:///bench/data/inter/{name}"),
-                "dws/size_bytes": MetadataValue.int(4096),
-                "dagster/column_lineage": column_lineage(
-                    {"id": [("raw", "id")], "zone": [("raw", "zone")]}),
-                "dws/column_lineage": MetadataValue.json({
-                    "columns": {"id": [{"ref": f"{RESOURCE_SRC}/raw", "column": "id",
-                                        "kind": "DIRECT", "subtype": "IDENTITY",
-                                        "asset": "raw"}]},
-                    "dataset": [], "complete": True}),
-            })
-            yield MaterializeResult(asset_key=spec.key, metadata=metadata,
-                                    data_version=DataVersion(version))
+                start_time=started,
+                end_time=now_iso(),
+                extra={"format": "parquet", "rows": 10},
+            )
+            metadata = lineage_metadata(
+                record,
+                fmt="parquet",
+                input_assets={f"{RESOURCE_SRC}/raw": "raw"},
+                workspace=WORKSPACE_NAME,
+            )
+            metadata.update(
+                {
+                    "dagster/column_schema": column_schema(fields),
+                    "dagster/row_count": MetadataValue.int(10),
+                    "dagster/uri": MetadataValue.text(f"file:///bench/data/inter/{name}"),
+                    "dws/size_bytes": MetadataValue.int(4096),
+                    "dagster/column_lineage": column_lineage(
+                        {"id": [("raw", "id")], "zone": [("raw", "zone")]}
+                    ),
+                    "dws/column_lineage": MetadataValue.json(
+                        {
+                            "columns": {
+                                "id": [
+                                    {
+                                        "ref": f"{RESOURCE_SRC}/raw",
+                                        "column": "id",
+                                        "kind": "DIRECT",
+                                        "subtype": "IDENTITY",
+                                        "asset": "raw",
+                                    }
+                                ]
+                            },
+                            "dataset": [],
+                            "complete": True,
+                        }
+                    ),
+                }
+            )
+            yield MaterializeResult(
+                asset_key=spec.key, metadata=metadata, data_version=DataVersion(version)
+            )
 
     job = define_asset_job("bench_job", selection=[spec.key for spec in specs])
     return Definitions(assets=[raw, bench_tables], jobs=[job], sensors=sensors or [])
@@ -153,8 +186,9 @@ def build_instance(entry: Path, size: int, per_run: int) -> dict[str, Any]:
     # Built in memory when the machine has /dev/shm (SQLite's fsyncs, not Dagster, would
     # otherwise dominate), then copied to the cache.
     shm = Path("/dev/shm")
-    tmp = Path(tempfile.mkdtemp(prefix="dws-sensor-bench-build-",
-                                dir=shm if shm.is_dir() else None))
+    tmp = Path(
+        tempfile.mkdtemp(prefix="dws-sensor-bench-build-", dir=shm if shm.is_dir() else None)
+    )
     make_home(tmp / "home")
     defs = build_definitions(per_run)
     job = defs.resolve_job_def("bench_job")
@@ -167,15 +201,23 @@ def build_instance(entry: Path, size: int, per_run: int) -> dict[str, Any]:
                 raise SystemExit(f"bench run {index} failed")
             run_ids.append(result.run_id)
             if (index + 1) % max(1, runs // 10) == 0:
-                print(f"  generated {index + 1}/{runs} runs "
-                      f"({time.perf_counter() - started:.0f} s)", flush=True)
+                print(
+                    f"  generated {index + 1}/{runs} runs ({time.perf_counter() - started:.0f} s)",
+                    flush=True,
+                )
         records = instance.get_event_records(
-            EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION), limit=None)
+            EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION), limit=None
+        )
         found = len(records)
     if found != runs * per_run:
         raise SystemExit(f"expected {runs * per_run} materializations, the instance has {found}")
-    manifest = {"materializations": found, "runs": runs, "per_run": per_run,
-                "run_ids": run_ids, "seconds": round(time.perf_counter() - started, 1)}
+    manifest = {
+        "materializations": found,
+        "runs": runs,
+        "per_run": per_run,
+        "run_ids": run_ids,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     (tmp / "manifest.json").write_text(json.dumps(manifest))
     shutil.rmtree(entry, ignore_errors=True)
     partial = entry.with_name(entry.name + ".partial")
@@ -191,8 +233,10 @@ def cached_instance(cache: Path, size: int, per_run: int) -> tuple[Path, dict[st
     manifest_path = entry / "manifest.json"
     if manifest_path.is_file():
         return entry, json.loads(manifest_path.read_text())
-    print(f"building an instance of {size} materializations ({per_run} per run) in {entry}",
-          flush=True)
+    print(
+        f"building an instance of {size} materializations ({per_run} per run) in {entry}",
+        flush=True,
+    )
     return entry, build_instance(entry, size, per_run)
 
 
@@ -210,8 +254,10 @@ def peer_python(venv: Path) -> Path:
     print(f"installing {PEER_PACKAGE} with dagster=={dagster_version} into {venv}", flush=True)
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", f"dagster=={dagster_version}",
-                    PEER_PACKAGE], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", f"dagster=={dagster_version}", PEER_PACKAGE],
+        check=True,
+    )
     stamp.touch()
     return python
 
@@ -234,8 +280,9 @@ def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _catch_up(sensor_def: Any, instance: Any, context_kwargs: dict[str, Any],
-              done: Any) -> dict[str, Any]:
+def _catch_up(
+    sensor_def: Any, instance: Any, context_kwargs: dict[str, Any], done: Any
+) -> dict[str, Any]:
     """Evaluate ticks from cursor 0 until a tick leaves the cursor as it was and `done()`."""
     from dagster import build_sensor_context
 
@@ -254,9 +301,14 @@ def _catch_up(sensor_def: Any, instance: Any, context_kwargs: dict[str, Any],
         if data.cursor == cursor and done():
             break
         cursor = data.cursor
-    return {"seconds": time.perf_counter() - started, "cpu_seconds": _cpu_seconds() - cpu,
-            "ticks": ticks, "longest_tick_seconds": longest, "rss_start_kb": rss_start,
-            "rss_peak_kb": _rss_kb()}
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": _cpu_seconds() - cpu,
+        "ticks": ticks,
+        "longest_tick_seconds": longest,
+        "rss_start_kb": rss_start,
+        "rss_peak_kb": _rss_kb(),
+    }
 
 
 def worker_dws(root: Path, per_run: int) -> dict[str, Any]:
@@ -269,13 +321,18 @@ def worker_dws(root: Path, per_run: int) -> dict[str, Any]:
     ws = Workspace.init(root / "ws", name=WORKSPACE_NAME)
     ws.add_resource(RESOURCE_SRC, "source-data", path="data/src")
     ws.add_resource(RESOURCE_INTER, "intermediate-data", path="data/inter")
-    sensor_def = lineage_sensor(workspace=WorkspaceResource(root=str(ws.root)), batch_size=500,
-                                time_budget_seconds=20)
+    sensor_def = lineage_sensor(
+        workspace=WorkspaceResource(root=str(ws.root)), batch_size=500, time_budget_seconds=20
+    )
     defs = build_definitions(per_run, sensors=[sensor_def])
     repository_def = defs.get_repository_def()
     with DagsterInstance.from_config(str(root / "home")) as instance:
-        result = _catch_up(sensor_def, instance, {"repository_def": repository_def},
-                           lambda: Outbox(ws).status().pending == 0)
+        result = _catch_up(
+            sensor_def,
+            instance,
+            {"repository_def": repository_def},
+            lambda: Outbox(ws).status().pending == 0,
+        )
     result["events_file"] = str(ws.meta_dir / "openlineage" / "events.jsonl")
     return result
 
@@ -283,8 +340,7 @@ def worker_dws(root: Path, per_run: int) -> dict[str, Any]:
 def worker_peer(root: Path, limit: int) -> dict[str, Any]:
     events_file = root / "peer-events.jsonl"
     config = root / "openlineage.yml"
-    config.write_text(f"transport:\n  type: file\n  log_file_path: {events_file}\n"
-                      "  append: true\n")
+    config.write_text(f"transport:\n  type: file\n  log_file_path: {events_file}\n  append: true\n")
     os.environ["OPENLINEAGE_CONFIG"] = str(config)  # read when the peer module is imported
     import logging
 
@@ -327,110 +383,161 @@ def count_delivered(events_file: Path, assets: set[str]) -> dict[str, Any]:
     return {"lines": lines, "asset_events": asset_events, "completed": completed}
 
 
-def measure(label: str, python: Path, worker: list[str], entry: Path,
-            manifest: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+def measure(
+    label: str,
+    python: Path,
+    worker: list[str],
+    entry: Path,
+    manifest: dict[str, Any],
+    env: dict[str, str],
+) -> dict[str, Any]:
     assets = set(asset_names(manifest["per_run"]))
     with tempfile.TemporaryDirectory(prefix="dws-sensor-bench-") as tmp:
         root = Path(tmp)
         shutil.copytree(entry / "home", root / "home")
         make_home(root / "home")
-        done = subprocess.run([str(python), str(Path(__file__).resolve()), "--worker",
-                               *worker, "--root", str(root)], env=env, cwd=root,
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [str(python), str(Path(__file__).resolve()), "--worker", *worker, "--root", str(root)],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             raise SystemExit(f"{label} worker failed:\n{done.stderr[-4000:]}")
         result = json.loads(done.stdout.strip().splitlines()[-1])
         counted = count_delivered(Path(result["events_file"]), assets)
     expected = {(run_id, name) for run_id in manifest["run_ids"] for name in assets}
     completed = counted["completed"]
-    result.update(label=label, lines=counted["lines"], asset_events=counted["asset_events"],
-                  lost=len(expected - completed.keys()),
-                  duplicates=sum(n - 1 for n in completed.values() if n > 1),
-                  events_per_second=counted["lines"] / result["seconds"],
-                  events_per_cpu_second=counted["lines"] / result["cpu_seconds"])
+    result.update(
+        label=label,
+        lines=counted["lines"],
+        asset_events=counted["asset_events"],
+        lost=len(expected - completed.keys()),
+        duplicates=sum(n - 1 for n in completed.values() if n > 1),
+        events_per_second=counted["lines"] / result["seconds"],
+        events_per_cpu_second=counted["lines"] / result["cpu_seconds"],
+    )
     return result
 
 
 def report(size_results: list[tuple[int, list[dict[str, Any]]]]) -> None:
-    header = (f"{'materializations':>16} {'sensor':<14} {'wall s':>8} {'CPU s':>7} "
-              f"{'ticks':>6} {'longest':>8} {'events':>8} {'asset ev':>9} {'expected':>9} "
-              f"{'lost':>7} "
-              f"{'events/s':>9} {'ev/CPU s':>9} {'peak RSS MB':>11} {'start MB':>8}")
+    header = (
+        f"{'materializations':>16} {'sensor':<14} {'wall s':>8} {'CPU s':>7} "
+        f"{'ticks':>6} {'longest':>8} {'events':>8} {'asset ev':>9} {'expected':>9} "
+        f"{'lost':>7} "
+        f"{'events/s':>9} {'ev/CPU s':>9} {'peak RSS MB':>11} {'start MB':>8}"
+    )
     print(header)
     for size, results in size_results:
         for r in results:
-            print(f"{size:>16} {r['label']:<14} {r['seconds']:>8.1f} {r['cpu_seconds']:>7.1f} "
-                  f"{r['ticks']:>6} {r['longest_tick_seconds']:>8.1f} {r['lines']:>8} "
-                  f"{r['asset_events']:>9} {2 * size:>9} "
-                  f"{r['lost']:>7} {r['events_per_second']:>9.0f} "
-                  f"{r['events_per_cpu_second']:>9.0f} {r['rss_peak_kb'] / 1024:>11.0f} "
-                  f"{r['rss_start_kb'] / 1024:>8.0f}")
+            print(
+                f"{size:>16} {r['label']:<14} {r['seconds']:>8.1f} {r['cpu_seconds']:>7.1f} "
+                f"{r['ticks']:>6} {r['longest_tick_seconds']:>8.1f} {r['lines']:>8} "
+                f"{r['asset_events']:>9} {2 * size:>9} "
+                f"{r['lost']:>7} {r['events_per_second']:>9.0f} "
+                f"{r['events_per_cpu_second']:>9.0f} {r['rss_peak_kb'] / 1024:>11.0f} "
+                f"{r['rss_start_kb'] / 1024:>8.0f}"
+            )
     print()
     for size, results in size_results:
         by = {r["label"]: r for r in results}
         ours = by["dws"]
         for other in ("dws (journal)", "dws (postgres)"):
             if other in by:
-                print(f"{size:>7} materializations: dws (SQLite store) events/s ÷ {other} = "
-                      f"{ours['events_per_second'] / by[other]['events_per_second']:.2f}× "
-                      f"(per CPU second: "
-                      f"{ours['events_per_cpu_second'] / by[other]['events_per_cpu_second']:.2f}"
-                      f"×); peak RSS {ours['rss_peak_kb'] / by[other]['rss_peak_kb']:.2f}×")
+                print(
+                    f"{size:>7} materializations: dws (SQLite store) events/s ÷ {other} = "
+                    f"{ours['events_per_second'] / by[other]['events_per_second']:.2f}× "
+                    f"(per CPU second: "
+                    f"{ours['events_per_cpu_second'] / by[other]['events_per_cpu_second']:.2f}"
+                    f"×); peak RSS {ours['rss_peak_kb'] / by[other]['rss_peak_kb']:.2f}×"
+                )
         for peer in ("peer", "peer, limit=0"):
             if peer in by:
-                print(f"{size:>7} materializations: dws events/s ÷ {peer} events/s = "
-                      f"{ours['events_per_second'] / by[peer]['events_per_second']:.1f}× "
-                      f"(per CPU second: "
-                      f"{ours['events_per_cpu_second'] / by[peer]['events_per_cpu_second']:.1f}×)"
-                      f"; "
-                      f"lost: dws {ours['lost']}, {peer} {by[peer]['lost']} "
-                      f"(of {size}); duplicates: dws {ours['duplicates']}")
+                print(
+                    f"{size:>7} materializations: dws events/s ÷ {peer} events/s = "
+                    f"{ours['events_per_second'] / by[peer]['events_per_second']:.1f}× "
+                    f"(per CPU second: "
+                    f"{ours['events_per_cpu_second'] / by[peer]['events_per_cpu_second']:.1f}×)"
+                    f"; "
+                    f"lost: dws {ours['lost']}, {peer} {by[peer]['lost']} "
+                    f"(of {size}); duplicates: dws {ours['duplicates']}"
+                )
     for size, results in size_results:
         for r in results:
             if r.get("rate_range") and r["rate_range"][0] != r["rate_range"][1]:
                 low, high = r["rate_range"]
-                print(f"{size:>7} materializations: {r['label']}'s events/s is the median of "
-                      f"runs from {low:.0f} to {high:.0f}")
+                print(
+                    f"{size:>7} materializations: {r['label']}'s events/s is the median of "
+                    f"runs from {low:.0f} to {high:.0f}"
+                )
     for size, results in size_results:
         for r in results:
             if r["longest_tick_seconds"] > DAGSTER_SENSOR_TIMEOUT_SECONDS:
-                print(f"{size:>7} materializations: {r['label']}'s longest tick took "
-                      f"{r['longest_tick_seconds']:.0f} s, over the "
-                      f"{DAGSTER_SENSOR_TIMEOUT_SECONDS} s Dagster gives a sensor tick by "
-                      "default: under the daemon that tick times out and its cursor never "
-                      "moves")
-    labels = [r["label"] for r in size_results[0][1] if r["label"].startswith("dws")] \
-        if size_results else []
+                print(
+                    f"{size:>7} materializations: {r['label']}'s longest tick took "
+                    f"{r['longest_tick_seconds']:.0f} s, over the "
+                    f"{DAGSTER_SENSOR_TIMEOUT_SECONDS} s Dagster gives a sensor tick by "
+                    "default: under the daemon that tick times out and its cursor never "
+                    "moves"
+                )
+    labels = (
+        [r["label"] for r in size_results[0][1] if r["label"].startswith("dws")]
+        if size_results
+        else []
+    )
     for label in labels:
-        peaks = {size: next(r for r in results if r["label"] == label)["rss_peak_kb"]
-                 for size, results in size_results}
+        peaks = {
+            size: next(r for r in results if r["label"] == label)["rss_peak_kb"]
+            for size, results in size_results
+        }
         if len(peaks) > 1:
             sizes = sorted(peaks)
-            print(f"{label} peak RSS {sizes[-1]} ÷ {sizes[0]} materializations = "
-                  f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f}×")
+            print(
+                f"{label} peak RSS {sizes[-1]} ÷ {sizes[0]} materializations = "
+                f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f}×"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000",
-                        help="materializations per instance, comma-separated")
+    parser.add_argument(
+        "--sizes", default="10000,100000", help="materializations per instance, comma-separated"
+    )
     parser.add_argument("--assets-per-run", type=int, default=100)
-    parser.add_argument("--cache", type=Path,
-                        default=Path.home() / ".cache" / "dws-bench" / "sensor-throughput",
-                        help="where generated instances and the peer's venv are kept")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "dws-bench" / "sensor-throughput",
+        help="where generated instances and the peer's venv are kept",
+    )
     parser.add_argument("--peer-venv", type=Path, default=None)
-    parser.add_argument("--skip-unlimited-peer", action="store_true",
-                        help="do not run the peer with record_filter_limit=0")
-    parser.add_argument("--peer-repeats", type=int, default=7,
-                        help="runs of the shipped peer per size (about a second each, so its "
-                             "rate is noisy): the median by events/s is reported")
-    parser.add_argument("--build-only", action="store_true",
-                        help="build (and cache) the instances, measure nothing")
-    parser.add_argument("--skip-peer", action="store_true",
-                        help="measure dws_dagster only (its stores side by side)")
-    parser.add_argument("--journal-rev", default="60b9e85",
-                        help="also measure dws_dagster at this commit (the journal store); "
-                             "'' to skip")
+    parser.add_argument(
+        "--skip-unlimited-peer",
+        action="store_true",
+        help="do not run the peer with record_filter_limit=0",
+    )
+    parser.add_argument(
+        "--peer-repeats",
+        type=int,
+        default=7,
+        help="runs of the shipped peer per size (about a second each, so its "
+        "rate is noisy): the median by events/s is reported",
+    )
+    parser.add_argument(
+        "--build-only", action="store_true", help="build (and cache) the instances, measure nothing"
+    )
+    parser.add_argument(
+        "--skip-peer",
+        action="store_true",
+        help="measure dws_dagster only (its stores side by side)",
+    )
+    parser.add_argument(
+        "--journal-rev",
+        default="60b9e85",
+        help="also measure dws_dagster at this commit (the journal store); '' to skip",
+    )
     parser.add_argument("--postgres-url", help="also measure dws on a PostgreSQL store")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
@@ -455,8 +562,9 @@ def main() -> None:
             size_results.append(measure_size(args, size, peer, journal))
     finally:
         if journal is not None:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
-                            str(journal)], check=False)
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(journal)], check=False
+            )
     print()
     report(size_results)
 
@@ -468,15 +576,21 @@ def journal_tree(rev: str, cache: Path) -> Path:
     """A checkout of `rev` (dws_dagster with the journal store), as a git worktree."""
     tree = cache / f"journal-tree-{rev}"
     if tree.exists():
-        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
-                       check=False)
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False
+        )
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return tree
 
 
-def measure_size(args: argparse.Namespace, size: int, peer: Path | None,
-                 journal: Path | None) -> tuple[int, list[dict[str, Any]]]:
+def measure_size(
+    args: argparse.Namespace, size: int, peer: Path | None, journal: Path | None
+) -> tuple[int, list[dict[str, Any]]]:
     entry, manifest = cached_instance(args.cache, size, args.assets_per_run)
     dws_worker = ["dws", str(manifest["per_run"])]
     runs: list[tuple[str, Path, list[str], dict[str, str]]] = []
@@ -485,25 +599,35 @@ def measure_size(args: argparse.Namespace, size: int, peer: Path | None,
         if not args.skip_unlimited_peer:
             runs.append(("peer, limit=0", peer, ["peer", "0"], _clean_env()))
     if journal is not None:
-        runs.append(("dws (journal)", Path(sys.executable), dws_worker,
-                     _clean_env(PYTHONPATH=str(journal))))
-    runs.append(("dws", Path(sys.executable), dws_worker,
-                 _clean_env(PYTHONPATH=str(REPO))))
+        runs.append(
+            ("dws (journal)", Path(sys.executable), dws_worker, _clean_env(PYTHONPATH=str(journal)))
+        )
+    runs.append(("dws", Path(sys.executable), dws_worker, _clean_env(PYTHONPATH=str(REPO))))
     if args.postgres_url:
-        runs.append(("dws (postgres)", Path(sys.executable), dws_worker, _clean_env(
-            PYTHONPATH=str(REPO), DWS_STORE_URL=args.postgres_url,
-            DWS_STORE_SCHEMA=f"bench_{os.getpid()}_{size}")))
+        runs.append(
+            (
+                "dws (postgres)",
+                Path(sys.executable),
+                dws_worker,
+                _clean_env(
+                    PYTHONPATH=str(REPO),
+                    DWS_STORE_URL=args.postgres_url,
+                    DWS_STORE_SCHEMA=f"bench_{os.getpid()}_{size}",
+                ),
+            )
+        )
     results = []
     for label, python, worker, env in runs:
         repeats = max(1, args.peer_repeats) if label == "peer" else 1
-        print(f"measuring {label} on {manifest['materializations']} materializations"
-              f"{f' ({repeats} runs)' if repeats > 1 else ''} ...", flush=True)
-        runs_of = [measure(label, python, worker, entry, manifest, env)
-                   for _ in range(repeats)]
+        print(
+            f"measuring {label} on {manifest['materializations']} materializations"
+            f"{f' ({repeats} runs)' if repeats > 1 else ''} ...",
+            flush=True,
+        )
+        runs_of = [measure(label, python, worker, entry, manifest, env) for _ in range(repeats)]
         runs_of.sort(key=lambda r: r["events_per_second"])
         chosen = runs_of[len(runs_of) // 2]
-        chosen["rate_range"] = (runs_of[0]["events_per_second"],
-                                runs_of[-1]["events_per_second"])
+        chosen["rate_range"] = (runs_of[0]["events_per_second"], runs_of[-1]["events_per_second"])
         results.append(chosen)
     return manifest["materializations"], results
 

@@ -55,8 +55,15 @@ from dws_dagster.workspace.swap import kept_version_path, staging_path, swap_int
 GROUP = 10
 #: (name, inputs as indexes into the group) in DAG order; index 0 is observed source data.
 CHAIN: list[tuple[str, tuple[int, ...]]] = [
-    ("landed", ()), ("staging", (0,)), ("clean", (1,)), ("daily", (2,)), ("weekly", (3,)),
-    ("features", (3, 4)), ("train", (5,)), ("test", (5,)), ("model", (6,)),
+    ("landed", ()),
+    ("staging", (0,)),
+    ("clean", (1,)),
+    ("daily", (2,)),
+    ("weekly", (3,)),
+    ("features", (3, 4)),
+    ("train", (5,)),
+    ("test", (5,)),
+    ("model", (6,)),
     ("predictions", (7, 8)),
 ]
 
@@ -79,21 +86,37 @@ def record_for(ws: Workspace, group: int, index: int, run_id: str, seed: str) ->
     ref = ref_of(group, index)
     version = ws.version_of(ref)
     if index == 0:
-        return LineageRecord(ref=ref, version=version,
-                             step=StepInfo(name="observation", kind="observation"),
-                             start_time=now_iso(), end_time=now_iso())
-    inputs = [(ref_of(group, i), ws.store.get(ref_of(group, i)).version)  # type: ignore[union-attr]
-              for i in CHAIN[index][1]]
+        return LineageRecord(
+            ref=ref,
+            version=version,
+            step=StepInfo(name="observation", kind="observation"),
+            start_time=now_iso(),
+            end_time=now_iso(),
+        )
+    inputs = [
+        (ref_of(group, i), ws.store.get(ref_of(group, i)).version)  # type: ignore[union-attr]
+        for i in CHAIN[index][1]
+    ]
     step = f"{CHAIN[index][0]}_asset" if index != GROUP - 1 or group % 10 else "score_asset"
     check = ws.store.check_inputs(step, inputs, outputs=[ref])
     metrics = {"mae": 1.5, "rmse": 2.25} if ref.startswith("results/") else None
     return LineageRecord(
-        ref=ref, version=version,
-        step=StepInfo(name=step, kind="dagster-asset", run_id=run_id,
-                      partition=f"g{group:06d}", code_version="3"),
+        ref=ref,
+        version=version,
+        step=StepInfo(
+            name=step,
+            kind="dagster-asset",
+            run_id=run_id,
+            partition=f"g{group:06d}",
+            code_version="3",
+        ),
         parameters={"seed": seed, "window_days": 7, "dagster/partition": f"g{group:06d}"},
-        inputs=tuple(inputs), provenance=check.provenance, start_time=now_iso(),
-        end_time=now_iso(), metrics=metrics)
+        inputs=tuple(inputs),
+        provenance=check.provenance,
+        start_time=now_iso(),
+        end_time=now_iso(),
+        metrics=metrics,
+    )
 
 
 def build(root: Path, refs: int) -> Workspace:
@@ -151,8 +174,9 @@ def disk_bytes(folder: Path) -> tuple[int, int]:
 
 
 def data_bytes(ws: Workspace, refs: list[str]) -> int:
-    return sum(p.stat().st_size for ref in refs for p in ws.local_path(ref).rglob("*")
-               if p.is_file())
+    return sum(
+        p.stat().st_size for ref in refs for p in ws.local_path(ref).rglob("*") if p.is_file()
+    )
 
 
 class Timer:
@@ -171,8 +195,10 @@ class Timer:
         self.cpu.setdefault(name, []).append(_cpu() - before)
 
     def medians(self) -> dict[str, tuple[float, float]]:
-        return {name: (statistics.median(self.wall[name]), statistics.median(self.cpu[name]))
-                for name in self.wall}
+        return {
+            name: (statistics.median(self.wall[name]), statistics.median(self.cpu[name]))
+            for name in self.wall
+        }
 
 
 def _cpu() -> float:
@@ -239,8 +265,9 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
         now = rewrite(Workspace.open(w), changed, round_)
         rewritten += now
         before = disk_bytes(objects)[0]
-        timer.add("snapshot (1% changed)", lambda r=round_: run_process("snapshot", f"r{r}",
-                                                                         "-w", w))
+        timer.add(
+            "snapshot (1% changed)", lambda r=round_: run_process("snapshot", f"r{r}", "-w", w)
+        )
         # Retention takes the changed data once, and nothing for the 99 % unchanged.
         retained.append(disk_bytes(objects)[0] - before - data_bytes(ws, now))
         timer.add("snapshot (unchanged)", lambda: run_process("snapshot", "-w", w))
@@ -249,26 +276,35 @@ def measure(root: Path, refs: int, repeats: int) -> dict[str, tuple[float, float
         timer.add("lineage (in-process)", lambda: run_cli("lineage", focus, "-w", w))
         timer.add("status", lambda: run_process("status", "-w", w))
         brought_back = sorted(set(rewritten))  # what the restore to `base` brings back
-        paths = [str(p) for ref in brought_back for p in ws.local_path(ref).rglob("*")
-                 if p.is_file()]
-        timer.add("floor: read the data restore brings back, once",
-                  lambda p=paths: subprocess.run([sys.executable, "-c", READ_FILES, *p],
-                                                 check=True))
+        paths = [
+            str(p) for ref in brought_back for p in ws.local_path(ref).rglob("*") if p.is_file()
+        ]
+        timer.add(
+            "floor: read the data restore brings back, once",
+            lambda p=paths: subprocess.run([sys.executable, "-c", READ_FILES, *p], check=True),
+        )
         timer.add("restore", lambda: run_process("restore", "base", "-w", w))
         rewritten = []
         roots = [str(ws.resource_root(name)) for name in sorted(ws.resources)]
         reader = [sys.executable, "-c", READ_FLOOR, *roots]
-        timer.add("floor: read every data file (process)",
-                  lambda r=reader: subprocess.run(r, check=True))
-        timer.add("floor: python -c pass",
-                  lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+        timer.add(
+            "floor: read every data file (process)", lambda r=reader: subprocess.run(r, check=True)
+        )
+        timer.add(
+            "floor: python -c pass",
+            lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+        )
     median = timer.medians()
     if objects.is_dir():  # the journal store of the baseline retains nothing
         median["retention: bytes beyond the changed data"] = (max(retained), 0.0)
         median["retention: objects on disk MB (all snapshots)"] = (
-            disk_bytes(objects)[1] / 1e6, 0.0)
+            disk_bytes(objects)[1] / 1e6,
+            0.0,
+        )
     median["peak RSS MB (builder + in-process lineage)"] = (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0.0)
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        0.0,
+    )
     shutil.rmtree(root / f"ws-{refs}", ignore_errors=True)
     return median
 
@@ -283,13 +319,18 @@ def journal_tree(rev: str, where: Path) -> Path:
     """A checkout of `rev` (the journal store) beside the repository, as a git worktree."""
     repo = Path(__file__).resolve().parent.parent
     tree = where / "journal-tree"
-    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return tree
 
 
-def run_kind(kind: str, tree: Path, args: argparse.Namespace, tmp: Path
-             ) -> dict[int, dict[str, tuple[float, float]]]:
+def run_kind(
+    kind: str, tree: Path, args: argparse.Namespace, tmp: Path
+) -> dict[int, dict[str, tuple[float, float]]]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("DWS_STORE_URL", None)
     env.pop("DWS_STORE_SCHEMA", None)
@@ -300,13 +341,29 @@ def run_kind(kind: str, tree: Path, args: argparse.Namespace, tmp: Path
     root.mkdir()
     print(f"measuring the {kind} store ...", file=sys.stderr, flush=True)
     done = subprocess.run(
-        [sys.executable, __file__, "--worker", "--sizes", *map(str, args.sizes),
-         "--repeats", str(args.repeats), "--dir", str(root)],
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            "--sizes",
+            *map(str, args.sizes),
+            "--repeats",
+            str(args.repeats),
+            "--dir",
+            str(root),
+        ],
         # Not run from the repository: `python -c` puts the working folder first on sys.path,
         # which would import the repository's code instead of the tree measured.
-        env=env, check=True, stdout=subprocess.PIPE, text=True, cwd=root)
-    return {int(size): {name: tuple(value) for name, value in medians.items()}
-            for size, medians in json.loads(done.stdout.splitlines()[-1]).items()}
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    return {
+        int(size): {name: tuple(value) for name, value in medians.items()}
+        for size, medians in json.loads(done.stdout.splitlines()[-1]).items()
+    }
 
 
 def main() -> None:
@@ -314,8 +371,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", help="where to build the workspaces (default: a temp folder)")
-    parser.add_argument("--journal-rev", default="60b9e85",
-                        help="the commit whose journal store is the baseline")
+    parser.add_argument(
+        "--journal-rev", default="60b9e85", help="the commit whose journal store is the baseline"
+    )
     parser.add_argument("--postgres-url", help="also measure a PostgreSQL store at this URL")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -333,18 +391,21 @@ def main() -> None:
         results = {kind: run_kind(kind, path, args, tmp) for kind, path in kinds.items()}
     finally:
         if tree is not None:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                           check=False)
+            subprocess.run(
+                ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False
+            )
         shutil.rmtree(tmp, ignore_errors=True)
     report(results, args.sizes)
 
 
-def report(results: dict[str, dict[int, dict[str, tuple[float, float]]]],
-           sizes: list[int]) -> None:
+def report(results: dict[str, dict[int, dict[str, tuple[float, float]]]], sizes: list[int]) -> None:
     kinds = list(results)
     for size in sizes:
-        print(f"\n{size:,} refs, median wall s / CPU s " + " | ".join(kinds)
-              + "   (ratios: database ÷ journal)")
+        print(
+            f"\n{size:,} refs, median wall s / CPU s "
+            + " | ".join(kinds)
+            + "   (ratios: database ÷ journal)"
+        )
         names = list(results["journal"][size])
         names += [n for n in results[kinds[-1]][size] if n not in names]
         for name in names:
@@ -353,24 +414,30 @@ def report(results: dict[str, dict[int, dict[str, tuple[float, float]]]],
                 wall, cpu = results[kind][size].get(name, (float("nan"), float("nan")))
                 cells.append(f"{wall:8.3f} {cpu:7.3f}")
             base = results["journal"][size].get(name, (0.0, 0.0))
-            ratios = [f"{results[kind][size][name][0] / base[0]:5.2f}×"
-                      for kind in kinds[1:] if base[0] > 0]
+            ratios = [
+                f"{results[kind][size][name][0] / base[0]:5.2f}×"
+                for kind in kinds[1:]
+                if base[0] > 0
+            ]
             print(f"  {name:44} " + " | ".join(cells) + "   " + " ".join(ratios))
     for kind in kinds[1:]:
         for size in sizes:
             own = results[kind][size]
             floor = own["floor: read the data restore brings back, once"][0]
-            print(f"\n{kind}, {size:,} refs: restore {own['restore'][0] / floor:.1f}"
-                  "× reading the data it brings back once; retention added "
-                  f"{own['retention: bytes beyond the changed data'][0]:.0f} bytes beyond the "
-                  "changed data")
+            print(
+                f"\n{kind}, {size:,} refs: restore {own['restore'][0] / floor:.1f}"
+                "× reading the data it brings back once; retention added "
+                f"{own['retention: bytes beyond the changed data'][0]:.0f} bytes beyond the "
+                "changed data"
+            )
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         print(f"\ngrowth {large:,} ÷ {small:,} refs (wall):")
         for kind in kinds:
-            parts = [f"{name} {results[kind][large][name][0] / results[kind][small][name][0]:.2f}×"
-                     for name in ("lineage (in-process)", "snapshot (1% changed)", "status",
-                                  "diff")]
+            parts = [
+                f"{name} {results[kind][large][name][0] / results[kind][small][name][0]:.2f}×"
+                for name in ("lineage (in-process)", "snapshot (1% changed)", "status", "diff")
+            ]
             print(f"  {kind:10} " + ", ".join(parts))
 
 

@@ -53,7 +53,9 @@ def write_files(folder: Path, count: int, size: int, seed: int, piece: int | Non
     pool = b"".join(
         f"2026-01-{rng.randrange(1, 29):02d} {rng.randrange(24):02d}:00:00,{rng.randrange(1, 266)},"
         f"{rng.randrange(1, 266)},{rng.randrange(1, 5)},{rng.random() * 20:.2f},"
-        f"{rng.random() * 80:.2f}\n".encode() for _ in range(80_000))
+        f"{rng.random() * 80:.2f}\n".encode()
+        for _ in range(80_000)
+    )
     folder.mkdir(parents=True)
     for index in range(count):
         sub = folder / f"month={index % 12 + 1:02d}" if count > 100 else folder
@@ -62,7 +64,7 @@ def write_files(folder: Path, count: int, size: int, seed: int, piece: int | Non
             left = size
             while left:
                 offset = rng.randrange(len(pool) // 2)
-                data = pool[offset:offset + min(left, piece or len(pool) // 2)]
+                data = pool[offset : offset + min(left, piece or len(pool) // 2)]
                 handle.write(data)
                 left -= len(data)
             handle.flush()
@@ -86,9 +88,19 @@ def cached_bytes(files: list[Path]) -> int | None:
         return None
     total = 0
     for start in range(0, len(files), 2000):
-        out = subprocess.run([tool, "--bytes", "--noheadings", "--output", "RES",
-                              *map(str, files[start:start + 2000])],
-                             check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [
+                tool,
+                "--bytes",
+                "--noheadings",
+                "--output",
+                "RES",
+                *map(str, files[start : start + 2000]),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         total += sum(int(value) for value in out.split())
     return total
 
@@ -138,16 +150,20 @@ def timed(func: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def measure(ws: Workspace, ref: str, folder: Path, repeats: int, cold: bool = True
-            ) -> dict[str, float]:
+def measure(
+    ws: Workspace, ref: str, folder: Path, repeats: int, cold: bool = True
+) -> dict[str, float]:
     files = [path for _, path in iter_data_files(folder)]
     size = sum(path.stat().st_size for path in files)
     version = ws.version_of(ref)
     passes: dict[str, Callable[[], object]] = {
-        "raw": lambda: raw_read(folder), "map": lambda: raw_map(folder),
-        "version": lambda: ws.version_of(ref)}
-    times: dict[str, list[float]] = {f"{name} {cache}": [] for cache in ("cold", "warm")
-                                     for name in passes}
+        "raw": lambda: raw_read(folder),
+        "map": lambda: raw_map(folder),
+        "version": lambda: ws.version_of(ref),
+    }
+    times: dict[str, list[float]] = {
+        f"{name} {cache}": [] for cache in ("cold", "warm") for name in passes
+    }
     residue = 0
     for _ in range(repeats if cold else 0):
         for name, func in passes.items():
@@ -165,12 +181,16 @@ def measure(ws: Workspace, ref: str, folder: Path, repeats: int, cold: bool = Tr
     median = {name: statistics.median(values) for name, values in times.items()}
     best = {name: min(values) for name, values in times.items()}
     evicted = f"at most {residue:,} B" if shutil.which("fincore") else "unchecked, no fincore"
-    print(f"\n{ref}: {len(files):,} files, {size / 2**20:,.0f} MiB "
-          f"({f'in the page cache after each eviction: {evicted}' if cold else 'warm only'})")
+    print(
+        f"\n{ref}: {len(files):,} files, {size / 2**20:,.0f} MiB "
+        f"({f'in the page cache after each eviction: {evicted}' if cold else 'warm only'})"
+    )
     print(f"  {'case':14} {'median s':>9} {'MiB/s':>9} {'best s':>9} {'MiB/s':>9}")
     for name in times:
-        print(f"  {name:14} {median[name]:9.3f} {size / 2**20 / median[name]:9.0f} "
-              f"{best[name]:9.3f} {size / 2**20 / best[name]:9.0f}")
+        print(
+            f"  {name:14} {median[name]:9.3f} {size / 2**20 / median[name]:9.0f} "
+            f"{best[name]:9.3f} {size / 2**20 / best[name]:9.0f}"
+        )
     # The limit for warm data read into memory: each chunk is copied out of the page cache
     # (as the raw read does) and then hashed from the CPU cache, one after the other: time
     # the hash. Hashing from a map would skip the copy; version_of does not map (SIGBUS).
@@ -179,20 +199,25 @@ def measure(ws: Workspace, ref: str, folder: Path, repeats: int, cold: bool = Tr
     def hash_chunks() -> None:
         for _ in range(256):
             xxhash.xxh3_128(block).hexdigest()
+
     hash_speed = 256 * _CHUNK / 2**20 / min(timed(hash_chunks) for _ in range(5))
     copy_speed = size / 2**20 / median["raw warm"]
-    print(f"  xxh3-128 of a 1 MiB chunk in the CPU cache: {hash_speed:,.0f} MiB/s, so warm "
-          f"copy-then-hash can reach at most {1 / (1 + copy_speed / hash_speed):.2f}× raw read")
+    print(
+        f"  xxh3-128 of a 1 MiB chunk in the CPU cache: {hash_speed:,.0f} MiB/s, so warm "
+        f"copy-then-hash can reach at most {1 / (1 + copy_speed / hash_speed):.2f}× raw read"
+    )
     ratios = {}
     for cache in ("cold", "warm") if cold else ("warm",):
         base = min(("raw", "map"), key=lambda name: median[f"{name} {cache}"])
         ratio = median[f"{base} {cache}"] / median[f"version {cache}"]
         ratios[cache] = ratio
-        print(f"  {cache}: version_of throughput = {ratio:.2f}× the baseline ({base}) by "
-              f"medians, {best[f'{base} {cache}'] / best[f'version {cache}']:.2f}× by best runs; "
-              f"{median[f'raw {cache}'] / median[f'version {cache}']:.2f}× raw read, "
-              f"{median[f'map {cache}'] / median[f'version {cache}']:.2f}× raw map "
-              "(target ≥ 0.8×)")
+        print(
+            f"  {cache}: version_of throughput = {ratio:.2f}× the baseline ({base}) by "
+            f"medians, {best[f'{base} {cache}'] / best[f'version {cache}']:.2f}× by best runs; "
+            f"{median[f'raw {cache}'] / median[f'version {cache}']:.2f}× raw read, "
+            f"{median[f'map {cache}'] / median[f'version {cache}']:.2f}× raw map "
+            "(target ≥ 0.8×)"
+        )
     return ratios
 
 
@@ -217,8 +242,10 @@ def main() -> None:
         # Written in 8 KiB pieces (as Python's buffered writers do) and never evicted: the
         # page cache holds them in small folios, the case where hashing from a map is slower.
         write_files(root / "fresh", args.big, args.big_mib * 2**20, seed=3, piece=8192)
-        print(f"wrote the data in {time.perf_counter() - start:.1f} s; repeats={args.repeats}, "
-              f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+        print(
+            f"wrote the data in {time.perf_counter() - start:.1f} s; repeats={args.repeats}, "
+            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        )
         for ref in ("landing/many", "landing/big"):
             measure(ws, ref, ws.local_path(ref), args.repeats)
         measure(ws, "landing/fresh", ws.local_path("landing/fresh"), args.repeats, cold=False)

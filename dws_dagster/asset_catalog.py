@@ -58,8 +58,9 @@ class AssetCode:
 class AssetCatalog:
     """Asset facts from a repository definition (None: events only, no definitions)."""
 
-    def __init__(self, ws: Workspace, repository_def: Any | None, *,
-                 default_resource: str | None = None) -> None:
+    def __init__(
+        self, ws: Workspace, repository_def: Any | None, *, default_resource: str | None = None
+    ) -> None:
         self.ws = ws
         self.repository_def = repository_def
         self.default_resource = default_resource
@@ -98,8 +99,9 @@ class AssetCatalog:
                 return None
             default = ResourceRef(name, "/".join(key.path))
         try:
-            binding = binding_from_metadata(metadata, default_ref=default,
-                                            what=f"asset '{key.to_user_string()}'")
+            binding = binding_from_metadata(
+                metadata, default_ref=default, what=f"asset '{key.to_user_string()}'"
+            )
             self.ws.check_ref(binding.ref)
         except DwsError:
             return None
@@ -120,8 +122,9 @@ class AssetCatalog:
         from .io_manager import partition_ref
 
         try:
-            return partition_ref(binding, node.partitions_def, partition,
-                                 f"asset '{key.to_user_string()}'")
+            return partition_ref(
+                binding, node.partitions_def, partition, f"asset '{key.to_user_string()}'"
+            )
         except DwsError:
             return None
 
@@ -139,7 +142,7 @@ class AssetCatalog:
         by path inside one), with that root; None when no partitioned asset's root does."""
         if self._roots is None:
             self._roots = {}
-            for key in (self._graph.get_all_asset_keys() if self._graph is not None else ()):
+            for key in self._graph.get_all_asset_keys() if self._graph is not None else ():
                 root = self.partitioned_root(key)
                 if root is not None:
                     self._roots[root] = key
@@ -197,8 +200,11 @@ class AssetCatalog:
             binding = self.binding(upstream)
             if binding is None:
                 continue
-            keys = dagster_compat.parent_partition_keys(self._graph, partition, upstream, key) \
-                if self._graph is not None and partition is not None else None
+            keys = (
+                dagster_compat.parent_partition_keys(self._graph, partition, upstream, key)
+                if self._graph is not None and partition is not None
+                else None
+            )
             if keys and len(keys) <= MAX_LISTED_PARTITIONS:
                 for item in keys:
                     ref = self.partition_ref(upstream, item)
@@ -254,9 +260,14 @@ class AssetCatalog:
             except ValueError:
                 pass
         commit = git_commit(folder) if top is not None else None
-        return AssetCode(source=source, path=path, git_url=git_remote_url(folder) if top else None,
-                         git_commit=commit, git_branch=git_branch(folder) if top else None,
-                         git_root=str(top) if top is not None else None)
+        return AssetCode(
+            source=source,
+            path=path,
+            git_url=git_remote_url(folder) if top else None,
+            git_commit=commit,
+            git_branch=git_branch(folder) if top else None,
+            git_root=str(top) if top is not None else None,
+        )
 
     def _assets_def(self, key: AssetKey) -> Any | None:
         if self.repository_def is None:

@@ -53,14 +53,22 @@ class Binding:
     explicit: bool = True
     versioning: str | None = None  # None: the IO manager's setting
 
-    def partition_ref(self, key: str, *, dimensions: Mapping[str, str] | None = None,
-                      window: tuple[dt.datetime, dt.datetime] | None = None,
-                      what: str = "asset") -> ResourceRef:
+    def partition_ref(
+        self,
+        key: str,
+        *,
+        dimensions: Mapping[str, str] | None = None,
+        window: tuple[dt.datetime, dt.datetime] | None = None,
+        what: str = "asset",
+    ) -> ResourceRef:
         """The ref of one partition: the binding's ref joined with the templated subpath."""
         template = self.partition_template
         if template is None:
-            template = ("/".join(f"{dim}={{{dim}}}" for dim in sorted(dimensions))
-                        if dimensions else DEFAULT_PARTITION_TEMPLATE)
+            template = (
+                "/".join(f"{dim}={{{dim}}}" for dim in sorted(dimensions))
+                if dimensions
+                else DEFAULT_PARTITION_TEMPLATE
+            )
         values: dict[str, Any] = {"partition": path_safe(key)}
         for dim, value in (dimensions or {}).items():
             values[dim] = path_safe(value)
@@ -86,7 +94,7 @@ class Binding:
 def is_hive_style(base: ResourceRef, partition: ResourceRef) -> bool:
     """True when the partition's folders below `base` are all named `column=value`, so Spark
     restores those columns when several partitions are read together (`basePath`)."""
-    relative = partition.parts[len(base.parts):]
+    relative = partition.parts[len(base.parts) :]
     return bool(relative) and all(_HIVE_SEGMENT.fullmatch(part) for part in relative)
 
 
@@ -98,12 +106,17 @@ def path_safe(value: str) -> str:
     return quote(value, safe=_SAFE)
 
 
-def dws_ref(resource: str, subpath: str | None = None, *, format: str = "parquet",
-            write_options: Mapping[str, Any] | None = None,
-            read_options: Mapping[str, Any] | None = None,
-            partition_by: Sequence[str] | None = None,
-            partition_template: str | None = None,
-            versioning: str | None = None) -> dict[str, Any]:
+def dws_ref(
+    resource: str,
+    subpath: str | None = None,
+    *,
+    format: str = "parquet",
+    write_options: Mapping[str, Any] | None = None,
+    read_options: Mapping[str, Any] | None = None,
+    partition_by: Sequence[str] | None = None,
+    partition_template: str | None = None,
+    versioning: str | None = None,
+) -> dict[str, Any]:
     """Asset metadata binding an asset to the workspace ref `resource/subpath`.
 
     Use as `@asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))`; merge with other
@@ -114,13 +127,18 @@ def dws_ref(resource: str, subpath: str | None = None, *, format: str = "parquet
     `versioning` ("rows" or "files") overrides SparkWorkspaceIOManager.versioning for this asset.
     """
     metadata: dict[str, Any] = {META_REF: str(ResourceRef(resource, subpath))}
-    binding = binding_from_metadata({META_REF: metadata[META_REF], META_FORMAT: format,
-                                     META_WRITE_OPTIONS: dict(write_options or {}),
-                                     META_READ_OPTIONS: dict(read_options or {}),
-                                     META_PARTITION_BY: list(partition_by or ()),
-                                     META_PARTITION_TEMPLATE: partition_template,
-                                     META_VERSIONING: versioning},
-                                    what=f"dws_ref({resource!r}, {subpath!r})")
+    binding = binding_from_metadata(
+        {
+            META_REF: metadata[META_REF],
+            META_FORMAT: format,
+            META_WRITE_OPTIONS: dict(write_options or {}),
+            META_READ_OPTIONS: dict(read_options or {}),
+            META_PARTITION_BY: list(partition_by or ()),
+            META_PARTITION_TEMPLATE: partition_template,
+            META_VERSIONING: versioning,
+        },
+        what=f"dws_ref({resource!r}, {subpath!r})",
+    )
     metadata[META_FORMAT] = binding.format
     if binding.write_options:
         metadata[META_WRITE_OPTIONS] = dict(binding.write_options)
@@ -140,9 +158,13 @@ def metadata_value(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
-def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
-                          default_ref: ResourceRef | None = None, default_format: str = "parquet",
-                          what: str = "asset") -> Binding:
+def binding_from_metadata(
+    metadata: Mapping[str, Any] | None,
+    *,
+    default_ref: ResourceRef | None = None,
+    default_format: str = "parquet",
+    what: str = "asset",
+) -> Binding:
     """The binding an asset's metadata declares, else the default ref (key path in the IO
     manager's default resource)."""
     metadata = metadata or {}
@@ -160,8 +182,10 @@ def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
         except InvalidResourceRefError as exc:
             raise BindingError(f"{what}: metadata {META_REF}: {exc}") from None
     else:
-        raise BindingError(f"{what}: metadata {META_REF} must be a string such as "
-                           f"'resource/subpath', got {type(raw_ref).__name__}")
+        raise BindingError(
+            f"{what}: metadata {META_REF} must be a string such as "
+            f"'resource/subpath', got {type(raw_ref).__name__}"
+        )
     fmt = metadata_value(metadata.get(META_FORMAT)) or default_format
     if fmt not in FORMATS:
         raise BindingError(f"{what}: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -173,13 +197,19 @@ def binding_from_metadata(metadata: Mapping[str, Any] | None, *,
         raise BindingError(f"{what}: {META_PARTITION_BY} must be a list of column names")
     versioning = metadata_value(metadata.get(META_VERSIONING))
     if versioning is not None and versioning not in VERSIONINGS:
-        raise BindingError(f"{what}: unknown versioning {versioning!r}; choose one of "
-                           f"{', '.join(VERSIONINGS)}")
-    return Binding(ref=ref, format=fmt,
-                   write_options=_options(metadata.get(META_WRITE_OPTIONS), what),
-                   read_options=_options(metadata.get(META_READ_OPTIONS), what),
-                   partition_by=tuple(partition_by), partition_template=template,
-                   explicit=explicit, versioning=versioning)
+        raise BindingError(
+            f"{what}: unknown versioning {versioning!r}; choose one of {', '.join(VERSIONINGS)}"
+        )
+    return Binding(
+        ref=ref,
+        format=fmt,
+        write_options=_options(metadata.get(META_WRITE_OPTIONS), what),
+        read_options=_options(metadata.get(META_READ_OPTIONS), what),
+        partition_by=tuple(partition_by),
+        partition_template=template,
+        explicit=explicit,
+        versioning=versioning,
+    )
 
 
 def _options(raw: Any, what: str) -> dict[str, str]:
@@ -200,5 +230,7 @@ def _check_template(template: Any, what: str) -> None:
         )
     for name in fields:
         if not name.isidentifier():
-            raise BindingError(f"{what}: partition template {template!r}: placeholder "
-                               f"{{{name}}} is not a plain name")
+            raise BindingError(
+                f"{what}: partition template {template!r}: placeholder "
+                f"{{{name}}} is not a plain name"
+            )

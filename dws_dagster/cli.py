@@ -64,7 +64,8 @@ def _open(args: argparse.Namespace) -> Workspace:
         what = "is not a folder" if root.exists() else "does not exist"
         raise WorkspaceNotFoundError(
             f"--workspace {root} {what}: pass the root folder of a workspace (the one holding "
-            f"{WORKSPACE_DIR}/), or create one with 'dws-dagster init {root}'")
+            f"{WORKSPACE_DIR}/), or create one with 'dws-dagster init {root}'"
+        )
     try:
         return Workspace.open(root, search_parents=False)
     except WorkspaceNotFoundError:
@@ -72,8 +73,11 @@ def _open(args: argparse.Namespace) -> Workspace:
             enclosing: Path | None = Workspace.find_root(root.parent)
         except WorkspaceNotFoundError:
             enclosing = None
-        hint = f"; it is inside the workspace at {enclosing}: pass --workspace {enclosing}" \
-            if enclosing is not None else f"; create one with 'dws-dagster init {root}'"
+        hint = (
+            f"; it is inside the workspace at {enclosing}: pass --workspace {enclosing}"
+            if enclosing is not None
+            else f"; create one with 'dws-dagster init {root}'"
+        )
         raise WorkspaceNotFoundError(
             f"--workspace {root} is not a workspace (no {WORKSPACE_DIR}/config.json){hint}"
         ) from None
@@ -82,8 +86,9 @@ def _open(args: argparse.Namespace) -> Workspace:
 def _progress(total: int | None, desc: str, unit: str = "it", **kwargs: Any) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
-                disable=None, **kwargs)
+    return tqdm(
+        total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=None, **kwargs
+    )
 
 
 # ---------------------------------------------------------------------- commands
@@ -95,8 +100,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     entry = None
     if args.store:
-        entry = store_entry(args.store, password_env=args.store_password_env,
-                            schema=args.store_schema)
+        entry = store_entry(
+            args.store, password_env=args.store_password_env, schema=args.store_schema
+        )
         # Reached before anything is written: a wrong URL or password leaves no workspace.
         root = Path(args.directory).absolute()
         database_for(resolve(root / ".dataworkspace", entry)).ensure_schema()
@@ -111,8 +117,14 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     ws = _open(args)
-    resource = ws.add_resource(args.name, args.role, path=args.path, uri=args.uri,
-                               versioning=args.versioning, description=args.description or "")
+    resource = ws.add_resource(
+        args.name,
+        args.role,
+        path=args.path,
+        uri=args.uri,
+        versioning=args.versioning,
+        description=args.description or "",
+    )
     print(f"added {resource.role} resource '{resource.name}' at {resource.location}")
     return 0
 
@@ -125,8 +137,11 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
     for item in items:
         ref, state = item.ref, item.state
         row: dict[str, Any] = {
-            "ref": ref, "version": item.version, "status": item.status,
-            "step": item.owner, "finished": item.finished,
+            "ref": ref,
+            "version": item.version,
+            "status": item.status,
+            "step": item.owner,
+            "finished": item.finished,
         }
         if state is not None and state.attempt is not None:
             row["error"] = state.attempt.get("error")
@@ -157,13 +172,22 @@ def _verify(ws: Workspace, row: dict[str, Any]) -> None:
         actual = None
     except (RemoteDataError, DwsError):
         actual = "unchecked"
-    row["data"] = ("unchecked" if actual == "unchecked" else "missing" if actual is None
-                   else "matches" if actual == row["version"] else "changed")
+    row["data"] = (
+        "unchecked"
+        if actual == "unchecked"
+        else "missing"
+        if actual is None
+        else "matches"
+        if actual == row["version"]
+        else "changed"
+    )
     if row["data"] == "changed":
         row["found"] = actual
         if row["step"] is None and "read_by" not in row:  # observed source data
-            row["read_by"] = [{"ref": reader, "step": state.owner}
-                              for reader, state, _ in ws.store.readers(row["ref"])]
+            row["read_by"] = [
+                {"ref": reader, "step": state.owner}
+                for reader, state, _ in ws.store.readers(row["ref"])
+            ]
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -174,8 +198,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         from .workspace.restore import finish_interrupted_restore
 
         if finish_interrupted_restore(ws, _remote_data()):
-            print("finished a restore that was interrupted (see 'dws-dagster history')",
-                  file=sys.stderr)
+            print(
+                "finished a restore that was interrupted (see 'dws-dagster history')",
+                file=sys.stderr,
+            )
     rows = _status_rows(ws, args.verify)
     report = StatusReport(rows, verified=args.verify)
     code = EXIT_ATTENTION if args.verify and report.verdict != "clean" else 0
@@ -184,10 +210,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         count = sum(1 for row in rows if row["ref"].split("/", 1)[0] == res.name)
         resources.append({**res.to_json(), "refs": count})
     if args.format == "json":
-        _print_json({"workspace": ws.name, "root": str(ws.root),
-                     "store": {"url": ws.store.shown, "from": ws.store_settings.origin},
-                     "resources": resources, "refs": rows, **report.to_json(),
-                     "exit_code": code})
+        _print_json(
+            {
+                "workspace": ws.name,
+                "root": str(ws.root),
+                "store": {"url": ws.store.shown, "from": ws.store_settings.origin},
+                "resources": resources,
+                "refs": rows,
+                **report.to_json(),
+                "exit_code": code,
+            }
+        )
         return code
     print(f"Workspace {ws.name} ({ws.root})")
     print(f"Lineage store: {ws.store.shown} (from {_origin(ws.store_settings.origin)})")
@@ -195,8 +228,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not resources:
         print("  (none: add one with 'dws-dagster add')")
     for res in resources:
-        print(f"  {res['name']:<20} {res['role']:<18} {res.get('path') or res.get('uri')}"
-              f"  [{res['refs']} ref{'s' if res['refs'] != 1 else ''}]")
+        print(
+            f"  {res['name']:<20} {res['role']:<18} {res.get('path') or res.get('uri')}"
+            f"  [{res['refs']} ref{'s' if res['refs'] != 1 else ''}]"
+        )
     print("\nRefs:")
     for line in report.refs_lines(expand=args.expand):
         print(line)
@@ -209,8 +244,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _origin(origin: str) -> str:
-    return {"default": "the default", "config.json": ".dataworkspace/config.json",
-            "DWS_STORE_URL": "$DWS_STORE_URL"}.get(origin, origin)
+    return {
+        "default": "the default",
+        "config.json": ".dataworkspace/config.json",
+        "DWS_STORE_URL": "$DWS_STORE_URL",
+    }.get(origin, origin)
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
@@ -232,7 +270,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     renderers: dict[str, Callable[[Any], Any]] = {
         "text": render.render_text if args.expand else render_grouped_text,
         "dot": render.render_dot,
-        "mermaid": render.render_mermaid, "html": render.render_html,
+        "mermaid": render.render_mermaid,
+        "html": render.render_html,
     }
     if args.format == "json":
         output = orjson.dumps(render.render_json(graph), option=orjson.OPT_INDENT_2).decode()
@@ -240,8 +279,9 @@ def cmd_lineage(args: argparse.Namespace) -> int:
         output = renderers[args.format](graph)
     if args.output:
         with writing(args.output):
-            Path(args.output).write_text(output + ("" if output.endswith("\n") else "\n"),
-                                         encoding="utf-8")
+            Path(args.output).write_text(
+                output + ("" if output.endswith("\n") else "\n"), encoding="utf-8"
+            )
         print(f"wrote {args.format} lineage of {ref} to {args.output}")
     else:
         sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
@@ -259,10 +299,16 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         # `created` is the snapshot's time (from `to_json`): whether this call took it is
         # `new_snapshot`.
         retention = outcome.retention
-        _print_json({**info.to_json(), "new_snapshot": outcome.created,
-                     "tag_added": outcome.tag_added, "warnings": outcome.warnings,
-                     "drift": outcome.drift,
-                     "retention": None if retention is None else vars(retention)})
+        _print_json(
+            {
+                **info.to_json(),
+                "new_snapshot": outcome.created,
+                "tag_added": outcome.tag_added,
+                "warnings": outcome.warnings,
+                "drift": outcome.drift,
+                "retention": None if retention is None else vars(retention),
+            }
+        )
         return 0
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -290,23 +336,34 @@ def cmd_restore(args: argparse.Namespace) -> int:
     ws = _open(args)
     bar = _progress(None, "restoring", unit="ref")
     try:
-        report = restore_snapshot(ws, args.snapshot, progress=lambda ref: bar.update(1),
-                                  partial=args.partial, code=args.code,
-                                  remote=_remote_data())
+        report = restore_snapshot(
+            ws,
+            args.snapshot,
+            progress=lambda ref: bar.update(1),
+            partial=args.partial,
+            code=args.code,
+            remote=_remote_data(),
+        )
     finally:
         bar.close()
     if args.format == "json":
-        _print_json({"snapshot": report.info.to_json(),
-                     "lineage_restored": report.lineage_restored,
-                     "lineage_removed": report.lineage_removed,
-                     "data_unchanged": report.data_unchanged,
-                     "data_restored": report.data_restored,
-                     "not_restored": [{"ref": r, "reason": why} for r, why in report.not_restored],
-                     "code_left": [{"ref": r, "reason": why} for r, why in report.code_left]})
+        _print_json(
+            {
+                "snapshot": report.info.to_json(),
+                "lineage_restored": report.lineage_restored,
+                "lineage_removed": report.lineage_removed,
+                "data_unchanged": report.data_unchanged,
+                "data_restored": report.data_restored,
+                "not_restored": [{"ref": r, "reason": why} for r, why in report.not_restored],
+                "code_left": [{"ref": r, "reason": why} for r, why in report.code_left],
+            }
+        )
         return 0
-    print(f"restored snapshot {report.info.name} ({report.info.hash[:12]}): lineage of "
-          f"{len(report.lineage_restored)} ref(s); data of {len(report.data_restored)} "
-          f"brought back, {len(report.data_unchanged)} already as it was")
+    print(
+        f"restored snapshot {report.info.name} ({report.info.hash[:12]}): lineage of "
+        f"{len(report.lineage_restored)} ref(s); data of {len(report.data_restored)} "
+        f"brought back, {len(report.data_unchanged)} already as it was"
+    )
     for ref in report.data_restored:
         print(f"  data restored:  {ref}")
     for ref in report.data_unchanged:
@@ -326,33 +383,48 @@ def cmd_gc(args: argparse.Namespace) -> int:
     ws = _open(args)
     report = collect_garbage(ws, dry_run=args.dry_run, remote=_remote_data())
     if args.format == "json":
-        _print_json({"dry_run": report.dry_run,
-                     "versions": [{"ref": r, "version": v} for r, v in report.versions],
-                     "objects": report.objects, "bytes_freed": report.bytes_freed,
-                     "still_linked": report.still_linked,
-                     "leftovers": [str(p) for p in report.leftovers],
-                     "unnamed_results_copies": [str(p) for p in report.results_copies],
-                     "remote_versions": [{"ref": r, "version": v}
-                                         for r, v in report.remote_versions]})
+        _print_json(
+            {
+                "dry_run": report.dry_run,
+                "versions": [{"ref": r, "version": v} for r, v in report.versions],
+                "objects": report.objects,
+                "bytes_freed": report.bytes_freed,
+                "still_linked": report.still_linked,
+                "leftovers": [str(p) for p in report.leftovers],
+                "unnamed_results_copies": [str(p) for p in report.results_copies],
+                "remote_versions": [{"ref": r, "version": v} for r, v in report.remote_versions],
+            }
+        )
         return 0
     verb = "would free" if report.dry_run else "freed"
-    print(f"{verb} {len(report.versions)} retained version(s) no snapshot references: "
-          f"{report.objects} file(s), {_bytes(report.bytes_freed)}"
-          + (f" ({report.still_linked} still hard-linked from the workspace free nothing)"
-             if report.still_linked else ""))
+    print(
+        f"{verb} {len(report.versions)} retained version(s) no snapshot references: "
+        f"{report.objects} file(s), {_bytes(report.bytes_freed)}"
+        + (
+            f" ({report.still_linked} still hard-linked from the workspace free nothing)"
+            if report.still_linked
+            else ""
+        )
+    )
     for ref, version in report.versions[:20]:
         print(f"  {ref}@{version[:12]}")
     if len(report.versions) > 20:
         print(f"  ... and {len(report.versions) - 20} more")
     if report.leftovers:
-        print(f"{'would remove' if report.dry_run else 'removed'} {len(report.leftovers)} "
-              "leftover(s) of interrupted work")
+        print(
+            f"{'would remove' if report.dry_run else 'removed'} {len(report.leftovers)} "
+            "leftover(s) of interrupted work"
+        )
     for path in report.results_copies:
-        print(f"not named by any snapshot (left by an interrupted snapshot?): {path}; delete "
-              "it if it is not yours")
+        print(
+            f"not named by any snapshot (left by an interrupted snapshot?): {path}; delete "
+            "it if it is not yours"
+        )
     if report.remote_versions:
-        print(f"{verb} {len(report.remote_versions)} kept remote version(s) no snapshot "
-              "references (beyond each writer's keep_versions):")
+        print(
+            f"{verb} {len(report.remote_versions)} kept remote version(s) no snapshot "
+            "references (beyond each writer's keep_versions):"
+        )
         for ref, version in report.remote_versions[:20]:
             print(f"  {ref}@{version[:12]}")
         if len(report.remote_versions) > 20:
@@ -414,8 +486,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     for info in infos:
         tags = ",".join(info.tags) or "-"
         metrics = " ".join(f"{k}={v}" for k, v in (info.metrics or {}).items())
-        print(f"{info.hash[:12]}  {info.created:<25}  {tags:<16}  {info.message}"
-              f"{'  ' + metrics if metrics else ''}")
+        print(
+            f"{info.hash[:12]}  {info.created:<25}  {tags:<16}  {info.message}"
+            f"{'  ' + metrics if metrics else ''}"
+        )
     return 0
 
 
@@ -427,8 +501,10 @@ def cmd_delete_snapshot(args: argparse.Namespace) -> int:
     info = done.info
     if done.removed_tag is not None:
         kept = " (its results copies stay with it)" if args.remove_results else ""
-        print(f"removed tag {done.removed_tag} from snapshot {info.hash[:12]} (still tagged "
-              f"{', '.join(info.tags)}){kept}")
+        print(
+            f"removed tag {done.removed_tag} from snapshot {info.hash[:12]} (still tagged "
+            f"{', '.join(info.tags)}){kept}"
+        )
     else:
         print(f"deleted snapshot {info.name} ({info.hash[:12]})")
     return 0
@@ -452,15 +528,25 @@ def cmd_observe(args: argparse.Namespace) -> int:
     ws = _open(args)
     outcome = ws.store.observe_source(ResourceRef.parse(args.ref))
     if args.format == "json":
-        _print_json({"ref": outcome.ref, "version": outcome.version,
-                     "recorded": outcome.recorded, "was_unknown": outcome.was_unknown})
+        _print_json(
+            {
+                "ref": outcome.ref,
+                "version": outcome.version,
+                "recorded": outcome.recorded,
+                "was_unknown": outcome.was_unknown,
+            }
+        )
     elif outcome.recorded:
         cleared = "; it is no longer unknown" if outcome.was_unknown else ""
-        print(f"recorded {outcome.ref}@{short(outcome.version)} as the lineage of that source "
-              f"data{cleared}")
+        print(
+            f"recorded {outcome.ref}@{short(outcome.version)} as the lineage of that source "
+            f"data{cleared}"
+        )
     else:
-        print(f"{outcome.ref}@{short(outcome.version)} is already its recorded lineage; "
-              "nothing written")
+        print(
+            f"{outcome.ref}@{short(outcome.version)} is already its recorded lineage; "
+            "nothing written"
+        )
     return 0
 
 
@@ -483,8 +569,13 @@ def cmd_version(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json({"ref": str(ref), "version": version, "recorded": recorded})
     else:
-        note = "" if recorded is None else (" (matches its lineage)" if recorded == version
-                                            else f" (lineage says {recorded})")
+        note = (
+            ""
+            if recorded is None
+            else (
+                " (matches its lineage)" if recorded == version else f" (lineage says {recorded})"
+            )
+        )
         print(f"{ref}@{version}{note}")
     return 0
 
@@ -519,8 +610,10 @@ def cmd_ol_status(args: argparse.Namespace) -> int:
     print(f"  pending:    {status.pending}{oldest}")
     print(f"  delivered:  {status.delivered} (last at {_when(status.last_delivery_at)})")
     if status.attempts:
-        print(f"  failing:    {status.attempts} attempt(s) in a row; next attempt at "
-              f"{_when(status.next_attempt_at)}")
+        print(
+            f"  failing:    {status.attempts} attempt(s) in a row; next attempt at "
+            f"{_when(status.next_attempt_at)}"
+        )
     if status.last_error:
         print(f"  last error: {status.last_error} (at {_when(status.last_error_at)})")
     if status.deliverer:
@@ -544,8 +637,10 @@ def cmd_ol_deliver(args: argparse.Namespace) -> int:
     elif report.paused:
         print(f"OpenLineage is disabled ({description}); {report.pending} event(s) pending")
     elif report.failed:
-        print(f"sent {report.sent} event(s) to {description}, then: {report.last_error}; "
-              f"{report.pending} pending, next attempt at {_when(report.next_attempt_at)}")
+        print(
+            f"sent {report.sent} event(s) to {description}, then: {report.last_error}; "
+            f"{report.pending} pending, next attempt at {_when(report.next_attempt_at)}"
+        )
     else:
         print(f"sent {report.sent} event(s) to {description}; {report.pending} pending")
     return 1 if report.failed else 0
@@ -576,8 +671,12 @@ def cmd_ol_replay(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(Path(args.directory), small=args.small, months=args.months,
-                    trips_per_month=args.trips_per_month)
+    return run_demo(
+        Path(args.directory),
+        small=args.small,
+        months=args.months,
+        trips_per_month=args.trips_per_month,
+    )
 
 
 # ------------------------------------------------------------------------ parser
@@ -585,19 +684,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", "-w", metavar="DIR", default=argparse.SUPPRESS,
-                        help="workspace folder (default: search upward from the current one)")
+    common.add_argument(
+        "--workspace",
+        "-w",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="workspace folder (default: search upward from the current one)",
+    )
     fmt = argparse.ArgumentParser(add_help=False)
     fmt.add_argument("--format", choices=("text", "json"), default="text")
 
     parser = argparse.ArgumentParser(
-        prog="dws-dagster", parents=[common],
+        prog="dws-dagster",
+        parents=[common],
         description="Data Workspaces lineage for Dagster and PySpark: resources, versions, "
-                    "lineage and snapshots.")
+        "lineage and snapshots.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, handler: Handler, help_text: str, *, formats: bool = False,
-            group: Any = sub) -> argparse.ArgumentParser:
+    def add(
+        name: str, handler: Handler, help_text: str, *, formats: bool = False, group: Any = sub
+    ) -> argparse.ArgumentParser:
         parents = [common, fmt] if formats else [common]
         command = group.add_parser(name, parents=parents, help=help_text, description=help_text)
         command.set_defaults(handler=handler)
@@ -606,13 +713,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("init", cmd_init, "create .dataworkspace/ in DIR (default: here)")
     p.add_argument("directory", nargs="?", default=".", metavar="DIR")
     p.add_argument("--name", help="workspace name (default: the folder's name)")
-    p.add_argument("--store", metavar="URL",
-                   help="a PostgreSQL store for the lineage (postgresql://user@host:port/db, "
-                        "no password; default: SQLite in .dataworkspace/)")
-    p.add_argument("--store-password-env", metavar="VAR",
-                   help="environment variable holding the store's password")
-    p.add_argument("--store-schema", metavar="NAME",
-                   help="PostgreSQL schema for the store's tables (default: the user's)")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="a PostgreSQL store for the lineage (postgresql://user@host:port/db, "
+        "no password; default: SQLite in .dataworkspace/)",
+    )
+    p.add_argument(
+        "--store-password-env",
+        metavar="VAR",
+        help="environment variable holding the store's password",
+    )
+    p.add_argument(
+        "--store-schema",
+        metavar="NAME",
+        help="PostgreSQL schema for the store's tables (default: the user's)",
+    )
 
     p = add("add", cmd_add, "register a resource of the workspace")
     p.add_argument("name")
@@ -620,87 +736,136 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--path", help="local folder (stored relative to the workspace root)")
     where.add_argument("--uri", help="object-store or HDFS URI (s3a://, abfss://, hdfs://, ...)")
-    p.add_argument("--versioning", choices=VERSIONING_MODES, default="content",
-                   help="content: hash the bytes (default); listing: names, sizes and times")
+    p.add_argument(
+        "--versioning",
+        choices=VERSIONING_MODES,
+        default="content",
+        help="content: hash the bytes (default); listing: names, sizes and times",
+    )
     p.add_argument("--description")
 
-    p = add("status", cmd_status, "resources, refs, versions, failed and unknown refs. The "
-            "refs of a resource are every ref of it the lineage names: those a step wrote or "
-            "that were observed, and those steps read that have no lineage of their own "
-            "(source data read as found); code a step ran is recorded with the step, not as "
-            "refs", formats=True)
-    p.add_argument("--verify", action="store_true",
-                   help="re-hash the data of every ref and compare it with the version its "
-                        "lineage says (source data only read: the version read); then say "
-                        f"what needs attention and what to run. Exit code {EXIT_ATTENTION} "
-                        "when anything needs attention (drift, missing data, failed or "
-                        "unknown refs), 0 when nothing does")
-    p.add_argument("--expand", action="store_true",
-                   help="text: every ref on its own line (by default the partitions one step "
-                        "wrote, or the files of one source folder, are one line)")
+    p = add(
+        "status",
+        cmd_status,
+        "resources, refs, versions, failed and unknown refs. The "
+        "refs of a resource are every ref of it the lineage names: those a step wrote or "
+        "that were observed, and those steps read that have no lineage of their own "
+        "(source data read as found); code a step ran is recorded with the step, not as "
+        "refs",
+        formats=True,
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-hash the data of every ref and compare it with the version its "
+        "lineage says (source data only read: the version read); then say "
+        f"what needs attention and what to run. Exit code {EXIT_ATTENTION} "
+        "when anything needs attention (drift, missing data, failed or "
+        "unknown refs), 0 when nothing does",
+    )
+    p.add_argument(
+        "--expand",
+        action="store_true",
+        help="text: every ref on its own line (by default the partitions one step "
+        "wrote, or the files of one source folder, are one line)",
+    )
 
     p = add("lineage", cmd_lineage, "upstream, downstream and last run of a ref")
     p.add_argument("ref", metavar="REF", help="RESOURCE or RESOURCE/SUBPATH")
     p.add_argument("--snapshot", metavar="S", help="from a snapshot instead of the current state")
-    p.add_argument("--format", choices=("text", "json", "dot", "mermaid", "html"),
-                   default="text")
+    p.add_argument("--format", choices=("text", "json", "dot", "mermaid", "html"), default="text")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
-    p.add_argument("--expand", action="store_true",
-                   help="text: every ref on its own line (by default the partitions one step "
-                        "wrote, or the files of one source folder, are one line)")
+    p.add_argument(
+        "--expand",
+        action="store_true",
+        help="text: every ref on its own line (by default the partitions one step "
+        "wrote, or the files of one source folder, are one line)",
+    )
 
-    p = add("snapshot", cmd_snapshot,
-            "snapshot the workspace: lineage, every ref's data (retained), code, results",
-            formats=True)
+    p = add(
+        "snapshot",
+        cmd_snapshot,
+        "snapshot the workspace: lineage, every ref's data (retained), code, results",
+        formats=True,
+    )
     p.add_argument("tag", nargs="?", metavar="TAG")
     p.add_argument("-m", "--message", default="")
 
-    p = add("restore", cmd_restore, "bring back a snapshot's lineage and data, or change "
-            "nothing", formats=True)
+    p = add(
+        "restore",
+        cmd_restore,
+        "bring back a snapshot's lineage and data, or change nothing",
+        formats=True,
+    )
     p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
-    p.add_argument("--partial", action="store_true",
-                   help="when some refs' data cannot be brought back, restore the rest and mark "
-                        "those unknown (by default nothing is changed)")
-    p.add_argument("--code", action="store_true",
-                   help="also put back the files of code resources kept in git (by default "
-                        "git's checkout is left alone and the commit to check out is named)")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="when some refs' data cannot be brought back, restore the rest and mark "
+        "those unknown (by default nothing is changed)",
+    )
+    p.add_argument(
+        "--code",
+        action="store_true",
+        help="also put back the files of code resources kept in git (by default "
+        "git's checkout is left alone and the commit to check out is named)",
+    )
 
     p = add("gc", cmd_gc, "free retained data no snapshot references", formats=True)
     p.add_argument("--dry-run", action="store_true", help="report what would be freed")
 
     p = add("diff", cmd_diff, "what changed between two snapshots", formats=True)
     p.add_argument("a", metavar="A", help="snapshot tag, hash or prefix")
-    p.add_argument("b", metavar="B", nargs="?", default="current",
-                   help="snapshot, or 'current' (default)")
-    p.add_argument("--expand", action="store_true",
-                   help="text: every ref and input on its own line (by default the partitions "
-                        "of one step that changed alike are one entry)")
+    p.add_argument(
+        "b", metavar="B", nargs="?", default="current", help="snapshot, or 'current' (default)"
+    )
+    p.add_argument(
+        "--expand",
+        action="store_true",
+        help="text: every ref and input on its own line (by default the partitions "
+        "of one step that changed alike are one entry)",
+    )
 
     add("history", cmd_history, "list snapshots, newest first", formats=True)
 
     p = add("delete-snapshot", cmd_delete_snapshot, "delete a snapshot")
     p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
-    p.add_argument("--remove-results", action="store_true",
-                   help="also delete the snapshot's results copies")
+    p.add_argument(
+        "--remove-results", action="store_true", help="also delete the snapshot's results copies"
+    )
 
     p = add("forget", cmd_forget, "drop a ref's lineage so another step may write it")
     p.add_argument("ref", metavar="REF")
 
-    p = add("observe", cmd_observe, "record source data's version now as its lineage (clears "
-            "unknown after a partial restore); refs a step writes recover by re-running it",
-            formats=True)
+    p = add(
+        "observe",
+        cmd_observe,
+        "record source data's version now as its lineage (clears "
+        "unknown after a partial restore); refs a step writes recover by re-running it",
+        formats=True,
+    )
     p.add_argument("ref", metavar="REF")
 
-    p = add("demo", cmd_demo, "run the example NYC taxi forecast (Dagster + Spark) end to end "
-            "in DIR, then show its lineage and metrics")
+    p = add(
+        "demo",
+        cmd_demo,
+        "run the example NYC taxi forecast (Dagster + Spark) end to end "
+        "in DIR, then show its lineage and metrics",
+    )
     p.add_argument("directory", nargs="?", default="dws-demo", metavar="DIR")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--small", action="store_true",
-                      help="the smallest run: 15 days, 12 zones (about a minute)")
-    size.add_argument("--months", type=int, metavar="N",
-                      help="months of synthetic data (default: 2)")
-    p.add_argument("--trips-per-month", type=int, metavar="N",
-                   help="synthetic trips per month (default: 100000)")
+    size.add_argument(
+        "--small", action="store_true", help="the smallest run: 15 days, 12 zones (about a minute)"
+    )
+    size.add_argument(
+        "--months", type=int, metavar="N", help="months of synthetic data (default: 2)"
+    )
+    p.add_argument(
+        "--trips-per-month",
+        type=int,
+        metavar="N",
+        help="synthetic trips per month (default: 100000)",
+    )
 
     p = add("version", cmd_version, "content version of a ref's data now", formats=True)
     p.add_argument("ref", metavar="REF")
@@ -709,26 +874,46 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("openlineage", help=ol_help, description=ol_help)
     ol = p.add_subparsers(dest="ol_command", metavar="ACTION", required=True)
 
-    def add_ol(name: str, handler: Handler, help_text: str, *, formats: bool = False
-               ) -> argparse.ArgumentParser:
+    def add_ol(
+        name: str, handler: Handler, help_text: str, *, formats: bool = False
+    ) -> argparse.ArgumentParser:
         return add(name, handler, help_text, formats=formats, group=ol)
 
-    add_ol("status", cmd_ol_status, "pending and delivered events, last error, transport",
-           formats=True)
-    q = add_ol("deliver", cmd_ol_deliver, "send pending events now (ignores the backoff wait)",
-               formats=True)
-    q.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
-                   help="stop sending after this long (default: 60)")
+    add_ol(
+        "status", cmd_ol_status, "pending and delivered events, last error, transport", formats=True
+    )
+    q = add_ol(
+        "deliver",
+        cmd_ol_deliver,
+        "send pending events now (ignores the backoff wait)",
+        formats=True,
+    )
+    q.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="stop sending after this long (default: 60)",
+    )
     q = add_ol("replay", cmd_ol_replay, "send archived events again, e.g. to a new catalog")
-    q.add_argument("--since", metavar="WHEN",
-                   help="only events whose eventTime is at or after WHEN (ISO-8601 date or "
-                        "datetime; UTC unless it names a zone)")
+    q.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only events whose eventTime is at or after WHEN (ISO-8601 date or "
+        "datetime; UTC unless it names a zone)",
+    )
     q.add_argument("--dry-run", action="store_true", help="only count the events")
     return parser
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str,
-                  lineno: int, file: Any = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
     """Warnings (files skipped as not data, ...) as one `warning:` line, not Python's two."""
     print(f"warning: {_one_line(str(message))}", file=sys.stderr)
 
@@ -741,11 +926,13 @@ def _os_error_message(exc: OSError) -> str:
     names = " -> ".join(str(n) for n in (exc.filename, exc.filename2) if n is not None)
     reason = exc.strerror or str(exc)
     advice = {
-        errno.ENOSPC: "free space, then re-run", errno.EDQUOT: "free space, then re-run",
+        errno.ENOSPC: "free space, then re-run",
+        errno.EDQUOT: "free space, then re-run",
         errno.EROFS: "remount it read-write, then re-run",
         errno.EACCES: "fix its permissions, then re-run",
         errno.EPERM: "fix its permissions, then re-run",
-        errno.ENOENT: "check the path", errno.ENOTDIR: "check the path",
+        errno.ENOENT: "check the path",
+        errno.ENOTDIR: "check the path",
         errno.EISDIR: "name a file, not a folder",
         errno.EEXIST: "move it away or choose another path",
     }.get(exc.errno or 0, "fix the cause, then re-run")
@@ -805,8 +992,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line, not a traceback, and a distinct exit code
         if os.environ.get("DWS_DEBUG"):
             traceback.print_exc()
-        print(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}; please report "
-              "it (DWS_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__}: {_one_line(str(exc))}; please report "
+            "it (DWS_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

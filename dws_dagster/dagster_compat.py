@@ -81,8 +81,9 @@ def op_config(context: InputContext | OutputContext) -> Mapping[str, Any]:
     return {"config": config}
 
 
-def read_event_records(instance: Any, event_types: Sequence[DagsterEventType], *,
-                       after_storage_id: int, limit: int) -> list[Any]:
+def read_event_records(
+    instance: Any, event_types: Sequence[DagsterEventType], *, after_storage_id: int, limit: int
+) -> list[Any]:
     """The first `limit` event records of any of `event_types` after `after_storage_id`, oldest
     first, across all assets and runs (one `EventReader` batch; asset events as
     `AssetEventRecord`s, others as Dagster's `EventLogRecord`s)."""
@@ -109,8 +110,9 @@ class EventReader:
     rebuilding its objects), else converted from Dagster's records.
     """
 
-    def __init__(self, instance: Any, event_types: Sequence[DagsterEventType], *,
-                 after_storage_id: int) -> None:
+    def __init__(
+        self, instance: Any, event_types: Sequence[DagsterEventType], *, after_storage_id: int
+    ) -> None:
         from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 
         self.instance = instance
@@ -120,8 +122,7 @@ class EventReader:
         self._read_to = dict.fromkeys(event_types, after_storage_id)
         #: Per type: no record up to this storage id remains unread (infinite: none at all,
         #: when the storage cannot tell its highest id and the type ran dry).
-        self._known_to: dict[DagsterEventType, float] = dict.fromkeys(event_types,
-                                                                      after_storage_id)
+        self._known_to: dict[DagsterEventType, float] = dict.fromkeys(event_types, after_storage_id)
         self._buffers: dict[DagsterEventType, list[Any]] = {t: [] for t in event_types}
         self._ready: list[Any] = []  # known complete, not yet handed out, in storage order
 
@@ -164,8 +165,9 @@ class EventReader:
         self._ready.extend(ready)
         return found_any or bool(ready)
 
-    def _read_type(self, event_type: DagsterEventType, after: int, top: int | None,
-                   limit: int) -> tuple[list[Any], int, int | None]:
+    def _read_type(
+        self, event_type: DagsterEventType, after: int, top: int | None, limit: int
+    ) -> tuple[list[Any], int, int | None]:
         """(records, rows read, the last row's storage id): rows the storage could not read
         are skipped but counted, so a short page means the end of the log."""
         if event_type in self._run_types:
@@ -175,17 +177,28 @@ class EventReader:
             return found, len(found), found[-1].storage_id if found else None
         before = None if top is None else top + 1
         if self._stored is not None and event_type in stored_events.ASSET_EVENT_TYPES:
-            return stored_events.read_stored(self._stored, event_type, after_storage_id=after,
-                                             before_storage_id=before, limit=limit)
+            return stored_events.read_stored(
+                self._stored,
+                event_type,
+                after_storage_id=after,
+                before_storage_id=before,
+                limit=limit,
+            )
         from dagster import EventRecordsFilter
 
-        found = list(self.instance.get_event_records(
-            EventRecordsFilter(event_type=event_type, after_cursor=after, before_cursor=before),
-            limit=limit, ascending=True))
+        found = list(
+            self.instance.get_event_records(
+                EventRecordsFilter(event_type=event_type, after_cursor=after, before_cursor=before),
+                limit=limit,
+                ascending=True,
+            )
+        )
         last = found[-1].storage_id if found else None
         if event_type in stored_events.ASSET_EVENT_TYPES:
-            converted = (stored_events.AssetEventRecord.from_entry(r.storage_id, r.event_log_entry)
-                         for r in found)
+            converted = (
+                stored_events.AssetEventRecord.from_entry(r.storage_id, r.event_log_entry)
+                for r in found
+            )
             return [r for r in converted if r is not None], len(found), last
         return found, len(found), last
 
@@ -197,17 +210,22 @@ class EventReader:
             return None
 
 
-def _run_status_changes(instance: Any, event_type: DagsterEventType, after_storage_id: int,
-                        limit: int) -> list[Any]:
+def _run_status_changes(
+    instance: Any, event_type: DagsterEventType, after_storage_id: int, limit: int
+) -> list[Any]:
     from dagster._core.storage.event_log.base import EventLogCursor
 
     cursor = EventLogCursor.from_storage_id(after_storage_id).to_string()
-    return list(instance.fetch_run_status_changes(
-        event_type, limit=limit, cursor=cursor, ascending=True).records)
+    return list(
+        instance.fetch_run_status_changes(
+            event_type, limit=limit, cursor=cursor, ascending=True
+        ).records
+    )
 
 
-def parent_partition_keys(asset_graph: Any, partition: str | None, parent: AssetKey,
-                          child: AssetKey) -> list[str] | None:
+def parent_partition_keys(
+    asset_graph: Any, partition: str | None, parent: AssetKey, child: AssetKey
+) -> list[str] | None:
     """The partitions of `parent` that `child`'s `partition` reads (its partition mapping), or
     None when unknown (unpartitioned parent, or a mapping Dagster cannot evaluate here)."""
     try:
@@ -219,8 +237,7 @@ def parent_partition_keys(asset_graph: Any, partition: str | None, parent: Asset
         return None
 
 
-def runs_job_times(instance: Any, run_ids: Sequence[str]
-                   ) -> dict[str, tuple[str, Any, Any | None]]:
+def runs_job_times(instance: Any, run_ids: Sequence[str]) -> dict[str, tuple[str, Any, Any | None]]:
     """(job name, creation time, start time or None when not started yet), as aware datetimes,
     of many runs in one query (the sensor meets a hundred runs in a batch, and a query per run
     cost 5 ms); unknown runs are left out. The start time dates the run's own OpenLineage
@@ -233,8 +250,10 @@ def runs_job_times(instance: Any, run_ids: Sequence[str]
     for record in instance.get_run_records(filters=RunsFilter(run_ids=list(run_ids))):
         started = getattr(record, "start_time", None)
         found[record.dagster_run.run_id] = (
-            record.dagster_run.job_name, _aware_time(record.create_timestamp),
-            _aware_time(started) if started is not None else None)
+            record.dagster_run.job_name,
+            _aware_time(record.create_timestamp),
+            _aware_time(started) if started is not None else None,
+        )
     return found
 
 

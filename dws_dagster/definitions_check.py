@@ -20,8 +20,11 @@ def check_definitions(defs: Definitions) -> Definitions:
     of surfacing in a run. Raises LineageConflictError naming both assets, or the binding's error
     (unknown resource, invalid ref) naming the asset.
     """
-    managers = {key: value for key, value in (defs.resources or {}).items()
-                if isinstance(value, SparkWorkspaceIOManager)}
+    managers = {
+        key: value
+        for key, value in (defs.resources or {}).items()
+        if isinstance(value, SparkWorkspaceIOManager)
+    }
     if not managers:
         return defs
     writers: dict[ResourceRef, str] = {}
@@ -56,7 +59,10 @@ def _message(asset: str, ref: ResourceRef, other: str, other_ref: ResourceRef) -
     if ref == other_ref:
         clash = f"assets '{other}' and '{asset}' both write ref {ref}"
     else:
-        clash = (f"asset '{asset}' writes ref {ref}, inside ref {other_ref} written by asset "
-                 f"'{other}'")
-    return (f"{clash}: each asset must own its ref (no two assets write the same or nested "
-            "refs); give one of them another dws_ref subpath")
+        clash = (
+            f"asset '{asset}' writes ref {ref}, inside ref {other_ref} written by asset '{other}'"
+        )
+    return (
+        f"{clash}: each asset must own its ref (no two assets write the same or nested "
+        "refs); give one of them another dws_ref subpath"
+    )

@@ -74,7 +74,8 @@ def _example() -> Any:
         raise DemoError(
             f"the demo runs the example project (example_project/), which cannot be imported "
             f"({exc}); install the repository with 'pip install -e .' (./dev does), or run "
-            "from its root") from None
+            "from its root"
+        ) from None
     return project, setup_workspace
 
 
@@ -133,10 +134,18 @@ class _Progress:
         self.total = total
         self.done = 0
         self.started = time.monotonic()
-        self.bar = tqdm(total=total or 1, desc="demo", unit="step", file=sys.stderr,
-                        disable=not self.interactive,
-                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
-                                   "{postfix}") if self.interactive else None
+        self.bar = (
+            tqdm(
+                total=total or 1,
+                desc="demo",
+                unit="step",
+                file=sys.stderr,
+                disable=not self.interactive,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}",
+            )
+            if self.interactive
+            else None
+        )
 
     def step(self, label: str) -> None:
         """Step `label` starts."""
@@ -145,8 +154,11 @@ class _Progress:
             return
         elapsed = int(time.monotonic() - self.started)
         count = f"{self.done + 1}/{self.total} " if self.total else ""
-        print(f"demo [{elapsed // 60:02d}:{elapsed % 60:02d}] {count}{label}", file=sys.stderr,
-              flush=True)
+        print(
+            f"demo [{elapsed // 60:02d}:{elapsed % 60:02d}] {count}{label}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def set_total(self, total: int) -> None:
         self.total = total
@@ -189,27 +201,38 @@ def _dws_cause(exc: BaseException) -> DwsError | None:
         if isinstance(current, DwsError):
             return current
         seen.add(id(current))
-        current = current.__cause__ or getattr(current, "user_exception", None) \
-            or current.__context__
+        current = (
+            current.__cause__ or getattr(current, "user_exception", None) or current.__context__
+        )
     return None
 
 
-def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
-             trips_per_month: int | None = None) -> int:
+def run_demo(
+    directory: Path,
+    *,
+    small: bool = False,
+    months: int | None = None,
+    trips_per_month: int | None = None,
+) -> int:
     """Build the example in `directory`, run all of it, and report its lineage and metrics."""
     project, setup = _example()
     from .sensor import process_events
     from .workspace.snapshots import list_snapshots, take_snapshot
 
     if small:
-        size = setup.SMALL if trips_per_month is None else dataclasses.replace(
-            setup.SMALL, trips_per_month=trips_per_month)
+        size = (
+            setup.SMALL
+            if trips_per_month is None
+            else dataclasses.replace(setup.SMALL, trips_per_month=trips_per_month)
+        )
     else:
         defaults = setup.ExampleSize()
         size = setup.ExampleSize(
             months=defaults.months if months is None else months,
-            trips_per_month=(defaults.trips_per_month if trips_per_month is None
-                             else trips_per_month))
+            trips_per_month=(
+                defaults.trips_per_month if trips_per_month is None else trips_per_month
+            ),
+        )
     root = directory.expanduser().absolute()
     spark_log = root / ".dagster" / "spark.log"
     progress = _Progress()  # the number of steps is known once the data has landed
@@ -242,11 +265,16 @@ def run_demo(directory: Path, *, small: bool = False, months: int | None = None,
                         raise DemoError(
                             f"run '{step.label}' failed: {type(exc).__name__}: {exc}; its "
                             f"events are in the Dagster instance {instance.root_directory}, "
-                            f"Spark's console output in {spark_log}") from exc
+                            f"Spark's console output in {spark_log}"
+                        ) from exc
                     # What the lineage sensor does on its next tick.
-                    outcome = process_events(instance, ws, after_storage_id=cursor,
-                                             repository_def=repository,
-                                             snapshot_on_results=True)
+                    outcome = process_events(
+                        instance,
+                        ws,
+                        after_storage_id=cursor,
+                        repository_def=repository,
+                        snapshot_on_results=True,
+                    )
                     cursor, ol_outcome = outcome.cursor, outcome
                     if step.job == project.FORECAST_JOB:
                         iterations.append(_iteration(ws, step, result.run_id))
@@ -274,18 +302,32 @@ def _iteration(ws: Any, step: Any, run_id: str) -> Iteration:
     config = step.run_config["ops"]["yellow_rides_hourly_forecast"]["config"]
     state = ws.store.get(FORECAST_REF)
     record = (state.record if state is not None else None) or {}
-    return Iteration(use_weather=bool(config["use_weather"]), run_id=run_id,
-                     version=record.get("version"), metrics=dict(record.get("metrics") or {}),
-                     inputs=[item["ref"] for item in record.get("inputs", ())])
+    return Iteration(
+        use_weather=bool(config["use_weather"]),
+        run_id=run_id,
+        version=record.get("version"),
+        metrics=dict(record.get("metrics") or {}),
+        inputs=[item["ref"] for item in record.get("inputs", ())],
+    )
 
 
-def _report(root: Path, example: Any, runs: int, iterations: list[Iteration], outcome: Any,
-            graph: LineageGraph, html_path: Path, ol_outcome: Any) -> None:
+def _report(
+    root: Path,
+    example: Any,
+    runs: int,
+    iterations: list[Iteration],
+    outcome: Any,
+    graph: LineageGraph,
+    html_path: Path,
+    ol_outcome: Any,
+) -> None:
     ws = example.workspace
     landed = example.landed
     print(f"Workspace:  {root}")
-    print(f"Data:       synthetic NYC yellow-taxi trips and weather, {example.size.describe()}"
-          + (f"; landed {landed.trips:,} trips now" if landed.trips else ""))
+    print(
+        f"Data:       synthetic NYC yellow-taxi trips and weather, {example.size.describe()}"
+        + (f"; landed {landed.trips:,} trips now" if landed.trips else "")
+    )
     print(f"Dagster:    {runs} runs in {root / '.dagster'}")
     print()
     print(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
@@ -293,9 +335,11 @@ def _report(root: Path, example: Any, runs: int, iterations: list[Iteration], ou
     for item in iterations:
         name = "baseline" if not item.use_weather else "use_weather (rain)"
         metrics = item.metrics
-        print(f"  {name:<24}{_num(metrics.get('mae')):>9}{_num(metrics.get('rmse')):>9}"
-              f"{metrics.get('hours_scored', '-'):>8}  {short(item.version):<14}"
-              f"{item.snapshot or '-'}")
+        print(
+            f"  {name:<24}{_num(metrics.get('mae')):>9}{_num(metrics.get('rmse')):>9}"
+            f"{metrics.get('hours_scored', '-'):>8}  {short(item.version):<14}"
+            f"{item.snapshot or '-'}"
+        )
     if len(iterations) == 2:
         print()
         print("What use_weather changed in the forecast's lineage:")
@@ -309,8 +353,10 @@ def _report(root: Path, example: Any, runs: int, iterations: list[Iteration], ou
     tags = outcome.info.tags
     latest = iterations[-1].snapshot if iterations else None
     snapshot = latest if latest in tags else (tags[-1] if tags else outcome.info.hash[:12])
-    print(f"Snapshot:   {snapshot}"
-          f"{'' if outcome.created else ' (the state the lineage sensor snapshotted last)'}")
+    print(
+        f"Snapshot:   {snapshot}"
+        f"{'' if outcome.created else ' (the state the lineage sensor snapshotted last)'}"
+    )
     print(_openlineage_line(ws, ol_outcome))
     print(f"Lineage graph:      {html_path}")
     print()
@@ -346,8 +392,10 @@ def dg_dev_command(root: Path) -> str:
     """`dg dev` serving the demo's Dagster instance and workspace: the code location of
     `root/workspace.yaml`, the instance in `root/.dagster`, loopback only."""
     home, where = shlex.quote(str(root / ".dagster")), shlex.quote(str(root))
-    return (f"DAGSTER_HOME={home} DWS_EXAMPLE_WORKSPACE={where} {command('dg')} dev "
-            f"-w {shlex.quote(str(root / 'workspace.yaml'))} -h {UI_HOST} -p {UI_PORT}")
+    return (
+        f"DAGSTER_HOME={home} DWS_EXAMPLE_WORKSPACE={where} {command('dg')} dev "
+        f"-w {shlex.quote(str(root / 'workspace.yaml'))} -h {UI_HOST} -p {UI_PORT}"
+    )
 
 
 def _write_workspace_yaml(root: Path, project: Any) -> None:
@@ -355,7 +403,8 @@ def _write_workspace_yaml(root: Path, project: Any) -> None:
     working directory is the folder the example project was imported from)."""
     directory = Path(project.__file__).resolve().parent.parent
     (root / "workspace.yaml").write_text(
-        WORKSPACE_YAML.format(directory=_yaml_string(str(directory))), encoding="utf-8")
+        WORKSPACE_YAML.format(directory=_yaml_string(str(directory))), encoding="utf-8"
+    )
 
 
 def _yaml_string(text: str) -> str:
@@ -383,8 +432,10 @@ def _openlineage_line(ws: Any, outcome: Any) -> str:
     if not pending:
         return f"OpenLineage events: sent to {description}"
     error = f"; {outcome.last_delivery_error}" if outcome.last_delivery_error else ""
-    return (f"OpenLineage events: {pending} pending in the outbox for {description}{error} "
-            "(the openlineage deliver command below sends them)")
+    return (
+        f"OpenLineage events: {pending} pending in the outbox for {description}{error} "
+        "(the openlineage deliver command below sends them)"
+    )
 
 
 def _num(value: Any) -> str:
@@ -392,17 +443,20 @@ def _num(value: Any) -> str:
 
 
 def _changes(before: Iteration, after: Iteration) -> list[str]:
-    lines = [f"parameter use_weather: {str(before.use_weather).lower()} -> "
-             f"{str(after.use_weather).lower()}",
-             f"version {short(before.version)} -> {short(after.version)}"]
+    lines = [
+        f"parameter use_weather: {str(before.use_weather).lower()} -> "
+        f"{str(after.use_weather).lower()}",
+        f"version {short(before.version)} -> {short(after.version)}",
+    ]
     added = sorted(set(after.inputs) - set(before.inputs))
     removed = sorted(set(before.inputs) - set(after.inputs))
     for sign, refs in (("+", added), ("-", removed)):
         for label in _group_labels(refs):
             lines.append(f"input {sign} {label}")
     if "rain_multiplier" in after.metrics:
-        lines.append(f"rain multiplier fitted on the training weeks: "
-                     f"{after.metrics['rain_multiplier']}")
+        lines.append(
+            f"rain multiplier fitted on the training weeks: {after.metrics['rain_multiplier']}"
+        )
     return lines
 
 
@@ -441,8 +495,7 @@ def grouped_tree(graph: LineageGraph) -> list[str]:
         key = group_key(group[0])
         repeated = depth > 0 and key in seen
         seen.add(key)
-        lines.append(f"  {guides}{branch}{_group_line(group)}"
-                     f"{' (see above)' if repeated else ''}")
+        lines.append(f"  {guides}{branch}{_group_line(group)}{' (see above)' if repeated else ''}")
         if repeated:
             return
         ids = {node.id for node in group}
@@ -452,8 +505,10 @@ def grouped_tree(graph: LineageGraph) -> list[str]:
                 node = graph.nodes.get(source)
                 if node is not None:
                     found.setdefault(group_key(node), {})[node.id] = node
-        children = [sorted(nodes.values(), key=lambda n: n.ref)
-                    for _, nodes in sorted(found.items(), key=lambda kv: kv[0][1])]
+        children = [
+            sorted(nodes.values(), key=lambda n: n.ref)
+            for _, nodes in sorted(found.items(), key=lambda kv: kv[0][1])
+        ]
         inner = guides + ("" if depth == 0 else ("    " if last else "│   "))
         for index, child in enumerate(children):
             walk(child, inner, index == len(children) - 1, depth + 1)

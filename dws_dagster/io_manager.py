@@ -113,24 +113,35 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     workspace: WorkspaceResource = Field(description="The workspace the assets live in.")
     pyspark: PySparkResource | None = Field(
-        default=None, description="Session for reading inputs; default: the active session.")
+        default=None, description="Session for reading inputs; default: the active session."
+    )
     default_resource: str | None = Field(
-        default=None, description="Resource for assets without dws_ref metadata; default: the "
-        "workspace's only intermediate-data resource.")
+        default=None,
+        description="Resource for assets without dws_ref metadata; default: the "
+        "workspace's only intermediate-data resource.",
+    )
     format: str = Field(default="parquet", description="parquet, csv, json or orc.")
     keep_versions: int = Field(
-        default=0, ge=0, description="Earlier data versions kept per ref beyond those a "
-        "snapshot references (snapshots retain theirs whatever this is).")
+        default=0,
+        ge=0,
+        description="Earlier data versions kept per ref beyond those a "
+        "snapshot references (snapshots retain theirs whatever this is).",
+    )
     verify_inputs: bool = Field(
-        default=False, description="Re-hash local input files instead of trusting the version "
-        "marker written with them (catches edits made outside any step).")
+        default=False,
+        description="Re-hash local input files instead of trusting the version "
+        "marker written with them (catches edits made outside any step).",
+    )
     column_lineage: bool = Field(
-        default=True, description="Derive dagster/column_lineage from the Spark plan.")
+        default=True, description="Derive dagster/column_lineage from the Spark plan."
+    )
     versioning: Literal["rows", "files"] = Field(
-        default="rows", description="How written data is versioned: 'rows' hashes every row in "
+        default="rows",
+        description="How written data is versioned: 'rows' hashes every row in "
         "the write pass (the version ignores row order, so unchanged results keep their version "
         "after any shuffle); 'files' versions the written files' bytes (no per-row work, for "
-        "very large outputs of deterministic plans). An asset's dws_ref(versioning=...) wins.")
+        "very large outputs of deterministic plans). An asset's dws_ref(versioning=...) wins.",
+    )
 
     # ----------------------------------------------------------------- bindings
 
@@ -142,27 +153,29 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         ws = self._workspace()
         name = self.default_resource
         if name is None:
-            candidates = sorted(r.name for r in ws.resources.values()
-                                if r.role == "intermediate-data")
+            candidates = sorted(
+                r.name for r in ws.resources.values() if r.role == "intermediate-data"
+            )
             if len(candidates) != 1:
                 raise BindingError(
                     f"asset '{'/'.join(key_path)}' has no dws_ref metadata and the workspace has "
                     f"{len(candidates)} intermediate-data resources ({', '.join(candidates)}): "
                     "set default_resource on SparkWorkspaceIOManager, or bind the asset with "
-                    "metadata=dws_ref(...)")
+                    "metadata=dws_ref(...)"
+                )
             name = candidates[0]
         return ResourceRef(name, "/".join(key_path))
 
-    def binding_for(self, metadata: Mapping[str, Any] | None, key_path: Sequence[str]
-                    ) -> Binding:
+    def binding_for(self, metadata: Mapping[str, Any] | None, key_path: Sequence[str]) -> Binding:
         """The binding of an asset from its definition metadata (checked against the
         workspace: the resource must exist)."""
         what = f"asset '{'/'.join(key_path)}'"
         default = None
         if not metadata or keys.REF not in metadata:
             default = self.default_ref(key_path)
-        binding = binding_from_metadata(metadata, default_ref=default,
-                                        default_format=self.format, what=what)
+        binding = binding_from_metadata(
+            metadata, default_ref=default, default_format=self.format, what=what
+        )
         try:
             self._workspace().check_ref(binding.ref)
         except DwsError as exc:
@@ -177,72 +190,117 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             raise OutputTypeError(
                 f"asset '{asset}' returned {type(obj).__module__}.{type(obj).__qualname__}; "
                 "SparkWorkspaceIOManager stores pyspark.sql.DataFrame only: return a DataFrame, "
-                "or give this asset another io_manager_key")
+                "or give this asset another io_manager_key"
+            )
         ws = self._workspace()
         binding = self.binding_for(context.definition_metadata, context.asset_key.path)
         partition = _output_partition(context, asset)
-        ref = binding.ref if partition is None else partition_ref(
-            binding, context.asset_partitions_def, partition, f"asset '{asset}'")
+        ref = (
+            binding.ref
+            if partition is None
+            else partition_ref(binding, context.asset_partitions_def, partition, f"asset '{asset}'")
+        )
         location = ws.location(ws.check_writable(ref))
         reads = _reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
         config = dagster_compat.op_config(context)
         parameters = sanitize_parameters(
             {**config, **({"dagster/partition": partition} if partition is not None else {})},
-            what=f"asset '{asset}': parameter")
+            what=f"asset '{asset}': parameter",
+        )
         store = ws.store
         plan = self._plan(context, obj, asset)
-        inputs, input_assets = self._inputs(ws, reads, plan, obj.sparkSession, asset, ref,
-                                            log=context.log.warning)
+        inputs, input_assets = self._inputs(
+            ws, reads, plan, obj.sparkSession, asset, ref, log=context.log.warning
+        )
         # The output claimed (rule (a)) only if the inputs pass too, in one append under the
         # store's lock: a refused asset leaves no claim behind. The lock is taken even when the
         # claim is on record, so an unwritable store is found before the data is touched.
         provenance = store.begin_step(asset, claims=[ref], inputs=inputs, lock=True).provenance
-        step = StepInfo(name=asset, kind=STEP_KIND, run_id=context.run_id, partition=partition,
-                        code_version=_code_version(context), git_commit=git_commit(ws.root))
+        step = StepInfo(
+            name=asset,
+            kind=STEP_KIND,
+            run_id=context.run_id,
+            partition=partition,
+            code_version=_code_version(context),
+            git_commit=git_commit(ws.root),
+        )
         # Column lineage is part of the record (the lineage page and `lineage` read it from
         # the store), described once for the record and the metadata alike.
-        direct, described = _describe_lineage(plan, ws, input_assets) if plan is not None \
-            else (None, None)
+        direct, described = (
+            _describe_lineage(plan, ws, input_assets) if plan is not None else (None, None)
+        )
         built: list[LineageRecord] = []
 
         def lineage(version: str, rows: int) -> dict[str, Any]:
-            built.append(LineageRecord(
-                ref=str(ref), version=version, step=step, parameters=parameters,
-                inputs=inputs, provenance={**provenance, str(ref): version},
-                start_time=reads.started, end_time=now_iso(),
-                extra={"format": binding.format, "rows": rows,
-                       **({} if described is None else {COLUMN_LINEAGE_KEY: described}),
-                       **({} if remote_kept is None
-                          else {KEEP_VERSIONS_KEY: self.keep_versions})}))
+            built.append(
+                LineageRecord(
+                    ref=str(ref),
+                    version=version,
+                    step=step,
+                    parameters=parameters,
+                    inputs=inputs,
+                    provenance={**provenance, str(ref): version},
+                    start_time=reads.started,
+                    end_time=now_iso(),
+                    extra={
+                        "format": binding.format,
+                        "rows": rows,
+                        **({} if described is None else {COLUMN_LINEAGE_KEY: described}),
+                        **({} if remote_kept is None else {KEEP_VERSIONS_KEY: self.keep_versions}),
+                    },
+                )
+            )
             return built[-1].to_json()
 
         keep_old_as = self._keep_location(ws, ref, location, obj.sparkSession)
         remote_kept = None if ws.resource(ref.name).is_local else keep_old_as
         try:
             result = storage.write_atomic(
-                obj, location, fmt=binding.format, options=binding.write_options,
-                partition_by=binding.partition_by, keep_old_as=keep_old_as,
-                what=f"asset '{asset}' ({ref})", lineage=lineage,
-                versioning=binding.versioning or self.versioning)
+                obj,
+                location,
+                fmt=binding.format,
+                options=binding.write_options,
+                partition_by=binding.partition_by,
+                keep_old_as=keep_old_as,
+                what=f"asset '{asset}' ({ref})",
+                lineage=lineage,
+                versioning=binding.versioning or self.versioning,
+            )
         except Exception as exc:
             try:
-                store.fail([LineageRecord(
-                    ref=str(ref), version=None, status="failed", step=step,
-                    parameters=parameters, inputs=inputs, provenance=provenance,
-                    start_time=reads.started, end_time=now_iso(),
-                    error=redact_text(f"{type(exc).__name__}: {exc}", secret_values(config)))])
+                store.fail(
+                    [
+                        LineageRecord(
+                            ref=str(ref),
+                            version=None,
+                            status="failed",
+                            step=step,
+                            parameters=parameters,
+                            inputs=inputs,
+                            provenance=provenance,
+                            start_time=reads.started,
+                            end_time=now_iso(),
+                            error=redact_text(
+                                f"{type(exc).__name__}: {exc}", secret_values(config)
+                            ),
+                        )
+                    ]
+                )
             except (OSError, DwsError) as unrecorded:  # the same full or read-only disk
-                exc.add_note(f"asset '{asset}': the failed attempt could not be recorded in "
-                             f"the lineage store either: {redact_text(str(unrecorded))}")
+                exc.add_note(
+                    f"asset '{asset}': the failed attempt could not be recorded in "
+                    f"the lineage store either: {redact_text(str(unrecorded))}"
+                )
             raise
         self._prune_kept(ws, ref)
         record = built[-1]  # the record kept with the data, committed as is
         store.commit([record])
         if remote_kept is not None:
             self._prune_remote_kept(ws, ref, obj.sparkSession, context.log.warning)
-        metadata = lineage_metadata(record, fmt=binding.format, input_assets=input_assets,
-                                    workspace=ws.name)
+        metadata = lineage_metadata(
+            record, fmt=binding.format, input_assets=input_assets, workspace=ws.name
+        )
         metadata.update(self._table_metadata(obj, result, plan, direct, described, ws))
         if partition is not None:  # events name the asset by its root, the partition apart
             metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
@@ -257,14 +315,22 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
             return plan_lineage(df)
         except Exception as exc:  # lineage is best effort; the data is what matters
-            context.log.warning(redact_text(
-                f"asset '{asset}': no column lineage from the Spark plan: {exc}"))
+            context.log.warning(
+                redact_text(f"asset '{asset}': no column lineage from the Spark plan: {exc}")
+            )
             return None
 
-    def _inputs(self, ws: Workspace, reads: _StepReads, plan: PlanLineage | None,
-                spark: SparkSession, asset: str, output: ResourceRef, *,
-                log: Callable[[str], None] | None = None
-                ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+    def _inputs(
+        self,
+        ws: Workspace,
+        reads: _StepReads,
+        plan: PlanLineage | None,
+        spark: SparkSession,
+        asset: str,
+        output: ResourceRef,
+        *,
+        log: Callable[[str], None] | None = None,
+    ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
         """Inputs loaded through the IO manager, plus workspace data the body read by path
         (found in the Spark plan)."""
         found: dict[str, str] = {}
@@ -278,13 +344,15 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             ref = ws.ref_for_location(item.path)
             if ref is None or ref.overlaps(output) or any(r.overlaps(ref) for r in loaded_refs):
                 continue
-            found[str(ref)] = self.current_version(ws, ref, spark, fmt=item.format or "parquet",
-                                                   what=f"asset '{asset}'", log=log)
+            found[str(ref)] = self.current_version(
+                ws, ref, spark, fmt=item.format or "parquet", what=f"asset '{asset}'", log=log
+            )
             loaded_refs.append(ref)
         return tuple(sorted(found.items())), input_assets
 
-    def _keep_location(self, ws: Workspace, ref: ResourceRef, location: str,
-                       spark: SparkSession) -> str | None:
+    def _keep_location(
+        self, ws: Workspace, ref: ResourceRef, location: str, spark: SparkSession
+    ) -> str | None:
         """Where the data being replaced goes. Local data is retained for snapshots by the
         snapshot itself (copied into the object store), so only `keep_versions` keeps it here.
         Remote data is retained where it lies: it always moves aside (a rename, as the swap
@@ -297,8 +365,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if marker is None:
             return None
         if resource.is_local:
-            return str(kept_version_path(ws.resource_root(resource), ref.subpath,
-                                         marker["version"]))
+            return str(
+                kept_version_path(ws.resource_root(resource), ref.subpath, marker["version"])
+            )
         return kept_location(str(resource.uri), ref.subpath, marker["version"])
 
     def _prune_kept(self, ws: Workspace, ref: ResourceRef) -> None:
@@ -306,8 +375,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if self.keep_versions > 0 and resource.is_local:
             prune_kept(ws.resource_root(resource), ref.subpath, self.keep_versions)
 
-    def _prune_remote_kept(self, ws: Workspace, ref: ResourceRef, spark: SparkSession,
-                           warn: Callable[[str], None]) -> None:
+    def _prune_remote_kept(
+        self, ws: Workspace, ref: ResourceRef, spark: SparkSession, warn: Callable[[str], None]
+    ) -> None:
         """Free the ref's kept remote versions that no snapshot references, beyond the newest
         `keep_versions`. Run after the write's record is committed: a snapshot taken since then
         records the new version, and one taken before is in the store when this reads it."""
@@ -315,22 +385,36 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         remote = HadoopData(spark)
         uri = str(resource.uri)
         try:
-            doomed = prunable(kept_versions(remote, uri, ref.subpath),
-                              snapshot_data.referenced(ws, str(ref)).get(str(ref), ()),
-                              self.keep_versions)
+            doomed = prunable(
+                kept_versions(remote, uri, ref.subpath),
+                snapshot_data.referenced(ws, str(ref)).get(str(ref), ()),
+                self.keep_versions,
+            )
             for version in doomed:
                 remote.delete(kept_location(uri, ref.subpath, version))
         except (DwsError, Py4JError) as exc:  # the data is written: a later write or gc frees it
-            warn(redact_text(f"asset {ref}: replaced versions were not freed: {exc}; "
-                             "'dws-dagster gc' frees them later"))
+            warn(
+                redact_text(
+                    f"asset {ref}: replaced versions were not freed: {exc}; "
+                    "'dws-dagster gc' frees them later"
+                )
+            )
 
-    def _table_metadata(self, df: DataFrame, result: storage.WriteResult,
-                        plan: PlanLineage | None,
-                        direct: Mapping[str, list[tuple[str, str]]] | None,
-                        described: Mapping[str, Any] | None, ws: Workspace) -> dict[str, Any]:
+    def _table_metadata(
+        self,
+        df: DataFrame,
+        result: storage.WriteResult,
+        plan: PlanLineage | None,
+        direct: Mapping[str, list[tuple[str, str]]] | None,
+        described: Mapping[str, Any] | None,
+        ws: Workspace,
+    ) -> dict[str, Any]:
         fields = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
-        uri = result.location if not storage.is_local(result.location) \
+        uri = (
+            result.location
+            if not storage.is_local(result.location)
             else f"file://{result.location}"
+        )
         metadata: dict[str, Any] = {
             "dagster/column_schema": column_schema(fields),
             "dagster/row_count": MetadataValue.int(result.row_count),
@@ -342,8 +426,10 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             metadata["dagster/column_lineage"] = column_lineage(direct)
             # Open-source Dagster shows column lineage only as JSON: a table beside it.
             metadata[META_COLUMN_SOURCES] = column_lineage_table(
-                described, columns=[name for name, _, _ in fields],
-                assets=_writing_assets(ws, described))
+                described,
+                columns=[name for name, _, _ in fields],
+                assets=_writing_assets(ws, described),
+            )
             # (dws/column_lineage itself comes with the record: `lineage_metadata`.)
             schemas = _input_schemas(plan, ws)
             if schemas:
@@ -352,8 +438,13 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     # ----------------------------------------------------------------- sources
 
-    def observe_source(self, metadata: Mapping[str, Any], key_path: Sequence[str], *,
-                       log: Callable[[str], None] | None = None) -> tuple[str, str, str]:
+    def observe_source(
+        self,
+        metadata: Mapping[str, Any],
+        key_path: Sequence[str],
+        *,
+        log: Callable[[str], None] | None = None,
+    ) -> tuple[str, str, str]:
         """Version source data now (local files by their bytes, whatever marker they carry) and
         record it as an observation; returns (version, URI, observation time). Files skipped
         as not data (pipes, sockets, broken links) are told to `log` (the Dagster log)."""
@@ -365,13 +456,20 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if resource.is_local:
             version = ws.version_of(binding.ref, on_skip=log)
         else:
-            version = self.current_version(ws, binding.ref, self._session(),
-                                           fmt=binding.format, options=binding.read_options,
-                                           what=what, log=log)
+            version = self.current_version(
+                ws,
+                binding.ref,
+                self._session(),
+                fmt=binding.format,
+                options=binding.read_options,
+                what=what,
+                log=log,
+            )
         at = now_iso()
         # Versioned just now: also the way back for a source a partial restore left unknown.
-        ws.store.observe(binding.ref, version, extra={"asset": "/".join(key_path)}, at=at,
-                         recover=True)
+        ws.store.observe(
+            binding.ref, version, extra={"asset": "/".join(key_path)}, at=at, recover=True
+        )
         uri = f"file://{location}" if storage.is_local(location) else location
         return version, uri, at
 
@@ -379,45 +477,71 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     def load_input(self, context: InputContext) -> DataFrame:
         upstream = context.asset_key.to_user_string()
-        consumer = ", ".join(k.to_user_string() for k in dagster_compat.consumer_asset_keys(
-            context)) or upstream
+        consumer = (
+            ", ".join(k.to_user_string() for k in dagster_compat.consumer_asset_keys(context))
+            or upstream
+        )
         ws = self._workspace()
-        metadata = context.upstream_output.definition_metadata if context.upstream_output \
-            else None
+        metadata = context.upstream_output.definition_metadata if context.upstream_output else None
         binding = self.binding_for(metadata, context.asset_key.path)
         spark = self._session()
         what = f"asset '{consumer}' reading '{upstream}'"
         if context.has_asset_partitions:
             keys = list(context.asset_partition_keys)
-            refs = [partition_ref(binding, context.asset_partitions_def, key, what)
-                    for key in keys]
+            refs = [partition_ref(binding, context.asset_partitions_def, key, what) for key in keys]
         else:
             keys, refs = [], [binding.ref]
         locations = [ws.location(ref) for ref in refs]
         self._check_present(ws, refs, locations, keys, spark, what, upstream)
         if len(keys) > 1:
-            check_one_schema({key: storage.read_marker(spark, location)
-                              for key, location in zip(keys, locations, strict=True)},
-                             what=what, upstream=upstream)
-        versions = [self.current_version(ws, ref, spark, fmt=binding.format,
-                                         options=binding.read_options, what=what,
-                                         log=context.log.warning)
-                    for ref in refs]
+            check_one_schema(
+                {
+                    key: storage.read_marker(spark, location)
+                    for key, location in zip(keys, locations, strict=True)
+                },
+                what=what,
+                upstream=upstream,
+            )
+        versions = [
+            self.current_version(
+                ws,
+                ref,
+                spark,
+                fmt=binding.format,
+                options=binding.read_options,
+                what=what,
+                log=context.log.warning,
+            )
+            for ref in refs
+        ]
 
         run_id, step_key = dagster_compat.step_identity(context)
         reads = _reads(run_id, step_key)
         loaded = _LoadedInput(upstream, list(zip(refs, versions, strict=True)), locations)
-        others = [pair for name, other in reads.inputs.items() if name != context.name
-                  for pair in other.refs]
+        others = [
+            pair
+            for name, other in reads.inputs.items()
+            if name != context.name
+            for pair in other.refs
+        ]
         # Rule (b) and unknown refs, before the asset body runs.
-        ws.store.check_inputs(consumer, [(str(r), v) for r, v in [*others, *loaded.refs]],
-                              outputs=self._consumer_refs(context))
+        ws.store.check_inputs(
+            consumer,
+            [(str(r), v) for r, v in [*others, *loaded.refs]],
+            outputs=self._consumer_refs(context),
+        )
         reads.inputs[context.name] = loaded
         base_path = None
         if refs and keys and is_hive_style(binding.ref, refs[0]):
             base_path = ws.location(binding.ref)
-        return storage.read(spark, locations, fmt=binding.format, options=binding.read_options,
-                            base_path=base_path, what=what)
+        return storage.read(
+            spark,
+            locations,
+            fmt=binding.format,
+            options=binding.read_options,
+            base_path=base_path,
+            what=what,
+        )
 
     def _consumer_refs(self, context: InputContext) -> list[ResourceRef]:
         """The refs the consuming step writes, so its own earlier versions (a partitioned asset
@@ -431,11 +555,21 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 continue
         return refs
 
-    def _check_present(self, ws: Workspace, refs: list[ResourceRef], locations: list[str],
-                       keys: list[str], spark: SparkSession, what: str, upstream: str) -> None:
-        missing = [key or str(ref) for key, ref, location in
-                   zip(keys or [None] * len(refs), refs, locations, strict=True)
-                   if not storage.exists(spark, location)]
+    def _check_present(
+        self,
+        ws: Workspace,
+        refs: list[ResourceRef],
+        locations: list[str],
+        keys: list[str],
+        spark: SparkSession,
+        what: str,
+        upstream: str,
+    ) -> None:
+        missing = [
+            key or str(ref)
+            for key, ref, location in zip(keys or [None] * len(refs), refs, locations, strict=True)
+            if not storage.exists(spark, location)
+        ]
         if not missing:
             return
         if keys:
@@ -443,10 +577,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             raise MissingPartitionError(
                 f"{what}: {len(missing)} of {len(keys)} partitions have no data ({shown}): "
                 f"materialize them first (e.g. a backfill of '{upstream}'), or narrow the "
-                "partition mapping")
+                "partition mapping"
+            )
         raise MissingPartitionError(
-            f"{what}: ref {refs[0]} has no data at {locations[0]}: materialize '{upstream}' "
-            "first")
+            f"{what}: ref {refs[0]} has no data at {locations[0]}: materialize '{upstream}' first"
+        )
 
     def _session(self) -> SparkSession:
         if self.pyspark is not None and self.pyspark.spark_session is not None:
@@ -454,9 +589,17 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         active = SparkSession.getActiveSession()
         return active if active is not None else SparkSession.builder.getOrCreate()
 
-    def current_version(self, ws: Workspace, ref: ResourceRef, spark: SparkSession, *,
-                        fmt: str = "parquet", options: Mapping[str, str] | None = None,
-                        what: str, log: Callable[[str], None] | None = None) -> str:
+    def current_version(
+        self,
+        ws: Workspace,
+        ref: ResourceRef,
+        spark: SparkSession,
+        *,
+        fmt: str = "parquet",
+        options: Mapping[str, str] | None = None,
+        what: str,
+        log: Callable[[str], None] | None = None,
+    ) -> str:
         """The version of the data at a ref now: the marker written with it (re-hashed when
         `verify_inputs`), the byte version of files written outside Spark, or for remote data
         without a marker a listing or logical version by the resource's versioning mode."""
@@ -482,8 +625,11 @@ def _catch_up(ws: Workspace, ref: ResourceRef, marker: Mapping[str, Any]) -> Non
     after its data was swapped in but before its record was committed leaves it there only.
     `LineageStore.apply` skips records it saw (a restore that replaced them) and older ones."""
     data = marker.get("lineage")
-    if not isinstance(data, dict) or data.get("ref") != str(ref) \
-            or data.get("version") != marker["version"]:
+    if (
+        not isinstance(data, dict)
+        or data.get("ref") != str(ref)
+        or data.get("version") != marker["version"]
+    ):
         return
     state = ws.store.get(ref)
     if state is not None and (state.version == marker["version"] or state.unknown):
@@ -503,7 +649,8 @@ def _output_partition(context: OutputContext, asset: str) -> str | None:
         raise DwsError(
             f"asset '{asset}' materializes {len(keys)} partitions in one step "
             f"({keys[0]} … {keys[-1]}); SparkWorkspaceIOManager versions each partition on its "
-            "own: use BackfillPolicy.multi_run(1) (one partition per run)")
+            "own: use BackfillPolicy.multi_run(1) (one partition per run)"
+        )
     return keys[0]
 
 
@@ -528,7 +675,8 @@ def _input_schemas(plan: PlanLineage, ws: Workspace) -> dict[str, list[list[Any]
             continue
         ref = ws.ref_for_location(item.path)
         schemas[str(ref) if ref is not None else item.path] = [
-            [name, spark_type, nullable] for name, spark_type, nullable in item.schema]
+            [name, spark_type, nullable] for name, spark_type, nullable in item.schema
+        ]
     return schemas
 
 
@@ -542,8 +690,10 @@ def _code_version(context: OutputContext) -> str | None:
 def _writing_assets(ws: Workspace, described: Mapping[str, Any]) -> dict[str, str]:
     """{ref: the Dagster asset whose materialization it holds} for the inputs of the lineage
     read by path (not loaded as an asset's input), from the store: one query."""
-    sources = [*described.get("dataset", ()),
-               *(item for items in described.get("columns", {}).values() for item in items)]
+    sources = [
+        *described.get("dataset", ()),
+        *(item for items in described.get("columns", {}).values() for item in items),
+    ]
     refs = sorted({item["ref"] for item in sources if item.get("ref") and not item.get("asset")})
     found: dict[str, str] = {}
     for ref, state in ws.store.states_in(None, refs).items() if refs else ():
@@ -553,8 +703,9 @@ def _writing_assets(ws: Workspace, described: Mapping[str, Any]) -> dict[str, st
     return found
 
 
-def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[str, str]
-                      ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any]]:
+def _describe_lineage(
+    plan: PlanLineage, ws: Workspace, input_assets: Mapping[str, str]
+) -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any]]:
     """Plan lineage in workspace terms: Dagster's direct column deps (inputs that are assets)
     and the full description (refs, direct and indirect) for dws/column_lineage."""
     refs: dict[str, str | None] = {}
@@ -575,8 +726,12 @@ def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[st
 
     def source(item: Any) -> dict[str, Any]:
         ref = ref_of(item.path)
-        described = {"ref": ref, "column": item.column, "kind": item.kind.value,
-                     "subtype": item.subtype}
+        described = {
+            "ref": ref,
+            "column": item.column,
+            "kind": item.kind.value,
+            "subtype": item.subtype,
+        }
         if ref is None:
             described["location"] = redact_text(item.path)
         asset = asset_of(ref)
@@ -590,9 +745,15 @@ def _describe_lineage(plan: PlanLineage, ws: Workspace, input_assets: Mapping[st
     columns: dict[str, list[dict[str, Any]]] = {}
     for column, sources in plan.columns.items():
         columns[column] = [source(item) for item in sources]
-        direct[column] = [(asset, item.column) for item in sources
-                          if item.kind is LineageKind.DIRECT
-                          and (asset := asset_of(ref_of(item.path))) is not None]
-    described = {"columns": columns, "dataset": [source(item) for item in plan.dataset],
-                 "complete": plan.complete}
+        direct[column] = [
+            (asset, item.column)
+            for item in sources
+            if item.kind is LineageKind.DIRECT
+            and (asset := asset_of(ref_of(item.path))) is not None
+        ]
+    described = {
+        "columns": columns,
+        "dataset": [source(item) for item in plan.dataset],
+        "complete": plan.complete,
+    }
     return direct, described

@@ -1,6 +1,6 @@
 """Drop-in replacement for `dataworkspaces.lineage`: change the import, keep the code.
 
-    from dws_dagster.lineage import LineageBuilder   # was: from dataworkspaces.lineage import ...
+from dws_dagster.lineage import LineageBuilder   # was: from dataworkspaces.lineage import ...
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ META_WORKSPACE = keys.WORKSPACE
 META_KEEP_VERSIONS = keys.KEEP_VERSIONS
 
 
-def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[str, str],
-                     workspace: str) -> dict[str, Any]:
+def lineage_metadata(
+    record: LineageRecord, *, fmt: str, input_assets: Mapping[str, str], workspace: str
+) -> dict[str, Any]:
     """The `dws/...` metadata of a materialization (`input_assets`: input ref -> asset key)."""
     step = record.step
     metadata: dict[str, Any] = {
@@ -55,10 +56,16 @@ def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[s
         META_VERSION: MetadataValue.text(record.version or ""),
         keys.FORMAT: MetadataValue.text(fmt),
         META_WORKSPACE: MetadataValue.text(workspace),
-        META_INPUTS: MetadataValue.json([
-            {"ref": ref, "version": version,
-             **({"asset": input_assets[ref]} if ref in input_assets else {})}
-            for ref, version in record.inputs]),
+        META_INPUTS: MetadataValue.json(
+            [
+                {
+                    "ref": ref,
+                    "version": version,
+                    **({"asset": input_assets[ref]} if ref in input_assets else {}),
+                }
+                for ref, version in record.inputs
+            ]
+        ),
         META_PROVENANCE: MetadataValue.json(dict(sorted(record.provenance.items()))),
         META_PARAMETERS: MetadataValue.json(dict(record.parameters)),
     }
@@ -77,17 +84,28 @@ def lineage_metadata(record: LineageRecord, *, fmt: str, input_assets: Mapping[s
     return metadata
 
 
-def record_from_metadata(metadata: Mapping[str, Any], *, asset: str, run_id: str | None,
-                         partition: str | None, status: str = "ok") -> LineageRecord | None:
+def record_from_metadata(
+    metadata: Mapping[str, Any],
+    *,
+    asset: str,
+    run_id: str | None,
+    partition: str | None,
+    status: str = "ok",
+) -> LineageRecord | None:
     """The lineage record a materialization's metadata describes (None: not a dws asset)."""
     ref = metadata_value(metadata.get(keys.REF))
     version = metadata_value(metadata.get(META_VERSION))
     if not isinstance(ref, str) or not isinstance(version, str) or not version:
         return None
     inputs = metadata_value(metadata.get(META_INPUTS)) or []
-    step = StepInfo(name=asset, kind=STEP_KIND, run_id=run_id, partition=partition,
-                    code_version=metadata_value(metadata.get(META_CODE_VERSION)),
-                    git_commit=metadata_value(metadata.get(META_GIT_COMMIT)))
+    step = StepInfo(
+        name=asset,
+        kind=STEP_KIND,
+        run_id=run_id,
+        partition=partition,
+        code_version=metadata_value(metadata.get(META_CODE_VERSION)),
+        git_commit=metadata_value(metadata.get(META_GIT_COMMIT)),
+    )
     extra: dict[str, Any] = {"format": metadata_value(metadata.get(keys.FORMAT))}
     rows = metadata_value(metadata.get("dagster/row_count"))
     if rows is not None:
@@ -99,29 +117,42 @@ def record_from_metadata(metadata: Mapping[str, Any], *, asset: str, run_id: str
     if type(keep) is int:
         extra[KEEP_VERSIONS_KEY] = keep
     return LineageRecord(
-        ref=ref, version=version, status=status, step=step,
+        ref=ref,
+        version=version,
+        status=status,
+        step=step,
         parameters=metadata_value(metadata.get(META_PARAMETERS)) or {},
         inputs=tuple((item["ref"], item["version"]) for item in inputs),
         provenance=metadata_value(metadata.get(META_PROVENANCE)) or {},
         start_time=metadata_value(metadata.get(META_STARTED)),
-        end_time=metadata_value(metadata.get(META_FINISHED)), extra=extra,
+        end_time=metadata_value(metadata.get(META_FINISHED)),
+        extra=extra,
     )
 
 
 def column_schema(fields: Sequence[tuple[str, str, bool]]) -> TableSchema:
     """Dagster's column schema from (name, Spark type, nullable) triples."""
-    return TableSchema(columns=[
-        TableColumn(name=name, type=spark_type,
-                    constraints=TableColumnConstraints(nullable=nullable))
-        for name, spark_type, nullable in fields])
+    return TableSchema(
+        columns=[
+            TableColumn(
+                name=name, type=spark_type, constraints=TableColumnConstraints(nullable=nullable)
+            )
+            for name, spark_type, nullable in fields
+        ]
+    )
 
 
 def column_lineage(direct: Mapping[str, Sequence[tuple[str, str]]]) -> TableColumnLineage:
     """Dagster's column lineage from output column -> [(upstream asset key, column)]."""
-    return TableColumnLineage(deps_by_column={
-        column: [TableColumnDep(asset_key=AssetKey.from_user_string(asset), column_name=name)
-                 for asset, name in sorted(set(deps))]
-        for column, deps in direct.items()})
+    return TableColumnLineage(
+        deps_by_column={
+            column: [
+                TableColumnDep(asset_key=AssetKey.from_user_string(asset), column_name=name)
+                for asset, name in sorted(set(deps))
+            ]
+            for column, deps in direct.items()
+        }
+    )
 
 
 #: Rows of `dws/column_sources` at most; what is left over is counted in a last row
@@ -132,19 +163,29 @@ ALL_ROWS = "(all rows)"
 #: The table's columns: (name, description).
 _LINEAGE_TABLE_COLUMNS = (
     ("output column", f"a column of this asset; {ALL_ROWS}: what decides which rows there are"),
-    ("input asset", "the Dagster asset whose data was read (with how many of its partitions); "
-                    "for other data read by path, its workspace ref or location"),
+    (
+        "input asset",
+        "the Dagster asset whose data was read (with how many of its partitions); "
+        "for other data read by path, its workspace ref or location",
+    ),
     ("input column", "the column of that input"),
-    ("kind", "how the output depends on the input column, by the subtype OpenLineage's "
-             "column lineage gives it: identity, transformation, aggregation (direct: the "
-             "value is derived from it), filter, join, group by, sort, window, conditional "
-             "(indirect: it decides rows or branches)"),
+    (
+        "kind",
+        "how the output depends on the input column, by the subtype OpenLineage's "
+        "column lineage gives it: identity, transformation, aggregation (direct: the "
+        "value is derived from it), filter, join, group by, sort, window, conditional "
+        "(indirect: it decides rows or branches)",
+    ),
 )
 
 
-def column_lineage_table(described: Mapping[str, Any], *, columns: Sequence[str] = (),
-                         assets: Mapping[str, str] | None = None,
-                         max_rows: int = COLUMN_LINEAGE_TABLE_ROWS) -> TableMetadataValue:
+def column_lineage_table(
+    described: Mapping[str, Any],
+    *,
+    columns: Sequence[str] = (),
+    assets: Mapping[str, str] | None = None,
+    max_rows: int = COLUMN_LINEAGE_TABLE_ROWS,
+) -> TableMetadataValue:
     """`dws/column_lineage` (the IO manager's description of the Spark plan's lineage) as a
     table a person reads: a row per output column and input column it depends on, in the
     order of `columns` (the output's schema; columns the lineage does not name come last),
@@ -165,24 +206,31 @@ def column_lineage_table(described: Mapping[str, Any], *, columns: Sequence[str]
         rows.extend(_grouped_rows(name, sources, assets))
     rows.extend(_grouped_rows(ALL_ROWS, described.get("dataset") or (), assets))
     if not described.get("complete", True):
-        rows.append(_lineage_row("…", "", "", "incomplete: parts of the Spark plan were not "
-                                              "understood"))
+        rows.append(
+            _lineage_row("…", "", "", "incomplete: parts of the Spark plan were not understood")
+        )
     if len(rows) > max_rows:
         left = len(rows) - (max_rows - 1)
-        rows = [*rows[:max_rows - 1],
-                _lineage_row("…", "", "", f"{left} more rows in {META_COLUMN_LINEAGE}")]
-    schema = TableSchema(columns=[TableColumn(name=name, type="string", description=text)
-                                  for name, text in _LINEAGE_TABLE_COLUMNS])
+        rows = [
+            *rows[: max_rows - 1],
+            _lineage_row("…", "", "", f"{left} more rows in {META_COLUMN_LINEAGE}"),
+        ]
+    schema = TableSchema(
+        columns=[
+            TableColumn(name=name, type="string", description=text)
+            for name, text in _LINEAGE_TABLE_COLUMNS
+        ]
+    )
     return MetadataValue.table(records=[TableRecord(row) for row in rows], schema=schema)
 
 
 def _lineage_row(output: str, source: str, column: str, kind: str) -> dict[str, str]:
-    return {"output column": output, "input asset": source, "input column": column,
-            "kind": kind}
+    return {"output column": output, "input asset": source, "input column": column, "kind": kind}
 
 
-def _grouped_rows(output: str, sources: Sequence[Mapping[str, Any]],
-                  assets: Mapping[str, str]) -> list[dict[str, str]]:
+def _grouped_rows(
+    output: str, sources: Sequence[Mapping[str, Any]], assets: Mapping[str, str]
+) -> list[dict[str, str]]:
     """One row per (input asset or folder, column, kind), in the order first met."""
     groups: dict[tuple[str, bool, str, str], list[str]] = {}
     for source in sources:

@@ -17,7 +17,8 @@ class WorkspaceResource(ConfigurableResource):
 
     root: str = Field(default=".", description="Workspace folder, or a folder inside it.")
     search_parents: bool = Field(
-        default=True, description="Look for `.dataworkspace/` in the parent folders of root.")
+        default=True, description="Look for `.dataworkspace/` in the parent folders of root."
+    )
 
     _workspace: Workspace | None = PrivateAttr(default=None)
 

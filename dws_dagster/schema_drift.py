@@ -21,8 +21,9 @@ class SchemaDriftError(DwsError):
     """Partitions read together have different schemas."""
 
 
-def check_one_schema(markers: Mapping[str, Mapping[str, Any] | None], *, what: str,
-                     upstream: str) -> None:
+def check_one_schema(
+    markers: Mapping[str, Mapping[str, Any] | None], *, what: str, upstream: str
+) -> None:
     """Refuse when the partitions' markers (partition key -> marker, None for data written
     outside dws_dagster) record more than one schema."""
     groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
@@ -41,7 +42,8 @@ def check_one_schema(markers: Mapping[str, Mapping[str, Any] | None], *, what: s
         f"{what}: the {len(markers)} partitions of '{upstream}' read together do not share one "
         f"schema ({'; '.join(lines)}); Spark would silently drop or misread columns. "
         f"Rematerialize the partitions with the old schema (a backfill of '{upstream}') so "
-        "they all have the new one, or read only partitions of one schema")
+        "they all have the new one, or read only partitions of one schema"
+    )
 
 
 def _keys(keys: Sequence[str]) -> str:
@@ -56,11 +58,15 @@ def _describe(schema: tuple[tuple[str, str], ...]) -> str:
 
 def _difference(base: tuple[tuple[str, str], ...], other: tuple[tuple[str, str], ...]) -> str:
     before, after = dict(base), dict(other)
-    parts = [f"column '{name}' is {after[name]}, not {kind}"
-             for name, kind in before.items() if name in after and after[name] != kind]
+    parts = [
+        f"column '{name}' is {after[name]}, not {kind}"
+        for name, kind in before.items()
+        if name in after and after[name] != kind
+    ]
     parts += [f"column '{name}' is missing" for name in before if name not in after]
-    parts += [f"column '{name}' {kind} is added" for name, kind in after.items()
-              if name not in before]
+    parts += [
+        f"column '{name}' {kind} is added" for name, kind in after.items() if name not in before
+    ]
     if not parts:
         parts = ["the same columns in another order"]
     return ", ".join(parts)

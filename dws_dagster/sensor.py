@@ -75,15 +75,22 @@ class TickOutcome:
         reason), which the UI shows where it lists the sensor's ticks."""
         a = self.applied
         if a.events:
-            done = [f"{a.materializations} lineage record{_s(a.materializations)} "
-                    f"({a.records} new to the store)"]
-            for count, what in ((a.failures, "failed step"), (a.observations, "observation"),
-                                (a.checks, "check"), (a.results_files, "results.json")):
+            done = [
+                f"{a.materializations} lineage record{_s(a.materializations)} "
+                f"({a.records} new to the store)"
+            ]
+            for count, what in (
+                (a.failures, "failed step"),
+                (a.observations, "observation"),
+                (a.checks, "check"),
+                (a.results_files, "results.json"),
+            ):
                 if count:
                     done.append(f"{count} {what}{_s(count) if what != 'results.json' else ''}")
             if a.snapshots:
-                done.append(f"snapshot{_s(len(a.snapshots))} "
-                            f"{', '.join(h[:12] for h in a.snapshots)}")
+                done.append(
+                    f"snapshot{_s(len(a.snapshots))} {', '.join(h[:12] for h in a.snapshots)}"
+                )
             text = f"Applied {a.events} event{_s(a.events)}: {', '.join(done)}."
         else:
             text = "No new events."
@@ -93,8 +100,10 @@ class TickOutcome:
             text += " More events wait for the next tick."
         if not self.openlineage:
             return text
-        text += (f" OpenLineage: {self.spooled} event{_s(self.spooled)} spooled, "
-                 f"{self.delivered} delivered, {self.pending} pending")
+        text += (
+            f" OpenLineage: {self.spooled} event{_s(self.spooled)} spooled, "
+            f"{self.delivered} delivered, {self.pending} pending"
+        )
         if self.delivery_paused:
             text += " (the transport is disabled)"
         elif self.delivery_busy:
@@ -108,8 +117,10 @@ class TickOutcome:
 
     def summary(self) -> str:
         """The tick's text with the reading details, for the sensor's log."""
-        return (f"{self.tick_text()} ({self.applied.events} events in {self.batches} "
-                f"batch{'es' if self.batches != 1 else ''}, cursor {self.cursor})")
+        return (
+            f"{self.tick_text()} ({self.applied.events} events in {self.batches} "
+            f"batch{'es' if self.batches != 1 else ''}, cursor {self.cursor})"
+        )
 
 
 def _s(count: int) -> str:
@@ -134,12 +145,21 @@ def default_namespace(ws: Workspace) -> str:
     return os.environ.get("OPENLINEAGE_NAMESPACE") or ws.name
 
 
-def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
-                   repository_def: Any | None = None, batch_size: int = 500,
-                   time_budget_seconds: float = 20.0, namespace: str | None = None,
-                   default_resource: str | None = None, snapshot_on_results: bool = False,
-                   openlineage: bool = True, deliver: bool = True,
-                   save_cursor: Callable[[int], None] | None = None) -> TickOutcome:
+def process_events(
+    instance: Any,
+    ws: Workspace,
+    *,
+    after_storage_id: int = 0,
+    repository_def: Any | None = None,
+    batch_size: int = 500,
+    time_budget_seconds: float = 20.0,
+    namespace: str | None = None,
+    default_resource: str | None = None,
+    snapshot_on_results: bool = False,
+    openlineage: bool = True,
+    deliver: bool = True,
+    save_cursor: Callable[[int], None] | None = None,
+) -> TickOutcome:
     """Apply the event log after `after_storage_id` to `ws`: what one sensor tick does.
 
     Usable without a sensor (scripts, the demo, tests): pass the storage id returned in the
@@ -148,19 +168,38 @@ def process_events(instance: Any, ws: Workspace, *, after_storage_id: int = 0,
     _check_settings("lineage sensor", batch_size, time_budget_seconds)
     with GcSparesOlderObjects() as gc_spares:
         return _process_events(
-            instance, ws, after_storage_id=after_storage_id, repository_def=repository_def,
-            batch_size=batch_size, time_budget_seconds=time_budget_seconds,
-            namespace=namespace, default_resource=default_resource,
-            snapshot_on_results=snapshot_on_results, openlineage=openlineage,
-            deliver=deliver, save_cursor=save_cursor, between_batches=gc_spares.spare_survivors)
+            instance,
+            ws,
+            after_storage_id=after_storage_id,
+            repository_def=repository_def,
+            batch_size=batch_size,
+            time_budget_seconds=time_budget_seconds,
+            namespace=namespace,
+            default_resource=default_resource,
+            snapshot_on_results=snapshot_on_results,
+            openlineage=openlineage,
+            deliver=deliver,
+            save_cursor=save_cursor,
+            between_batches=gc_spares.spare_survivors,
+        )
 
 
-def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
-                    repository_def: Any | None, batch_size: int, time_budget_seconds: float,
-                    namespace: str | None, default_resource: str | None,
-                    snapshot_on_results: bool, openlineage: bool, deliver: bool,
-                    save_cursor: Callable[[int], None] | None,
-                    between_batches: Callable[[], None]) -> TickOutcome:
+def _process_events(
+    instance: Any,
+    ws: Workspace,
+    *,
+    after_storage_id: int,
+    repository_def: Any | None,
+    batch_size: int,
+    time_budget_seconds: float,
+    namespace: str | None,
+    default_resource: str | None,
+    snapshot_on_results: bool,
+    openlineage: bool,
+    deliver: bool,
+    save_cursor: Callable[[int], None] | None,
+    between_batches: Callable[[], None],
+) -> TickOutcome:
     started = time.monotonic()
     apply_until = started + time_budget_seconds * APPLY_SHARE
     catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
@@ -177,8 +216,14 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
         # cursor stays, and the same events are applied once it is fixed.
         transport, _ = make_transport(ws)
     outcome = TickOutcome(cursor=after_storage_id, openlineage=outbox is not None)
-    applier = EventApplier(instance, ws, catalog, namespace=namespace or default_namespace(ws),
-                           snapshot_on_results=snapshot_on_results, read_after=after_storage_id)
+    applier = EventApplier(
+        instance,
+        ws,
+        catalog,
+        namespace=namespace or default_namespace(ws),
+        snapshot_on_results=snapshot_on_results,
+        read_after=after_storage_id,
+    )
     reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=after_storage_id)
     while True:
         records = reader.next(batch_size)
@@ -210,8 +255,7 @@ def _process_events(instance: Any, ws: Workspace, *, after_storage_id: int,
     outcome.applied = applier.report
     if outbox is not None and transport is not None:
         remaining = time_budget_seconds - (time.monotonic() - started)
-        report = outbox.deliver(transport, budget_seconds=max(remaining,
-                                                              time_budget_seconds * 0.1))
+        report = outbox.deliver(transport, budget_seconds=max(remaining, time_budget_seconds * 0.1))
         outcome.delivered = report.sent
         outcome.pending = report.pending
         if report.last_error:  # stored redacted; redacted again with this transport's secrets
@@ -234,8 +278,9 @@ def _check_settings(who: str, batch_size: int, time_budget_seconds: float) -> No
     if batch_size < 1:
         raise SensorConfigError(f"{who}: batch_size must be at least 1, got {batch_size}")
     if time_budget_seconds <= 0:
-        raise SensorConfigError(f"{who}: time_budget_seconds must be positive, got "
-                                f"{time_budget_seconds}")
+        raise SensorConfigError(
+            f"{who}: time_budget_seconds must be positive, got {time_budget_seconds}"
+        )
 
 
 def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, Any]]:
@@ -244,9 +289,12 @@ def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, A
     from .ol.events import PRODUCER, build_run_event
     from .ol.run_events import DagsterRunEvent, build_dagster_run_event
 
-    return [build_dagster_run_event(event, producer=PRODUCER)
-            if isinstance(event, DagsterRunEvent)
-            else build_run_event(event, locate=locate, producer=PRODUCER) for event in events]
+    return [
+        build_dagster_run_event(event, producer=PRODUCER)
+        if isinstance(event, DagsterRunEvent)
+        else build_run_event(event, locate=locate, producer=PRODUCER)
+        for event in events
+    ]
 
 
 def parse_cursor(cursor: str | None, *, sensor_name: str) -> int:
@@ -260,7 +308,8 @@ def parse_cursor(cursor: str | None, *, sensor_name: str) -> int:
         raise SensorConfigError(
             f"sensor '{sensor_name}' has a cursor it cannot read ({cursor[:80]!r}); reset it "
             "in the Dagster UI (Sensor → Cursor), which makes it re-read the event log — "
-            "applying events again changes nothing") from None
+            "applying events again changes nothing"
+        ) from None
     return storage_id
 
 
@@ -268,14 +317,20 @@ def format_cursor(storage_id: int) -> str:
     return json.dumps({"storage_id": storage_id})
 
 
-def lineage_sensor(*, name: str = DEFAULT_NAME, workspace: WorkspaceResource | None = None,
-                   workspace_resource_key: str = "workspace",
-                   minimum_interval_seconds: int = 30, batch_size: int = 500,
-                   time_budget_seconds: float = 20.0, namespace: str | None = None,
-                   default_resource: str | None = None, snapshot_on_results: bool = False,
-                   openlineage: bool = True,
-                   default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
-                   ) -> SensorDefinition:
+def lineage_sensor(
+    *,
+    name: str = DEFAULT_NAME,
+    workspace: WorkspaceResource | None = None,
+    workspace_resource_key: str = "workspace",
+    minimum_interval_seconds: int = 30,
+    batch_size: int = 500,
+    time_budget_seconds: float = 20.0,
+    namespace: str | None = None,
+    default_resource: str | None = None,
+    snapshot_on_results: bool = False,
+    openlineage: bool = True,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> SensorDefinition:
     """A sensor keeping the workspace's lineage, results and OpenLineage events up to date.
 
     The workspace is `workspace`, or the `WorkspaceResource` under `workspace_resource_key`
@@ -288,39 +343,58 @@ def lineage_sensor(*, name: str = DEFAULT_NAME, workspace: WorkspaceResource | N
     """
     _check_settings(f"lineage_sensor '{name}'", batch_size, time_budget_seconds)
     if minimum_interval_seconds < 1:
-        raise SensorConfigError(f"lineage_sensor '{name}': minimum_interval_seconds must be at "
-                                f"least 1, got {minimum_interval_seconds}")
+        raise SensorConfigError(
+            f"lineage_sensor '{name}': minimum_interval_seconds must be at "
+            f"least 1, got {minimum_interval_seconds}"
+        )
     required = set() if workspace is not None else {workspace_resource_key}
 
-    @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds,
-            default_status=default_status, required_resource_keys=required,
-            description="Workspace lineage, results, snapshots and OpenLineage events from "
-                        "the Dagster event log (dws_dagster).")
+    @sensor(
+        name=name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        required_resource_keys=required,
+        description="Workspace lineage, results, snapshots and OpenLineage events from "
+        "the Dagster event log (dws_dagster).",
+    )
     def _lineage_sensor(context: SensorEvaluationContext, **given: Any) -> SensorResult:
         # Direct invocation passes required resources as arguments; the daemon's ticks put
         # them on the context.
-        resource = workspace if workspace is not None else given.get(
-            workspace_resource_key, getattr(context.resources, workspace_resource_key, None))
+        resource = (
+            workspace
+            if workspace is not None
+            else given.get(
+                workspace_resource_key, getattr(context.resources, workspace_resource_key, None)
+            )
+        )
         if not isinstance(resource, WorkspaceResource):
             raise SensorConfigError(
                 f"sensor '{name}': resource '{workspace_resource_key}' is a "
                 f"{type(resource).__name__}, not a WorkspaceResource; add "
                 f"resources={{'{workspace_resource_key}': WorkspaceResource(root=...)}} to your "
-                "Definitions, or pass workspace= to lineage_sensor")
+                "Definitions, or pass workspace= to lineage_sensor"
+            )
         start = parse_cursor(context.cursor, sensor_name=name)
         outcome = process_events(
-            context.instance, resource.workspace(), after_storage_id=start,
-            repository_def=context.repository_def, batch_size=batch_size,
-            time_budget_seconds=time_budget_seconds, namespace=namespace,
-            default_resource=default_resource, snapshot_on_results=snapshot_on_results,
-            openlineage=openlineage)
+            context.instance,
+            resource.workspace(),
+            after_storage_id=start,
+            repository_def=context.repository_def,
+            batch_size=batch_size,
+            time_budget_seconds=time_budget_seconds,
+            namespace=namespace,
+            default_resource=default_resource,
+            snapshot_on_results=snapshot_on_results,
+            openlineage=openlineage,
+        )
         for message in outcome.applied.skipped:
             context.log.warning(message)
         context.log.info(outcome.summary())
         # The sensor requests no runs: Dagster records each tick as skipped, and its skip
         # reason is the one text of a tick the open-source UI shows (on the tick list's
         # status tag, in the tick's details, on the sensor list's latest tick).
-        return SensorResult(cursor=format_cursor(outcome.cursor),
-                            skip_reason=SkipReason(outcome.tick_text()))
+        return SensorResult(
+            cursor=format_cursor(outcome.cursor), skip_reason=SkipReason(outcome.tick_text())
+        )
 
     return _lineage_sensor

@@ -47,11 +47,17 @@ from .workspace.versions import MARKER_NAME
 
 log = get_logger("dws_dagster.sensor")
 
-RUN_END_TYPES = (DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
-                 DagsterEventType.RUN_CANCELED)
-EVENT_TYPES = (DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
-               DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION,
-               *RUN_END_TYPES)
+RUN_END_TYPES = (
+    DagsterEventType.RUN_SUCCESS,
+    DagsterEventType.RUN_FAILURE,
+    DagsterEventType.RUN_CANCELED,
+)
+EVENT_TYPES = (
+    DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+    DagsterEventType.ASSET_MATERIALIZATION,
+    DagsterEventType.ASSET_OBSERVATION,
+    *RUN_END_TYPES,
+)
 
 
 @dataclass
@@ -85,9 +91,16 @@ class _RunFacts:
 class EventApplier:
     """Applies Dagster event records to a workspace; collects the OpenLineage events."""
 
-    def __init__(self, instance: Any, ws: Workspace, catalog: AssetCatalog, *,
-                 namespace: str, snapshot_on_results: bool = False,
-                 read_after: int | None = None) -> None:
+    def __init__(
+        self,
+        instance: Any,
+        ws: Workspace,
+        catalog: AssetCatalog,
+        *,
+        namespace: str,
+        snapshot_on_results: bool = False,
+        read_after: int | None = None,
+    ) -> None:
         self.instance = instance
         #: the storage id after which this tick reads every event it applies (None: unknown)
         self.read_after = read_after
@@ -155,9 +168,16 @@ class EventApplier:
                     inputs = self._inputs([(ref, None) for ref in expected])
                     root = self.catalog.partitioned_root(key) if partition is not None else None
                     outputs = (OutputInfo(dataset=self._written(output, root, partition)),)
-            self._child_event(AssetRunEvent(
-                kind="START", event_time=when, job=self._job_info(key),
-                run=self._without_data_deps(run, inputs), inputs=inputs, outputs=outputs))
+            self._child_event(
+                AssetRunEvent(
+                    kind="START",
+                    event_time=when,
+                    job=self._job_info(key),
+                    run=self._without_data_deps(run, inputs),
+                    inputs=inputs,
+                    outputs=outputs,
+                )
+            )
 
     def _last_inputs(self, output: ResourceRef) -> list[str]:
         """What the asset read last time, for assets whose inputs only the Spark plan shows
@@ -176,8 +196,11 @@ class EventApplier:
         run = self._run_info(run_id, key, partition)
         if record is None:  # not a workspace asset: its run still completes
             if run is not None:
-                self._child_event(AssetRunEvent(kind="COMPLETE", event_time=when,
-                                                 job=self._job_info(key), run=run))
+                self._child_event(
+                    AssetRunEvent(
+                        kind="COMPLETE", event_time=when, job=self._job_info(key), run=run
+                    )
+                )
             return
         ref = self._ref(record.ref)
         if self._is_results(ref):
@@ -187,17 +210,23 @@ class EventApplier:
                 self.report.records += 1
             self.report.materializations += 1
         except DwsError as exc:  # e.g. the ref was handed to another step since
-            self._skip(f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}",
-                       cause=exc)
+            self._skip(
+                f"materialization of '{asset}' ({record.ref}) in run {run_id}: {exc}", cause=exc
+            )
         if run is not None:
             inputs = self._inputs(record.inputs, _input_schemas(metadata))
-            self._child_event(AssetRunEvent(
-                kind="COMPLETE", event_time=when, job=self._job_info(key),
-                run=self._without_data_deps(run, inputs), inputs=inputs,
-                outputs=(self._output(ref, record.version, metadata, key, partition),)))
+            self._child_event(
+                AssetRunEvent(
+                    kind="COMPLETE",
+                    event_time=when,
+                    job=self._job_info(key),
+                    run=self._without_data_deps(run, inputs),
+                    inputs=inputs,
+                    outputs=(self._output(ref, record.version, metadata, key, partition),),
+                )
+            )
 
-    def _with_results(self, record: LineageRecord, metadata: Mapping[str, Any]
-                      ) -> LineageRecord:
+    def _with_results(self, record: LineageRecord, metadata: Mapping[str, Any]) -> LineageRecord:
         """Metrics into the record, and `results.json` beside the data it describes."""
         try:
             metrics = sanitize_parameters(metrics_from_metadata(metadata), what="metric")
@@ -211,19 +240,28 @@ class EventApplier:
         folder = self.ws.local_path(ref)
         state = self.ws.store.get(ref)
         current_run = ((state.record or {}).get("step") or {}).get("run_id") if state else None
-        if current_run is not None and record.step is not None \
-                and current_run != record.step.run_id:
+        if (
+            current_run is not None
+            and record.step is not None
+            and current_run != record.step.run_id
+        ):
             return record  # a replayed older run: the data (and results.json) are a later run's
         # Files skipped as not data (pipes, sockets...) are named in the sensor's log, which
         # the daemon keeps, rather than as Python warnings nobody sees there.
-        if not (folder / MARKER_NAME).is_file() \
-                or self.ws.version_of(ref, on_skip=log.warning) != record.version:
-            self._skip(f"results of {record.ref}: the data there is no longer version "
-                       f"{record.version}; results.json not written")
+        if (
+            not (folder / MARKER_NAME).is_file()
+            or self.ws.version_of(ref, on_skip=log.warning) != record.version
+        ):
+            self._skip(
+                f"results of {record.ref}: the data there is no longer version "
+                f"{record.version}; results.json not written"
+            )
             return record
         facts = self._run(record.step.run_id) if record.step and record.step.run_id else None
         results = {
-            "step": record.step_name, "ref": record.ref, "version": record.version,
+            "step": record.step_name,
+            "ref": record.ref,
+            "version": record.version,
             "run_id": record.step.run_id if record.step else None,
             "partition": record.step.partition if record.step else None,
             "start_time": record.start_time,
@@ -246,9 +284,12 @@ class EventApplier:
             return
         try:
             at = metadata_value(metadata.get(keys.OBSERVED_AT))
-            if self.ws.store.observe(ref, version,
-                                     extra={"asset": event.asset_key.to_user_string()},
-                                     at=at if isinstance(at, str) else None):
+            if self.ws.store.observe(
+                ref,
+                version,
+                extra={"asset": event.asset_key.to_user_string()},
+                at=at if isinstance(at, str) else None,
+            ):
                 self.report.observations += 1
         except DwsError as exc:
             self._skip(f"observation of {ref}: {exc}", cause=exc)
@@ -266,9 +307,12 @@ class EventApplier:
             return
         record = LineageRecord.from_json(state.record)
         checks = dict((record.extra or {}).get("checks", {}))
-        verdict = {"passed": bool(evaluation.passed), "run_id": run_id,
-                   "severity": getattr(evaluation.severity, "value", str(evaluation.severity)),
-                   "at": when.isoformat()}
+        verdict = {
+            "passed": bool(evaluation.passed),
+            "run_id": run_id,
+            "severity": getattr(evaluation.severity, "value", str(evaluation.severity)),
+            "at": when.isoformat(),
+        }
         description = getattr(evaluation, "description", None)
         if description:
             verdict["description"] = redact_text(str(description))
@@ -284,8 +328,10 @@ class EventApplier:
                 # it was read with, and a forgotten ref stays forgotten.
                 now = self.ws.store.get(binding.ref)
                 if now is None:
-                    self._skip(f"check '{name}' of '{key.to_user_string()}': the lineage of "
-                               f"{binding.ref} was forgotten meanwhile; verdict not recorded")
+                    self._skip(
+                        f"check '{name}' of '{key.to_user_string()}': the lineage of "
+                        f"{binding.ref} was forgotten meanwhile; verdict not recorded"
+                    )
                 elif now.record == state.record:
                     self.ws.store.commit([enriched])
                     self.report.checks += 1
@@ -294,23 +340,27 @@ class EventApplier:
 
     # ------------------------------------------------------------------ run ended
 
-    def _run_ended(self, run_id: str, kind: DagsterEventType, event: Any,
-                   when: dt.datetime) -> None:
+    def _run_ended(
+        self, run_id: str, kind: DagsterEventType, event: Any, when: dt.datetime
+    ) -> None:
         """Read the run's own log once: its check evaluations (Dagster's run-sharded SQLite
         storage cannot list them across runs by storage id, and they follow the run's
         materializations), what it planned and materialized, and its step errors."""
         log = self._run_log(run_id)
         for entry in log.checks:
-            self._checked(run_id, entry.dagster_event,
-                          dt.datetime.fromtimestamp(entry.timestamp, dt.UTC))
+            self._checked(
+                run_id, entry.dagster_event, dt.datetime.fromtimestamp(entry.timestamp, dt.UTC)
+            )
         planned, materialized, errors = log.planned, log.materialized, log.errors
         missing = [item for item in planned if item not in materialized]
         failed = kind == DagsterEventType.RUN_FAILURE
         run_error = _error_text(getattr(event.event_specific_data, "error", None))
-        results_written = any(ref is not None and self._is_results(ref)
-                              for ref in materialized.values())
-        secrets = self._run_secrets(run_id) if missing and kind != DagsterEventType.RUN_SUCCESS \
-            else set()
+        results_written = any(
+            ref is not None and self._is_results(ref) for ref in materialized.values()
+        )
+        secrets = (
+            self._run_secrets(run_id) if missing and kind != DagsterEventType.RUN_SUCCESS else set()
+        )
         for (key, partition), step_key in ((item, planned[item]) for item in missing):
             message, stack = errors.get(step_key, (None, None))
             if kind == DagsterEventType.RUN_CANCELED:
@@ -318,8 +368,11 @@ class EventApplier:
             elif kind == DagsterEventType.RUN_SUCCESS:
                 message = f"not materialized by run {run_id} (output skipped)"
             else:
-                message = message or run_error[0] or f"run {run_id} failed before '" \
-                    f"{key.to_user_string()}' was materialized"
+                message = (
+                    message
+                    or run_error[0]
+                    or f"run {run_id} failed before '{key.to_user_string()}' was materialized"
+                )
                 stack = stack or run_error[1]
             if secrets:
                 message = redact_text(message, secrets)
@@ -328,10 +381,16 @@ class EventApplier:
                 self._record_failure(key, partition, run_id, message, when)
             run = self._run_info(run_id, key, partition)
             if run is not None:
-                self._child_event(AssetRunEvent(
-                    kind="FAIL" if failed else "ABORT", event_time=when,
-                    job=self._job_info(key), run=run, error_message=message if failed else None,
-                    stack_trace=stack if failed else None))
+                self._child_event(
+                    AssetRunEvent(
+                        kind="FAIL" if failed else "ABORT",
+                        event_time=when,
+                        job=self._job_info(key),
+                        run=run,
+                        error_message=message if failed else None,
+                        stack_trace=stack if failed else None,
+                    )
+                )
         if planned or materialized:
             error = run_error[0]
             if failed and error:
@@ -356,25 +415,42 @@ class EventApplier:
         facts = self._run(run_id)
         if facts is not None:
             # A run seen before it started (queued) is dated by its creation.
-            self.ol_events.append(DagsterRunEvent(
-                kind="START", event_time=facts.started or facts.created,
-                namespace=self.namespace, dagster_run_id=run_id, dagster_job=facts.job,
-                dagster_version=_dagster_version()))
+            self.ol_events.append(
+                DagsterRunEvent(
+                    kind="START",
+                    event_time=facts.started or facts.created,
+                    namespace=self.namespace,
+                    dagster_run_id=run_id,
+                    dagster_job=facts.job,
+                    dagster_version=_dagster_version(),
+                )
+            )
 
-    def _parent_ended(self, run_id: str, kind: DagsterEventType, error: str | None,
-                      when: dt.datetime) -> None:
+    def _parent_ended(
+        self, run_id: str, kind: DagsterEventType, error: str | None, when: dt.datetime
+    ) -> None:
         """The Dagster run's own end, after its assets' ends; dated by the run's end event,
         whose time Dagster stores as the run's end time."""
         facts = self._run(run_id)
         if facts is None:
             return
         self._parent_started_before(run_id)
-        state = {DagsterEventType.RUN_SUCCESS: "COMPLETE", DagsterEventType.RUN_FAILURE: "FAIL",
-                 DagsterEventType.RUN_CANCELED: "ABORT"}[kind]
-        self.ol_events.append(DagsterRunEvent(
-            kind=state, event_time=when, namespace=self.namespace, dagster_run_id=run_id,
-            dagster_job=facts.job, dagster_version=_dagster_version(),
-            error_message=(error or f"run {run_id} failed") if state == "FAIL" else None))
+        state = {
+            DagsterEventType.RUN_SUCCESS: "COMPLETE",
+            DagsterEventType.RUN_FAILURE: "FAIL",
+            DagsterEventType.RUN_CANCELED: "ABORT",
+        }[kind]
+        self.ol_events.append(
+            DagsterRunEvent(
+                kind=state,
+                event_time=when,
+                namespace=self.namespace,
+                dagster_run_id=run_id,
+                dagster_job=facts.job,
+                dagster_version=_dagster_version(),
+                error_message=(error or f"run {run_id} failed") if state == "FAIL" else None,
+            )
+        )
 
     def _run_secrets(self, run_id: str) -> set[str]:
         """Values of credential-like fields of the run's config: removed from its error
@@ -409,18 +485,28 @@ class EventApplier:
         first = self.instance.get_records_for_run(run_id, limit=1).records
         return bool(first) and first[0].storage_id > self.read_after
 
-    def _record_failure(self, key: AssetKey, partition: str | None, run_id: str,
-                        message: str, when: dt.datetime) -> None:
+    def _record_failure(
+        self, key: AssetKey, partition: str | None, run_id: str, message: str, when: dt.datetime
+    ) -> None:
         ref = self.catalog.partition_ref(key, partition)
         if ref is None:
             return
         asset = key.to_user_string()
         record = LineageRecord(
-            ref=str(ref), version=None, status="failed",
-            step=StepInfo(name=asset, kind=STEP_KIND, run_id=run_id, partition=partition,
-                          code_version=self.catalog.code_version(key)),
+            ref=str(ref),
+            version=None,
+            status="failed",
+            step=StepInfo(
+                name=asset,
+                kind=STEP_KIND,
+                run_id=run_id,
+                partition=partition,
+                code_version=self.catalog.code_version(key),
+            ),
             parameters={"dagster/partition": partition} if partition is not None else {},
-            end_time=when.isoformat(timespec="microseconds"), error=message)
+            end_time=when.isoformat(timespec="microseconds"),
+            error=message,
+        )
         try:
             if self.ws.store.apply_failure(record):  # atomic writes: never partial data
                 self.report.failures += 1
@@ -445,8 +531,10 @@ class EventApplier:
 
     def prefetch_runs(self, records: Any) -> None:
         """Look up the runs of a batch of records in one query instead of one per run."""
-        run_ids = (record.run_id if isinstance(record, AssetEventRecord)
-                   else record.event_log_entry.run_id for record in records)
+        run_ids = (
+            record.run_id if isinstance(record, AssetEventRecord) else record.event_log_entry.run_id
+            for record in records
+        )
         wanted = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in self._runs]
         found = dagster_compat.runs_job_times(self.instance, wanted)
         for run_id in wanted:
@@ -459,8 +547,10 @@ class EventApplier:
         refs: list[str] = []
         versions: list[tuple[str, str]] = []
         for record in records:
-            if not isinstance(record, AssetEventRecord) \
-                    or record.kind != DagsterEventType.ASSET_MATERIALIZATION:
+            if (
+                not isinstance(record, AssetEventRecord)
+                or record.kind != DagsterEventType.ASSET_MATERIALIZATION
+            ):
                 continue
             ref, version = record.metadata.get(keys.REF), record.metadata.get(keys.VERSION)
             if isinstance(ref, str) and shapes.ref_ok(ref):
@@ -473,7 +563,8 @@ class EventApplier:
     def _run(self, run_id: str) -> _RunFacts | None:
         if run_id not in self._runs:
             self._runs[run_id] = _run_facts(
-                run_id, dagster_compat.runs_job_times(self.instance, [run_id]).get(run_id))
+                run_id, dagster_compat.runs_job_times(self.instance, [run_id]).get(run_id)
+            )
         return self._runs[run_id]
 
     def locate(self, ref: ResourceRef | str) -> str:
@@ -491,20 +582,26 @@ class EventApplier:
             self._run_infos[wanted] = self._new_run_info(run_id, key, partition)
         return self._run_infos[wanted]
 
-    def _new_run_info(self, run_id: str, key: AssetKey, partition: str | None
-                      ) -> RunInfo | None:
+    def _new_run_info(self, run_id: str, key: AssetKey, partition: str | None) -> RunInfo | None:
         facts = self._run(run_id)
         if facts is None:
-            self._skip(f"run {run_id} is not in the instance; no OpenLineage event for "
-                       f"'{key.to_user_string()}'")
+            self._skip(
+                f"run {run_id} is not in the instance; no OpenLineage event for "
+                f"'{key.to_user_string()}'"
+            )
             return None
         window = self.catalog.nominal_window(key, partition)
         return RunInfo(
-            dagster_run_id=run_id, dagster_job=facts.job, dagster_run_created=facts.created,
-            partition=partition, nominal_start=window[0] if window else None,
+            dagster_run_id=run_id,
+            dagster_job=facts.job,
+            dagster_run_created=facts.created,
+            partition=partition,
+            nominal_start=window[0] if window else None,
             nominal_end=window[1] if window else None,
             dependencies=tuple(k.to_user_string() for k in self.catalog.dependencies(key)),
-            dagster_version=_dagster_version(), spark_version=_spark_version())
+            dagster_version=_dagster_version(),
+            spark_version=_spark_version(),
+        )
 
     def _job_info(self, key: AssetKey) -> JobInfo:
         found = self._job_infos.get(key)
@@ -515,27 +612,43 @@ class EventApplier:
     def _new_job_info(self, key: AssetKey) -> JobInfo:
         code = self.catalog.code(key)
         return JobInfo(
-            namespace=self.namespace, name=key.to_user_string(),
-            description=self.catalog.description(key), owners=self.catalog.owners(key),
-            source_code=code.source, source_path=code.path, git_url=code.git_url,
-            git_commit=code.git_commit, git_branch=code.git_branch,
-            code_version=self.catalog.code_version(key), git_root=code.git_root)
+            namespace=self.namespace,
+            name=key.to_user_string(),
+            description=self.catalog.description(key),
+            owners=self.catalog.owners(key),
+            source_code=code.source,
+            source_path=code.path,
+            git_url=code.git_url,
+            git_commit=code.git_commit,
+            git_branch=code.git_branch,
+            code_version=self.catalog.code_version(key),
+            git_root=code.git_root,
+        )
 
     def _dataset(self, ref: ResourceRef | str, version: str | None = None) -> DatasetInfo:
         return DatasetInfo(location=self.locate(ref), ref=str(ref), version=version)
 
-    def _written(self, ref: ResourceRef, root: ResourceRef | None, partition: str | None,
-                 version: str | None = None) -> DatasetInfo:
+    def _written(
+        self,
+        ref: ResourceRef,
+        root: ResourceRef | None,
+        partition: str | None,
+        version: str | None = None,
+    ) -> DatasetInfo:
         """An output: a partition is named by its asset's root, the partition in the subset
         facet (one OpenLineage run writes one partition, so the version is that partition's)."""
         if root is None or partition is None or not root.covers(ref):  # strictly inside
             return self._dataset(ref, version)
-        subpath = "/".join(ref.parts[len(root.parts):])
-        return DatasetInfo(location=self.locate(root), ref=str(root), partitions=(
-            PartitionInfo(identifier=partition, subpath=subpath, version=version),))
+        subpath = "/".join(ref.parts[len(root.parts) :])
+        return DatasetInfo(
+            location=self.locate(root),
+            ref=str(root),
+            partitions=(PartitionInfo(identifier=partition, subpath=subpath, version=version),),
+        )
 
-    def _inputs(self, items: Any, schemas: Mapping[str, tuple[tuple[str, str, bool], ...]]
-                | None = None) -> tuple[DatasetInfo, ...]:
+    def _inputs(
+        self, items: Any, schemas: Mapping[str, tuple[tuple[str, str, bool], ...]] | None = None
+    ) -> tuple[DatasetInfo, ...]:
         """Inputs (ref, version) as datasets: the partitions of one partitioned asset are one
         dataset, its root, with the partitions read in the subset facet; the schema of each
         dataset is the one Spark read (its first partition's, for a partitioned one)."""
@@ -550,24 +663,37 @@ class EventApplier:
             if found is None or found[0] == ref:
                 text = str(ref)
                 if text not in plain:
-                    plain[text] = DatasetInfo(location=self.locate(ref), ref=text,
-                                              version=version, schema=schemas.get(text, ()))
+                    plain[text] = DatasetInfo(
+                        location=self.locate(ref),
+                        ref=text,
+                        version=version,
+                        schema=schemas.get(text, ()),
+                    )
                     order.append(text)
                 continue
             root = found[0]
             if root not in grouped:
                 grouped[root] = []
                 order.append(root)
-            subpath = "/".join(ref.parts[len(root.parts):])
-            grouped[root].append(PartitionInfo(identifier=self._partition_key(ref) or subpath,
-                                               subpath=subpath, version=version))
+            subpath = "/".join(ref.parts[len(root.parts) :])
+            grouped[root].append(
+                PartitionInfo(
+                    identifier=self._partition_key(ref) or subpath, subpath=subpath, version=version
+                )
+            )
             if root not in schema_of and schemas.get(str(ref)):
                 schema_of[root] = schemas[str(ref)]
         return tuple(
-            plain[item] if isinstance(item, str) else DatasetInfo(
-                location=self.locate(item), ref=str(item), partitions=tuple(grouped[item]),
-                schema=schema_of.get(item, ()))
-            for item in order)
+            plain[item]
+            if isinstance(item, str)
+            else DatasetInfo(
+                location=self.locate(item),
+                ref=str(item),
+                partitions=tuple(grouped[item]),
+                schema=schema_of.get(item, ()),
+            )
+            for item in order
+        )
 
     def _partition_key(self, ref: ResourceRef) -> str | None:
         """The partition key of a partition's ref: as the definitions map it (planned
@@ -589,8 +715,7 @@ class EventApplier:
         memo = (run.dependencies, read)
         kept = self._kept_deps.get(memo)
         if kept is None:
-            kept = tuple(name for name in run.dependencies
-                         if not self._dependency_read(name, read))
+            kept = tuple(name for name in run.dependencies if not self._dependency_read(name, read))
             self._kept_deps[memo] = kept
         return run if len(kept) == len(run.dependencies) else replace(run, dependencies=kept)
 
@@ -601,8 +726,9 @@ class EventApplier:
         if binding is None:
             return False
         root = str(binding.ref)
-        return any(ref == root or ref.startswith(root + "/") or root.startswith(ref + "/")
-                   for ref in read)
+        return any(
+            ref == root or ref.startswith(root + "/") or root.startswith(ref + "/") for ref in read
+        )
 
     def _ref(self, text: str) -> ResourceRef:
         found = self._refs.get(text)
@@ -610,14 +736,18 @@ class EventApplier:
             found = self._refs[text] = ResourceRef.parse(text)
         return found
 
-    def _output(self, ref: ResourceRef, version: str | None,
-                metadata: Mapping[str, Any], key: AssetKey | None = None,
-                partition: str | None = None) -> OutputInfo:
+    def _output(
+        self,
+        ref: ResourceRef,
+        version: str | None,
+        metadata: Mapping[str, Any],
+        key: AssetKey | None = None,
+        partition: str | None = None,
+    ) -> OutputInfo:
         schema = metadata_value(metadata.get("dagster/column_schema"))
         columns: tuple[tuple[str, str, bool], ...] = ()
         if isinstance(schema, TableSchema):
-            columns = tuple((c.name, c.type, bool(c.constraints.nullable))
-                            for c in schema.columns)
+            columns = tuple((c.name, c.type, bool(c.constraints.nullable)) for c in schema.columns)
         rows = metadata_value(metadata.get("dagster/row_count"))
         size = metadata_value(metadata.get(keys.SIZE_BYTES))
         lineage = metadata_value(metadata.get(META_COLUMN_LINEAGE))
@@ -625,11 +755,13 @@ class EventApplier:
         if root is None and key is not None and partition is not None:
             root = self.catalog.partitioned_root(key)  # events recorded before dws/ref_root
         return OutputInfo(
-            dataset=self._written(ref, root, partition, version), schema=columns,
+            dataset=self._written(ref, root, partition, version),
+            schema=columns,
             rows=int(rows) if rows is not None else None,
             size_bytes=int(size) if size is not None else None,
             file_format=metadata_value(metadata.get(keys.FORMAT)),
-            column_lineage=lineage if isinstance(lineage, Mapping) else None)
+            column_lineage=lineage if isinstance(lineage, Mapping) else None,
+        )
 
     def _is_results(self, ref: ResourceRef) -> bool:
         try:
@@ -675,19 +807,33 @@ def _input_schemas(metadata: Mapping[str, Any]) -> dict[str, tuple[tuple[str, st
     for name, columns in raw.items():
         if not isinstance(columns, list):
             continue
-        fields = tuple((column[0], column[1], bool(column[2])) for column in columns
-                       if isinstance(column, list) and len(column) == 3
-                       and isinstance(column[0], str) and isinstance(column[1], str))
+        fields = tuple(
+            (column[0], column[1], bool(column[2]))
+            for column in columns
+            if isinstance(column, list)
+            and len(column) == 3
+            and isinstance(column[0], str)
+            and isinstance(column[1], str)
+        )
         if fields:
             found[str(name)] = fields
     return found
 
 
-def _run_facts(run_id: str, found: tuple[str, dt.datetime, dt.datetime | None] | None
-               ) -> _RunFacts | None:
-    return None if found is None else _RunFacts(
-        run_id=run_id, job=found[0], created=found[1], started=found[2],
-        description=f"Dagster run {run_id} of job '{found[0]}'")
+def _run_facts(
+    run_id: str, found: tuple[str, dt.datetime, dt.datetime | None] | None
+) -> _RunFacts | None:
+    return (
+        None
+        if found is None
+        else _RunFacts(
+            run_id=run_id,
+            job=found[0],
+            created=found[1],
+            started=found[2],
+            description=f"Dagster run {run_id} of job '{found[0]}'",
+        )
+    )
 
 
 class _RunLog:
@@ -720,8 +866,9 @@ class _RunLog:
     def add_asset_event(self, record: AssetEventRecord) -> None:
         if record.kind == DagsterEventType.ASSET_MATERIALIZATION:
             ref = metadata_value(record.metadata.get(keys.REF))
-            self.materialized[(record.asset_key, record.partition)] = \
+            self.materialized[(record.asset_key, record.partition)] = (
                 ResourceRef.parse(ref) if isinstance(ref, str) else None
+            )
         elif record.kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
             for partition in record.partitions:
                 self.planned[(record.asset_key, partition)] = record.step_key
@@ -764,4 +911,3 @@ def _spark_version() -> str | None:
         return str(pyspark.__version__)
     except Exception:
         return None
-

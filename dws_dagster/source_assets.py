@@ -24,11 +24,18 @@ from .errors import DwsError
 from .io_manager import SparkWorkspaceIOManager
 
 
-def dws_source_asset(key: str | Sequence[str], resource: str, subpath: str | None = None, *,
-                     format: str = "parquet", read_options: Mapping[str, Any] | None = None,
-                     description: str | None = None, group_name: str | None = None,
-                     io_manager_key: str = "io_manager",
-                     metadata: Mapping[str, Any] | None = None) -> SourceAsset:
+def dws_source_asset(
+    key: str | Sequence[str],
+    resource: str,
+    subpath: str | None = None,
+    *,
+    format: str = "parquet",
+    read_options: Mapping[str, Any] | None = None,
+    description: str | None = None,
+    group_name: str | None = None,
+    io_manager_key: str = "io_manager",
+    metadata: Mapping[str, Any] | None = None,
+) -> SourceAsset:
     """An observable source asset for the workspace ref `resource/subpath`.
 
     Downstream assets take it as a DataFrame input (read by the IO manager under
@@ -44,15 +51,20 @@ def dws_source_asset(key: str | Sequence[str], resource: str, subpath: str | Non
             raise DwsError(
                 f"source asset '{'/'.join(key_path)}': resource '{io_manager_key}' is a "
                 f"{type(manager).__name__}, not a SparkWorkspaceIOManager; pass io_manager_key="
-                "the key of your SparkWorkspaceIOManager")
-        version, location, observed_at = manager.observe_source(binding, key_path,
-                                                                    log=context.log.warning)
-        return ObserveResult(data_version=DataVersion(version), metadata={
-            keys.REF: MetadataValue.text(binding[keys.REF]),
-            keys.VERSION: MetadataValue.text(version),
-            keys.OBSERVED_AT: MetadataValue.text(observed_at),
-            "dagster/uri": MetadataValue.text(location),
-        })
+                "the key of your SparkWorkspaceIOManager"
+            )
+        version, location, observed_at = manager.observe_source(
+            binding, key_path, log=context.log.warning
+        )
+        return ObserveResult(
+            data_version=DataVersion(version),
+            metadata={
+                keys.REF: MetadataValue.text(binding[keys.REF]),
+                keys.VERSION: MetadataValue.text(version),
+                keys.OBSERVED_AT: MetadataValue.text(observed_at),
+                "dagster/uri": MetadataValue.text(location),
+            },
+        )
 
     # The observation op is named after the function: one name per source asset.
     observe.__name__ = f"observe_{'__'.join(key_path)}"
@@ -60,7 +72,10 @@ def dws_source_asset(key: str | Sequence[str], resource: str, subpath: str | Non
         # observable_source_asset is marked beta; it is Dagster's one way to version sources.
         warnings.simplefilter("ignore", BetaWarning)
         return observable_source_asset(
-            key=key_path, metadata={**binding, **(metadata or {})},
+            key=key_path,
+            metadata={**binding, **(metadata or {})},
             io_manager_key=io_manager_key,
             description=description or f"Source data at workspace ref {binding[keys.REF]}.",
-            group_name=group_name, required_resource_keys={io_manager_key})(observe)
+            group_name=group_name,
+            required_resource_keys={io_manager_key},
+        )(observe)

@@ -63,19 +63,36 @@ class AssetEventRecord:
         if kind == PLANNED:
             data = event.event_specific_data
             subset = getattr(data, "partitions_subset", None)
-            partitions = tuple(sorted(subset.get_partition_keys())) if subset is not None \
+            partitions = (
+                tuple(sorted(subset.get_partition_keys()))
+                if subset is not None
                 else (data.partition,)
-            return cls(storage_id, entry.run_id, entry.timestamp, kind, event.step_key,
-                       data.asset_key, partitions)
+            )
+            return cls(
+                storage_id,
+                entry.run_id,
+                entry.timestamp,
+                kind,
+                event.step_key,
+                data.asset_key,
+                partitions,
+            )
         if kind == MATERIALIZED:
             item = event.event_specific_data.materialization
         elif kind == OBSERVED:
             item = event.event_specific_data.asset_observation
         else:
             return None
-        return cls(storage_id, entry.run_id, entry.timestamp, kind, event.step_key,
-                   item.asset_key, (item.partition,),
-                   {label: metadata_value(value) for label, value in item.metadata.items()})
+        return cls(
+            storage_id,
+            entry.run_id,
+            entry.timestamp,
+            kind,
+            event.step_key,
+            item.asset_key,
+            (item.partition,),
+            {label: metadata_value(value) for label, value in item.metadata.items()},
+        )
 
 
 # ---------------------------------------------------------------------- the stored form
@@ -94,17 +111,22 @@ def _learn_format() -> tuple[dict[str, str | None], str]:
     from dagster_shared.serdes.serdes import pack_value
 
     samples: list[tuple[Any, Any]] = [
-        (MetadataValue.text("text"), "text"), (MetadataValue.json({"k": [1]}), {"k": [1]}),
-        (MetadataValue.int(7), 7), (MetadataValue.float(1.5), 1.5),
-        (MetadataValue.bool(True), True), (MetadataValue.null(), None)]
+        (MetadataValue.text("text"), "text"),
+        (MetadataValue.json({"k": [1]}), {"k": [1]}),
+        (MetadataValue.int(7), 7),
+        (MetadataValue.float(1.5), 1.5),
+        (MetadataValue.bool(True), True),
+        (MetadataValue.null(), None),
+    ]
     plain: dict[str, str | None] = {}
     for value, expected in samples:
         packed = pack_value(value)
         fields = [name for name in packed if name != "__class__"]
         if not fields and expected is None:
             plain[packed["__class__"]] = None
-        elif len(fields) == 1 and packed[fields[0]] == expected \
-                and metadata_value(value) == expected:
+        elif (
+            len(fields) == 1 and packed[fields[0]] == expected and metadata_value(value) == expected
+        ):
             plain[packed["__class__"]] = fields[0]
     key = pack_value(AssetKey(["a", "b"]))
     path_fields = [name for name, item in key.items() if item == ["a", "b"]]
@@ -112,8 +134,9 @@ def _learn_format() -> tuple[dict[str, str | None], str]:
 
 
 _PLAIN_FIELDS, _KEY_PATH_FIELD = _learn_format()
-_SERDES_MARKERS = frozenset({"__class__", "__enum__", "__set__", "__frozenset__",
-                             "__mapping_items__"})
+_SERDES_MARKERS = frozenset(
+    {"__class__", "__enum__", "__set__", "__frozenset__", "__mapping_items__"}
+)
 _KINDS = {kind.value: kind for kind in ASSET_EVENT_TYPES}
 #: Per kind of event holding an asset's metadata: (its data's class, the field holding the
 #: materialization or observation, that object's class).
@@ -133,8 +156,7 @@ def decode(storage_id: int, text: str | bytes) -> AssetEventRecord | None:
     `get_event_records` skips it)."""
     try:
         return _decode(storage_id, orjson.loads(text))
-    except (_Unfamiliar, orjson.JSONDecodeError, KeyError, TypeError, ValueError,
-            AttributeError):
+    except (_Unfamiliar, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         pass
     from dagster._core.events.log import EventLogEntry
     from dagster._serdes import deserialize_value
@@ -154,19 +176,34 @@ def _decode(storage_id: int, stored: dict[str, Any]) -> AssetEventRecord:
     kind = _KINDS[event["event_type_value"]]
     data = event["event_specific_data"]
     if kind == PLANNED:
-        if data["__class__"] != "AssetMaterializationPlannedData" \
-                or data.get("partitions_subset") is not None:
+        if (
+            data["__class__"] != "AssetMaterializationPlannedData"
+            or data.get("partitions_subset") is not None
+        ):
             raise _Unfamiliar  # a planned range: its partitions come from Dagster's subset
-        return AssetEventRecord(storage_id, _text(stored["run_id"]), _number(stored["timestamp"]),
-                                kind, _opt_text(event.get("step_key")),
-                                _asset_key(data["asset_key"]), (_opt_text(data["partition"]),))
+        return AssetEventRecord(
+            storage_id,
+            _text(stored["run_id"]),
+            _number(stored["timestamp"]),
+            kind,
+            _opt_text(event.get("step_key")),
+            _asset_key(data["asset_key"]),
+            (_opt_text(data["partition"]),),
+        )
     data_class, item_field, item_class = _EVENT_ITEMS[kind]
     item = data[item_field]
     if data["__class__"] != data_class or item["__class__"] != item_class:
         raise _Unfamiliar
-    return AssetEventRecord(storage_id, _text(stored["run_id"]), _number(stored["timestamp"]),
-                            kind, _opt_text(event.get("step_key")), _asset_key(item["asset_key"]),
-                            (_opt_text(item["partition"]),), _metadata(item["metadata_entries"]))
+    return AssetEventRecord(
+        storage_id,
+        _text(stored["run_id"]),
+        _number(stored["timestamp"]),
+        kind,
+        _opt_text(event.get("step_key")),
+        _asset_key(item["asset_key"]),
+        (_opt_text(item["partition"]),),
+        _metadata(item["metadata_entries"]),
+    )
 
 
 def _metadata(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -211,7 +248,8 @@ def _has_markers(value: Any) -> bool:
 def _walk_for_markers(value: Any) -> bool:
     if isinstance(value, dict):
         return not _SERDES_MARKERS.isdisjoint(value) or any(
-            _walk_for_markers(item) for item in value.values())
+            _walk_for_markers(item) for item in value.values()
+        )
     if isinstance(value, list):
         return any(_walk_for_markers(item) for item in value)
     return False
@@ -267,16 +305,23 @@ def stored_reader(instance: Any) -> Any | None:
         return None
     kind = type(storage)
     # Run-sharded SQLite reads asset events from its index shard with the same query.
-    if kind.get_event_records not in (SqlEventLogStorage.get_event_records,
-                                      SqliteEventLogStorage.get_event_records) \
-            or kind._get_event_records is not SqlEventLogStorage._get_event_records:
+    if (
+        kind.get_event_records
+        not in (SqlEventLogStorage.get_event_records, SqliteEventLogStorage.get_event_records)
+        or kind._get_event_records is not SqlEventLogStorage._get_event_records
+    ):
         return None
     return storage
 
 
-def read_stored(storage: Any, kind: DagsterEventType, *, after_storage_id: int,
-                before_storage_id: int | None, limit: int) -> tuple[list[AssetEventRecord], int,
-                                                                    int | None]:
+def read_stored(
+    storage: Any,
+    kind: DagsterEventType,
+    *,
+    after_storage_id: int,
+    before_storage_id: int | None,
+    limit: int,
+) -> tuple[list[AssetEventRecord], int, int | None]:
     """Up to `limit` stored events of `kind` after `after_storage_id` (and before
     `before_storage_id`), oldest first: (their records, how many rows were read, the last
     row's storage id). Rows that cannot be read are skipped but counted, so a caller paging by
@@ -285,12 +330,14 @@ def read_stored(storage: Any, kind: DagsterEventType, *, after_storage_id: int,
     from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as table
 
     query = db.select(table.c.id, table.c.event).where(
-        table.c.dagster_event_type == kind.value, table.c.id > after_storage_id)
+        table.c.dagster_event_type == kind.value, table.c.id > after_storage_id
+    )
     if before_storage_id is not None:
         query = query.where(table.c.id < before_storage_id)
     query = query.order_by(table.c.id.asc()).limit(limit)
     with storage.index_connection() as connection:
         rows = connection.execute(query).fetchall()
-    records = [record for record in (decode(row_id, text) for row_id, text in rows)
-               if record is not None]
+    records = [
+        record for record in (decode(row_id, text) for row_id, text in rows) if record is not None
+    ]
     return records, len(rows), rows[-1][0] if rows else None

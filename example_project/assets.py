@@ -49,8 +49,13 @@ from .setup_workspace import TRIPS_SUBPATH, WEATHER_SUBPATH, ExampleSize
 DATA_OWNER = "team:data-engineering"
 FORECAST_OWNER = "team:forecasting"
 #: A trip's identity in the raw table: TLC publishes no trip id.
-TRIP_KEY = ("VendorID", "tpep_pickup_datetime", "tpep_dropoff_datetime", "PULocationID",
-            "DOLocationID")
+TRIP_KEY = (
+    "VendorID",
+    "tpep_pickup_datetime",
+    "tpep_dropoff_datetime",
+    "PULocationID",
+    "DOLocationID",
+)
 SEASON_HOURS = 168  # same hour, same weekday, one week earlier
 
 MONTHLY = "{start:%Y-%m}"
@@ -58,8 +63,9 @@ TAXI_STAGING = dws_ref("intermediate-data", "yellow_taxi_staging", partition_tem
 TAXI_RAW = dws_ref("intermediate-data", "yellow_taxi_raw", partition_template=MONTHLY)
 WEATHER_STAGING = dws_ref("intermediate-data", "weather_staging")
 WEATHER_RAW = dws_ref("intermediate-data", "weather_raw")
-HOURLY_ACTUALS = dws_ref("intermediate-data", "yellow_rides_hourly_actuals",
-                         partition_template=MONTHLY)
+HOURLY_ACTUALS = dws_ref(
+    "intermediate-data", "yellow_rides_hourly_actuals", partition_template=MONTHLY
+)
 TRAINING_DATA = dws_ref("intermediate-data", "training_data")
 FORECAST = dws_ref("results", "yellow_rides_hourly_forecast")
 
@@ -77,12 +83,18 @@ class ForecastConfig(Config):
     model iterations are told apart by their parameters as well as their versions."""
 
     use_weather: bool = Field(
-        default=False, description="Adjust the seasonal-naive forecast by a rain multiplier "
-        "fitted on the training weeks (reads weather_raw).")
-    horizon_days: int = Field(default=7, ge=1, description="Days at the end of the data "
-                              "that are forecast and scored.")
-    rain_threshold_mm: float = Field(default=1.0, ge=0, description="A day with at least "
-                                     "this much precipitation counts as rainy.")
+        default=False,
+        description="Adjust the seasonal-naive forecast by a rain multiplier "
+        "fitted on the training weeks (reads weather_raw).",
+    )
+    horizon_days: int = Field(
+        default=7, ge=1, description="Days at the end of the data that are forecast and scored."
+    )
+    rain_threshold_mm: float = Field(
+        default=1.0,
+        ge=0,
+        description="A day with at least this much precipitation counts as rainy.",
+    )
 
 
 def _ddl(schema: tuple[tuple[str, str], ...]) -> str:
@@ -99,21 +111,33 @@ def _upsert(new: DataFrame, existing: DataFrame | None, keys: tuple[str, ...]) -
         tagged = tagged.unionByName(existing.select(*columns).withColumn("_is_new", F.lit(0)))
     others = [c for c in columns if c not in keys]
     newest_first = Window.partitionBy(*keys).orderBy(
-        F.desc("_is_new"), *[F.asc_nulls_first(c) for c in others])
-    return (tagged.withColumn("_rank", F.row_number().over(newest_first))
-            .where(F.col("_rank") == 1).select(*columns))
+        F.desc("_is_new"), *[F.asc_nulls_first(c) for c in others]
+    )
+    return (
+        tagged.withColumn("_rank", F.row_number().over(newest_first))
+        .where(F.col("_rank") == 1)
+        .select(*columns)
+    )
 
 
-def _own_partition(spark: SparkSession, workspace: WorkspaceResource, metadata: dict[str, Any],
-                   context: AssetExecutionContext, columns: list[str]) -> DataFrame | None:
+def _own_partition(
+    spark: SparkSession,
+    workspace: WorkspaceResource,
+    metadata: dict[str, Any],
+    context: AssetExecutionContext,
+    columns: list[str],
+) -> DataFrame | None:
     """This asset's current data for the partition being written, if any (the upsert's
     target). Read by path: the IO manager leaves an asset's own earlier versions out of its
     inputs, as they are not a second source of truth."""
     ws = workspace.workspace()
     asset = context.asset_key.to_user_string()
-    ref = partition_ref(binding_from_metadata(metadata, what=f"asset '{asset}'"),
-                        context.assets_def.partitions_def, context.partition_key,
-                        f"asset '{asset}'")
+    ref = partition_ref(
+        binding_from_metadata(metadata, what=f"asset '{asset}'"),
+        context.assets_def.partitions_def,
+        context.partition_key,
+        f"asset '{asset}'",
+    )
     location = ws.location(ref)
     if not storage.exists(spark, location):
         return None
@@ -136,7 +160,8 @@ def _landed(workspace: WorkspaceResource, subpath: str, asset: str) -> str:
     if not path.is_file():
         raise LandedFileMissingError(
             f"asset '{asset}': landed file {path} is missing; land it again with "
-            f"'python -m example_project.setup_workspace {ws.root}', or drop the file there")
+            f"'python -m example_project.setup_workspace {ws.root}', or drop the file there"
+        )
     return ws.location(ResourceRef("source-data", subpath))
 
 
@@ -150,10 +175,13 @@ def partitions_for(size: ExampleSize) -> ExamplePartitions:
     """Months and days of the landed data; fixed ends, as no more data will land."""
     months = size.month_keys
     return ExamplePartitions(
-        months=MonthlyPartitionsDefinition(start_date=months[0].isoformat(),
-                                           end_date=next_month(months[-1]).isoformat()),
-        days=DailyPartitionsDefinition(start_date=size.start.isoformat(),
-                                       end_date=size.end.isoformat()))
+        months=MonthlyPartitionsDefinition(
+            start_date=months[0].isoformat(), end_date=next_month(months[-1]).isoformat()
+        ),
+        days=DailyPartitionsDefinition(
+            start_date=size.start.isoformat(), end_date=size.end.isoformat()
+        ),
+    )
 
 
 def build_assets(size: ExampleSize) -> list[AssetsDefinition]:
@@ -169,71 +197,114 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     one_per_run = BackfillPolicy.multi_run(1)
     taxi = {"group_name": "taxi", "owners": [DATA_OWNER], "kinds": {"spark", "parquet"}}
     weather = {"group_name": "weather", "owners": [DATA_OWNER], "kinds": {"spark", "parquet"}}
-    forecast = {"group_name": "forecast", "owners": [FORECAST_OWNER],
-                "kinds": {"spark", "parquet"}}
+    forecast = {"group_name": "forecast", "owners": [FORECAST_OWNER], "kinds": {"spark", "parquet"}}
     trips_ddl = _ddl(TLC_SCHEMA)
     weather_ddl = _ddl(WEATHER_SCHEMA)
 
-    @asset(partitions_def=parts.months, backfill_policy=one_per_run, metadata=TAXI_STAGING,
-           code_version="1", **taxi)
-    def yellow_taxi_staging(context: AssetExecutionContext, pyspark: PySparkResource,
-                            workspace: WorkspaceResource) -> DataFrame:
+    @asset(
+        partitions_def=parts.months,
+        backfill_policy=one_per_run,
+        metadata=TAXI_STAGING,
+        code_version="1",
+        **taxi,
+    )
+    def yellow_taxi_staging(
+        context: AssetExecutionContext, pyspark: PySparkResource, workspace: WorkspaceResource
+    ) -> DataFrame:
         """One month of TLC yellow trips as landed, typed as TLC's Parquet files and cleaned:
         no non-positive distances or fares, dropoff after pickup, pickups inside the month.
 
         The landed file is read by path, so its lineage is the file itself (its byte version,
         one file per month) rather than the whole landing folder."""
         month = context.partition_time_window.start
-        location = _landed(workspace, f"{TRIPS_SUBPATH}/{trip_file_name(month.date())}",
-                           "yellow_taxi_staging")
-        trips = pyspark.spark_session.read.csv(location, header=True, schema=trips_ddl,
-                                               mode="PERMISSIVE")
+        location = _landed(
+            workspace, f"{TRIPS_SUBPATH}/{trip_file_name(month.date())}", "yellow_taxi_staging"
+        )
+        trips = pyspark.spark_session.read.csv(
+            location, header=True, schema=trips_ddl, mode="PERMISSIVE"
+        )
         end = context.partition_time_window.end
         return trips.where(
-            (F.col("trip_distance") > 0) & (F.col("fare_amount") > 0)
+            (F.col("trip_distance") > 0)
+            & (F.col("fare_amount") > 0)
             & (F.col("tpep_dropoff_datetime") > F.col("tpep_pickup_datetime"))
             & (F.col("tpep_pickup_datetime") >= _timestamp(month))
-            & (F.col("tpep_pickup_datetime") < _timestamp(end)))
+            & (F.col("tpep_pickup_datetime") < _timestamp(end))
+        )
 
-    @asset(partitions_def=parts.months, backfill_policy=one_per_run, metadata=TAXI_RAW,
-           code_version="1", **taxi)
-    def yellow_taxi_raw(context: AssetExecutionContext, yellow_taxi_staging: DataFrame,
-                        workspace: WorkspaceResource) -> DataFrame:
+    @asset(
+        partitions_def=parts.months,
+        backfill_policy=one_per_run,
+        metadata=TAXI_RAW,
+        code_version="1",
+        **taxi,
+    )
+    def yellow_taxi_raw(
+        context: AssetExecutionContext, yellow_taxi_staging: DataFrame, workspace: WorkspaceResource
+    ) -> DataFrame:
         """The raw trip table's month: the staged month upserted into what the table held,
         by trip identity (vendor, pickup and dropoff times and zones); re-landed trips
         replace their earlier rows."""
-        existing = _own_partition(yellow_taxi_staging.sparkSession, workspace, TAXI_RAW,
-                                  context, yellow_taxi_staging.columns)
+        existing = _own_partition(
+            yellow_taxi_staging.sparkSession,
+            workspace,
+            TAXI_RAW,
+            context,
+            yellow_taxi_staging.columns,
+        )
         return _upsert(yellow_taxi_staging, existing, TRIP_KEY)
 
-    @asset(partitions_def=parts.days, backfill_policy=one_per_run, metadata=WEATHER_STAGING,
-           code_version="1", **weather)
-    def weather_staging(context: AssetExecutionContext, pyspark: PySparkResource,
-                        workspace: WorkspaceResource) -> DataFrame:
+    @asset(
+        partitions_def=parts.days,
+        backfill_policy=one_per_run,
+        metadata=WEATHER_STAGING,
+        code_version="1",
+        **weather,
+    )
+    def weather_staging(
+        context: AssetExecutionContext, pyspark: PySparkResource, workspace: WorkspaceResource
+    ) -> DataFrame:
         """One day of Central Park weather as landed, typed, with implausible readings
         dropped. Read by path: its lineage is the day's landed file."""
         day = dt.date.fromisoformat(context.partition_key)
-        location = _landed(workspace, f"{WEATHER_SUBPATH}/{weather_file_name(day)}",
-                           "weather_staging")
-        readings = pyspark.spark_session.read.csv(location, header=True, schema=weather_ddl,
-                                                  mode="PERMISSIVE")
+        location = _landed(
+            workspace, f"{WEATHER_SUBPATH}/{weather_file_name(day)}", "weather_staging"
+        )
+        readings = pyspark.spark_session.read.csv(
+            location, header=True, schema=weather_ddl, mode="PERMISSIVE"
+        )
         return readings.where(
-            (F.col("date") == F.lit(day)) & F.col("temperature_c").between(-40.0, 50.0)
-            & F.col("precipitation_mm").between(0.0, 500.0))
+            (F.col("date") == F.lit(day))
+            & F.col("temperature_c").between(-40.0, 50.0)
+            & F.col("precipitation_mm").between(0.0, 500.0)
+        )
 
-    @asset(partitions_def=parts.days, backfill_policy=one_per_run, metadata=WEATHER_RAW,
-           code_version="1", **weather)
-    def weather_raw(context: AssetExecutionContext, weather_staging: DataFrame,
-                    workspace: WorkspaceResource) -> DataFrame:
+    @asset(
+        partitions_def=parts.days,
+        backfill_policy=one_per_run,
+        metadata=WEATHER_RAW,
+        code_version="1",
+        **weather,
+    )
+    def weather_raw(
+        context: AssetExecutionContext, weather_staging: DataFrame, workspace: WorkspaceResource
+    ) -> DataFrame:
         """The weather table's day: the staged readings upserted by date."""
-        existing = _own_partition(weather_staging.sparkSession, workspace, WEATHER_RAW,
-                                  context, weather_staging.columns)
+        existing = _own_partition(
+            weather_staging.sparkSession, workspace, WEATHER_RAW, context, weather_staging.columns
+        )
         return _upsert(weather_staging, existing, ("date",))
 
-    @asset(partitions_def=parts.months, backfill_policy=one_per_run, metadata=HOURLY_ACTUALS,
-           code_version="1", **taxi)
-    def yellow_rides_hourly_actuals(context: AssetExecutionContext,
-                                    yellow_taxi_raw: DataFrame) -> DataFrame:
+    @asset(
+        partitions_def=parts.months,
+        backfill_policy=one_per_run,
+        metadata=HOURLY_ACTUALS,
+        code_version="1",
+        **taxi,
+    )
+    def yellow_rides_hourly_actuals(
+        context: AssetExecutionContext, yellow_taxi_raw: DataFrame
+    ) -> DataFrame:
         """Rides per pickup zone and hour of the month, zero-filled: every zone seen in the
         month has a row for every hour of the landed data, so a missing hour reads as no
         rides, not as unknown."""
@@ -241,14 +312,20 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
         start = max(window.start.replace(tzinfo=None), _midnight(size.start))
         last = min(window.end.replace(tzinfo=None), _midnight(size.end)) - dt.timedelta(hours=1)
         spark = yellow_taxi_raw.sparkSession
-        hours = spark.range(1).select(F.explode(F.sequence(
-            _timestamp(start), _timestamp(last), F.expr("INTERVAL 1 HOUR"))).alias("hour"))
-        trips = yellow_taxi_raw.select(F.col("PULocationID").alias("zone"),
-                                       F.date_trunc("hour", "tpep_pickup_datetime").alias("hour"))
+        hours = spark.range(1).select(
+            F.explode(
+                F.sequence(_timestamp(start), _timestamp(last), F.expr("INTERVAL 1 HOUR"))
+            ).alias("hour")
+        )
+        trips = yellow_taxi_raw.select(
+            F.col("PULocationID").alias("zone"),
+            F.date_trunc("hour", "tpep_pickup_datetime").alias("hour"),
+        )
         counts = trips.groupBy("zone", "hour").agg(F.count(F.lit(1)).alias("rides"))
         grid = trips.select("zone").distinct().crossJoin(hours)
-        return (grid.join(counts, ["zone", "hour"], "left")
-                .select("zone", "hour", F.coalesce("rides", F.lit(0)).alias("rides")))
+        return grid.join(counts, ["zone", "hour"], "left").select(
+            "zone", "hour", F.coalesce("rides", F.lit(0)).alias("rides")
+        )
 
     @asset(metadata=TRAINING_DATA, code_version="1", **forecast)
     def training_data(yellow_rides_hourly_actuals: DataFrame) -> DataFrame:
@@ -256,21 +333,32 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
         features and the ride count one week earlier (the seasonal-naive predictor)."""
         actuals = yellow_rides_hourly_actuals
         bounds = actuals.agg(F.min("hour").alias("first"), F.max("hour").alias("last"))
-        hours = bounds.select(F.explode(F.sequence("first", "last", F.expr("INTERVAL 1 HOUR")))
-                              .alias("hour"))
+        hours = bounds.select(
+            F.explode(F.sequence("first", "last", F.expr("INTERVAL 1 HOUR"))).alias("hour")
+        )
         grid = actuals.select("zone").distinct().crossJoin(hours)
-        full = (grid.join(actuals, ["zone", "hour"], "left")
-                .select("zone", "hour", F.coalesce("rides", F.lit(0)).alias("rides")))
+        full = grid.join(actuals, ["zone", "hour"], "left").select(
+            "zone", "hour", F.coalesce("rides", F.lit(0)).alias("rides")
+        )
         by_zone = Window.partitionBy("zone").orderBy("hour")
         return full.select(
-            "zone", "hour", F.to_date("hour").alias("date"),
-            F.hour("hour").alias("hour_of_day"), F.dayofweek("hour").alias("day_of_week"),
-            "rides", F.lag("rides", SEASON_HOURS).over(by_zone).alias("rides_week_before"))
+            "zone",
+            "hour",
+            F.to_date("hour").alias("date"),
+            F.hour("hour").alias("hour_of_day"),
+            F.dayofweek("hour").alias("day_of_week"),
+            "rides",
+            F.lag("rides", SEASON_HOURS).over(by_zone).alias("rides_week_before"),
+        )
 
     @asset(metadata=FORECAST, code_version="1", deps=[AssetDep("weather_raw")], **forecast)
-    def yellow_rides_hourly_forecast(context: AssetExecutionContext, config: ForecastConfig,
-                                     training_data: DataFrame, pyspark: PySparkResource,
-                                     workspace: WorkspaceResource) -> DataFrame:
+    def yellow_rides_hourly_forecast(
+        context: AssetExecutionContext,
+        config: ForecastConfig,
+        training_data: DataFrame,
+        pyspark: PySparkResource,
+        workspace: WorkspaceResource,
+    ) -> DataFrame:
         """Hourly rides per zone for the last `horizon_days` of the data, forecast by the
         seasonal-naive baseline (the same hour a week before), scored against the actuals
         (MAE, RMSE). With `use_weather`, the baseline is adjusted by a rain multiplier fitted on
@@ -278,8 +366,10 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
         model iterations differs, not only their parameters."""
         last_day = training_data.agg(F.max("date")).first()[0]
         if last_day is None:
-            raise DwsError("asset 'yellow_rides_hourly_forecast': training_data is empty; "
-                           "materialize the taxi months first")
+            raise DwsError(
+                "asset 'yellow_rides_hourly_forecast': training_data is empty; "
+                "materialize the taxi months first"
+            )
         horizon_start = last_day - dt.timedelta(days=config.horizon_days - 1)
         in_horizon = F.col("date") >= F.lit(horizon_start)
         scored = training_data.where(in_horizon & F.col("rides_week_before").isNotNull())
@@ -287,57 +377,91 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
         model = "seasonal_naive"
         extra: dict[str, float] = {}
         if config.use_weather:
-            days = _weather_days(training_data, pyspark.spark_session, workspace, parts.days,
-                                 context, config.rain_threshold_mm)
+            days = _weather_days(
+                training_data,
+                pyspark.spark_session,
+                workspace,
+                parts.days,
+                context,
+                config.rain_threshold_mm,
+            )
             history = training_data.where(~in_horizon)
-            typical = history.groupBy("zone", "hour_of_day").agg(
-                F.avg("rides").alias("typical"))
+            typical = history.groupBy("zone", "hour_of_day").agg(F.avg("rides").alias("typical"))
             multiplier = _rain_multiplier(history, typical, days)
             extra["rain_multiplier"] = round(multiplier, 4)
             today = days.select(F.col("date"), F.col("rainy").alias("rainy_today"))
-            before = days.select(F.date_add("date", 7).alias("date"),
-                                 F.col("rainy").alias("rainy_week_before"))
-            scored = (scored.join(today, "date", "left").join(before, "date", "left")
-                      .join(typical, ["zone", "hour_of_day"], "left"))
-            factor = (F.when(F.col("rainy_today"), F.lit(multiplier)).otherwise(F.lit(1.0))
-                      / F.when(F.col("rainy_week_before"), F.lit(multiplier))
-                      .otherwise(F.lit(1.0)))
+            before = days.select(
+                F.date_add("date", 7).alias("date"), F.col("rainy").alias("rainy_week_before")
+            )
+            scored = (
+                scored.join(today, "date", "left")
+                .join(before, "date", "left")
+                .join(typical, ["zone", "hour_of_day"], "left")
+            )
+            factor = F.when(F.col("rainy_today"), F.lit(multiplier)).otherwise(F.lit(1.0)) / F.when(
+                F.col("rainy_week_before"), F.lit(multiplier)
+            ).otherwise(F.lit(1.0))
             # The rain effect is added on the zone's typical level for the hour, not by
             # scaling last week's count, which would scale its noise as well.
             prediction = prediction + (factor - F.lit(1.0)) * F.coalesce(
-                F.col("typical"), F.lit(0.0))
+                F.col("typical"), F.lit(0.0)
+            )
             model = "seasonal_naive_rain"
         result = scored.select(
-            "zone", "hour", F.col("rides").alias("actual"),
-            F.round(prediction, 3).alias("forecast"), F.lit(model).alias("model"))
+            "zone",
+            "hour",
+            F.col("rides").alias("actual"),
+            F.round(prediction, 3).alias("forecast"),
+            F.lit(model).alias("model"),
+        )
         errors = result.agg(
             F.avg(F.abs(F.col("actual") - F.col("forecast"))).alias("mae"),
             F.sqrt(F.avg(F.pow(F.col("actual") - F.col("forecast"), 2))).alias("rmse"),
-            F.count(F.lit(1)).alias("hours")).first()
+            F.count(F.lit(1)).alias("hours"),
+        ).first()
         if errors is None or not errors["hours"]:
             raise DwsError(
                 "asset 'yellow_rides_hourly_forecast': no hour to score: the data needs at "
                 f"least {config.horizon_days + 7} days (a week of history before the "
-                f"{config.horizon_days} forecast days); land a longer window")
-        metrics = {"mae": round(float(errors["mae"]), 4), "rmse": round(float(errors["rmse"]), 4),
-                   "hours_scored": int(errors["hours"]), **extra}
-        context.add_output_metadata({
-            **dws_metrics(metrics),
-            "mae": MetadataValue.float(metrics["mae"]),
-            "rmse": MetadataValue.float(metrics["rmse"]),
-            "hours_scored": MetadataValue.int(metrics["hours_scored"]),
-            "model": MetadataValue.text(model),
-            "horizon_start": MetadataValue.text(horizon_start.isoformat()),
-        })
+                f"{config.horizon_days} forecast days); land a longer window"
+            )
+        metrics = {
+            "mae": round(float(errors["mae"]), 4),
+            "rmse": round(float(errors["rmse"]), 4),
+            "hours_scored": int(errors["hours"]),
+            **extra,
+        }
+        context.add_output_metadata(
+            {
+                **dws_metrics(metrics),
+                "mae": MetadataValue.float(metrics["mae"]),
+                "rmse": MetadataValue.float(metrics["rmse"]),
+                "hours_scored": MetadataValue.int(metrics["hours_scored"]),
+                "model": MetadataValue.text(model),
+                "horizon_start": MetadataValue.text(horizon_start.isoformat()),
+            }
+        )
         return result
 
-    return [yellow_taxi_staging, yellow_taxi_raw, weather_staging, weather_raw,
-            yellow_rides_hourly_actuals, training_data, yellow_rides_hourly_forecast]
+    return [
+        yellow_taxi_staging,
+        yellow_taxi_raw,
+        weather_staging,
+        weather_raw,
+        yellow_rides_hourly_actuals,
+        training_data,
+        yellow_rides_hourly_forecast,
+    ]
 
 
-def _weather_days(training: DataFrame, spark: SparkSession, workspace: WorkspaceResource,
-                  partitions: DailyPartitionsDefinition, context: AssetExecutionContext,
-                  threshold_mm: float) -> DataFrame:
+def _weather_days(
+    training: DataFrame,
+    spark: SparkSession,
+    workspace: WorkspaceResource,
+    partitions: DailyPartitionsDefinition,
+    context: AssetExecutionContext,
+    threshold_mm: float,
+) -> DataFrame:
     """weather_raw's days covering the training data, read by path: the IO manager records
     each day read as an input of the forecast, with the lineage behind it."""
     first, last = training.agg(F.min("date"), F.max("date")).first()
@@ -345,29 +469,38 @@ def _weather_days(training: DataFrame, spark: SparkSession, workspace: Workspace
     binding = binding_from_metadata(WEATHER_RAW, what="asset 'weather_raw'")
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
     what = "asset 'yellow_rides_hourly_forecast' reading 'weather_raw'"
-    locations = [ws.location(partition_ref(binding, partitions, day.isoformat(), what))
-                 for day in days]
-    missing = [day.isoformat() for day, location in zip(days, locations, strict=True)
-               if not storage.exists(spark, location)]
+    locations = [
+        ws.location(partition_ref(binding, partitions, day.isoformat(), what)) for day in days
+    ]
+    missing = [
+        day.isoformat()
+        for day, location in zip(days, locations, strict=True)
+        if not storage.exists(spark, location)
+    ]
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
         raise MissingWeatherError(
             f"{what}: {len(missing)} of {len(days)} days have no weather ({shown}); "
             "materialize weather_raw for them (weather_daily_job, or a backfill), or run the "
-            "forecast with use_weather=false")
+            "forecast with use_weather=false"
+        )
     context.log.info(f"use_weather: reading weather_raw for {len(days)} days")
     readings = storage.read(spark, locations, what=what)
-    return readings.select("date", (F.col("precipitation_mm") >= F.lit(threshold_mm))
-                           .alias("rainy"))
+    return readings.select(
+        "date", (F.col("precipitation_mm") >= F.lit(threshold_mm)).alias("rainy")
+    )
 
 
 def _rain_multiplier(training: DataFrame, typical: DataFrame, days: DataFrame) -> float:
     """How much more a zone's hour rides on rainy days than on dry ones, relative to that
     zone's mean for that hour of day; 1.0 without both kinds of day, clamped to [0.7, 1.5]."""
-    relative = (training.join(typical, ["zone", "hour_of_day"])
-                .where(F.col("typical") > 0)
-                .join(days, "date")
-                .groupBy("rainy").agg(F.avg(F.col("rides") / F.col("typical")).alias("level")))
+    relative = (
+        training.join(typical, ["zone", "hour_of_day"])
+        .where(F.col("typical") > 0)
+        .join(days, "date")
+        .groupBy("rainy")
+        .agg(F.avg(F.col("rides") / F.col("typical")).alias("level"))
+    )
     levels = {row["rainy"]: row["level"] for row in relative.collect()}
     if not levels.get(True) or not levels.get(False):
         return 1.0

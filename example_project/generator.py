@@ -45,42 +45,153 @@ TLC_SCHEMA: tuple[tuple[str, str], ...] = (
 )
 TLC_COLUMNS = tuple(name for name, _ in TLC_SCHEMA)
 WEATHER_SCHEMA: tuple[tuple[str, str], ...] = (
-    ("date", "date"), ("temperature_c", "double"), ("precipitation_mm", "double"))
+    ("date", "date"),
+    ("temperature_c", "double"),
+    ("precipitation_mm", "double"),
+)
 WEATHER_COLUMNS = tuple(name for name, _ in WEATHER_SCHEMA)
 
 #: Real TLC LocationIDs of the busiest yellow-taxi pickup zones, most popular first.
 ZONES: tuple[tuple[int, str], ...] = (
-    (237, "Upper East Side South"), (161, "Midtown Center"), (236, "Upper East Side North"),
-    (132, "JFK Airport"), (162, "Midtown East"), (230, "Times Sq/Theatre District"),
-    (186, "Penn Station/Madison Sq West"), (142, "Lincoln Square East"), (170, "Murray Hill"),
-    (138, "LaGuardia Airport"), (163, "Midtown North"), (239, "Upper West Side South"),
-    (141, "Lenox Hill West"), (48, "Clinton East"), (68, "East Chelsea"), (234, "Union Sq"),
-    (79, "East Village"), (107, "Gramercy"), (100, "Garment District"),
-    (140, "Lenox Hill East"), (164, "Midtown South"), (238, "Upper West Side North"),
-    (263, "Yorkville West"), (262, "Yorkville East"), (90, "Flatiron"), (249, "West Village"),
-    (113, "Greenwich Village North"), (43, "Central Park"),
-    (229, "Sutton Place/Turtle Bay North"), (246, "West Chelsea/Hudson Yards"),
-    (233, "UN/Turtle Bay South"), (137, "Kips Bay"), (143, "Lincoln Square West"),
-    (50, "Clinton West"), (114, "Greenwich Village South"), (75, "East Harlem South"),
-    (148, "Lower East Side"), (158, "Meatpacking/West Village West"),
-    (87, "Financial District North"), (231, "TriBeCa/Civic Center"), (211, "SoHo"),
-    (13, "Battery Park City"), (24, "Bloomingdale"), (151, "Manhattan Valley"),
-    (166, "Morningside Heights"), (41, "Central Harlem"), (74, "East Harlem North"),
-    (125, "Hudson Sq"), (144, "Little Italy/NoLiTa"), (4, "Alphabet City"),
-    (45, "Chinatown"), (261, "World Trade Center"), (88, "Financial District South"),
-    (209, "Seaport"), (1, "Newark Airport"),
+    (237, "Upper East Side South"),
+    (161, "Midtown Center"),
+    (236, "Upper East Side North"),
+    (132, "JFK Airport"),
+    (162, "Midtown East"),
+    (230, "Times Sq/Theatre District"),
+    (186, "Penn Station/Madison Sq West"),
+    (142, "Lincoln Square East"),
+    (170, "Murray Hill"),
+    (138, "LaGuardia Airport"),
+    (163, "Midtown North"),
+    (239, "Upper West Side South"),
+    (141, "Lenox Hill West"),
+    (48, "Clinton East"),
+    (68, "East Chelsea"),
+    (234, "Union Sq"),
+    (79, "East Village"),
+    (107, "Gramercy"),
+    (100, "Garment District"),
+    (140, "Lenox Hill East"),
+    (164, "Midtown South"),
+    (238, "Upper West Side North"),
+    (263, "Yorkville West"),
+    (262, "Yorkville East"),
+    (90, "Flatiron"),
+    (249, "West Village"),
+    (113, "Greenwich Village North"),
+    (43, "Central Park"),
+    (229, "Sutton Place/Turtle Bay North"),
+    (246, "West Chelsea/Hudson Yards"),
+    (233, "UN/Turtle Bay South"),
+    (137, "Kips Bay"),
+    (143, "Lincoln Square West"),
+    (50, "Clinton West"),
+    (114, "Greenwich Village South"),
+    (75, "East Harlem South"),
+    (148, "Lower East Side"),
+    (158, "Meatpacking/West Village West"),
+    (87, "Financial District North"),
+    (231, "TriBeCa/Civic Center"),
+    (211, "SoHo"),
+    (13, "Battery Park City"),
+    (24, "Bloomingdale"),
+    (151, "Manhattan Valley"),
+    (166, "Morningside Heights"),
+    (41, "Central Harlem"),
+    (74, "East Harlem North"),
+    (125, "Hudson Sq"),
+    (144, "Little Italy/NoLiTa"),
+    (4, "Alphabet City"),
+    (45, "Chinatown"),
+    (261, "World Trade Center"),
+    (88, "Financial District South"),
+    (209, "Seaport"),
+    (1, "Newark Airport"),
 )
 AIRPORTS = {1, 132, 138}
 #: Manhattan south of 96th Street: trips there pay the congestion surcharge.
 NORTH_OF_96TH = {24, 41, 74, 75, 151, 166, 1, 132, 138}
 
 #: Share of a weekday's rides by hour of day (NYC yellow taxis, rounded).
-_WEEKDAY_HOURS = (2.2, 1.3, 0.8, 0.6, 0.6, 0.9, 2.1, 3.6, 4.6, 4.7, 4.6, 4.8, 5.0, 5.1, 5.4,
-                  5.6, 5.5, 6.2, 6.8, 6.3, 5.5, 5.3, 4.9, 3.7)
-_WEEKEND_HOURS = (4.6, 3.8, 2.8, 1.9, 1.2, 0.9, 1.0, 1.4, 2.3, 3.3, 4.3, 5.0, 5.4, 5.6, 5.7,
-                  5.7, 5.6, 5.6, 5.7, 5.4, 5.0, 4.9, 4.9, 4.6)
-_AIRPORT_HOURS = (1.5, 0.6, 0.2, 0.1, 0.2, 0.8, 2.5, 4.0, 4.8, 5.0, 5.1, 5.2, 5.3, 5.6, 6.0,
-                  6.6, 7.0, 7.0, 6.6, 6.3, 6.0, 5.8, 5.2, 3.6)
+_WEEKDAY_HOURS = (
+    2.2,
+    1.3,
+    0.8,
+    0.6,
+    0.6,
+    0.9,
+    2.1,
+    3.6,
+    4.6,
+    4.7,
+    4.6,
+    4.8,
+    5.0,
+    5.1,
+    5.4,
+    5.6,
+    5.5,
+    6.2,
+    6.8,
+    6.3,
+    5.5,
+    5.3,
+    4.9,
+    3.7,
+)
+_WEEKEND_HOURS = (
+    4.6,
+    3.8,
+    2.8,
+    1.9,
+    1.2,
+    0.9,
+    1.0,
+    1.4,
+    2.3,
+    3.3,
+    4.3,
+    5.0,
+    5.4,
+    5.6,
+    5.7,
+    5.7,
+    5.6,
+    5.6,
+    5.7,
+    5.4,
+    5.0,
+    4.9,
+    4.9,
+    4.6,
+)
+_AIRPORT_HOURS = (
+    1.5,
+    0.6,
+    0.2,
+    0.1,
+    0.2,
+    0.8,
+    2.5,
+    4.0,
+    4.8,
+    5.0,
+    5.1,
+    5.2,
+    5.3,
+    5.6,
+    6.0,
+    6.6,
+    7.0,
+    7.0,
+    6.6,
+    6.3,
+    6.0,
+    5.8,
+    5.2,
+    3.6,
+)
 #: Monday first.
 _WEEKDAY_FACTOR = (0.88, 0.96, 1.0, 1.05, 1.05, 0.98, 0.84)
 
@@ -149,8 +260,10 @@ def _zone_weights(zones: tuple[tuple[int, str], ...]) -> dict[tuple[bool, int], 
     for weekend in (False, True):
         city = _WEEKEND_HOURS if weekend else _WEEKDAY_HOURS
         for hour in range(24):
-            weights = [p * (_AIRPORT_HOURS[hour] / city[hour] if zone in AIRPORTS else 1.0)
-                       for p, (zone, _) in zip(popularity, zones, strict=True)]
+            weights = [
+                p * (_AIRPORT_HOURS[hour] / city[hour] if zone in AIRPORTS else 1.0)
+                for p, (zone, _) in zip(popularity, zones, strict=True)
+            ]
             cumulative, total = [], 0.0
             for weight in weights:
                 total += weight
@@ -167,12 +280,19 @@ def _money(value: float) -> float:
     return round(value, 2)
 
 
-def trip_rows(month: dt.date, start: dt.date, end: dt.date, *, trips_per_month: int,
-              zones: int = 50, seed: int = DEFAULT_SEED) -> Iterator[list[object]]:
+def trip_rows(
+    month: dt.date,
+    start: dt.date,
+    end: dt.date,
+    *,
+    trips_per_month: int,
+    zones: int = 50,
+    seed: int = DEFAULT_SEED,
+) -> Iterator[list[object]]:
     """Trips picked up in `month` between `start` and `end`, as TLC rows (Python values in
     `TLC_SCHEMA` order; None where TLC has nulls). About `trips_per_month` for a whole month,
     proportionally fewer for a partial one; a few rows are dirty as in the real files."""
-    chosen = ZONES[:max(1, min(zones, len(ZONES)))]
+    chosen = ZONES[: max(1, min(zones, len(ZONES)))]
     ids = [zone for zone, _ in chosen]
     weights = _zone_weights(chosen)
     rng = random.Random(f"{seed}/trips/{month:%Y-%m}")
@@ -197,20 +317,23 @@ def trip_rows(month: dt.date, start: dt.date, end: dt.date, *, trips_per_month: 
                 yield _trip(rng, pickup, pickup_zone, ids, hour, weekend)
     # TLC files carry a few trips from other months (meter clock errors).
     for _ in range(max(1, trips_per_month // 5000)):
-        wrong = dt.datetime(month.year, month.month, 1) - dt.timedelta(
-            hours=rng.randrange(1, 48))
+        wrong = dt.datetime(month.year, month.month, 1) - dt.timedelta(hours=rng.randrange(1, 48))
         yield _trip(rng, wrong, ids[0], ids, wrong.hour, False)
 
 
-def _trip(rng: random.Random, pickup: dt.datetime, zone: int, ids: list[int], hour: int,
-          weekend: bool) -> list[object]:
+def _trip(
+    rng: random.Random, pickup: dt.datetime, zone: int, ids: list[int], hour: int, weekend: bool
+) -> list[object]:
     airport = zone in AIRPORTS
     if airport:
         dropoff_zone = ids[min(int(rng.expovariate(1 / 8)), len(ids) - 1)]
         distance = max(0.3, rng.gauss(17.5 if zone == 132 else 10.5, 3.0))
     else:
-        dropoff_zone = (rng.choice([132, 138]) if rng.random() < 0.04
-                        else ids[min(int(rng.expovariate(1 / 10)), len(ids) - 1)])
+        dropoff_zone = (
+            rng.choice([132, 138])
+            if rng.random() < 0.04
+            else ids[min(int(rng.expovariate(1 / 10)), len(ids) - 1)]
+        )
         distance = rng.lognormvariate(0.55, 0.65)
         if dropoff_zone in AIRPORTS:
             distance += 9.0
@@ -222,19 +345,35 @@ def _trip(rng: random.Random, pickup: dt.datetime, zone: int, ids: list[int], ho
     if rng.random() < 0.005:
         ratecode = 5  # negotiated fare
     fare = 70.0 if ratecode == 2 else 3.0 + 3.5 * distance + 0.35 * minutes
-    extra = (1.0 if hour >= 20 or hour < 6 else 0.0) + (2.5 if not weekend and 16 <= hour < 20
-                                                        else 0.0)
+    extra = (1.0 if hour >= 20 or hour < 6 else 0.0) + (
+        2.5 if not weekend and 16 <= hour < 20 else 0.0
+    )
     tolls = 6.94 if (airport or dropoff_zone in AIRPORTS) and rng.random() < 0.45 else 0.0
     congestion = 2.5 if zone not in NORTH_OF_96TH or dropoff_zone not in NORTH_OF_96TH else 0.0
     airport_fee = 1.75 if zone in (132, 138) else 0.0
     payment = 1 if rng.random() < 0.8 else (2 if rng.random() < 0.9 else rng.choice([3, 4]))
     tip = _money(fare * rng.uniform(0.12, 0.3)) if payment == 1 else 0.0
     row: list[object] = [
-        rng.choice((1, 2, 2, 2)), _fmt(pickup), _fmt(dropoff),
+        rng.choice((1, 2, 2, 2)),
+        _fmt(pickup),
+        _fmt(dropoff),
         min(6, max(0, int(rng.expovariate(1 / 0.5)) + 1 - (rng.random() < 0.01))),
-        round(distance, 2), ratecode, "Y" if rng.random() < 0.004 else "N", zone,
-        dropoff_zone, payment, _money(fare), extra, 0.5, tip, tolls, 1.0, 0.0, congestion,
-        airport_fee]
+        round(distance, 2),
+        ratecode,
+        "Y" if rng.random() < 0.004 else "N",
+        zone,
+        dropoff_zone,
+        payment,
+        _money(fare),
+        extra,
+        0.5,
+        tip,
+        tolls,
+        1.0,
+        0.0,
+        congestion,
+        airport_fee,
+    ]
     roll = rng.random()
     if roll < 0.01:  # unknown payment: TLC leaves these fields empty
         row[3] = row[5] = row[6] = row[17] = row[18] = None
@@ -247,8 +386,11 @@ def _trip(rng: random.Random, pickup: dt.datetime, zone: int, ids: list[int], ho
             row[index] = -row[index]  # type: ignore[operator]
     elif roll < 0.019:
         row[2] = _fmt(pickup - dt.timedelta(minutes=rng.randrange(1, 30)))
-    row[16] = _money(sum(v for v in row[10:16] if v is not None)  # type: ignore[misc]
-                     + (row[17] or 0.0) + (row[18] or 0.0))  # type: ignore[operator]
+    row[16] = _money(
+        sum(v for v in row[10:16] if v is not None)  # type: ignore[misc]
+        + (row[17] or 0.0)
+        + (row[18] or 0.0)
+    )  # type: ignore[operator]
     return row
 
 
@@ -269,8 +411,9 @@ def weather_file_name(day: dt.date) -> str:
     return f"weather_{day.isoformat()}.csv"
 
 
-def _atomic_csv(path: Path, header: tuple[str, ...], rows: Iterator[list[object]] | list[list[
-        object]]) -> int:
+def _atomic_csv(
+    path: Path, header: tuple[str, ...], rows: Iterator[list[object]] | list[list[object]]
+) -> int:
     """Write a CSV next to `path` and rename it into place: readers (and a second process
     landing the same file) never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -286,23 +429,39 @@ def _atomic_csv(path: Path, header: tuple[str, ...], rows: Iterator[list[object]
     return count
 
 
-def land(trips_dir: Path, weather_dir: Path, start: dt.date, end: dt.date, *,
-         trips_per_month: int, zones: int = 50, seed: int = DEFAULT_SEED,
-         overwrite: bool = False) -> Landed:
+def land(
+    trips_dir: Path,
+    weather_dir: Path,
+    start: dt.date,
+    end: dt.date,
+    *,
+    trips_per_month: int,
+    zones: int = 50,
+    seed: int = DEFAULT_SEED,
+    overwrite: bool = False,
+) -> Landed:
     """Land one trip file per month and one weather file per day of [start, end), as files
     dropped into source data; files already there are kept unless `overwrite`."""
     trip_files = trips = weather_files = 0
     for month in month_starts(start, end):
         path = trips_dir / trip_file_name(month)
         if overwrite or not path.exists():
-            trips += _atomic_csv(path, TLC_COLUMNS, trip_rows(
-                month, start, end, trips_per_month=trips_per_month, zones=zones, seed=seed))
+            trips += _atomic_csv(
+                path,
+                TLC_COLUMNS,
+                trip_rows(
+                    month, start, end, trips_per_month=trips_per_month, zones=zones, seed=seed
+                ),
+            )
             trip_files += 1
     for day in days_in(start, end):
         path = weather_dir / weather_file_name(day)
         if overwrite or not path.exists():
             weather = weather_for(day, seed)
-            _atomic_csv(path, WEATHER_COLUMNS, [[weather.date.isoformat(), weather.temperature_c,
-                                                 weather.precipitation_mm]])
+            _atomic_csv(
+                path,
+                WEATHER_COLUMNS,
+                [[weather.date.isoformat(), weather.temperature_c, weather.precipitation_mm]],
+            )
             weather_files += 1
     return Landed(trip_files, trips, weather_files)

@@ -56,16 +56,20 @@ SPARK_CONFIG: dict[str, str] = {
 QUIET_LOGGING: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def build_definitions(root: str | os.PathLike[str] | None = None,
-                      size: ExampleSize | None = None, *,
-                      spark_config: Mapping[str, str] | None = None) -> Definitions:
+def build_definitions(
+    root: str | os.PathLike[str] | None = None,
+    size: ExampleSize | None = None,
+    *,
+    spark_config: Mapping[str, str] | None = None,
+) -> Definitions:
     """The example's definitions for the workspace at `root` (default: `$DWS_EXAMPLE_WORKSPACE`
     or `example_workspace/`), set up first if missing, checked by `check_definitions`."""
     return definitions_for(ensure_workspace(root, size), spark_config=spark_config)
 
 
-def definitions_for(example: ExampleWorkspace, *,
-                    spark_config: Mapping[str, str] | None = None) -> Definitions:
+def definitions_for(
+    example: ExampleWorkspace, *, spark_config: Mapping[str, str] | None = None
+) -> Definitions:
     """The example's definitions for a workspace `ensure_workspace` has set up."""
     # Spark binds to a non-loopback address it finds unless told otherwise; runs launched in
     # their own process inherit this.
@@ -77,36 +81,44 @@ def definitions_for(example: ExampleWorkspace, *,
     # process, hence a Spark JVM (~10 s), for every step. On a cluster, per-step processes
     # are the norm; locally the in-process executor is several times faster.
     taxi_job = define_asset_job(
-        TAXI_JOB, selection=["yellow_taxi_staging", "yellow_taxi_raw",
-                             "yellow_rides_hourly_actuals"],
+        TAXI_JOB,
+        selection=["yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals"],
         executor_def=in_process_executor,
-        description="Stage, upsert and aggregate one month of landed yellow-taxi trips.")
+        description="Stage, upsert and aggregate one month of landed yellow-taxi trips.",
+    )
     weather_job = define_asset_job(
-        WEATHER_JOB, selection=["weather_staging", "weather_raw"],
+        WEATHER_JOB,
+        selection=["weather_staging", "weather_raw"],
         executor_def=in_process_executor,
-        description="Stage and upsert one day of landed weather.")
+        description="Stage and upsert one day of landed weather.",
+    )
     forecast_job = define_asset_job(
-        FORECAST_JOB, selection=["training_data", FORECAST_ASSET],
+        FORECAST_JOB,
+        selection=["training_data", FORECAST_ASSET],
         executor_def=in_process_executor,
         description="Training data and the hourly ride forecast with its metrics; run it "
-                    "with use_weather: true for the weather-adjusted model.")
+        "with use_weather: true for the weather-adjusted model.",
+    )
     schedules = [
         build_schedule_from_partitioned_job(taxi_job, name="taxi_monthly_schedule"),
         build_schedule_from_partitioned_job(weather_job, name="weather_daily_schedule"),
     ]
-    return check_definitions(Definitions(
-        assets=assets,
-        jobs=[taxi_job, weather_job, forecast_job],
-        schedules=schedules,
-        sensors=[lineage_sensor(snapshot_on_results=True)],
-        executor=in_process_executor,  # also for "Materialize" in the UI
-        resources={
-            "io_manager": SparkWorkspaceIOManager(workspace=workspace, pyspark=pyspark,
-                                                  keep_versions=3),
-            "pyspark": pyspark,
-            "workspace": workspace,
-        },
-    ))
+    return check_definitions(
+        Definitions(
+            assets=assets,
+            jobs=[taxi_job, weather_job, forecast_job],
+            schedules=schedules,
+            sensors=[lineage_sensor(snapshot_on_results=True)],
+            executor=in_process_executor,  # also for "Materialize" in the UI
+            resources={
+                "io_manager": SparkWorkspaceIOManager(
+                    workspace=workspace, pyspark=pyspark, keep_versions=3
+                ),
+                "pyspark": pyspark,
+                "workspace": workspace,
+            },
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -133,11 +145,16 @@ def plan(defs: Definitions, *, weather_model: bool = True) -> list[Step]:
         partitions = defs.resolve_job_def(job).partitions_def
         assert partitions is not None
         steps += [Step(job, key, f"{what} {key}") for key in partitions.get_partition_keys()]
-    steps.append(Step(FORECAST_JOB, label="forecast (baseline)",
-                      run_config=forecast_config(False)))
+    steps.append(Step(FORECAST_JOB, label="forecast (baseline)", run_config=forecast_config(False)))
     if weather_model:
-        steps.append(Step(FORECAST_JOB, label="forecast (use_weather)",
-                          run_config=forecast_config(True), assets=(FORECAST_ASSET,)))
+        steps.append(
+            Step(
+                FORECAST_JOB,
+                label="forecast (use_weather)",
+                run_config=forecast_config(True),
+                assets=(FORECAST_ASSET,),
+            )
+        )
     return steps
 
 
@@ -151,15 +168,21 @@ def run_step(defs: Definitions, instance: DagsterInstance, step: Step) -> StepRe
     """Execute one step in this process (the job's own resources and in-process executor)."""
     job: JobDefinition = defs.resolve_job_def(step.job)
     result = job.execute_in_process(
-        run_config={**QUIET_LOGGING, **step.run_config}, instance=instance,
+        run_config={**QUIET_LOGGING, **step.run_config},
+        instance=instance,
         partition_key=step.partition,
-        asset_selection=[AssetKey(name) for name in step.assets] if step.assets else None)
+        asset_selection=[AssetKey(name) for name in step.assets] if step.assets else None,
+    )
     return StepResult(step, result.run_id)
 
 
-def materialize_example(defs: Definitions, instance: DagsterInstance, *,
-                        weather_model: bool = True,
-                        after: Callable[[StepResult], None] | None = None) -> list[StepResult]:
+def materialize_example(
+    defs: Definitions,
+    instance: DagsterInstance,
+    *,
+    weather_model: bool = True,
+    after: Callable[[StepResult], None] | None = None,
+) -> list[StepResult]:
     """Run `plan(defs)` step by step; `after` is called after each (progress, sensor work)."""
     results = []
     for step in plan(defs, weather_model=weather_model):

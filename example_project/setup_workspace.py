@@ -68,7 +68,8 @@ class ExampleSize:
         if self.trips_per_month < 1 or not 1 <= self.zones <= len(ZONES):
             raise ExampleSetupError(
                 f"example size: trips_per_month must be positive and zones between 1 and "
-                f"{len(ZONES)} (got {self.trips_per_month}, {self.zones})")
+                f"{len(ZONES)} (got {self.trips_per_month}, {self.zones})"
+            )
 
     @property
     def end(self) -> dt.date:
@@ -90,8 +91,10 @@ class ExampleSize:
 
     def describe(self) -> str:
         span = f"{self.start:%Y-%m-%d} to {self.end - dt.timedelta(days=1):%Y-%m-%d}"
-        return (f"{span}: {len(self.month_keys)} month(s), {len(self.day_keys)} days, "
-                f"~{self.trips_per_month:,} trips per month, {self.zones} zones")
+        return (
+            f"{span}: {len(self.month_keys)} month(s), {len(self.day_keys)} days, "
+            f"~{self.trips_per_month:,} trips per month, {self.zones} zones"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "start": self.start.isoformat()}
@@ -105,7 +108,8 @@ class ExampleSize:
         except (TypeError, KeyError, ValueError) as exc:
             raise ExampleSetupError(
                 f"{source} does not describe an example size ({exc}); delete it and the "
-                "workspace's data to start over") from None
+                "workspace's data to start over"
+            ) from None
 
 
 #: The smallest size the whole example runs on: two months, two weeks and a day, so the
@@ -130,8 +134,9 @@ def workspace_root() -> Path:
     return Path(configured).expanduser().absolute() if configured else DEFAULT_ROOT
 
 
-def ensure_workspace(root: str | os.PathLike[str] | None = None,
-                     size: ExampleSize | None = None) -> ExampleWorkspace:
+def ensure_workspace(
+    root: str | os.PathLike[str] | None = None, size: ExampleSize | None = None
+) -> ExampleWorkspace:
     """Create the workspace if missing, add missing resources, land missing data.
 
     Safe to call from several processes at once (`dg dev` loads the definitions in its
@@ -142,35 +147,45 @@ def ensure_workspace(root: str | os.PathLike[str] | None = None,
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ExampleSetupError(f"cannot create the example workspace folder {target}: {exc}; "
-                                f"set {ENV_VAR} to a writable folder") from None
+        raise ExampleSetupError(
+            f"cannot create the example workspace folder {target}: {exc}; "
+            f"set {ENV_VAR} to a writable folder"
+        ) from None
     with FileLock(str(target / ".example-setup.lock")):
         ws = Workspace.init(target, exist_ok=True)
         settings = target / SETTINGS_FILE
         if settings.is_file():
             try:
-                stored = ExampleSize.from_json(json.loads(settings.read_text("utf-8")),
-                                               source=settings)
+                stored = ExampleSize.from_json(
+                    json.loads(settings.read_text("utf-8")), source=settings
+                )
             except json.JSONDecodeError as exc:
-                raise ExampleSetupError(f"{settings} is not valid JSON ({exc}); delete it and "
-                                        "the workspace's data to start over") from None
+                raise ExampleSetupError(
+                    f"{settings} is not valid JSON ({exc}); delete it and "
+                    "the workspace's data to start over"
+                ) from None
             if size is not None and size != stored:
                 raise ExampleSetupError(
                     f"workspace {target} was set up for {stored.describe()}, not "
-                    f"{size.describe()}; use another folder, or the same size")
+                    f"{size.describe()}; use another folder, or the same size"
+                )
             size = stored
         else:
             size = size or ExampleSize()
-        wanted = [(name, role, path, f"example NYC taxi forecast: {role}")
-                  for name, role, path in RESOURCES]
-        wanted.append(("code", "code", str(PACKAGE_DIR),
-                       "the example's Dagster code (example_project)"))
+        wanted = [
+            (name, role, path, f"example NYC taxi forecast: {role}")
+            for name, role, path in RESOURCES
+        ]
+        wanted.append(
+            ("code", "code", str(PACKAGE_DIR), "the example's Dagster code (example_project)")
+        )
         for name, role, path, description in wanted:
             if name in ws.resources:
                 continue
             try:
-                ws.add_resource(name, role, path=path, description=description,
-                                create=name != "code")
+                ws.add_resource(
+                    name, role, path=path, description=description, create=name != "code"
+                )
             except DwsError as exc:
                 raise ExampleSetupError(
                     f"cannot add the example's resource '{name}' to workspace {target}: {exc}. "
@@ -179,29 +194,54 @@ def ensure_workspace(root: str | os.PathLike[str] | None = None,
         if not settings.is_file():  # before any data lands: the data's size is never unknown
             atomic_write_json(settings, size.to_json())
         source = ws.local_path("source-data")
-        landed = land(source / TRIPS_SUBPATH, source / WEATHER_SUBPATH, size.start, size.end,
-                      trips_per_month=size.trips_per_month, zones=size.zones, seed=size.seed)
+        landed = land(
+            source / TRIPS_SUBPATH,
+            source / WEATHER_SUBPATH,
+            size.start,
+            size.end,
+            trips_per_month=size.trips_per_month,
+            zones=size.zones,
+            seed=size.seed,
+        )
     return ExampleWorkspace(ws, size, landed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m example_project.setup_workspace",
-        description="Create the example workspace and land its synthetic NYC taxi data.")
-    parser.add_argument("directory", nargs="?", metavar="DIR",
-                        help=f"workspace folder (default: ${ENV_VAR} or {DEFAULT_ROOT})")
-    parser.add_argument("--start", type=dt.date.fromisoformat,
-                        help=f"first day of data (default: {ExampleSize.start})")
+        description="Create the example workspace and land its synthetic NYC taxi data.",
+    )
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        metavar="DIR",
+        help=f"workspace folder (default: ${ENV_VAR} or {DEFAULT_ROOT})",
+    )
+    parser.add_argument(
+        "--start",
+        type=dt.date.fromisoformat,
+        help=f"first day of data (default: {ExampleSize.start})",
+    )
     parser.add_argument("--months", type=int, help=f"default: {ExampleSize.months}")
-    parser.add_argument("--days", type=int,
-                        help="a window of this many days instead of whole months")
-    parser.add_argument("--trips-per-month", type=int,
-                        help=f"default: {ExampleSize.trips_per_month}")
+    parser.add_argument(
+        "--days", type=int, help="a window of this many days instead of whole months"
+    )
+    parser.add_argument(
+        "--trips-per-month", type=int, help=f"default: {ExampleSize.trips_per_month}"
+    )
     parser.add_argument("--zones", type=int, help=f"default: {ExampleSize.zones}")
     args = parser.parse_args(argv)
-    given = {name: value for name, value in (
-        ("start", args.start), ("months", args.months), ("days", args.days),
-        ("trips_per_month", args.trips_per_month), ("zones", args.zones)) if value is not None}
+    given = {
+        name: value
+        for name, value in (
+            ("start", args.start),
+            ("months", args.months),
+            ("days", args.days),
+            ("trips_per_month", args.trips_per_month),
+            ("zones", args.zones),
+        )
+        if value is not None
+    }
     try:
         # No size given: the workspace's own (example.json), or the default for a new one.
         size = ExampleSize(**given) if given else None
@@ -209,9 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DwsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"workspace {example.root}: {example.size.describe()}; landed "
-          f"{example.landed.trip_files} trip file(s) ({example.landed.trips:,} trips) and "
-          f"{example.landed.weather_files} weather file(s)")
+    print(
+        f"workspace {example.root}: {example.size.describe()}; landed "
+        f"{example.landed.trip_files} trip file(s) ({example.landed.trips:,} trips) and "
+        f"{example.landed.weather_files} weather file(s)"
+    )
     return 0
 
 

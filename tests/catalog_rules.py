@@ -32,14 +32,17 @@ def job_id(event: Event) -> tuple[str, str]:
     return event["job"]["namespace"], event["job"]["name"]
 
 
-def current_versions(events: Iterable[Event]
-                     ) -> dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]]:
+def current_versions(
+    events: Iterable[Event],
+) -> dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]]:
     """Each job's current version: (inputs, outputs) of its last COMPLETE event."""
     versions: dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]] = {}
     for event in events:
         if event["eventType"] == "COMPLETE":
-            versions[job_id(event)] = ({dataset_id(d) for d in event.get("inputs", ())},
-                                       {dataset_id(d) for d in event.get("outputs", ())})
+            versions[job_id(event)] = (
+                {dataset_id(d) for d in event.get("inputs", ())},
+                {dataset_id(d) for d in event.get("outputs", ())},
+            )
     return versions
 
 
@@ -52,8 +55,9 @@ def producers(events: Iterable[Event]) -> dict[DatasetId, set[tuple[str, str]]]:
     return found
 
 
-def inputs_without_producer(events: list[Event], is_landed: Callable[[Mapping[str, Any]], bool]
-                            ) -> list[str]:
+def inputs_without_producer(
+    events: list[Event], is_landed: Callable[[Mapping[str, Any]], bool]
+) -> list[str]:
     """Datasets read by a completed run (other than landed sources) that no job's current
     version produces: dead ends upstream in the catalog's graph."""
     produced = producers(events)
@@ -64,8 +68,10 @@ def inputs_without_producer(events: list[Event], is_landed: Callable[[Mapping[st
         for dataset in event.get("inputs", ()):
             if is_landed(dataset) or dataset_id(dataset) in produced:
                 continue
-            problems.append(f"job {event['job']['name']} (run {event['run']['runId']}) reads "
-                            f"{dataset_id(dataset)}, which no job's current version produces")
+            problems.append(
+                f"job {event['job']['name']} (run {event['run']['runId']}) reads "
+                f"{dataset_id(dataset)}, which no job's current version produces"
+            )
     return list(dict.fromkeys(problems))
 
 
@@ -76,14 +82,20 @@ def unfinished_runs(events: list[Event]) -> list[str]:
         run_id = event["run"]["runId"]
         if seen.get(run_id) not in TERMINAL:
             seen[run_id] = event["eventType"]
-    return [f"run {run_id} ends with {kind}, not COMPLETE, FAIL or ABORT"
-            for run_id, kind in seen.items() if kind not in TERMINAL]
+    return [
+        f"run {run_id} ends with {kind}, not COMPLETE, FAIL or ABORT"
+        for run_id, kind in seen.items()
+        if kind not in TERMINAL
+    ]
 
 
 def parent_run_ids(events: Iterable[Event]) -> set[str]:
     """Run ids named in `parent` facets (the Dagster runs, for asset runs)."""
-    return {event["run"]["facets"]["parent"]["run"]["runId"] for event in events
-            if "parent" in event["run"].get("facets", {})}
+    return {
+        event["run"]["facets"]["parent"]["run"]["runId"]
+        for event in events
+        if "parent" in event["run"].get("facets", {})
+    }
 
 
 def unfinished_parents(events: list[Event]) -> list[str]:
@@ -131,22 +143,24 @@ def dropped_column_edges(events: Iterable[Event]) -> list[str]:
     return problems
 
 
-def _source_problem(source: Mapping[str, Any], inputs: Mapping[DatasetId, set[str]],
-                    where: str) -> list[str]:
+def _source_problem(
+    source: Mapping[str, Any], inputs: Mapping[DatasetId, set[str]], where: str
+) -> list[str]:
     identity = dataset_id(source)
     if identity not in inputs:
         return [f"{where}: input field {source['field']!r} names {identity}, not an input"]
     if source["field"] not in inputs[identity]:
-        return [f"{where}: input field {source['field']!r} is not in the schema facet of "
-                f"input {identity}"]
+        return [
+            f"{where}: input field {source['field']!r} is not in the schema facet of "
+            f"input {identity}"
+        ]
     return []
 
 
 def _announced_dependencies(event: Event) -> set[tuple[str, str]]:
     """The jobs a run's `jobDependencies` facet names as upstream."""
     facet = event.get("run", {}).get("facets", {}).get("jobDependencies", {})
-    return {(item["job"]["namespace"], item["job"]["name"])
-            for item in facet.get("upstream", ())}
+    return {(item["job"]["namespace"], item["job"]["name"]) for item in facet.get("upstream", ())}
 
 
 def start_complete_differences(events: Iterable[Event]) -> list[str]:
@@ -181,6 +195,7 @@ def start_complete_differences(events: Iterable[Event]) -> list[str]:
                 announced = _announced_dependencies(start)
                 done -= {d for d in done - planned if written_by.get(d, set()) & announced}
             if planned != done:
-                problems.append(f"{where}: START {side} {sorted(planned)} but COMPLETE "
-                                f"{side} {sorted(done)}")
+                problems.append(
+                    f"{where}: START {side} {sorted(planned)} but COMPLETE {side} {sorted(done)}"
+                )
     return problems

@@ -23,13 +23,17 @@ STORE_DATABASE = "dws_stores"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "both_stores: run the test on the SQLite store and on a PostgreSQL store "
-        "(a throwaway server on 127.0.0.1; one schema per test)")
+        "markers",
+        "both_stores: run the test on the SQLite store and on a PostgreSQL store "
+        "(a throwaway server on 127.0.0.1; one schema per test)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "store_backend" in metafunc.fixturenames \
-            and metafunc.definition.get_closest_marker("both_stores") is not None:
+    if (
+        "store_backend" in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker("both_stores") is not None
+    ):
         metafunc.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
 
 
@@ -53,8 +57,7 @@ def postgres_server() -> Iterator[object]:
 
 
 @pytest.fixture
-def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-                  ) -> Iterator[str]:
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which store the test's workspaces use: SQLite (the default), or with `both_stores` also
     PostgreSQL through DWS_STORE_URL, a fresh schema per test (subprocesses inherit it)."""
     from dws_dagster.workspace.db.database import forget_databases
@@ -87,12 +90,22 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def run_step(ws: Workspace, name: str, inputs: list[str], outputs: dict[str, str],
-             parameters: dict | None = None, results: dict | None = None,
-             results_dir: str | None = None) -> None:
+def run_step(
+    ws: Workspace,
+    name: str,
+    inputs: list[str],
+    outputs: dict[str, str],
+    parameters: dict | None = None,
+    results: dict | None = None,
+    results_dir: str | None = None,
+) -> None:
     """Run a script-style step: read `inputs` (refs), write `outputs` (ref -> file content)."""
-    builder = LineageBuilder().with_step_name(name).with_parameters(parameters or {}) \
+    builder = (
+        LineageBuilder()
+        .with_step_name(name)
+        .with_parameters(parameters or {})
         .with_workspace_directory(ws.root)
+    )
     builder = builder.with_input_refs(inputs) if inputs else builder.with_no_inputs()
     if results_dir is not None:
         builder = builder.as_results_step(ws.root / results_dir)
@@ -116,9 +129,11 @@ def tree_state(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-        ) -> Callable[..., tuple[int, str, str]]:
+def cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
     """Run `dws-dagster ARGS` in-process from directory `cwd`; returns (code, stdout, stderr)."""
+
     def run(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
         if cwd is not None:
             monkeypatch.chdir(cwd)
@@ -126,15 +141,24 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         code = cli_main([str(a) for a in args])
         out, err = capsys.readouterr()
         return code, out, err
+
     return run
 
 
-def run_python(code: str, cwd: Path, *args: str, timeout: float = 120
-               ) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, cwd: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run Python code in a new interpreter (a real separate process)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -143,14 +167,17 @@ def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("dws-dagster-tests")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("dws-dagster-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -188,6 +215,13 @@ def script_pipeline_ws(ws: Workspace) -> Workspace:
     step writing results/exp)."""
     write(ws.root / "data/src/trips.csv", "a\n1\n")
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, {"scale": 2})
-    run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": 1.5},
-             results_dir="results/exp")
+    run_step(
+        ws,
+        "train",
+        ["inter/prep"],
+        {},
+        {"gamma": 0.1},
+        results={"mae": 1.5},
+        results_dir="results/exp",
+    )
     return ws

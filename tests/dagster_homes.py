@@ -10,8 +10,10 @@ def sqlite_home(folder: Path, storage: str) -> str:
     home.mkdir()
     config = "telemetry:\n  enabled: false\n"
     if storage == "consolidated":
-        config += ("event_log_storage:\n  module: dagster._core.storage.event_log\n"
-                   "  class: ConsolidatedSqliteEventLogStorage\n"
-                   f"  config:\n    base_dir: {folder / 'events'}\n")
+        config += (
+            "event_log_storage:\n  module: dagster._core.storage.event_log\n"
+            "  class: ConsolidatedSqliteEventLogStorage\n"
+            f"  config:\n    base_dir: {folder / 'events'}\n"
+        )
     (home / "dagster.yaml").write_text(config)
     return str(home)

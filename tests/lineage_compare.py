@@ -13,8 +13,7 @@ from typing import Any
 from dws_dagster import Workspace
 
 #: Keys whose values are clock readings.
-TIME_KEYS = frozenset({"at", "eventTime", "start_time", "end_time",
-                       "execution_time_seconds"})
+TIME_KEYS = frozenset({"at", "eventTime", "start_time", "end_time", "execution_time_seconds"})
 
 
 def dagster_run_ids(instance: Any) -> list[str]:
@@ -26,8 +25,7 @@ def normalise(value: Any, *, root: Path, run_ids: list[str]) -> Any:
     """`value` with the workspace folder, Dagster run ids, OpenLineage run ids and times
     replaced by placeholders."""
     text = json.dumps(value, sort_keys=True)
-    text = text.replace(str(Path(root).resolve()), "<workspace>").replace(str(root),
-                                                                           "<workspace>")
+    text = text.replace(str(Path(root).resolve()), "<workspace>").replace(str(root), "<workspace>")
     for number, run_id in enumerate(run_ids):
         text = text.replace(run_id, f"<dagster run {number}>")
     ids: dict[str, str] = {}
@@ -58,8 +56,10 @@ def openlineage_events(ws: Workspace) -> list[dict[str, Any]]:
 
 def lineage_view(ws: Workspace, instance: Any) -> dict[str, Any]:
     """Everything the comparison looks at, normalised."""
-    results = {str(path.relative_to(ws.root)): json.loads(path.read_text())
-               for path in sorted(ws.root.rglob("results.json"))}
+    results = {
+        str(path.relative_to(ws.root)): json.loads(path.read_text())
+        for path in sorted(ws.root.rglob("results.json"))
+    }
     view = {
         "refs": {ref: state.to_json() for ref, state in ws.store.items()},
         # The store's history (operations in order); the key keeps its old name for callers.

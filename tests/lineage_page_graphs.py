@@ -34,8 +34,9 @@ def version_of(*parts: object) -> str:
     return hashlib.md5(":".join(map(str, parts)).encode()).hexdigest()
 
 
-def source(ref: str, column: str, subtype: str = "IDENTITY", kind: str = "DIRECT",
-           asset: str | None = None) -> dict[str, Any]:
+def source(
+    ref: str, column: str, subtype: str = "IDENTITY", kind: str = "DIRECT", asset: str | None = None
+) -> dict[str, Any]:
     """One column source as the IO manager describes it in dws/column_lineage."""
     item = {"ref": ref, "column": column, "kind": kind, "subtype": subtype}
     if asset is not None:
@@ -50,29 +51,53 @@ class _Clock:
     def span(self, seconds: float) -> tuple[str, str]:
         start = self.now
         self.now += dt.timedelta(seconds=seconds)
-        return start.isoformat(timespec="microseconds"), self.now.isoformat(
-            timespec="microseconds")
+        return start.isoformat(timespec="microseconds"), self.now.isoformat(timespec="microseconds")
 
 
-def _asset_record(clock: _Clock, ref: str, version: str, asset: str, run_id: str,
-                  inputs: Iterable[tuple[str, str]], columns: dict[str, list[dict[str, Any]]],
-                  *, partition: str | None = None, parameters: dict[str, Any] | None = None,
-                  metrics: dict[str, Any] | None = None, dataset: list[dict[str, Any]] = (),
-                  rows: int = 100, code_version: str = "1", seconds: float = 2.0
-                  ) -> LineageRecord:
+def _asset_record(
+    clock: _Clock,
+    ref: str,
+    version: str,
+    asset: str,
+    run_id: str,
+    inputs: Iterable[tuple[str, str]],
+    columns: dict[str, list[dict[str, Any]]],
+    *,
+    partition: str | None = None,
+    parameters: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
+    dataset: list[dict[str, Any]] = (),
+    rows: int = 100,
+    code_version: str = "1",
+    seconds: float = 2.0,
+) -> LineageRecord:
     start, end = clock.span(seconds)
     params = dict(parameters or {})
     if partition is not None:
         params["dagster/partition"] = partition
     inputs = tuple(sorted(inputs))
     return LineageRecord(
-        ref=ref, version=version, step=StepInfo(
-            name=asset, kind="dagster-asset", run_id=run_id, partition=partition,
-            code_version=code_version),
-        parameters=params, inputs=inputs, provenance={**dict(inputs), ref: version},
-        start_time=start, end_time=end, metrics=metrics,
-        extra={"format": "parquet", "rows": rows, COLUMN_LINEAGE_KEY: {
-            "columns": columns, "dataset": list(dataset), "complete": True}})
+        ref=ref,
+        version=version,
+        step=StepInfo(
+            name=asset,
+            kind="dagster-asset",
+            run_id=run_id,
+            partition=partition,
+            code_version=code_version,
+        ),
+        parameters=params,
+        inputs=inputs,
+        provenance={**dict(inputs), ref: version},
+        start_time=start,
+        end_time=end,
+        metrics=metrics,
+        extra={
+            "format": "parquet",
+            "rows": rows,
+            COLUMN_LINEAGE_KEY: {"columns": columns, "dataset": list(dataset), "complete": True},
+        },
+    )
 
 
 def forecast_lineage(ws: Workspace) -> str:
@@ -89,87 +114,163 @@ def forecast_lineage(ws: Workspace) -> str:
     for day in WEATHER_DAYS:
         ref, src = f"inter/weather_raw/{day}", f"src/weather/{day}.csv"
         version = version_of(ref, 1)
-        records.append(_asset_record(
-            clock, ref, version, "weather_raw", f"run-weather-{day[:7]}",
-            [(src, version_of(src))], {
-                "date": [source(src, "date")],
-                "station": [source(src, "station")],
-                "precip_mm": [source(src, "precip_in", "TRANSFORMATION")],
-                "temp_c": [source(src, "temp_f", "TRANSFORMATION")],
-            }, partition=day, rows=24))
+        records.append(
+            _asset_record(
+                clock,
+                ref,
+                version,
+                "weather_raw",
+                f"run-weather-{day[:7]}",
+                [(src, version_of(src))],
+                {
+                    "date": [source(src, "date")],
+                    "station": [source(src, "station")],
+                    "precip_mm": [source(src, "precip_in", "TRANSFORMATION")],
+                    "temp_c": [source(src, "temp_f", "TRANSFORMATION")],
+                },
+                partition=day,
+                rows=24,
+            )
+        )
         weather.append((ref, version))
     rides: list[tuple[str, str]] = []
     for month in MONTHS:
         ref, src = f"inter/rides_hourly/{month[:7]}", f"src/trips/trips_{month[:7]}.csv"
         version = version_of(ref, 1)
-        records.append(_asset_record(
-            clock, ref, version, "rides_hourly", f"run-rides-{month[:7]}",
-            [(src, version_of(src))], {
-                "zone": [source(src, "PULocationID")],
-                "hour": [source(src, "pickup_datetime", "TRANSFORMATION")],
-                "rides": [source(src, "pickup_datetime", "AGGREGATION")],
-            }, dataset=[source(src, "trip_distance", "FILTER", "INDIRECT")],
-            partition=month, rows=744 * 3))
+        records.append(
+            _asset_record(
+                clock,
+                ref,
+                version,
+                "rides_hourly",
+                f"run-rides-{month[:7]}",
+                [(src, version_of(src))],
+                {
+                    "zone": [source(src, "PULocationID")],
+                    "hour": [source(src, "pickup_datetime", "TRANSFORMATION")],
+                    "rides": [source(src, "pickup_datetime", "AGGREGATION")],
+                },
+                dataset=[source(src, "trip_distance", "FILTER", "INDIRECT")],
+                partition=month,
+                rows=744 * 3,
+            )
+        )
         rides.append((ref, version))
     training = ("inter/training_data", version_of("inter/training_data", 1))
-    records.append(_asset_record(
-        clock, *training, "training_data", "run-train-1", [*weather, *rides], {
-            "zone": [source(r, "zone", asset="rides_hourly") for r, _ in rides],
-            "hour": [source(r, "hour", asset="rides_hourly") for r, _ in rides],
-            "rides": [source(r, "rides", asset="rides_hourly") for r, _ in rides],
-            "rides_week_before": [source(r, "rides", "WINDOW", asset="rides_hourly")
-                                  for r, _ in rides],
-            "precip_mm": [source(r, "precip_mm", "AGGREGATION", asset="weather_raw")
-                          for r, _ in weather],
-        }, dataset=[source(r, "date", "JOIN", "INDIRECT", asset="weather_raw")
-                    for r, _ in weather], rows=2016 * 3))
+    records.append(
+        _asset_record(
+            clock,
+            *training,
+            "training_data",
+            "run-train-1",
+            [*weather, *rides],
+            {
+                "zone": [source(r, "zone", asset="rides_hourly") for r, _ in rides],
+                "hour": [source(r, "hour", asset="rides_hourly") for r, _ in rides],
+                "rides": [source(r, "rides", asset="rides_hourly") for r, _ in rides],
+                "rides_week_before": [
+                    source(r, "rides", "WINDOW", asset="rides_hourly") for r, _ in rides
+                ],
+                "precip_mm": [
+                    source(r, "precip_mm", "AGGREGATION", asset="weather_raw") for r, _ in weather
+                ],
+            },
+            dataset=[
+                source(r, "date", "JOIN", "INDIRECT", asset="weather_raw") for r, _ in weather
+            ],
+            rows=2016 * 3,
+        )
+    )
     store.commit(records)
 
     def forecast(run: str, use_weather: bool, metrics: dict[str, Any]) -> LineageRecord:
         columns = {
             "zone": [source(training[0], "zone", asset="training_data")],
             "hour": [source(training[0], "hour", asset="training_data")],
-            "forecast": [source(training[0], "rides_week_before", "TRANSFORMATION",
-                                asset="training_data")],
+            "forecast": [
+                source(training[0], "rides_week_before", "TRANSFORMATION", asset="training_data")
+            ],
             "actual": [source(training[0], "rides", asset="training_data")],
         }
         if use_weather:
-            columns["forecast"].append(source(training[0], "precip_mm", "TRANSFORMATION",
-                                              asset="training_data"))
+            columns["forecast"].append(
+                source(training[0], "precip_mm", "TRANSFORMATION", asset="training_data")
+            )
         return _asset_record(
-            clock, FORECAST_REF, version_of(FORECAST_REF, run), "forecast", run, [training],
-            columns, parameters={**FORECAST_PARAMETERS, "use_weather": use_weather},
-            metrics=metrics, rows=2016, code_version="2", seconds=3.5)
+            clock,
+            FORECAST_REF,
+            version_of(FORECAST_REF, run),
+            "forecast",
+            run,
+            [training],
+            columns,
+            parameters={**FORECAST_PARAMETERS, "use_weather": use_weather},
+            metrics=metrics,
+            rows=2016,
+            code_version="2",
+            seconds=3.5,
+        )
 
     store.commit([forecast("run-forecast-1", False, EARLIER_METRICS)])
     store.commit([forecast("run-forecast-2", True, FORECAST_METRICS)])
 
     dashboard = "results/dashboard"
     start, end = clock.span(1.0)
-    store.commit([LineageRecord(
-        ref=dashboard, version=version_of(dashboard), step=StepInfo(name="publish"),
-        parameters={"title": "Hourly rides"},
-        inputs=((FORECAST_REF, version_of(FORECAST_REF, "run-forecast-2")),),
-        start_time=start, end_time=end, extra={COLUMN_LINEAGE_KEY: {"columns": {
-            "zone": [source(FORECAST_REF, "zone")],
-            "error": [source(FORECAST_REF, "forecast", "TRANSFORMATION"),
-                      source(FORECAST_REF, "actual", "TRANSFORMATION")]}}})])
+    store.commit(
+        [
+            LineageRecord(
+                ref=dashboard,
+                version=version_of(dashboard),
+                step=StepInfo(name="publish"),
+                parameters={"title": "Hourly rides"},
+                inputs=((FORECAST_REF, version_of(FORECAST_REF, "run-forecast-2")),),
+                start_time=start,
+                end_time=end,
+                extra={
+                    COLUMN_LINEAGE_KEY: {
+                        "columns": {
+                            "zone": [source(FORECAST_REF, "zone")],
+                            "error": [
+                                source(FORECAST_REF, "forecast", "TRANSFORMATION"),
+                                source(FORECAST_REF, "actual", "TRANSFORMATION"),
+                            ],
+                        }
+                    }
+                },
+            )
+        ]
+    )
 
     # A later run of one day failed: its last good data stays, the attempt is recorded.
     ref = f"inter/weather_raw/{FAILED_DAY}"
     start, end = clock.span(1.0)
-    store.fail([LineageRecord(
-        ref=ref, version=None, status="failed", step=StepInfo(
-            name="weather_raw", kind="dagster-asset", run_id="run-weather-retry",
-            partition=FAILED_DAY, code_version="1"),
-        parameters={"dagster/partition": FAILED_DAY},
-        inputs=((f"src/weather/{FAILED_DAY}.csv", version_of("late")),),
-        start_time=start, end_time=end, error="ValueError: station KJFK sent no rows")])
+    store.fail(
+        [
+            LineageRecord(
+                ref=ref,
+                version=None,
+                status="failed",
+                step=StepInfo(
+                    name="weather_raw",
+                    kind="dagster-asset",
+                    run_id="run-weather-retry",
+                    partition=FAILED_DAY,
+                    code_version="1",
+                ),
+                parameters={"dagster/partition": FAILED_DAY},
+                inputs=((f"src/weather/{FAILED_DAY}.csv", version_of("late")),),
+                start_time=start,
+                end_time=end,
+                error="ValueError: station KJFK sent no rows",
+            )
+        ]
+    )
     return FORECAST_REF
 
 
-def synthetic_graph(assets: int, partitions: int, *, columns: int = 8, seed: int = 0
-                    ) -> LineageGraph:
+def synthetic_graph(
+    assets: int, partitions: int, *, columns: int = 8, seed: int = 0
+) -> LineageGraph:
     """`assets` partitioned assets of `partitions` partitions each, in layers of about ten,
     each reading one to three assets of the layers before it partition by partition, and a
     final non-partitioned report (the focus) reading every partition of the last asset.
@@ -187,9 +288,20 @@ def synthetic_graph(assets: int, partitions: int, *, columns: int = 8, seed: int
         layer = index // 10
         earlier = [i for i in range(index) if i // 10 < layer]
         reads = rng.sample(earlier, min(len(earlier), rng.randint(1, 3))) if earlier else []
-        lineage = {"columns": {c: [source(f"inter/{names[r]}", rng.choice(cols),
-                                          rng.choice(["IDENTITY", "TRANSFORMATION"]))
-                                   for r in reads[:2]] for c in cols}, "dataset": []}
+        lineage = {
+            "columns": {
+                c: [
+                    source(
+                        f"inter/{names[r]}",
+                        rng.choice(cols),
+                        rng.choice(["IDENTITY", "TRANSFORMATION"]),
+                    )
+                    for r in reads[:2]
+                ]
+                for c in cols
+            },
+            "dataset": [],
+        }
         extra = {"format": "parquet", "rows": 1000, COLUMN_LINEAGE_KEY: lineage}
         for p, key in enumerate(keys):
             ref = f"inter/{name}/{key}"
@@ -197,32 +309,63 @@ def synthetic_graph(assets: int, partitions: int, *, columns: int = 8, seed: int
             node_id = f"{ref}@{version}"
             end = (base + dt.timedelta(minutes=index * partitions + p)).isoformat()
             run_id = f"run-{index:03d}-{p // 100:03d}"
-            nodes[node_id] = GraphNode(id=node_id, ref=ref, version=version, step=name,
-                                       run_id=run_id, end_time=end)
+            nodes[node_id] = GraphNode(
+                id=node_id, ref=ref, version=version, step=name, run_id=run_id, end_time=end
+            )
             records[node_id] = {
-                "ref": ref, "version": version, "status": "ok",
-                "step": {"name": name, "kind": "dagster-asset", "run_id": run_id,
-                         "partition": key, "code_version": "1"},
+                "ref": ref,
+                "version": version,
+                "status": "ok",
+                "step": {
+                    "name": name,
+                    "kind": "dagster-asset",
+                    "run_id": run_id,
+                    "partition": key,
+                    "code_version": "1",
+                },
                 "parameters": {"dagster/partition": key, "threshold": 0.5},
-                "inputs": [], "start_time": end, "end_time": end, "extra": extra}
+                "inputs": [],
+                "start_time": end,
+                "end_time": end,
+                "extra": extra,
+            }
             for r in reads:
                 upstream = f"inter/{names[r]}/{key}"
                 edges.append(GraphEdge(f"{upstream}@{version_of(upstream)}", node_id))
     report = "results/report"
     focus = f"{report}@{version_of(report)}"
-    nodes[focus] = GraphNode(id=focus, ref=report, version=version_of(report), step="report",
-                             run_id="run-report")
+    nodes[focus] = GraphNode(
+        id=focus, ref=report, version=version_of(report), step="report", run_id="run-report"
+    )
     last = names[-1]
     records[focus] = {
-        "ref": report, "version": version_of(report), "status": "ok",
+        "ref": report,
+        "version": version_of(report),
+        "status": "ok",
         "step": {"name": "report", "kind": "dagster-asset", "run_id": "run-report"},
-        "parameters": {"window": 28}, "metrics": {"mae": 1.25}, "inputs": [],
-        "extra": {COLUMN_LINEAGE_KEY: {"columns": {
-            "total": [source(f"inter/{last}", "col_0", "AGGREGATION")]}}}}
+        "parameters": {"window": 28},
+        "metrics": {"mae": 1.25},
+        "inputs": [],
+        "extra": {
+            COLUMN_LINEAGE_KEY: {
+                "columns": {"total": [source(f"inter/{last}", "col_0", "AGGREGATION")]}
+            }
+        },
+    }
     for key in keys:
         upstream = f"inter/{last}/{key}"
         edges.append(GraphEdge(f"{upstream}@{version_of(upstream)}", focus))
-    return LineageGraph(focus=focus, nodes=nodes, edges=edges, records=records,
-                        last_run=LastRun(step="report", status="ok", run_id="run-report",
-                                         start_time=None, end_time=None,
-                                         duration_seconds=None))
+    return LineageGraph(
+        focus=focus,
+        nodes=nodes,
+        edges=edges,
+        records=records,
+        last_run=LastRun(
+            step="report",
+            status="ok",
+            run_id="run-report",
+            start_time=None,
+            end_time=None,
+            duration_seconds=None,
+        ),
+    )

@@ -38,8 +38,12 @@ def _facet_classes() -> dict[str, type]:
     for module_info in pkgutil.iter_modules(generated.__path__):
         module = importlib.import_module(f"{generated.__name__}.{module_info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BaseFacet) and value is not BaseFacet \
-                    and attr.has(value):
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseFacet)
+                and value is not BaseFacet
+                and attr.has(value)
+            ):
                 found.setdefault(value._get_schema(), value)
     return found
 
@@ -97,8 +101,9 @@ def _build(cls: type, data: Any, where: str) -> Any:
         url = data.get("_schemaURL")
         concrete = _facet_classes().get(url)
         if concrete is None or not issubclass(concrete, cls):
-            raise NotTheClientsShape(f"{where}: no {cls.__name__} of the client has the schema "
-                                     f"URL {url!r}")
+            raise NotTheClientsShape(
+                f"{where}: no {cls.__name__} of the client has the schema URL {url!r}"
+            )
         cls = concrete
     fields = _fields(cls)
     kwargs = {}
@@ -119,8 +124,9 @@ def _build(cls: type, data: Any, where: str) -> Any:
 
 
 def _optional(hint: Any) -> bool:
-    return typing.get_origin(hint) in (typing.Union, types.UnionType) \
-        and type(None) in typing.get_args(hint)
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(
+        None
+    ) in typing.get_args(hint)
 
 
 def as_client_event(event: dict[str, Any]) -> RunEvent:

@@ -29,8 +29,7 @@ def parent_events(events: Iterable[Mapping[str, Any]], run_id: str) -> list[Mapp
     return [e for e in events if is_parent_event(e) and e["run"]["runId"] == run_id]
 
 
-def children_of(events: Iterable[Mapping[str, Any]], run_id: str
-                ) -> list[Mapping[str, Any]]:
+def children_of(events: Iterable[Mapping[str, Any]], run_id: str) -> list[Mapping[str, Any]]:
     return [e for e in events if (parent_of(e) or {}).get("run", {}).get("runId") == run_id]
 
 
@@ -75,18 +74,19 @@ def check_parents(events: list[Mapping[str, Any]], *, ended: bool = True) -> set
         if parent is None:
             continue
         run_id = parent["run"]["runId"]
-        assert run_id in starts and starts[run_id] < position, \
+        assert run_id in starts and starts[run_id] < position, (
             f"{event['job']['name']} {event['eventType']} before its Dagster run's START"
+        )
         assert (parent["job"]["namespace"], parent["job"]["name"]) == jobs[run_id]
         # The Dagster run is the root: it names no parent, and its children name it as root.
         assert parent["root"]["run"]["runId"] == run_id
-        assert (parent["root"]["job"]["namespace"], parent["root"]["job"]["name"]) \
-            == jobs[run_id]
+        assert (parent["root"]["job"]["namespace"], parent["root"]["job"]["name"]) == jobs[run_id]
         if event["eventType"] in TERMINAL:
             child_ends.setdefault(run_id, []).append(position)
             if run_id in ends:
-                assert position < ends[run_id], \
+                assert position < ends[run_id], (
                     f"{event['job']['name']} ends after its Dagster run {run_id} ended"
+                )
     if ended:
         for run_id in child_ends:
             assert run_id in ends, f"Dagster run {run_id} never ends"

@@ -49,7 +49,7 @@ class Receiver:
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
-        self.events: list[dict[str, Any]] = []   # accepted events, in arrival order
+        self.events: list[dict[str, Any]] = []  # accepted events, in arrival order
         self.requests: list[dict[str, Any]] = []  # every POST: path, status, headers, event
         self._lock = threading.Lock()
         self._ok_before_failing = 0
@@ -70,8 +70,9 @@ class Receiver:
         with self._lock:
             return len(self.requests)
 
-    def fail_next(self, count: int, *, after: int = 0, status: int = 500,
-                  record: bool = False) -> None:
+    def fail_next(
+        self, count: int, *, after: int = 0, status: int = 500, record: bool = False
+    ) -> None:
         """Let `after` requests through, then answer `status` to the next `count` requests
         (status 0: close the connection without answering).
 
@@ -123,8 +124,9 @@ class Receiver:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name=f"ol-receiver-{self.port}")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name=f"ol-receiver-{self.port}"
+        )
         self._thread.start()
         return self
 
@@ -155,8 +157,9 @@ class Receiver:
                 status = self._status
             if event is not None and (status == 201 or self._record_failed):
                 self.events.append(event)
-            self.requests.append({"path": path, "status": status, "headers": headers,
-                                  "event": event})
+            self.requests.append(
+                {"path": path, "status": status, "headers": headers, "event": event}
+            )
         return status
 
     def __enter__(self) -> Receiver:

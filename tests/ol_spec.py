@@ -47,8 +47,10 @@ def spec_dir() -> Path:
     if (folder / "OpenLineage.json").is_file():
         return folder
     if SHARED_DIR.is_dir():
-        pytest.fail(f"OpenLineage spec not found: looked for {folder / 'OpenLineage.json'} "
-                    f"(the shared folder {SHARED_DIR} exists but has no spec)")
+        pytest.fail(
+            f"OpenLineage spec not found: looked for {folder / 'OpenLineage.json'} "
+            f"(the shared folder {SHARED_DIR} exists but has no spec)"
+        )
     pytest.skip(f"no shared folder at {SHARED_DIR}: OpenLineage spec conformance not checked")
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -79,14 +81,15 @@ def _format_checker() -> FormatChecker:
     checker = FormatChecker()
     missing = [name for name in REQUIRED_FORMATS if name not in checker.checkers]
     if missing:
-        pytest.fail(f"format checks {missing} unavailable: install the test extra "
-                    "(rfc3339-validator for date-time, rfc3986-validator for uri)")
+        pytest.fail(
+            f"format checks {missing} unavailable: install the test extra "
+            "(rfc3339-validator for date-time, rfc3986-validator for uri)"
+        )
     return checker
 
 
 def _validator(registry: Registry, url: str) -> Draft202012Validator:
-    return Draft202012Validator({"$ref": url}, registry=registry,
-                                format_checker=_format_checker())
+    return Draft202012Validator({"$ref": url}, registry=registry, format_checker=_format_checker())
 
 
 def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
@@ -99,20 +102,27 @@ def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
 
 
 def _where(prefix: str, error: ValidationError) -> str:
-    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
-                   for part in error.absolute_path)
+    path = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+    )
     return f"{prefix}{path}" or "$"
 
 
 def _schema_problems(registry: Registry, url: str, instance: Any, prefix: str) -> list[str]:
-    errors = sorted(_validator(registry, url).iter_errors(instance),
-                    key=lambda e: list(map(str, e.absolute_path)))
-    return [f"{_where(prefix, leaf)}: {leaf.message}"
-            for error in errors for leaf in _leaf_errors(error)]
+    errors = sorted(
+        _validator(registry, url).iter_errors(instance),
+        key=lambda e: list(map(str, e.absolute_path)),
+    )
+    return [
+        f"{_where(prefix, leaf)}: {leaf.message}"
+        for error in errors
+        for leaf in _leaf_errors(error)
+    ]
 
 
-def _facet_problems(registry: Registry, container: str, key: str, facet: Any,
-                    where: str) -> list[str]:
+def _facet_problems(
+    registry: Registry, container: str, key: str, facet: Any, where: str
+) -> list[str]:
     if not isinstance(facet, dict):
         return [f"{where}: facet is not an object"]
     url = facet.get("_schemaURL")
@@ -200,5 +210,7 @@ def validate_run_event(event: dict[str, Any]) -> None:
     problems = run_event_problems(event)
     if problems:
         listed = "\n  ".join(problems)
-        raise AssertionError(f"OpenLineage RunEvent does not conform to the spec "
-                             f"({len(problems)} problems):\n  {listed}")
+        raise AssertionError(
+            f"OpenLineage RunEvent does not conform to the spec "
+            f"({len(problems)} problems):\n  {listed}"
+        )

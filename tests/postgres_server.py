@@ -25,9 +25,10 @@ DB_USER = "dagster"
 
 def find_bindir() -> Path | None:
     """The newest `/usr/lib/postgresql/<major>/bin` with `initdb`, else the PATH's `initdb`."""
-    debian = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                    key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
-                    else 0)
+    debian = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
     if debian:
         return debian[-1].parent
     on_path = shutil.which("initdb")
@@ -37,14 +38,18 @@ def find_bindir() -> Path | None:
 def unavailable_reason() -> str | None:
     """Why no server can be started here, or None when one can."""
     if find_bindir() is None:
-        return ("PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or on "
-                "PATH): apt-get install -y postgresql")
+        return (
+            "PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or on "
+            "PATH): apt-get install -y postgresql"
+        )
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(SERVER_USER)
         except KeyError:
-            return (f"running as root and there is no '{SERVER_USER}' OS user to run initdb "
-                    "as: apt-get install -y postgresql creates it")
+            return (
+                f"running as root and there is no '{SERVER_USER}' OS user to run initdb "
+                "as: apt-get install -y postgresql creates it"
+            )
         if shutil.which("runuser") is None:
             return "running as root and runuser (util-linux) is missing"
     return None
@@ -83,32 +88,60 @@ class PostgresServer:
         return list(args)
 
     def _run(self, *args: str, timeout: float = 60) -> None:
-        result = subprocess.run(self._command(*args), capture_output=True, text=True,
-                                timeout=timeout, check=False)
+        result = subprocess.run(
+            self._command(*args), capture_output=True, text=True, timeout=timeout, check=False
+        )
         if result.returncode != 0:
             log = self.log_file.read_text() if self.log_file.exists() else ""
-            raise RuntimeError(f"{' '.join(args[:2])} failed ({result.returncode}): "
-                               f"{result.stdout}{result.stderr}\n{log[-3000:]}")
+            raise RuntimeError(
+                f"{' '.join(args[:2])} failed ({result.returncode}): "
+                f"{result.stdout}{result.stderr}\n{log[-3000:]}"
+            )
 
     def start(self) -> None:
         pwfile = self.folder / "pwfile"
         pwfile.write_text(self.password + "\n")
         self._own(pwfile)
-        self._run(str(self.bindir / "initdb"), "-D", str(self.data_dir), "-U", self.user,
-                  "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8",
-                  "--locale=C.UTF-8", "--no-instructions")
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            self.user,
+            "--auth=scram-sha-256",
+            f"--pwfile={pwfile}",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-instructions",
+        )
         pwfile.unlink()
         # Loopback TCP and a socket in our own folder (the default /var/run/postgresql may be
         # missing or taken); fsync off: a test server's data need not survive a power cut.
-        options = (f"-c listen_addresses={self.host} -p {self.port} -k {self.folder} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
-        self._run(str(self.bindir / "pg_ctl"), "start", "-w", "-t", "60", "-D",
-                  str(self.data_dir), "-l", str(self.log_file), "-o", options, timeout=90)
+        options = (
+            f"-c listen_addresses={self.host} -p {self.port} -k {self.folder} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "start",
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-o",
+            options,
+            timeout=90,
+        )
 
     def stop(self) -> None:
         if (self.data_dir / "postmaster.pid").exists():
-            self._run(str(self.bindir / "pg_ctl"), "stop", "-w", "-m", "fast", "-D",
-                      str(self.data_dir))
+            self._run(
+                str(self.bindir / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(self.data_dir)
+            )
 
     def _own(self, path: Path) -> None:
         if os.geteuid() == 0:
@@ -118,13 +151,13 @@ class PostgresServer:
     def connect(self, database: str = "postgres"):  # -> psycopg2 connection
         import psycopg2
 
-        return psycopg2.connect(host=self.host, port=self.port, user=self.user,
-                                password=self.password, dbname=database)
+        return psycopg2.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password, dbname=database
+        )
 
     def url(self, database: str) -> str:
         """A SQLAlchemy URL of `database`, password included (tests only)."""
-        return (f"postgresql://{self.user}:{self.password}@{self.host}:{self.port}/"
-                f"{database}")
+        return f"postgresql://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
 
     def create_database_named(self, name: str) -> None:
         connection = self.connect()

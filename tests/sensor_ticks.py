@@ -23,23 +23,34 @@ def tick_sensors(instance: Any, python_file: Path, attribute: str = "defs") -> d
     from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
     from dagster._daemon.sensor import execute_sensor_iteration
 
-    origin = InProcessCodeLocationOrigin(LoadableTargetOrigin(
-        python_file=str(python_file), attribute=attribute,
-        working_directory=str(python_file.parent)))
+    origin = InProcessCodeLocationOrigin(
+        LoadableTargetOrigin(
+            python_file=str(python_file),
+            attribute=attribute,
+            working_directory=str(python_file.parent),
+        )
+    )
     logger = logging.getLogger("tests.sensor_ticks")
-    with create_test_daemon_workspace_context(InProcessWorkspaceLoadTarget(origin),
-                                              instance) as context, \
-            ThreadPoolExecutor(max_workers=1) as pool:
-        list(execute_sensor_iteration(context, logger, threadpool_executor=None,
-                                      submit_threadpool_executor=pool))
+    with (
+        create_test_daemon_workspace_context(
+            InProcessWorkspaceLoadTarget(origin), instance
+        ) as context,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        list(
+            execute_sensor_iteration(
+                context, logger, threadpool_executor=None, submit_threadpool_executor=pool
+            )
+        )
         ticks: dict[str, Any] = {}
         request = context.create_request_context()
         for entry in request.get_code_location_entries().values():
             assert entry.code_location is not None, entry.load_error
             for repository in entry.code_location.get_repositories().values():
                 for sensor in repository.get_sensors():
-                    found = instance.get_ticks(sensor.get_remote_origin_id(),
-                                               sensor.selector_id, limit=1)
+                    found = instance.get_ticks(
+                        sensor.get_remote_origin_id(), sensor.selector_id, limit=1
+                    )
                     if found:
                         ticks[sensor.name] = found[0]
         return ticks

@@ -57,9 +57,11 @@ class Daemon:
             if self.process.poll() is not None:
                 break
             time.sleep(0.2)
-        raise RuntimeError(f"Spark {self.name} did not log {marker!r} within {timeout:.0f} s "
-                           f"(exit code {self.process.poll()}); its log {self.log}:\n"
-                           f"{self.text()[-4000:]}")
+        raise RuntimeError(
+            f"Spark {self.name} did not log {marker!r} within {timeout:.0f} s "
+            f"(exit code {self.process.poll()}); its log {self.log}:\n"
+            f"{self.text()[-4000:]}"
+        )
 
     def stop(self, timeout: float = 20) -> None:
         """SIGTERM to the daemon's process group (the worker's executors with it), then
@@ -100,30 +102,57 @@ class SparkCluster:
         return self.folder / "work"
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-                "SPARK_LOG_DIR": str(self.folder), "SPARK_WORKER_DIR": str(self.work_dir)}
+        return {
+            **os.environ,
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.folder),
+            "SPARK_WORKER_DIR": str(self.work_dir),
+        }
 
     def _start(self, name: str, *args: str) -> Daemon:
         log = self.folder / f"{name}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(
-                [str(spark_home() / "bin" / "spark-class"), *args], env=self.env(),
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                [str(spark_home() / "bin" / "spark-class"), *args],
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         daemon = Daemon(name, process, log)
         self.daemons.append(daemon)
         return daemon
 
     def start(self, timeout: float = 120) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        master = self._start("master", "org.apache.spark.deploy.master.Master",
-                             "--host", "127.0.0.1", "--port", str(self.port),
-                             "--webui-port", str(free_port()))
+        master = self._start(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(free_port()),
+        )
         master.wait_for("I have been elected leader", timeout)
-        worker = self._start("worker", "org.apache.spark.deploy.worker.Worker", self.url,
-                             "--host", "127.0.0.1", "--cores", str(self.cores),
-                             "--memory", self.memory, "--webui-port", str(free_port()),
-                             "--work-dir", str(self.work_dir))
+        worker = self._start(
+            "worker",
+            "org.apache.spark.deploy.worker.Worker",
+            self.url,
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(self.cores),
+            "--memory",
+            self.memory,
+            "--webui-port",
+            str(free_port()),
+            "--work-dir",
+            str(self.work_dir),
+        )
         worker.wait_for("Successfully registered with master", timeout)
 
     def stop(self) -> None:
@@ -148,8 +177,9 @@ class SparkCluster:
 def start_cluster(folder: Path) -> SparkCluster:
     """A master and a one-core worker under `folder`; `SparkCluster.stop` ends them."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise RuntimeError("no Java: Spark needs Java 17+ (apt-get install -y "
-                           "openjdk-17-jre-headless)")
+        raise RuntimeError(
+            "no Java: Spark needs Java 17+ (apt-get install -y openjdk-17-jre-headless)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     cluster = SparkCluster(folder=folder, port=free_port())
     try:
@@ -165,13 +195,23 @@ def cluster_spark_config(url: str) -> dict[str, str]:
     that fit the worker, and this interpreter for any Python workers."""
     from example_project.project import SPARK_CONFIG
 
-    return {**SPARK_CONFIG, "spark.master": url, "spark.app.name": "dws-dagster-cluster-test",
-            "spark.cores.max": "1", "spark.executor.cores": "1",
-            "spark.executor.memory": "512m", "spark.pyspark.python": sys.executable}
+    return {
+        **SPARK_CONFIG,
+        "spark.master": url,
+        "spark.app.name": "dws-dagster-cluster-test",
+        "spark.cores.max": "1",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "512m",
+        "spark.pyspark.python": sys.executable,
+    }
 
 
-def run_example_steps(root: Path, dagster_home: Path, spark_config: dict[str, str],
-                      steps: list[tuple[str, str | None]]) -> dict[str, Any]:
+def run_example_steps(
+    root: Path,
+    dagster_home: Path,
+    spark_config: dict[str, str],
+    steps: list[tuple[str, str | None]],
+) -> dict[str, Any]:
     """Set up the example workspace at `root` (two days of data, a few thousand trips) and
     run `steps` (job, partition) on a Dagster instance in `dagster_home` with `spark_config`;
     returns which Spark application ran them."""
@@ -192,6 +232,9 @@ def run_example_steps(root: Path, dagster_home: Path, spark_config: dict[str, st
     finally:
         instance.dispose()
     context = SparkSession.builder.getOrCreate().sparkContext
-    return {"master": context.master, "app_id": context.applicationId,
-            # The driver's block manager and each executor's.
-            "block_managers": context._jsc.sc().getExecutorMemoryStatus().size()}
+    return {
+        "master": context.master,
+        "app_id": context.applicationId,
+        # The driver's block manager and each executor's.
+        "block_managers": context._jsc.sc().getExecutorMemoryStatus().size(),
+    }

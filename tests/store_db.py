@@ -61,9 +61,12 @@ def workspace_state(ws: Workspace, root: Path | None = None) -> tuple[dict[str, 
     """Every file under `root` (default: the workspace) but the store's database files and the
     machine's file-hash cache, and the database's rows: SQLite's files change when only read
     (its WAL index), its rows do not; the cache is refreshed by anything that versions data."""
-    files = {name: digest for name, digest in tree_state(root or ws.root).items()
-             if not Path(name).name.startswith("store.db")
-             and not name.startswith(".dataworkspace/cache/")}
+    files = {
+        name: digest
+        for name, digest in tree_state(root or ws.root).items()
+        if not Path(name).name.startswith("store.db")
+        and not name.startswith(".dataworkspace/cache/")
+    }
     return files, db_dump(ws)
 
 
@@ -74,14 +77,16 @@ def db_file(ws: Workspace) -> Path:
 def db_bytes(ws: Workspace) -> bytes:
     """The bytes of the SQLite store: the database file and its write-ahead log (committed
     pages live in the log until a checkpoint), to grep for what must never be stored."""
-    return b"".join(path.read_bytes() for path in sorted(ws.meta_dir.glob("store.db*"))
-                    if path.is_file())
+    return b"".join(
+        path.read_bytes() for path in sorted(ws.meta_dir.glob("store.db*")) if path.is_file()
+    )
 
 
 def operations(ws: Workspace) -> list[tuple[Any, ...]]:
     """The history rows (op, ref, record_id), in order."""
-    return sql(ws, "SELECT op, ref, record_id FROM dws_operations WHERE workspace_id = :ws "
-                   "ORDER BY id")
+    return sql(
+        ws, "SELECT op, ref, record_id FROM dws_operations WHERE workspace_id = :ws ORDER BY id"
+    )
 
 
 def record_count(ws: Workspace) -> int:
@@ -94,16 +99,20 @@ def record_count(ws: Workspace) -> int:
 STORES = ["sqlite", "postgresql"]
 
 
-def on_store(request: pytest.FixtureRequest, tmp_path: Path,
-             monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+def on_store(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Workspace]:
     """The `ws` workspace (one resource of each role) with its store on `request.param`:
     SQLite in `.dataworkspace/` (the default), or a new database on the session's PostgreSQL
     server given by DWS_STORE_URL (inherited by the test's subprocesses too)."""
     if request.param == "postgresql":
         server = request.getfixturevalue("postgres_server")  # conftest: one per session
         database = server.create_database("dws_store")
-        monkeypatch.setenv("DWS_STORE_URL", f"postgresql+psycopg2://{server.user}:"
-                           f"{server.password}@{server.host}:{server.port}/{database}")
+        monkeypatch.setenv(
+            "DWS_STORE_URL",
+            f"postgresql+psycopg2://{server.user}:"
+            f"{server.password}@{server.host}:{server.port}/{database}",
+        )
     workspace = Workspace.init(tmp_path / "ws")
     workspace.add_resource("src", "source-data", path="data/src")
     workspace.add_resource("inter", "intermediate-data", path="data/inter")
@@ -116,8 +125,11 @@ def on_store(request: pytest.FixtureRequest, tmp_path: Path,
             forget_databases()  # no pooled connection outlives its database's test
 
 
-def sqlite_only(ws: Workspace, why: str = "SQLite stores a value of any type in any column; "
-                "PostgreSQL's typed columns refuse this damage") -> None:
+def sqlite_only(
+    ws: Workspace,
+    why: str = "SQLite stores a value of any type in any column; "
+    "PostgreSQL's typed columns refuse this damage",
+) -> None:
     if ws.store.settings.dialect != "sqlite":
         pytest.skip(why)
 

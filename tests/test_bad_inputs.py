@@ -38,56 +38,128 @@ def busy_ws(ws: Workspace) -> Workspace:
 
 
 def _builder(ws: Workspace, params: dict | None = None) -> LineageBuilder:
-    return LineageBuilder().with_step_name("bad").with_parameters(params or {}) \
+    return (
+        LineageBuilder()
+        .with_step_name("bad")
+        .with_parameters(params or {})
         .with_workspace_directory(ws.root)
+    )
 
 
 CASES: list[tuple[str, type[DwsError], str, Callable[[Workspace], object]]] = [
-    ("dotdot", InvalidResourceRefError, "contains '..'",
-     lambda ws: _builder(ws).with_input_ref(ResourceRef("src", "../x")).eval()),
-    ("absolute", InvalidResourceRefError, "is absolute",
-     lambda ws: ws.check_ref("src//etc/passwd") and ResourceRef("src", "/etc/passwd")),
-    ("escape", InvalidResourceRefError, "contains '..'",
-     lambda ws: ResourceRef.parse("src/a/../../b")),
-    ("nul", InvalidResourceRefError, "NUL",
-     lambda ws: ResourceRef("src", "a\x00b")),
-    ("too long", InvalidResourceRefError, "limit is 4096",
-     lambda ws: ResourceRef("src", "/".join(["d" * 200] * 30))),
-    ("unknown resource", UnknownResourceError, "unknown resource 'nope'",
-     lambda ws: _builder(ws).with_no_inputs().with_output_ref("nope/x").eval()),
-    ("same ref", LineageConflictError, "step 'prep' writes inter/prep (the same ref)",
-     lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter/prep").eval()),
-    ("nested ref", LineageConflictError, "(which contains it)",
-     lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter/prep/deep").eval()),
-    ("enclosing ref", LineageConflictError, "(inside it)",
-     lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter").eval()),
-    ("non-JSON parameter", InvalidParameterError, "parameter 'fn'",
-     lambda ws: _builder(ws, {"fn": print}).with_no_inputs().eval()),
-    ("huge parameter", InvalidParameterError, "record a path, a ref or a hash",
-     lambda ws: _builder(ws, {"rows": list(range(20_000))}).with_no_inputs().eval()),
-    ("unknown tag", SnapshotNotFoundError, "no snapshot is tagged 'v9'",
-     lambda ws: restore_snapshot(ws, "v9")),
-    ("short prefix", SnapshotNotFoundError, "no snapshot",
-     lambda ws: resolve_snapshot(ws, "ab")),
-    ("duplicate tag", SnapshotError, "tag 'v1' already names snapshot",
-     lambda ws: take_snapshot(ws, "v1")),
-    ("hash-like tag", SnapshotError, "looks like a snapshot hash",
-     lambda ws: take_snapshot(ws, "deadbeef")),
-    ("choice default", InvalidParameterError, "default 'c' of parameter 'mode' is not among",
-     lambda ws: ChoiceParameter("mode", ["a", "b"], "c", str, "how")),
-    ("role", WorkspaceConfigError, "unknown role 'data'",
-     lambda ws: ws.add_resource("x", "data", path="x")),
-    ("uri credentials", WorkspaceConfigError, "credentials",
-     lambda ws: ws.add_resource("x", "results", uri="s3a://AKIA:secret@bucket/r")),
-    ("results snapshot dir", InvalidResourceRefError, "keeps for snapshot copies",
-     lambda ws: ws.check_ref("results/snapshots/v1")),
+    (
+        "dotdot",
+        InvalidResourceRefError,
+        "contains '..'",
+        lambda ws: _builder(ws).with_input_ref(ResourceRef("src", "../x")).eval(),
+    ),
+    (
+        "absolute",
+        InvalidResourceRefError,
+        "is absolute",
+        lambda ws: ws.check_ref("src//etc/passwd") and ResourceRef("src", "/etc/passwd"),
+    ),
+    (
+        "escape",
+        InvalidResourceRefError,
+        "contains '..'",
+        lambda ws: ResourceRef.parse("src/a/../../b"),
+    ),
+    ("nul", InvalidResourceRefError, "NUL", lambda ws: ResourceRef("src", "a\x00b")),
+    (
+        "too long",
+        InvalidResourceRefError,
+        "limit is 4096",
+        lambda ws: ResourceRef("src", "/".join(["d" * 200] * 30)),
+    ),
+    (
+        "unknown resource",
+        UnknownResourceError,
+        "unknown resource 'nope'",
+        lambda ws: _builder(ws).with_no_inputs().with_output_ref("nope/x").eval(),
+    ),
+    (
+        "same ref",
+        LineageConflictError,
+        "step 'prep' writes inter/prep (the same ref)",
+        lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter/prep").eval(),
+    ),
+    (
+        "nested ref",
+        LineageConflictError,
+        "(which contains it)",
+        lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter/prep/deep").eval(),
+    ),
+    (
+        "enclosing ref",
+        LineageConflictError,
+        "(inside it)",
+        lambda ws: _builder(ws).with_no_inputs().with_output_ref("inter").eval(),
+    ),
+    (
+        "non-JSON parameter",
+        InvalidParameterError,
+        "parameter 'fn'",
+        lambda ws: _builder(ws, {"fn": print}).with_no_inputs().eval(),
+    ),
+    (
+        "huge parameter",
+        InvalidParameterError,
+        "record a path, a ref or a hash",
+        lambda ws: _builder(ws, {"rows": list(range(20_000))}).with_no_inputs().eval(),
+    ),
+    (
+        "unknown tag",
+        SnapshotNotFoundError,
+        "no snapshot is tagged 'v9'",
+        lambda ws: restore_snapshot(ws, "v9"),
+    ),
+    ("short prefix", SnapshotNotFoundError, "no snapshot", lambda ws: resolve_snapshot(ws, "ab")),
+    (
+        "duplicate tag",
+        SnapshotError,
+        "tag 'v1' already names snapshot",
+        lambda ws: take_snapshot(ws, "v1"),
+    ),
+    (
+        "hash-like tag",
+        SnapshotError,
+        "looks like a snapshot hash",
+        lambda ws: take_snapshot(ws, "deadbeef"),
+    ),
+    (
+        "choice default",
+        InvalidParameterError,
+        "default 'c' of parameter 'mode' is not among",
+        lambda ws: ChoiceParameter("mode", ["a", "b"], "c", str, "how"),
+    ),
+    (
+        "role",
+        WorkspaceConfigError,
+        "unknown role 'data'",
+        lambda ws: ws.add_resource("x", "data", path="x"),
+    ),
+    (
+        "uri credentials",
+        WorkspaceConfigError,
+        "credentials",
+        lambda ws: ws.add_resource("x", "results", uri="s3a://AKIA:secret@bucket/r"),
+    ),
+    (
+        "results snapshot dir",
+        InvalidResourceRefError,
+        "keeps for snapshot copies",
+        lambda ws: ws.check_ref("results/snapshots/v1"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("error", "fragment", "action"),
-                         [case[1:] for case in CASES], ids=[case[0] for case in CASES])
-def test_bad_input_refused_and_nothing_changed(busy_ws: Workspace, error: type[DwsError],
-                                               fragment: str, action) -> None:
+@pytest.mark.parametrize(
+    ("error", "fragment", "action"), [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+)
+def test_bad_input_refused_and_nothing_changed(
+    busy_ws: Workspace, error: type[DwsError], fragment: str, action
+) -> None:
     # A new state to snapshot, so that the duplicate tag is refused rather than a no-op.
     run_step(busy_ws, "prep", ["src/s.csv"], {"inter/prep": "y"}, {"k": 1})
     before = workspace_state(busy_ws)
@@ -97,15 +169,20 @@ def test_bad_input_refused_and_nothing_changed(busy_ws: Workspace, error: type[D
     assert workspace_state(busy_ws) == before
 
 
-@pytest.mark.parametrize(("name", "content", "fragment"), [
-    ("resources.json", "{not json", "not valid JSON"),
-    ("resources.json", '{"format": 1, "resources": [{"name": "x"}]}',
-     "resources[0].role: Field required"),
-    ("resources.json", '{"format": 99, "resources": []}', "has format 99"),
-    ("config.json", "[]", "must hold a JSON object"),
-])
-def test_corrupt_config_files(busy_ws: Workspace, name: str, content: str,
-                              fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "content", "fragment"),
+    [
+        ("resources.json", "{not json", "not valid JSON"),
+        (
+            "resources.json",
+            '{"format": 1, "resources": [{"name": "x"}]}',
+            "resources[0].role: Field required",
+        ),
+        ("resources.json", '{"format": 99, "resources": []}', "has format 99"),
+        ("config.json", "[]", "must hold a JSON object"),
+    ],
+)
+def test_corrupt_config_files(busy_ws: Workspace, name: str, content: str, fragment: str) -> None:
     (busy_ws.meta_dir / name).write_text(content)
     before = workspace_state(busy_ws)
     with pytest.raises(WorkspaceConfigError) as info:
@@ -117,22 +194,34 @@ def test_corrupt_config_files(busy_ws: Workspace, name: str, content: str,
 def test_corrupt_snapshot_manifest(busy_ws: Workspace) -> None:
     """A manifest row pointing at the record of another ref (a backup of another version)."""
     info = resolve_snapshot(busy_ws, "v1")
-    damage(busy_ws, "UPDATE dws_snapshot_refs SET record_id = (SELECT record_id FROM "
-                    "dws_snapshot_refs WHERE hash = :hash AND ref = 'src/s.csv') WHERE "
-                    "hash = :hash AND ref = 'inter/prep'", hash=info.hash)
+    damage(
+        busy_ws,
+        "UPDATE dws_snapshot_refs SET record_id = (SELECT record_id FROM "
+        "dws_snapshot_refs WHERE hash = :hash AND ref = 'src/s.csv') WHERE "
+        "hash = :hash AND ref = 'inter/prep'",
+        hash=info.hash,
+    )
     before = workspace_state(busy_ws)
-    with pytest.raises(WorkspaceConfigError, match=f"snapshot {info.hash[:12]} of ref inter/prep "
-                                                   r".* is the record of another ref"):
+    with pytest.raises(
+        WorkspaceConfigError,
+        match=f"snapshot {info.hash[:12]} of ref inter/prep "
+        r".* is the record of another ref",
+    ):
         restore_snapshot(busy_ws, "v1")
     assert workspace_state(busy_ws) == before
 
 
 def test_corrupt_lineage_record(busy_ws: Workspace) -> None:
-    damage(busy_ws, """UPDATE dws_records SET body = '{"op": "record", "rec' """
-                    "WHERE ref = 'inter/prep'")
+    damage(
+        busy_ws,
+        """UPDATE dws_records SET body = '{"op": "record", "rec' """
+        "WHERE ref = 'inter/prep'",
+    )
     before = workspace_state(busy_ws)
-    with pytest.raises(WorkspaceConfigError, match="inter/prep .* is not a JSON record; "
-                                                   "restore the store from a backup"):
+    with pytest.raises(
+        WorkspaceConfigError,
+        match="inter/prep .* is not a JSON record; restore the store from a backup",
+    ):
         Workspace.open(busy_ws.root).store.items()
     assert workspace_state(busy_ws) == before
 
@@ -162,10 +251,14 @@ def test_path_outside_workspace(busy_ws: Workspace, tmp_path: Path) -> None:
 def test_ambiguous_hash_prefix_names_the_candidates(busy_ws: Workspace) -> None:
     real = resolve_snapshot(busy_ws, "v1").hash
     twin = real[:6] + ("f" if real[6] != "f" else "e") + real[7:]
-    damage(busy_ws, "INSERT INTO dws_snapshots (workspace_id, hash, position, message, "
-                    "created, metrics, results) SELECT workspace_id, :twin, position + 1, "
-                    "message, created, metrics, results FROM dws_snapshots WHERE hash = :real",
-           twin=twin, real=real)
+    damage(
+        busy_ws,
+        "INSERT INTO dws_snapshots (workspace_id, hash, position, message, "
+        "created, metrics, results) SELECT workspace_id, :twin, position + 1, "
+        "message, created, metrics, results FROM dws_snapshots WHERE hash = :real",
+        twin=twin,
+        real=real,
+    )
     before = workspace_state(busy_ws)
     with pytest.raises(SnapshotNotFoundError) as info:
         restore_snapshot(busy_ws, real[:6])
@@ -175,8 +268,9 @@ def test_ambiguous_hash_prefix_names_the_candidates(busy_ws: Workspace) -> None:
     assert workspace_state(busy_ws) == before
 
 
-def test_writes_do_not_follow_a_symlink_out_of_the_resource(busy_ws: Workspace,
-                                                            tmp_path: Path) -> None:
+def test_writes_do_not_follow_a_symlink_out_of_the_resource(
+    busy_ws: Workspace, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "precious.txt").write_text("keep me")
@@ -200,8 +294,9 @@ def test_writes_do_not_follow_a_symlink_out_of_the_resource(busy_ws: Workspace,
     aliased = tmp_path / "aliased"
     aliased.symlink_to(outside, target_is_directory=True)
     busy_ws.add_resource("aliased", "intermediate-data", path=str(aliased))
-    assert busy_ws.check_writable("aliased/precious.txt") == \
-        ResourceRef.parse("aliased/precious.txt")
+    assert busy_ws.check_writable("aliased/precious.txt") == ResourceRef.parse(
+        "aliased/precious.txt"
+    )
     # Reading through it stays allowed: data linked into a resource is common.
     assert busy_ws.check_ref("inter/linked/precious.txt")
     assert busy_ws.version_of("inter/linked/precious.txt")

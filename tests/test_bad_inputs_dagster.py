@@ -73,8 +73,9 @@ def built(spark, tmp_path: Path, instance) -> Workspace:
     return ws
 
 
-def refused(ws: Workspace, action: Callable[[], Any], error: type[DwsError],
-            *fragments: str) -> DwsError:
+def refused(
+    ws: Workspace, action: Callable[[], Any], error: type[DwsError], *fragments: str
+) -> DwsError:
     """Run `action`; it must fail with `error` (possibly wrapped by Dagster) whose message
     holds every fragment, and change nothing under the workspace."""
     before = workspace_state(ws)
@@ -89,32 +90,52 @@ def refused(ws: Workspace, action: Callable[[], Any], error: type[DwsError],
 
 
 def materialize_one(ws: Workspace, instance: DagsterInstance, assets: list[Any], **kwargs: Any):
-    return materialize(assets, instance=instance, resources={"io_manager": io_manager(ws)},
-                       **kwargs)
+    return materialize(
+        assets, instance=instance, resources={"io_manager": io_manager(ws)}, **kwargs
+    )
 
 
 # ----------------------------------------------------------------------- asset definitions
 
 
 def test_subpath_escaping_its_resource_is_refused_at_definition(built: Workspace) -> None:
-    for subpath, problem in (("../x", "contains '..'"), ("a/../../b", "contains '..'"),
-                             ("/etc/passwd", "is absolute"), ("a\x00b", "NUL"),
-                             ("/".join(["d" * 200] * 30), "limit is 4096")):
-        refused(built, lambda s=subpath: dws_ref("intermediate-data", s),
-                InvalidResourceRefError, problem)
+    for subpath, problem in (
+        ("../x", "contains '..'"),
+        ("a/../../b", "contains '..'"),
+        ("/etc/passwd", "is absolute"),
+        ("a\x00b", "NUL"),
+        ("/".join(["d" * 200] * 30), "limit is 4096"),
+    ):
+        refused(
+            built,
+            lambda s=subpath: dws_ref("intermediate-data", s),
+            InvalidResourceRefError,
+            problem,
+        )
 
 
-def test_unknown_resource_is_refused_at_load_and_at_run_time(built: Workspace, spark,
-                                                             instance) -> None:
+def test_unknown_resource_is_refused_at_load_and_at_run_time(
+    built: Workspace, spark, instance
+) -> None:
     @asset(metadata=dws_ref("no-such-resource", "x"))
     def lost() -> DataFrame:
         return spark.range(3)
 
     defs = Definitions(assets=[lost], resources={"io_manager": io_manager(built)})
-    refused(built, lambda: check_definitions(defs), UnknownResourceError,
-            "asset 'lost'", "no-such-resource")
-    refused(built, lambda: materialize_one(built, instance, [lost]), UnknownResourceError,
-            "asset 'lost'", "no-such-resource")
+    refused(
+        built,
+        lambda: check_definitions(defs),
+        UnknownResourceError,
+        "asset 'lost'",
+        "no-such-resource",
+    )
+    refused(
+        built,
+        lambda: materialize_one(built, instance, [lost]),
+        UnknownResourceError,
+        "asset 'lost'",
+        "no-such-resource",
+    )
 
 
 def test_overlapping_refs_are_refused_at_load(built: Workspace, spark) -> None:
@@ -124,22 +145,29 @@ def test_overlapping_refs_are_refused_at_load(built: Workspace, spark) -> None:
 
     assets = [*build_assets(), nested]
     defs = Definitions(assets=assets, resources={"io_manager": io_manager(built)})
-    refused(built, lambda: check_definitions(defs), LineageConflictError,
-            "'hourly'", "'nested'")
+    refused(built, lambda: check_definitions(defs), LineageConflictError, "'hourly'", "'nested'")
 
 
-def test_ref_owned_by_another_step_is_refused_before_writing(built: Workspace, spark,
-                                                             instance) -> None:
+def test_ref_owned_by_another_step_is_refused_before_writing(
+    built: Workspace, spark, instance
+) -> None:
     @asset(metadata=dws_ref("intermediate-data", "enriched/extra"))
     def intruder() -> DataFrame:
         return spark.range(3)
 
-    refused(built, lambda: materialize_one(built, instance, [intruder]), LineageConflictError,
-            "intermediate-data/enriched/extra", "enriched", "forget")
+    refused(
+        built,
+        lambda: materialize_one(built, instance, [intruder]),
+        LineageConflictError,
+        "intermediate-data/enriched/extra",
+        "enriched",
+        "forget",
+    )
 
 
-def test_a_symlink_out_of_the_resource_is_not_written_through(built: Workspace, spark,
-                                                              instance, tmp_path: Path) -> None:
+def test_a_symlink_out_of_the_resource_is_not_written_through(
+    built: Workspace, spark, instance, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "keep.txt").write_text("not yours")
@@ -150,17 +178,29 @@ def test_a_symlink_out_of_the_resource_is_not_written_through(built: Workspace, 
         return spark.range(3)
 
     before = tree_state(outside)
-    refused(built, lambda: materialize_one(built, instance, [through_link]),
-            InvalidResourceRefError, "ref intermediate-data/linked/out leaves resource "
-            "'intermediate-data' through the symlink", "replace the symlink with a folder")
+    refused(
+        built,
+        lambda: materialize_one(built, instance, [through_link]),
+        InvalidResourceRefError,
+        "ref intermediate-data/linked/out leaves resource 'intermediate-data' through the symlink",
+        "replace the symlink with a folder",
+    )
     assert tree_state(outside) == before and sorted(os.listdir(outside)) == ["keep.txt"]
 
 
 def test_bad_binding_options_are_refused_at_definition(built: Workspace) -> None:
-    refused(built, lambda: dws_ref("intermediate-data", "x", format="xls"), BindingError,
-            "unknown format 'xls'")
-    refused(built, lambda: dws_ref("intermediate-data", "x", partition_template="fixed"),
-            BindingError, "no placeholder")
+    refused(
+        built,
+        lambda: dws_ref("intermediate-data", "x", format="xls"),
+        BindingError,
+        "unknown format 'xls'",
+    )
+    refused(
+        built,
+        lambda: dws_ref("intermediate-data", "x", partition_template="fixed"),
+        BindingError,
+        "no placeholder",
+    )
 
 
 # --------------------------------------------------------------------------- asset outputs
@@ -171,12 +211,17 @@ def test_non_dataframe_output_is_refused(built: Workspace, instance) -> None:
     def not_a_frame() -> dict:
         return {"a": 1}
 
-    refused(built, lambda: materialize_one(built, instance, [not_a_frame]), OutputTypeError,
-            "asset 'not_a_frame'", "builtins.dict", "return a DataFrame")
+    refused(
+        built,
+        lambda: materialize_one(built, instance, [not_a_frame]),
+        OutputTypeError,
+        "asset 'not_a_frame'",
+        "builtins.dict",
+        "return a DataFrame",
+    )
 
 
-def test_an_empty_dataframe_is_versioned_with_zero_rows(built: Workspace, spark,
-                                                        instance) -> None:
+def test_an_empty_dataframe_is_versioned_with_zero_rows(built: Workspace, spark, instance) -> None:
     @asset(metadata=dws_ref("intermediate-data", "nothing"))
     def nothing() -> DataFrame:
         return spark.range(10).withColumn("label", F.lit("x")).where("id < 0")
@@ -200,8 +245,9 @@ def test_an_empty_dataframe_is_versioned_with_zero_rows(built: Workspace, spark,
     assert downstream["dws/inputs"][0]["version"] == version
 
 
-def test_huge_parameters_are_refused_before_anything_is_recorded(built: Workspace,
-                                                                 instance, spark) -> None:
+def test_huge_parameters_are_refused_before_anything_is_recorded(
+    built: Workspace, instance, spark
+) -> None:
     class BigConfig(Config):
         rows: list[int]
 
@@ -210,9 +256,14 @@ def test_huge_parameters_are_refused_before_anything_is_recorded(built: Workspac
         return spark.range(3)
 
     config = {"ops": {"big": {"config": {"rows": list(range(20_000))}}}}
-    refused(built, lambda: materialize_one(built, instance, [big], run_config=config),
-            InvalidParameterError, "asset 'big': parameter 'rows'", "the limit is",
-            "record a path, a ref or a hash")
+    refused(
+        built,
+        lambda: materialize_one(built, instance, [big], run_config=config),
+        InvalidParameterError,
+        "asset 'big': parameter 'rows'",
+        "the limit is",
+        "record a path, a ref or a hash",
+    )
     assert built.store.get("intermediate-data/big") is None
 
 
@@ -227,8 +278,9 @@ def _regional(spark, drifted: set[str]) -> tuple[Any, Any]:
     def sales(context) -> DataFrame:
         frame = spark.range(5).withColumn("region", F.lit(context.partition_key))
         if context.partition_key in drifted:
-            return frame.withColumn("amount", F.col("id").cast("string")) \
-                .withColumn("currency", F.lit("EUR"))
+            return frame.withColumn("amount", F.col("id").cast("string")).withColumn(
+                "currency", F.lit("EUR")
+            )
         return frame.withColumn("amount", F.col("id") * 2)
 
     @asset(metadata=dws_ref("intermediate-data", "sales_total"))
@@ -240,17 +292,21 @@ def _regional(spark, drifted: set[str]) -> tuple[Any, Any]:
     return sales, sales_total
 
 
-def test_schema_drift_between_partitions_is_refused_before_the_body(built: Workspace, spark,
-                                                                    instance) -> None:
+def test_schema_drift_between_partitions_is_refused_before_the_body(
+    built: Workspace, spark, instance
+) -> None:
     sales, sales_total = _regional(spark, drifted={"us"})
     for region in REGIONS.get_partition_keys():
         materialize_one(built, instance, [sales], partition_key=region)
-    error = refused(built, lambda: materialize_one(built, instance, [sales, sales_total],
-                                                   selection=["sales_total"]),
-                    SchemaDriftError, "asset 'sales_total' reading 'sales'",
-                    "partitions apac, eu have (id bigint, region string, amount bigint)",
-                    "partition us: column 'amount' is string, not bigint, column 'currency' "
-                    "string is added", "a backfill of 'sales'")
+    error = refused(
+        built,
+        lambda: materialize_one(built, instance, [sales, sales_total], selection=["sales_total"]),
+        SchemaDriftError,
+        "asset 'sales_total' reading 'sales'",
+        "partitions apac, eu have (id bigint, region string, amount bigint)",
+        "partition us: column 'amount' is string, not bigint, column 'currency' string is added",
+        "a backfill of 'sales'",
+    )
     assert "do not share one schema" in str(error)
     assert sales_total.ran == []
     # The backfill the message asks for: once every partition has one schema, it reads.
@@ -263,8 +319,13 @@ def test_schema_drift_between_partitions_is_refused_before_the_body(built: Works
 
 def test_corrupt_resources_json_is_named_at_run_time(built: Workspace, instance) -> None:
     (built.meta_dir / "resources.json").write_text("{not json")
-    refused(built, lambda: run(build_assets(), built, instance), WorkspaceConfigError,
-            "resources.json", "not valid JSON")
+    refused(
+        built,
+        lambda: run(build_assets(), built, instance),
+        WorkspaceConfigError,
+        "resources.json",
+        "not valid JSON",
+    )
 
 
 # ------------------------------------------------------------------------------ secrets
@@ -287,34 +348,50 @@ def _leaky(spark) -> Any:
 
 
 def test_secrets_are_redacted_in_store_event_log_openlineage_and_logs(
-        built: Workspace, spark, instance, clean_ol_env, caplog: pytest.LogCaptureFixture) -> None:
+    built: Workspace, spark, instance, clean_ol_env, caplog: pytest.LogCaptureFixture
+) -> None:
     leaky = _leaky(spark)
-    config = {"api_token": SECRET, "warehouse_password": SECRET, "batch": 4,
-              "source_url": f"https://alice:{URI_PASSWORD}@example.com/export"}
+    config = {
+        "api_token": SECRET,
+        "warehouse_password": SECRET,
+        "batch": 4,
+        "source_url": f"https://alice:{URI_PASSWORD}@example.com/export",
+    }
     with caplog.at_level(logging.DEBUG):
-        result = materialize_one(built, instance, [leaky],
-                                 run_config={"ops": {"leaky": {"config": config}}})
-        process_events(instance, built, repository_def=Definitions(
-            assets=[leaky]).get_repository_def())
+        result = materialize_one(
+            built, instance, [leaky], run_config={"ops": {"leaky": {"config": config}}}
+        )
+        process_events(
+            instance, built, repository_def=Definitions(assets=[leaky]).get_repository_def()
+        )
 
     record = built.store.get("intermediate-data/leaky").record
-    assert record["parameters"] == {"api_token": REDACTED, "warehouse_password": REDACTED,
-                                    "batch": 4, "source_url": "https://example.com/export"}
+    assert record["parameters"] == {
+        "api_token": REDACTED,
+        "warehouse_password": REDACTED,
+        "batch": 4,
+        "source_url": "https://example.com/export",
+    }
     metadata = latest(instance, "leaky")["metadata"]
     assert metadata["dws/parameters"] == record["parameters"]
     assert_nowhere(built.meta_dir, [SECRET, URI_PASSWORD])  # the store's bytes and rows
     places = {
-        "data folder": b"".join(p.read_bytes() for p in built.local_path(
-            "intermediate-data/leaky").rglob("*.json")).decode(),
+        "data folder": b"".join(
+            p.read_bytes() for p in built.local_path("intermediate-data/leaky").rglob("*.json")
+        ).decode(),
         "our event log entries": "".join(
-            serialize_value(entry) for entry in instance.all_logs(result.run_id)
-            if entry.dagster_event is None or entry.dagster_event.is_step_materialization),
+            serialize_value(entry)
+            for entry in instance.all_logs(result.run_id)
+            if entry.dagster_event is None or entry.dagster_event.is_step_materialization
+        ),
         "OpenLineage events": (built.meta_dir / "openlineage" / "events.jsonl").read_text(),
-        "Python logs": "\n".join(r.getMessage() for r in caplog.records
-                                 if r.name.startswith("dws_dagster")),
+        "Python logs": "\n".join(
+            r.getMessage() for r in caplog.records if r.name.startswith("dws_dagster")
+        ),
     }
-    assert "leaky" in {json.loads(line)["job"]["name"]
-                       for line in places["OpenLineage events"].splitlines()}
+    assert "leaky" in {
+        json.loads(line)["job"]["name"] for line in places["OpenLineage events"].splitlines()
+    }
     for where, text in places.items():
         for secret in (SECRET, URI_PASSWORD):
             assert secret not in text, f"{secret!r} reached the {where}"
@@ -330,21 +407,27 @@ def _free_port() -> int:
 
 
 def test_invalid_openlineage_configuration_fails_the_tick_and_changes_nothing(
-        built: Workspace, clean_ol_env, instance, tmp_path: Path) -> None:
+    built: Workspace, clean_ol_env, instance, tmp_path: Path
+) -> None:
     (tmp_path / "openlineage.yml").write_text("transport:\n  type: http\n")  # no url
-    error = refused(built, lambda: process_events(instance, built), TransportConfigError,
-                    "openlineage.yml", "url")
+    error = refused(
+        built,
+        lambda: process_events(instance, built),
+        TransportConfigError,
+        "openlineage.yml",
+        "url",
+    )
     assert "is invalid" in str(error)
     (tmp_path / "openlineage.yml").write_text("transport: [unclosed\n")
-    refused(built, lambda: process_events(instance, built), TransportConfigError,
-            "openlineage.yml")
+    refused(built, lambda: process_events(instance, built), TransportConfigError, "openlineage.yml")
     (tmp_path / "openlineage.yml").unlink()
     outcome = process_events(instance, built)  # fixed: the same events, from the same cursor
     assert outcome.spooled > 0 and outcome.pending == 0
 
 
 def test_unreachable_catalog_keeps_events_and_the_tick_succeeds(
-        built: Workspace, clean_ol_env, instance, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    built: Workspace, clean_ol_env, instance, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     monkeypatch.setenv("OPENLINEAGE_URL", url)
     monkeypatch.setenv("OPENLINEAGE_API_KEY", SECRET)

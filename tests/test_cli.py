@@ -21,17 +21,26 @@ def test_init_add_and_status(tmp_path: Path, cli) -> None:
     code, out, _ = cli("init", tmp_path / "w")
     assert code == 0 and "initialised" in out
     assert (tmp_path / "w/.dataworkspace/resources.json").is_file()
-    code, out, _ = cli("add", "raw", "--role", "source-data", "--path", "data/raw",
-                       cwd=tmp_path / "w")
+    code, out, _ = cli(
+        "add", "raw", "--role", "source-data", "--path", "data/raw", cwd=tmp_path / "w"
+    )
     assert code == 0 and (tmp_path / "w/data/raw").is_dir()
-    code, out, _ = cli("add", "lake", "--role", "intermediate-data", "--uri",
-                       "s3a://bucket/lake", cwd=tmp_path / "w/data/raw")  # searches upward
+    code, out, _ = cli(
+        "add",
+        "lake",
+        "--role",
+        "intermediate-data",
+        "--uri",
+        "s3a://bucket/lake",
+        cwd=tmp_path / "w/data/raw",
+    )  # searches upward
     assert code == 0
     code, out, _ = cli("status", "--format", "json", "--workspace", tmp_path / "w")
     data = json.loads(out)
     assert [(r["name"], r["role"], r.get("path"), r.get("uri")) for r in data["resources"]] == [
         ("raw", "source-data", "data/raw", None),
-        ("lake", "intermediate-data", None, "s3a://bucket/lake")]
+        ("lake", "intermediate-data", None, "s3a://bucket/lake"),
+    ]
     assert data["refs"] == []
 
 
@@ -45,9 +54,15 @@ def test_status_lists_refs_versions_and_problems(script_pipeline_ws: Workspace, 
 
     with pytest.raises(RuntimeError):
         from dws_dagster import LineageBuilder
-        with LineageBuilder().with_step_name("prep").with_parameters({}) \
-                .with_input_ref("src/trips.csv").with_workspace_directory(ws.root) \
-                .eval() as lineage:
+
+        with (
+            LineageBuilder()
+            .with_step_name("prep")
+            .with_parameters({})
+            .with_input_ref("src/trips.csv")
+            .with_workspace_directory(ws.root)
+            .eval() as lineage
+        ):
             lineage.add_output_ref("inter/prep")
             write(ws.local_path("inter/prep") / "part-0.csv", "partial")
             raise RuntimeError("crash")
@@ -83,19 +98,22 @@ def test_lineage_formats(script_pipeline_ws: Workspace, cli, fmt: str) -> None:
         assert "<svg" in out and "inter/prep" in out and "https://" not in out
 
 
-def test_lineage_html_to_file_and_from_snapshot(script_pipeline_ws: Workspace, cli,
-                                                tmp_path: Path) -> None:
+def test_lineage_html_to_file_and_from_snapshot(
+    script_pipeline_ws: Workspace, cli, tmp_path: Path
+) -> None:
     ws = script_pipeline_ws
     assert cli("snapshot", "v1", "-w", ws.root)[0] == 0
     write(ws.root / "data/src/trips.csv", "a\n2\n")
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n2\n"}, {"scale": 3})
     target = tmp_path / "graph.html"
-    code, out, _ = cli("lineage", "inter/prep", "--snapshot", "v1", "--format", "html",
-                       "-o", target, "-w", ws.root)
+    code, out, _ = cli(
+        "lineage", "inter/prep", "--snapshot", "v1", "--format", "html", "-o", target, "-w", ws.root
+    )
     assert code == 0 and target.is_file()
     assert "<svg" in target.read_text()
-    code, out, _ = cli("lineage", "inter/prep", "--snapshot", "v1", "--format", "json",
-                       "-w", ws.root)
+    code, out, _ = cli(
+        "lineage", "inter/prep", "--snapshot", "v1", "--format", "json", "-w", ws.root
+    )
     old = json.loads(out)
     code, out, _ = cli("lineage", "inter/prep", "--format", "json", "-w", ws.root)
     new = json.loads(out)
@@ -155,18 +173,20 @@ def test_forget_and_version(script_pipeline_ws: Workspace, cli) -> None:
     assert (ws.root / "data/inter/prep/part-0.csv").exists()
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["lineage", "nope/x"], "unknown resource 'nope'"),
-    (["lineage", "inter/../x"], "contains '..'"),
-    (["lineage", "inter/never"], "inter/never has no lineage"),
-    (["restore", "missing-tag"], "no snapshot is tagged 'missing-tag'"),
-    (["add", "src", "--role", "code", "--path", "x"], "resource 'src' already exists"),
-    (["add", "bad", "--role", "results", "--uri", "s3a://user:pw@bucket/x"], "credentials"),
-    (["add", "nested", "--role", "results", "--path", "data/src/deeper"], "overlaps resource"),
-    (["snapshot", "has space"], "invalid tag"),
-])
-def test_errors_are_clear_and_exit_1(ws: Workspace, cli, args: list[str],
-                                     fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["lineage", "nope/x"], "unknown resource 'nope'"),
+        (["lineage", "inter/../x"], "contains '..'"),
+        (["lineage", "inter/never"], "inter/never has no lineage"),
+        (["restore", "missing-tag"], "no snapshot is tagged 'missing-tag'"),
+        (["add", "src", "--role", "code", "--path", "x"], "resource 'src' already exists"),
+        (["add", "bad", "--role", "results", "--uri", "s3a://user:pw@bucket/x"], "credentials"),
+        (["add", "nested", "--role", "results", "--path", "data/src/deeper"], "overlaps resource"),
+        (["snapshot", "has space"], "invalid tag"),
+    ],
+)
+def test_errors_are_clear_and_exit_1(ws: Workspace, cli, args: list[str], fragment: str) -> None:
     code, _out, err = cli(*args, "-w", ws.root)
     assert code == 1
     assert err.startswith("error: ") and fragment in err
@@ -179,7 +199,8 @@ def test_no_workspace_found(tmp_path: Path, cli) -> None:
 
 
 def test_console_script_status_and_lineage_import_no_spark_or_dagster(
-        script_pipeline_ws: Workspace) -> None:
+    script_pipeline_ws: Workspace,
+) -> None:
     code = """
 import sys
 from dws_dagster.cli import main
@@ -197,41 +218,73 @@ def test_installed_console_script_runs(script_pipeline_ws: Workspace) -> None:
     script = shutil.which("dws-dagster", path=str(Path(sys.executable).parent))
     if script is None:
         pytest.skip("the dws-dagster console script is not installed in this environment")
-    result = subprocess.run([script, "lineage", "results/exp"], cwd=script_pipeline_ws.root,
-                            capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    result = subprocess.run(
+        [script, "lineage", "results/exp"],
+        cwd=script_pipeline_ws.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "Upstream" in result.stdout and "inter/prep@" in result.stdout
 
 
 def test_console_script_read_commands_import_no_spark_or_dagster(
-        script_pipeline_ws: Workspace) -> None:
+    script_pipeline_ws: Workspace,
+) -> None:
     """The installed `dws-dagster` itself, as a new process: Python's own import report
     (`PYTHONPROFILEIMPORTTIME`) lists every module each command loads."""
     script = shutil.which("dws-dagster", path=str(Path(sys.executable).parent))
     if script is None:
         pytest.skip("the dws-dagster console script is not installed in this environment")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPROFILEIMPORTTIME": "1"}
-    assert subprocess.run([script, "snapshot", "s1"], cwd=script_pipeline_ws.root, env=env,
-                          capture_output=True, check=False).returncode == 0
-    for argv in (["status"], ["lineage", "results/exp"], ["history"], ["diff", "s1"],
-                 ["snapshot"], ["version", "inter/prep"]):
-        result = subprocess.run([script, *argv], cwd=script_pipeline_ws.root, capture_output=True,
-                                text=True, timeout=60, env=env, check=False)
+    assert (
+        subprocess.run(
+            [script, "snapshot", "s1"],
+            cwd=script_pipeline_ws.root,
+            env=env,
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
+    for argv in (
+        ["status"],
+        ["lineage", "results/exp"],
+        ["history"],
+        ["diff", "s1"],
+        ["snapshot"],
+        ["version", "inter/prep"],
+    ):
+        result = subprocess.run(
+            [script, *argv],
+            cwd=script_pipeline_ws.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
         assert result.returncode == 0, result.stderr
-        modules = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
-                   if line.startswith("import time:") and "|" in line]
+        modules = [
+            line.rsplit("|", 1)[1].strip()
+            for line in result.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line
+        ]
         assert "dws_dagster.cli" in modules  # the report is there, so the check means something
         heavy = sorted(m for m in modules if m.split(".")[0] in ("dagster", "pyspark", "py4j"))
         assert heavy == [], (argv, heavy)
 
 
-def test_downstream_lists_readers_of_an_older_version_as_stale(script_pipeline_ws: Workspace,
-                                                                cli) -> None:
+def test_downstream_lists_readers_of_an_older_version_as_stale(
+    script_pipeline_ws: Workspace, cli
+) -> None:
     ws = script_pipeline_ws
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\nchanged\n"}, {"scale": 2})
     code, out, _ = cli("lineage", "inter/prep", "-w", ws.root)
-    downstream = out[out.index("Downstream"):out.index("Last run")]
+    downstream = out[out.index("Downstream") : out.index("Last run")]
     assert "results/exp@" in downstream and "(stale)" in downstream
     code, out, _ = cli("lineage", "inter/prep", "--format", "json", "-w", ws.root)
     data = json.loads(out)
@@ -239,13 +292,15 @@ def test_downstream_lists_readers_of_an_older_version_as_stale(script_pipeline_w
     assert [e["target"].split("@")[0] for e in stale_edges] == ["results/exp"]
 
 
-def test_workspace_option_before_or_after_the_command(script_pipeline_ws: Workspace, cli,
-                                                      tmp_path: Path) -> None:
+def test_workspace_option_before_or_after_the_command(
+    script_pipeline_ws: Workspace, cli, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     before = cli("-w", script_pipeline_ws.root, "status", "--format", "json", cwd=elsewhere)
     after = cli("status", "--format", "json", "-w", script_pipeline_ws.root, cwd=elsewhere)
     assert before[0] == after[0] == 0 and before[1] == after[1]
-    nested = cli("-w", script_pipeline_ws.root, "openlineage", "status", "--format", "json",
-                 cwd=elsewhere)
+    nested = cli(
+        "-w", script_pipeline_ws.root, "openlineage", "status", "--format", "json", cwd=elsewhere
+    )
     assert nested[0] == 0 and json.loads(nested[1])["pending"] == 0

@@ -33,8 +33,9 @@ class _Probe(IOManager):
         self.seen: dict[str, Any] = {}
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
-        self.seen[f"config:{context.asset_key.to_user_string()}"] = \
-            dagster_compat.op_config(context)
+        self.seen[f"config:{context.asset_key.to_user_string()}"] = dagster_compat.op_config(
+            context
+        )
         dagster_compat.set_data_version(context, f"v-{obj}")
 
     def load_input(self, context: InputContext) -> Any:
@@ -61,9 +62,12 @@ def child(config: ChildConfig, parent: int) -> int:
 def test_internals_still_work() -> None:
     probe = _Probe()
     with DagsterInstance.ephemeral() as instance:
-        result = materialize([parent, child], instance=instance,
-                             resources={"io_manager": probe},
-                             run_config={"ops": {"child": {"config": {"factor": 3}}}})
+        result = materialize(
+            [parent, child],
+            instance=instance,
+            resources={"io_manager": probe},
+            run_config={"ops": {"child": {"config": {"factor": 3}}}},
+        )
         assert result.success
         record = instance.fetch_materializations(AssetKey("child"), limit=1).records[0]
         tags = record.event_log_entry.asset_materialization.tags
@@ -92,7 +96,8 @@ def test_runs_job_times_reads_many_runs_at_once() -> None:
             assert started.tzinfo is not None and started >= created - dt.timedelta(seconds=1)
             assert abs(created.timestamp() - record.create_timestamp.timestamp()) < 1e-3
             assert dagster_compat.runs_job_times(instance, [run_id]) == {
-                run_id: (job, created, started)}
+                run_id: (job, created, started)
+            }
         assert created <= dt.datetime.now(dt.UTC)
         assert dagster_compat.runs_job_times(instance, ["no-such-run"]) == {}
         assert dagster_compat.runs_job_times(instance, []) == {}
@@ -105,28 +110,36 @@ def _all_records(instance: DagsterInstance, types: list[DagsterEventType]) -> li
     found: list[Any] = []
     for event_type in types:
         if event_type in EVENT_TYPE_TO_PIPELINE_RUN_STATUS:
-            found += instance.fetch_run_status_changes(event_type, limit=10_000,
-                                                       ascending=True).records
+            found += instance.fetch_run_status_changes(
+                event_type, limit=10_000, ascending=True
+            ).records
         else:
-            found += instance.get_event_records(EventRecordsFilter(event_type=event_type),
-                                                ascending=True)
+            found += instance.get_event_records(
+                EventRecordsFilter(event_type=event_type), ascending=True
+            )
     return sorted(found, key=lambda record: record.storage_id)
 
 
 @pytest.mark.parametrize("storage", ["run-sharded", "consolidated"])
-def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: str,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_event_reader_reads_every_record_once_in_order(
+    tmp_path: Path, storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Batches of any size, with records kept across batches, add up to exactly the event log
     of those types, in storage order, on both SQLite event log storages (asset events read
     from the table's JSON, run events through Dagster)."""
     from dws_dagster.sensor_events import EVENT_TYPES
 
-    with DagsterInstance.from_config(sqlite_home(tmp_path, storage)) as instance, \
-            warnings.catch_warnings():
+    with (
+        DagsterInstance.from_config(sqlite_home(tmp_path, storage)) as instance,
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
         for _ in range(3):
-            materialize([parent, child], instance=instance,
-                        run_config={"ops": {"child": {"config": {"factor": 3}}}})
+            materialize(
+                [parent, child],
+                instance=instance,
+                run_config={"ops": {"child": {"config": {"factor": 3}}}},
+            )
         expected = [r.storage_id for r in _all_records(instance, list(EVENT_TYPES))]
         assert len(expected) == 3 * (2 + 2 + 1)  # planned, materialized, run success
         reading = instance.get_event_records
@@ -162,8 +175,12 @@ def test_event_reader_reads_every_record_once_in_order(tmp_path: Path, storage: 
             assert sorted(read_ids) == sorted(set(read_ids)), size  # none read twice
             assert all(n == size for n in sizes[:-1]) and sizes[-1] <= size, sizes  # full
             middle = expected[4]
-            assert [r.storage_id for r in dagster_compat.read_event_records(
-                instance, EVENT_TYPES, after_storage_id=middle, limit=3)] == expected[5:8]
+            assert [
+                r.storage_id
+                for r in dagster_compat.read_event_records(
+                    instance, EVENT_TYPES, after_storage_id=middle, limit=3
+                )
+            ] == expected[5:8]
         instance.get_event_records = reading  # type: ignore[method-assign]
         # records logged after the reader ran dry are found by its next call
         reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)

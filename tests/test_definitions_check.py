@@ -1,6 +1,5 @@
 """Definitions-time checks and bindings: refused when the definitions load, before any run."""
 
-
 import datetime as dt
 from pathlib import Path
 
@@ -50,8 +49,11 @@ def test_the_pipeline_passes(pipeline_ws):
 
 
 def test_two_assets_on_one_ref_are_named(pipeline_ws):
-    defs = defs_with(pipeline_ws, _asset("a", resource="intermediate-data", subpath="x"),
-                     _asset("b", resource="intermediate-data", subpath="x/"))
+    defs = defs_with(
+        pipeline_ws,
+        _asset("a", resource="intermediate-data", subpath="x"),
+        _asset("b", resource="intermediate-data", subpath="x/"),
+    )
     with pytest.raises(LineageConflictError) as info:
         check_definitions(defs)
     assert "'a'" in str(info.value) and "'b'" in str(info.value)
@@ -61,8 +63,10 @@ def test_two_assets_on_one_ref_are_named(pipeline_ws):
 @pytest.mark.parametrize(("outer", "inner"), [("x", "x/y"), (None, "x")])
 def test_nested_refs_are_refused_whatever_the_order(pipeline_ws, outer, inner):
     for order in ((0, 1), (1, 0)):
-        pair = [_asset("outer", resource="intermediate-data", subpath=outer),
-                _asset("inner", resource="intermediate-data", subpath=inner)]
+        pair = [
+            _asset("outer", resource="intermediate-data", subpath=outer),
+            _asset("inner", resource="intermediate-data", subpath=inner),
+        ]
         defs = defs_with(pipeline_ws, *(pair[i] for i in order))
         with pytest.raises(LineageConflictError) as info:
             check_definitions(defs)
@@ -70,14 +74,20 @@ def test_nested_refs_are_refused_whatever_the_order(pipeline_ws, outer, inner):
 
 
 def test_sibling_prefixes_do_not_clash(pipeline_ws):
-    defs = defs_with(pipeline_ws, _asset("a", resource="intermediate-data", subpath="bar/b"),
-                     _asset("b", resource="intermediate-data", subpath="bar/baz"))
+    defs = defs_with(
+        pipeline_ws,
+        _asset("a", resource="intermediate-data", subpath="bar/b"),
+        _asset("b", resource="intermediate-data", subpath="bar/baz"),
+    )
     check_definitions(defs)
 
 
 def test_default_mapping_clashes_with_an_explicit_ref(pipeline_ws):
-    defs = defs_with(pipeline_ws, _asset("hourly"),
-                     _asset("other", resource="intermediate-data", subpath="hourly/part"))
+    defs = defs_with(
+        pipeline_ws,
+        _asset("hourly"),
+        _asset("other", resource="intermediate-data", subpath="hourly/part"),
+    )
     with pytest.raises(LineageConflictError, match="'hourly'.*'other'|'other'.*'hourly'"):
         check_definitions(defs)
 
@@ -127,21 +137,31 @@ def test_partition_subpaths():
 
 
 def test_partitioned_assets_own_their_whole_base_ref(pipeline_ws):
-    daily = _partitioned("daily", DailyPartitionsDefinition(start_date="2024-01-01"),
-                         subpath="events")
-    static = _partitioned("by_region", StaticPartitionsDefinition(["eu", "us"]),
-                          subpath="events/eu")
+    daily = _partitioned(
+        "daily", DailyPartitionsDefinition(start_date="2024-01-01"), subpath="events"
+    )
+    static = _partitioned(
+        "by_region", StaticPartitionsDefinition(["eu", "us"]), subpath="events/eu"
+    )
     with pytest.raises(LineageConflictError, match="'by_region'.*'daily'"):
         check_definitions(defs_with(pipeline_ws, daily, static))
-    multi = _partitioned("multi", MultiPartitionsDefinition({
-        "date": DailyPartitionsDefinition(start_date="2024-01-01"),
-        "region": StaticPartitionsDefinition(["eu", "us"])}), subpath="multi")
+    multi = _partitioned(
+        "multi",
+        MultiPartitionsDefinition(
+            {
+                "date": DailyPartitionsDefinition(start_date="2024-01-01"),
+                "region": StaticPartitionsDefinition(["eu", "us"]),
+            }
+        ),
+        subpath="multi",
+    )
     check_definitions(defs_with(pipeline_ws, daily, multi))
 
 
 def _partitioned(name, partitions_def, **binding):
-    @asset(name=name, partitions_def=partitions_def,
-           metadata=dws_ref("intermediate-data", **binding))
+    @asset(
+        name=name, partitions_def=partitions_def, metadata=dws_ref("intermediate-data", **binding)
+    )
     def _body():
         return None
 

@@ -50,12 +50,20 @@ def _command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "dws_dagster.cli"]
 
 
-def _run_streaming(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
-                   ) -> tuple[int, str, list[tuple[str, bool]]]:
+def _run_streaming(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[int, str, list[tuple[str, bool]]]:
     """Run `argv` with stdout and stderr to pipes; (exit code, stdout, [(stderr line, whether
     the process was still running when the line was read)])."""
-    process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True)
     reader.start()
@@ -71,12 +79,18 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     (tmp_path / "dev").chmod(0o755)
     # As after `./dev demo`: a shell that has not activated any virtualenv, and ./dev saying
     # how it was called.
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PATH": MINIMAL_PATH, demo.DEV_SCRIPT_ENV: "./dev"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": MINIMAL_PATH,
+        demo.DEV_SCRIPT_ENV: "./dev",
+    }
     for name in [k for k in env if k.startswith("OPENLINEAGE")]:
         del env[name]  # the default transport: the workspace's events file
-    code, out, progress = _run_streaming([*_command(), "demo", str(target), "--small"],
-                                         cwd=tmp_path, env=env, timeout=600)
+    code, out, progress = _run_streaming(
+        [*_command(), "demo", str(target), "--small"], cwd=tmp_path, env=env, timeout=600
+    )
     err = "\n".join(line for line, _ in progress)
     assert code == 0, out + err
 
@@ -89,8 +103,9 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     assert steps[0][1] is None  # the number of steps is known once the data has landed
     assert [int(m[1]) for m in steps[1:]] == list(range(2, total + 1))
     assert all(label.startswith("run ") for label in labels[2:]), labels
-    assert {"run taxi 2024-01-01", "run forecast (baseline)",
-            "run forecast (use_weather)"} <= set(labels), labels
+    assert {"run taxi 2024-01-01", "run forecast (baseline)", "run forecast (use_weather)"} <= set(
+        labels
+    ), labels
     assert progress[2][1], "the first run's line came only after the demo had finished"
     # Spark's console output went to its log, not to the demo's output.
     spark_log = target / ".dagster" / "spark.log"
@@ -105,8 +120,9 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     assert kinds == {"START", "COMPLETE"}
     assert "<svg" in html.read_text()
     # Both model iterations with their metrics, and what use_weather changed.
-    rows = re.findall(r"^  (baseline|use_weather \(rain\))\s+([0-9.]+)\s+([0-9.]+)\s+(\d+)",
-                      out, re.MULTILINE)
+    rows = re.findall(
+        r"^  (baseline|use_weather \(rain\))\s+([0-9.]+)\s+([0-9.]+)\s+(\d+)", out, re.MULTILINE
+    )
     assert [row[0] for row in rows] == ["baseline", "use_weather (rain)"]
     assert all(float(mae) > 0 and float(rmse) > 0 for _, mae, rmse, _ in rows)
     assert "input + intermediate-data/weather_raw/{2024-01-25 … 2024-02-08} (15)" in out
@@ -124,28 +140,45 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
     assert len(tried) == 3 and all(line.startswith("  ./dev dws-dagster ") for line in tried)
     fresh = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": MINIMAL_PATH}
     for line in tried:
-        done = subprocess.run(["bash", "-c", line.strip()], cwd=tmp_path, env=fresh,
-                              capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            ["bash", "-c", line.strip()],
+            cwd=tmp_path,
+            env=fresh,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
         assert done.stdout.strip(), line
     _check_the_dagster_ui_command(out, target, tmp_path, fresh)
 
 
-def _check_the_dagster_ui_command(out: str, target: Path, cwd: Path,
-                                  fresh: dict[str, str]) -> None:
+def _check_the_dagster_ui_command(out: str, target: Path, cwd: Path, fresh: dict[str, str]) -> None:
     """`dg dev` serves until stopped: the printed command is started as printed (on a free
     port instead of 3000, which may be taken on a shared machine), serves the demo's code
     location and instance on 127.0.0.1, and is stopped."""
-    ui = re.search(r"^The Dagster UI on http://127\.0\.0\.1:3000 \(Ctrl-C stops it\):\n  (.+)$",
-                   out, re.MULTILINE)
+    ui = re.search(
+        r"^The Dagster UI on http://127\.0\.0\.1:3000 \(Ctrl-C stops it\):\n  (.+)$",
+        out,
+        re.MULTILINE,
+    )
     assert ui, out
     line = ui[1]
-    assert line == (f"DAGSTER_HOME={target / '.dagster'} DWS_EXAMPLE_WORKSPACE={target} "
-                    f"./dev dg dev -w {target / 'workspace.yaml'} -h 127.0.0.1 -p 3000")
+    assert line == (
+        f"DAGSTER_HOME={target / '.dagster'} DWS_EXAMPLE_WORKSPACE={target} "
+        f"./dev dg dev -w {target / 'workspace.yaml'} -h 127.0.0.1 -p 3000"
+    )
     port = free_port()
-    server = launch(line.replace("-p 3000", f"-p {port}"), cwd=cwd, env=fresh, port=port,
-                    home=target / ".dagster", log_path=cwd / "dg-dev.log",
-                    startup_timeout=180)
+    server = launch(
+        line.replace("-p 3000", f"-p {port}"),
+        cwd=cwd,
+        env=fresh,
+        port=port,
+        home=target / ".dagster",
+        log_path=cwd / "dg-dev.log",
+        startup_timeout=180,
+    )
     try:
         assert server.wait_for_code_locations() == ["example_project.definitions"]
         served = poll(server.served_url, timeout=30, what="the webserver's address in its log")
@@ -162,7 +195,8 @@ def test_printed_commands_go_through_dev_when_it_started_the_demo(monkeypatch):
     assert demo.command("dg") == "'/home/me/my repo/dev' dg"
     assert demo.dg_dev_command(Path("/d d")).startswith(
         "DAGSTER_HOME='/d d/.dagster' DWS_EXAMPLE_WORKSPACE='/d d' '/home/me/my repo/dev' dg "
-        "dev -w '/d d/workspace.yaml' -h 127.0.0.1 -p 3000")
+        "dev -w '/d d/workspace.yaml' -h 127.0.0.1 -p 3000"
+    )
     # Installed by the user: bare, when the shell finds this environment's script.
     monkeypatch.delenv(demo.DEV_SCRIPT_ENV)
     monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), MINIMAL_PATH]))
@@ -185,7 +219,8 @@ def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
         "from pyspark.sql import SparkSession\n"
         "SparkSession.builder.getOrCreate().range(3).count()\n"
         "progress.close()\n"
-        "print('done', file=sys.stderr)\n")
+        "print('done', file=sys.stderr)\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
     pid, fd = pty.fork()
     if pid == 0:  # the child: stdin, stdout and stderr are the terminal, 120 columns wide

@@ -125,16 +125,24 @@ FEATURES_EDIT = "# Reviewed: train.py fits fare_per_km.\n"
 
 OUTPUT_REFS = ["inter/clean.csv", "inter/features.csv", "results"]
 #: What the user's workspace holds after a run: restores are compared with it file by file.
-USER_FILES = {"code/prepare.py", "code/features.py", "code/train.py", "data/src/trips.csv",
-              "data/inter/clean.csv", "data/inter/features.csv", "results/model.json",
-              "results/results.json"}
+USER_FILES = {
+    "code/prepare.py",
+    "code/features.py",
+    "code/train.py",
+    "data/src/trips.csv",
+    "data/inter/clean.csv",
+    "data/inter/features.csv",
+    "results/model.json",
+    "results/results.json",
+}
 
 
 def port(script: str) -> str:
     """The one change a user makes: the import line."""
     ported = script.replace(DWS_IMPORT, PORTED_IMPORT)
-    changed = [(a, b) for a, b in zip(script.splitlines(), ported.splitlines(), strict=True)
-               if a != b]
+    changed = [
+        (a, b) for a, b in zip(script.splitlines(), ported.splitlines(), strict=True) if a != b
+    ]
     assert changed == [(DWS_IMPORT, PORTED_IMPORT)]
     return ported
 
@@ -143,8 +151,15 @@ def run_script(root: Path, step: str, *args: str) -> None:
     """`python code/STEP.py ARGS` from the workspace root, in a new interpreter, as a user runs
     it; the script finds the workspace from its working folder."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, f"code/{step}.py", *args], cwd=root, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, f"code/{step}.py", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, f"{step}.py failed:\n{result.stderr}"
     assert "warning" not in result.stderr.lower(), result.stderr
 
@@ -171,8 +186,11 @@ def workspace_files(root: Path) -> dict[str, bytes]:
 def archives(root: Path) -> dict[str, bytes]:
     """The snapshots' results archives, with their bytes."""
     folder = root / "results/snapshots"
-    return {path.relative_to(folder).as_posix(): path.read_bytes()
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 def status_rows(cli: Cli, root: Path) -> dict[str, dict[str, Any]]:
@@ -183,8 +201,15 @@ def status_rows(cli: Cli, root: Path) -> dict[str, dict[str, Any]]:
 
 def versions(ws: Workspace) -> dict[str, str]:
     """The content version of every ref the scripts touch, and of the code, now on disk."""
-    refs = ["src", "src/trips.csv", *OUTPUT_REFS, "code", "code/prepare.py",
-            "code/features.py", "code/train.py"]
+    refs = [
+        "src",
+        "src/trips.csv",
+        *OUTPUT_REFS,
+        "code",
+        "code/prepare.py",
+        "code/features.py",
+        "code/train.py",
+    ]
     return {ref: ws.version_of(ref) for ref in refs}
 
 
@@ -225,8 +250,9 @@ def test_ported_scripts_record_their_lineage(ported_ws: Workspace, cli: Cli) -> 
         "inter/features.csv": ("ok", "features", now["inter/features.csv"]),
         "results": ("ok", "train", now["results"]),
     }
-    assert (root / "data/inter/clean.csv").read_text() == \
-        "distance,fare\n1,2\n2,5\n4,8\n2,5\n"  # the incomplete row dropped, scale 1
+    assert (
+        root / "data/inter/clean.csv"
+    ).read_text() == "distance,fare\n1,2\n2,5\n4,8\n2,5\n"  # the incomplete row dropped, scale 1
 
     code, out, err = cli("lineage", "results", "--format", "json", cwd=root)
     assert code == 0, err
@@ -234,15 +260,24 @@ def test_ported_scripts_record_their_lineage(ported_ws: Workspace, cli: Cli) -> 
     node = {ref: f"{ref}@{now[ref]}" for ref in ["src/trips.csv", *OUTPUT_REFS]}
     assert graph["focus"] == node["results"]
     assert [(item["id"], item["depth"]) for item in graph["upstream"]] == [
-        (node["results"], 0), (node["inter/features.csv"], 1), (node["inter/clean.csv"], 2),
-        (node["src/trips.csv"], 3)]
-    assert sorted((e["source"], e["target"], e["stale"]) for e in graph["edges"]) == sorted([
-        (node["src/trips.csv"], node["inter/clean.csv"], False),
-        (node["inter/clean.csv"], node["inter/features.csv"], False),
-        (node["inter/features.csv"], node["results"], False)])
+        (node["results"], 0),
+        (node["inter/features.csv"], 1),
+        (node["inter/clean.csv"], 2),
+        (node["src/trips.csv"], 3),
+    ]
+    assert sorted((e["source"], e["target"], e["stale"]) for e in graph["edges"]) == sorted(
+        [
+            (node["src/trips.csv"], node["inter/clean.csv"], False),
+            (node["inter/clean.csv"], node["inter/features.csv"], False),
+            (node["inter/features.csv"], node["results"], False),
+        ]
+    )
     assert {n["ref"]: n["step"] for n in graph["nodes"]} == {
-        "src/trips.csv": None, "inter/clean.csv": "prepare", "inter/features.csv": "features",
-        "results": "train"}
+        "src/trips.csv": None,
+        "inter/clean.csv": "prepare",
+        "inter/features.csv": "features",
+        "results": "train",
+    }
     assert graph["last_run"]["step"] == "train" and graph["last_run"]["status"] == "ok"
 
     # The records say what a script step is: its parameters, its code's version, its
@@ -256,8 +291,7 @@ def test_ported_scripts_record_their_lineage(ported_ws: Workspace, cli: Cli) -> 
     train = ws.store.get("results").record
     assert train["parameters"] == {"estimator": "mean"}
     assert train["metrics"] == {"mae": MAE_V1}
-    assert train["inputs"] == [{"ref": "inter/features.csv",
-                                "version": now["inter/features.csv"]}]
+    assert train["inputs"] == [{"ref": "inter/features.csv", "version": now["inter/features.csv"]}]
 
     # Data Workspaces' results.json layout, written by write_results.
     results = json.loads((root / "results/results.json").read_text())
@@ -267,8 +301,7 @@ def test_ported_scripts_record_their_lineage(ported_ws: Workspace, cli: Cli) -> 
     assert json.loads((root / "results/model.json").read_text()) == {"rate": 2.25}
 
 
-def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
-                                                         cli: Cli) -> None:
+def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace, cli: Cli) -> None:
     """The workflow on top of the ported scripts: snapshot, change a parameter, the source data
     and the code, snapshot again; the diff names each change, history shows both snapshots'
     metrics, and restoring either brings back its exact bytes (data, results, source, code)
@@ -291,10 +324,14 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
     assert v1_archive["v1/results.json"] == first_files["results/results.json"]
     assert v1_archive["v1/model.json"] == first_files["results/model.json"]
     lineage = json.loads(v1_archive["v1/lineage.json"])
-    assert (lineage["snapshot"], lineage["ref"], lineage["version"]) == \
-        (v1["hash"], "results", first_versions["results"])
+    assert (lineage["snapshot"], lineage["ref"], lineage["version"]) == (
+        v1["hash"],
+        "results",
+        first_versions["results"],
+    )
     assert {(r["ref"], r["version"]) for r in lineage["records"]} == {
-        (ref, first_versions[ref]) for ref in ["src/trips.csv", *OUTPUT_REFS]}
+        (ref, first_versions[ref]) for ref in ["src/trips.csv", *OUTPUT_REFS]
+    }
 
     # The user corrects a fare by hand, edits features.py, re-runs everything with --scale 2.
     (root / "data/src/trips.csv").write_text(SOURCE_V2)
@@ -303,15 +340,21 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
     run_pipeline(root, scale=2)
     second_files, second_versions = workspace_files(root), versions(ws)
     second_status = status_rows(cli, root)
-    assert all(first_versions[ref] != second_versions[ref]
-               for ref in ["src/trips.csv", *OUTPUT_REFS, "code", "code/features.py"])
+    assert all(
+        first_versions[ref] != second_versions[ref]
+        for ref in ["src/trips.csv", *OUTPUT_REFS, "code", "code/features.py"]
+    )
     assert first_versions["code/prepare.py"] == second_versions["code/prepare.py"]
     v2 = snapshot_json(cli, root, "v2")
     assert v2["new_snapshot"] is True and v2["hash"] != v1["hash"]
     assert v2["metrics"] == {"mae": MAE_V2}
     both_archives = archives(root)
-    assert set(both_archives) == {*v1_archive, "v2/results.json", "v2/model.json",
-                                  "v2/lineage.json"}
+    assert set(both_archives) == {
+        *v1_archive,
+        "v2/results.json",
+        "v2/model.json",
+        "v2/lineage.json",
+    }
     assert {k: v for k, v in both_archives.items() if k.startswith("v1/")} == v1_archive
 
     code, out, err = cli("diff", "v1", "v2", "--format", "json", cwd=root)
@@ -322,22 +365,44 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
         return f"{what} {short(a[ref])} -> {short(b[ref])}"
 
     assert json.loads(out) == [
-        {"ref": "code", "kind": "changed", "changes": [
-            moved("code", "code"), "files changed: features.py"]},
-        {"ref": "inter/clean.csv", "kind": "changed", "changes": [
-            moved("version", "inter/clean.csv"), "parameter scale: 1 -> 2",
-            moved("input src/trips.csv", "src/trips.csv")]},
-        {"ref": "inter/features.csv", "kind": "changed", "changes": [
-            moved("version", "inter/features.csv"),
-            moved("code code/features.py", "code/features.py"),
-            moved("input inter/clean.csv", "inter/clean.csv")]},
-        {"ref": "results", "kind": "changed", "changes": [
-            moved("version", "results"), moved("input inter/features.csv", "inter/features.csv"),
-            "metrics changed"]},
-        {"ref": "src", "kind": "changed", "changes": [
-            moved("source data", "src"), "files changed: trips.csv"]},
-        {"ref": "src/trips.csv", "kind": "changed", "changes": [
-            moved("version", "src/trips.csv")]},
+        {
+            "ref": "code",
+            "kind": "changed",
+            "changes": [moved("code", "code"), "files changed: features.py"],
+        },
+        {
+            "ref": "inter/clean.csv",
+            "kind": "changed",
+            "changes": [
+                moved("version", "inter/clean.csv"),
+                "parameter scale: 1 -> 2",
+                moved("input src/trips.csv", "src/trips.csv"),
+            ],
+        },
+        {
+            "ref": "inter/features.csv",
+            "kind": "changed",
+            "changes": [
+                moved("version", "inter/features.csv"),
+                moved("code code/features.py", "code/features.py"),
+                moved("input inter/clean.csv", "inter/clean.csv"),
+            ],
+        },
+        {
+            "ref": "results",
+            "kind": "changed",
+            "changes": [
+                moved("version", "results"),
+                moved("input inter/features.csv", "inter/features.csv"),
+                "metrics changed",
+            ],
+        },
+        {
+            "ref": "src",
+            "kind": "changed",
+            "changes": [moved("source data", "src"), "files changed: trips.csv"],
+        },
+        {"ref": "src/trips.csv", "kind": "changed", "changes": [moved("version", "src/trips.csv")]},
     ]
     code, out, err = cli("diff", "v1", "v2", cwd=root)  # the text a person reads
     assert code == 0, err
@@ -347,21 +412,30 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
     assert code == 0, err
     history = json.loads(out)
     assert [(h["tags"], h["hash"], h["metrics"]) for h in history] == [
-        (["v2"], v2["hash"], {"mae": MAE_V2}), (["v1"], v1["hash"], {"mae": MAE_V1})]
+        (["v2"], v2["hash"], {"mae": MAE_V2}),
+        (["v1"], v1["hash"], {"mae": MAE_V1}),
+    ]
 
     code, out, err = cli("restore", "v1", "--format", "json", cwd=root)
     assert code == 0, err
     report = json.loads(out)
-    assert report["data_restored"] == ["code", "inter/clean.csv", "inter/features.csv",
-                                       "results", "src", "src/trips.csv"]
+    assert report["data_restored"] == [
+        "code",
+        "inter/clean.csv",
+        "inter/features.csv",
+        "results",
+        "src",
+        "src/trips.csv",
+    ]
     assert report["not_restored"] == [] and report["code_left"] == []
     assert report["lineage_removed"] == []
     # Every file as after the first run, byte for byte: outputs, results, the source CSV and
     # the hand-edited code; nothing left beside them (staging copies, kept versions).
     assert workspace_files(root) == first_files
     assert status_rows(cli, root) == first_status
-    assert {ref: row["version"] for ref, row in first_status.items()} == \
-        {ref: first_versions[ref] for ref in ["src/trips.csv", *OUTPUT_REFS]}
+    assert {ref: row["version"] for ref, row in first_status.items()} == {
+        ref: first_versions[ref] for ref in ["src/trips.csv", *OUTPUT_REFS]
+    }
     assert archives(root) == both_archives  # the archives are not data: left as they were
     again = snapshot_json(cli, root)
     assert again["new_snapshot"] is False and again["hash"] == v1["hash"]
@@ -379,8 +453,9 @@ def test_snapshot_diff_history_restore_of_ported_scripts(ported_ws: Workspace,
     assert [h["tags"] for h in json.loads(out)] == [["v2"], ["v1"]]  # restores took none
 
 
-def test_source_files_no_step_read_are_captured_and_restored(ported_ws: Workspace,
-                                                             cli: Cli) -> None:
+def test_source_files_no_step_read_are_captured_and_restored(
+    ported_ws: Workspace, cli: Cli
+) -> None:
     """A step that reads one file of a source folder leaves the others there: they are data
     of the workspace too, so a hand edit of one makes a new snapshot, the diff names the
     file, and a restore brings it back (the source resource is captured whole)."""

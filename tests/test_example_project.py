@@ -56,27 +56,39 @@ TLC_TYPES = dict(generator.TLC_SCHEMA)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*.csv"))}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.csv"))}
 
 
 def test_generator_is_deterministic_and_lands_tlc_files(tmp_path):
     window = (dt.date(2024, 1, 29), dt.date(2024, 2, 3))
     runs = []
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
-        landed = generator.land(tmp_path / name / "trips", tmp_path / name / "weather",
-                                *window, trips_per_month=3000, zones=20, seed=seed)
+        landed = generator.land(
+            tmp_path / name / "trips",
+            tmp_path / name / "weather",
+            *window,
+            trips_per_month=3000,
+            zones=20,
+            seed=seed,
+        )
         assert landed.trip_files == 2 and landed.weather_files == 5 and landed.trips > 0
         runs.append(_files(tmp_path / name))
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
     assert sorted(runs[0]) == [
-        "trips/yellow_tripdata_2024-01.csv", "trips/yellow_tripdata_2024-02.csv",
-        *[f"weather/weather_2024-0{d}.csv" for d in
-          ("1-29", "1-30", "1-31", "2-01", "2-02")]]
+        "trips/yellow_tripdata_2024-01.csv",
+        "trips/yellow_tripdata_2024-02.csv",
+        *[f"weather/weather_2024-0{d}.csv" for d in ("1-29", "1-30", "1-31", "2-01", "2-02")],
+    ]
     # Landing again keeps what is there (a second process landing the same data is harmless).
-    again = generator.land(tmp_path / "a" / "trips", tmp_path / "a" / "weather", *window,
-                           trips_per_month=3000, zones=20, seed=7)
+    again = generator.land(
+        tmp_path / "a" / "trips",
+        tmp_path / "a" / "weather",
+        *window,
+        trips_per_month=3000,
+        zones=20,
+        seed=7,
+    )
     assert again == generator.Landed()
 
     with open(tmp_path / "a/trips/yellow_tripdata_2024-01.csv", newline="") as handle:
@@ -96,10 +108,22 @@ def test_generator_is_deterministic_and_lands_tlc_files(tmp_path):
 
 
 def test_generated_values_have_tlc_types():
-    python_types: dict[str, Any] = {"int": int, "bigint": int, "double": float, "string": str,
-                                    "timestamp": str}
-    rows = list(generator.trip_rows(dt.date(2024, 3, 1), dt.date(2024, 3, 1),
-                                    dt.date(2024, 3, 3), trips_per_month=20_000, zones=50))
+    python_types: dict[str, Any] = {
+        "int": int,
+        "bigint": int,
+        "double": float,
+        "string": str,
+        "timestamp": str,
+    }
+    rows = list(
+        generator.trip_rows(
+            dt.date(2024, 3, 1),
+            dt.date(2024, 3, 1),
+            dt.date(2024, 3, 3),
+            trips_per_month=20_000,
+            zones=50,
+        )
+    )
     assert len(rows) > 500
     nulls = Counter()
     for row in rows:
@@ -111,20 +135,36 @@ def test_generated_values_have_tlc_types():
             assert isinstance(value, python_types[kind]), (name, value)
             if kind == "timestamp":
                 dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S")
-    assert set(nulls) <= {"passenger_count", "RatecodeID", "store_and_fwd_flag",
-                          "congestion_surcharge", "Airport_fee"}
+    assert set(nulls) <= {
+        "passenger_count",
+        "RatecodeID",
+        "store_and_fwd_flag",
+        "congestion_surcharge",
+        "Airport_fee",
+    }
     ok = [r for r in rows if r[4] > 0 and r[10] > 0]
-    assert all(math.isclose(r[16], sum(r[10:16]) + r[17] + r[18], abs_tol=0.011) for r in ok
-               if r[17] is not None)
+    assert all(
+        math.isclose(r[16], sum(r[10:16]) + r[17] + r[18], abs_tol=0.011)
+        for r in ok
+        if r[17] is not None
+    )
 
 
 def test_example_size_is_kept_with_the_workspace(tmp_path):
     example = ensure_workspace(tmp_path / "ws", SMALL)
     assert example.landed.trip_files == 2 and example.landed.weather_files == 15
-    assert set(example.workspace.resources) == {"source-data", "intermediate-data", "code",
-                                                "results"}
+    assert set(example.workspace.resources) == {
+        "source-data",
+        "intermediate-data",
+        "code",
+        "results",
+    }
     assert {r.role for r in example.workspace.resources.values()} == {
-        "source-data", "intermediate-data", "code", "results"}
+        "source-data",
+        "intermediate-data",
+        "code",
+        "results",
+    }
     again = ensure_workspace(tmp_path / "ws")
     assert again.size == SMALL and again.landed == generator.Landed()
     with pytest.raises(ExampleSetupError, match="was set up for .* use another folder"):
@@ -147,8 +187,7 @@ def test_definitions_have_jobs_schedules_sensor_and_resources(small_root):
     defs = build_definitions(small_root)
     assert check_definitions(defs) is defs  # build_definitions checked them already
     repository = defs.get_repository_def()
-    assert {job.name for job in repository.get_all_jobs()} >= {TAXI_JOB, WEATHER_JOB,
-                                                               FORECAST_JOB}
+    assert {job.name for job in repository.get_all_jobs()} >= {TAXI_JOB, WEATHER_JOB, FORECAST_JOB}
     for name in (TAXI_JOB, WEATHER_JOB, FORECAST_JOB):
         assert defs.resolve_job_def(name).executor_def.name == "in_process"
     schedules = {s.name: s for s in repository.schedule_defs}
@@ -165,9 +204,13 @@ def test_definitions_have_jobs_schedules_sensor_and_resources(small_root):
     graph = defs.resolve_asset_graph()
     months = ["2024-01-01", "2024-02-01"]
     days = [(SMALL.start + dt.timedelta(days=i)).isoformat() for i in range(15)]
-    for name, keys in (("yellow_taxi_staging", months), ("yellow_taxi_raw", months),
-                       ("yellow_rides_hourly_actuals", months), ("weather_staging", days),
-                       ("weather_raw", days)):
+    for name, keys in (
+        ("yellow_taxi_staging", months),
+        ("yellow_taxi_raw", months),
+        ("yellow_rides_hourly_actuals", months),
+        ("weather_staging", days),
+        ("weather_raw", days),
+    ):
         node = graph.get(AssetKey(name))
         assert node.partitions_def.get_partition_keys() == keys, name
         assert node.backfill_policy.policy_type.value == "MULTI_RUN"
@@ -187,9 +230,15 @@ def test_workspace_yaml_loads_the_code_location(small_root, tmp_path):
     env = {**os.environ, ENV_VAR: str(small_root), "DAGSTER_HOME": str(tmp_path)}
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     dagster = Path(sys.executable).parent / "dagster"
-    result = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-                            check=False)
+    result = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Validation successful" in result.stdout + result.stderr
     assert json.loads((small_root / "example.json").read_text())["days"] == 15
@@ -232,21 +281,34 @@ def example(spark, tmp_path_factory):
         nonlocal cursor
         if result.step.job != FORECAST_JOB:
             return
-        outcome = process_events(instance, ws, after_storage_id=cursor,
-                                 repository_def=defs.get_repository_def(),
-                                 snapshot_on_results=True)
+        outcome = process_events(
+            instance,
+            ws,
+            after_storage_id=cursor,
+            repository_def=defs.get_repository_def(),
+            snapshot_on_results=True,
+        )
         cursor = outcome.cursor
         assert not outcome.applied.skipped, outcome.applied.skipped
         key = "weather" if "use_weather" in result.step.label else "baseline"
         seen[key] = ws.store.get(FORECAST_REF).record
         seen[f"{key}_results"] = json.loads(
-            (ws.local_path(FORECAST_REF) / "results.json").read_text())
+            (ws.local_path(FORECAST_REF) / "results.json").read_text()
+        )
         seen.setdefault("snapshots", []).extend(outcome.applied.snapshots)
 
     try:
         materialize_example(defs, instance, after=after)
-        yield ExampleRun(ws, defs, instance, seen["baseline"], seen["weather"],
-                         seen["baseline_results"], seen["weather_results"], seen["snapshots"])
+        yield ExampleRun(
+            ws,
+            defs,
+            instance,
+            seen["baseline"],
+            seen["weather"],
+            seen["baseline_results"],
+            seen["weather_results"],
+            seen["snapshots"],
+        )
     finally:
         instance.dispose()
 
@@ -268,7 +330,9 @@ def test_forecast_metrics_are_in_results_json(example):
     assert len(example.snapshots) == 2
     infos = {info.hash: info for info in list_snapshots(example.ws)}
     assert [infos[h].metrics["mae"] for h in example.snapshots] == [
-        example.baseline_results["metrics"]["mae"], example.weather_results["metrics"]["mae"]]
+        example.baseline_results["metrics"]["mae"],
+        example.weather_results["metrics"]["mae"],
+    ]
 
 
 @pytest.mark.spark
@@ -277,33 +341,44 @@ def test_use_weather_changes_the_forecasts_recorded_lineage(example):
     base_inputs = {item["ref"] for item in baseline["inputs"]}
     weather_inputs = {item["ref"] for item in weather["inputs"]}
     assert base_inputs == {"intermediate-data/training_data"}
-    days = {f"intermediate-data/weather_raw/{(SMALL.start + dt.timedelta(days=i)).isoformat()}"
-            for i in range(15)}
+    days = {
+        f"intermediate-data/weather_raw/{(SMALL.start + dt.timedelta(days=i)).isoformat()}"
+        for i in range(15)
+    }
     assert weather_inputs == base_inputs | days
     assert not any("weather" in ref for ref in baseline["provenance"])
-    assert days | {f"source-data/weather/weather_{d[-10:]}.csv" for d in days} \
-        | {d.replace("weather_raw", "weather_staging") for d in days} \
-        <= set(weather["provenance"])
+    assert days | {f"source-data/weather/weather_{d[-10:]}.csv" for d in days} | {
+        d.replace("weather_raw", "weather_staging") for d in days
+    } <= set(weather["provenance"])
     assert weather["version"] != baseline["version"]
     assert weather["parameters"]["use_weather"] is True
     assert baseline["parameters"]["use_weather"] is False
     # Both iterations read the same training data: only the weather is new.
-    assert baseline["provenance"]["intermediate-data/training_data"] == \
-        weather["provenance"]["intermediate-data/training_data"]
+    assert (
+        baseline["provenance"]["intermediate-data/training_data"]
+        == weather["provenance"]["intermediate-data/training_data"]
+    )
     # The OpenLineage COMPLETE event of the weather run names the weather inputs too.
-    events = [json.loads(line) for line in
-              (example.ws.meta_dir / "openlineage" / "events.jsonl").read_text().splitlines()]
-    complete = [e for e in events if e["eventType"] == "COMPLETE"
-                and e["job"]["name"] == FORECAST_ASSET]
+    events = [
+        json.loads(line)
+        for line in (example.ws.meta_dir / "openlineage" / "events.jsonl").read_text().splitlines()
+    ]
+    complete = [
+        e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == FORECAST_ASSET
+    ]
     assert len(complete) == 2
     # The weather days are one dataset, the asset's root, with the days in its subset facet.
-    names = [{d["facets"]["symlinks"]["identifiers"][0]["name"]: d for d in e["inputs"]}
-             for e in complete]
+    names = [
+        {d["facets"]["symlinks"]["identifiers"][0]["name"]: d for d in e["inputs"]}
+        for e in complete
+    ]
     root = "intermediate-data/weather_raw"
     assert any(root in n for n in names) and any(root not in n for n in names)
     read = next(n[root] for n in names if root in n)
-    assert {f"{root}/{p['identifier']}" for p in
-            read["inputFacets"]["subset"]["inputCondition"]["partitions"]} == days
+    assert {
+        f"{root}/{p['identifier']}"
+        for p in read["inputFacets"]["subset"]["inputCondition"]["partitions"]
+    } == days
 
 
 @pytest.mark.spark
@@ -312,7 +387,8 @@ def test_staging_is_typed_as_tlc_cleaned_and_reads_the_landed_file(example, spar
     ref = "intermediate-data/yellow_taxi_staging/2024-01"
     staged = spark.read.parquet(str(ws.local_path(ref)))
     assert [(f.name, f.dataType.simpleString()) for f in staged.schema.fields] == list(
-        generator.TLC_SCHEMA)
+        generator.TLC_SCHEMA
+    )
     record = ws.store.get(ref).record
     landed = "source-data/yellow_tripdata/yellow_tripdata_2024-01.csv"
     assert [item["ref"] for item in record["inputs"]] == [landed]
@@ -321,14 +397,20 @@ def test_staging_is_typed_as_tlc_cleaned_and_reads_the_landed_file(example, spar
         landed_rows = sum(1 for _ in handle) - 1
     rows = staged.count()
     assert 0 < rows < landed_rows
-    assert staged.where("trip_distance <= 0 OR fare_amount <= 0 OR "
-                        "tpep_dropoff_datetime <= tpep_pickup_datetime OR "
-                        "tpep_pickup_datetime < '2024-01-01' OR "
-                        "tpep_pickup_datetime >= '2024-02-01'").count() == 0
+    assert (
+        staged.where(
+            "trip_distance <= 0 OR fare_amount <= 0 OR "
+            "tpep_dropoff_datetime <= tpep_pickup_datetime OR "
+            "tpep_pickup_datetime < '2024-01-01' OR "
+            "tpep_pickup_datetime >= '2024-02-01'"
+        ).count()
+        == 0
+    )
     raw = ws.store.get("intermediate-data/yellow_taxi_raw/2024-01").record
     assert [item["ref"] for item in raw["inputs"]] == [ref]
-    actuals = spark.read.parquet(str(ws.local_path(
-        "intermediate-data/yellow_rides_hourly_actuals/2024-01")))
+    actuals = spark.read.parquet(
+        str(ws.local_path("intermediate-data/yellow_rides_hourly_actuals/2024-01"))
+    )
     # Jan 25-31 on a full zone x hour grid; every staged trip counted once.
     assert actuals.count() == actuals.select("zone").distinct().count() * 7 * 24
     assert actuals.agg({"rides": "sum"}).first()[0] == rows
@@ -337,8 +419,10 @@ def test_staging_is_typed_as_tlc_cleaned_and_reads_the_landed_file(example, spar
 @pytest.mark.spark
 def test_rerunning_a_month_upserts_to_the_same_versions(example):
     ws = example.ws
-    refs = [f"intermediate-data/{name}/2024-02" for name in
-            ("yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals")]
+    refs = [
+        f"intermediate-data/{name}/2024-02"
+        for name in ("yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals")
+    ]
     before = {ref: ws.store.get(ref).version for ref in refs}
     run_step(example.defs, example.instance, Step(TAXI_JOB, "2024-02-01"))
     assert {ref: ws.store.get(ref).version for ref in refs} == before

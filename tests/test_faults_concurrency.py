@@ -67,9 +67,13 @@ def _barrier(name: str) -> None:
 def _shard(name: str, index: int):
     @asset(name=f"shard_{name}", metadata=dws_ref("intermediate-data", f"shards/{name}"))
     def shard() -> DataFrame:
-        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                 .config("spark.driver.host", "127.0.0.1")
-                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+        spark = (
+            SparkSession.builder.master("local[1]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .getOrCreate()
+        )
         _barrier(name)
         return spark.range(1000 * (index + 1)).withColumnRenamed("id", "x")
 
@@ -79,14 +83,18 @@ def _shard(name: str, index: int):
 def shards_job() -> JobDefinition:
     """The job the step processes rebuild (the workspace comes from DWS_FAULT_WS)."""
     io = SparkWorkspaceIOManager(workspace=WorkspaceResource(root=EnvVar("DWS_FAULT_WS")))
-    defs = Definitions(assets=[_shard(name, i) for i, name in enumerate(SHARDS)],
-                       resources={"io_manager": io}, jobs=[define_asset_job("shards")])
+    defs = Definitions(
+        assets=[_shard(name, i) for i, name in enumerate(SHARDS)],
+        resources={"io_manager": io},
+        jobs=[define_asset_job("shards")],
+    )
     return defs.resolve_job_def("shards")
 
 
 @pytest.fixture(params=STORES)
-def ws(request: pytest.FixtureRequest, tmp_path: Path,
-       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+def ws(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Workspace]:
     """The script-process tests run on both stores: SQLite (the default) and PostgreSQL."""
     yield from on_store(request, tmp_path, monkeypatch)
 
@@ -94,16 +102,20 @@ def ws(request: pytest.FixtureRequest, tmp_path: Path,
 def _journal_ops(ws: Workspace) -> list[dict]:
     """The store's history as its rows hold it (read with SQL): each operation, with the
     record it wrote."""
-    rows = sql(ws, "SELECT o.op, o.ref, r.body FROM dws_operations o LEFT JOIN dws_records r "
-                   "ON r.id = o.record_id WHERE o.workspace_id = :ws ORDER BY o.id")
-    return [{"op": op, "ref": ref, **({"record": orjson.loads(body)} if body else {})}
-            for op, ref, body in rows]
+    rows = sql(
+        ws,
+        "SELECT o.op, o.ref, r.body FROM dws_operations o LEFT JOIN dws_records r "
+        "ON r.id = o.record_id WHERE o.workspace_id = :ws ORDER BY o.id",
+    )
+    return [
+        {"op": op, "ref": ref, **({"record": orjson.loads(body)} if body else {})}
+        for op, ref, body in rows
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_multiprocess_executor_writes_four_assets_at_once(
-        spark, tmp_path, instance, monkeypatch):
+def test_multiprocess_executor_writes_four_assets_at_once(spark, tmp_path, instance, monkeypatch):
     ws = make_workspace(tmp_path / "ws")
     barrier = tmp_path / "barrier"
     barrier.mkdir()
@@ -114,11 +126,11 @@ def test_multiprocess_executor_writes_four_assets_at_once(
     monkeypatch.setenv("DWS_FAULT_WS", str(ws.root))
     monkeypatch.setenv("DWS_FAULT_BARRIER", str(barrier))
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    )
     config = {"execution": {"config": {"multiprocess": {"max_concurrent": len(SHARDS)}}}}
-    with execute_job(reconstructable(shards_job), instance=instance,
-                     run_config=config) as result:
+    with execute_job(reconstructable(shards_job), instance=instance, run_config=config) as result:
         assert result.success
         run_id = result.run_id
         pids = {event.pid for event in result.all_events if event.step_key}
@@ -128,7 +140,8 @@ def test_multiprocess_executor_writes_four_assets_at_once(
     ops = _journal_ops(ws)
     records = [op["record"] for op in ops if op["op"] == "record"]
     assert sorted(r["ref"] for r in records) == sorted(
-        f"intermediate-data/shards/{name}" for name in SHARDS)  # each once, none lost
+        f"intermediate-data/shards/{name}" for name in SHARDS
+    )  # each once, none lost
     for index, name in enumerate(SHARDS):
         ref = f"intermediate-data/shards/{name}"
         state = ws.store.get(ref)
@@ -172,17 +185,27 @@ def test_script_processes_recording_lineage_at_once_lose_nothing(ws: Workspace) 
     (shared / "data.csv").write_text("a,b\n1,2\n")
     tags, steps = ("p1", "p2", "p3", "p4"), 25
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(ws.root), tag, str(steps)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for tag in tags]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(ws.root), tag, str(steps)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in tags
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
 
     ws = Workspace.open(ws.root)
     ops = _journal_ops(ws)
-    recorded = Counter(op["record"]["ref"] for op in ops
-                       if op["op"] == "record" and op["record"]["step"]["kind"] == "script")
+    recorded = Counter(
+        op["record"]["ref"]
+        for op in ops
+        if op["op"] == "record" and op["record"]["step"]["kind"] == "script"
+    )
     expected = {f"inter/{tag}/{n}" for tag in tags for n in range(steps)}
     assert set(recorded) == expected and set(recorded.values()) == {1}
     source_version = ws.version_of("src/shared")
@@ -220,8 +243,9 @@ print("won")
 """
 
 
-def test_processes_racing_for_one_ref_leave_exactly_one_writer(ws: Workspace,
-                                                               tmp_path: Path) -> None:
+def test_processes_racing_for_one_ref_leave_exactly_one_writer(
+    ws: Workspace, tmp_path: Path
+) -> None:
     """Rule (a) across processes: of eight steps claiming the same output at once, exactly one
     claims it and runs; the others are refused before their body runs, and the store holds the
     winner's claim and record only."""
@@ -230,9 +254,16 @@ def test_processes_racing_for_one_ref_leave_exactly_one_writer(ws: Workspace,
     (shared / "data.csv").write_text("a\n1\n")
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(ws.root), str(n), str(go)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, str(ws.root), str(n), str(go)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(8)
+    ]
     while len(list(tmp_path.glob("ready-*"))) < len(procs):
         assert all(proc.poll() is None for proc in procs), [p.communicate() for p in procs]
         time.sleep(0.01)
@@ -242,16 +273,18 @@ def test_processes_racing_for_one_ref_leave_exactly_one_writer(ws: Workspace,
     refused = [out for code, out, _ in outcomes if code == 3]
     assert len(winners) == 1 and len(refused) == 7, outcomes
     assert "body ran" in winners[0]
-    assert all("body ran" not in out and "may not write ref inter/contested" in out
-               for out in refused)
+    assert all(
+        "body ran" not in out and "may not write ref inter/contested" in out for out in refused
+    )
     winner = next(f"writer-{n}" for n, (code, _, _) in enumerate(outcomes) if code == 0)
     state = Workspace.open(ws.root).store.get("inter/contested")
     assert state.owner == winner and state.status == "ok"
     ops = [op for op in _journal_ops(ws) if op["ref"] == "inter/contested"]
     assert [op["op"] for op in ops] == ["claim", "record"]
     assert ops[1]["record"]["step"]["name"] == winner
-    assert (ws.local_path("inter/contested") / "part-0.csv").read_text() \
-        == winner.removeprefix("writer-") + "\n"
+    assert (ws.local_path("inter/contested") / "part-0.csv").read_text() == winner.removeprefix(
+        "writer-"
+    ) + "\n"
 
 
 HOLDER = r"""
@@ -282,8 +315,13 @@ for n in range(100000):
 
 def _start(code: str, ws: Workspace) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", code, str(ws.root)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(ws.root)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _integrity(ws: Workspace) -> None:
@@ -293,8 +331,7 @@ def _integrity(ws: Workspace) -> None:
         assert sql(ws, "PRAGMA foreign_key_check") == []
 
 
-def test_a_writer_killed_holding_the_lock_loses_nothing_and_blocks_nobody(
-        ws: Workspace) -> None:
+def test_a_writer_killed_holding_the_lock_loses_nothing_and_blocks_nobody(ws: Workspace) -> None:
     """SIGKILL of a process inside its write transaction: what it had not committed is gone
     whole, what was committed before stays, and the next writer (another process) takes the
     lock: SQLite releases it with the process, PostgreSQL with its connection."""

@@ -46,8 +46,11 @@ REF = "intermediate-data/victim"
 def _mount(where: Path, options: str) -> bool:
     if os.geteuid() != 0:
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        capture_output=True,
+        check=False,
+    )
     return done.returncode == 0
 
 
@@ -68,8 +71,12 @@ def _run(ws: Workspace, df: DataFrame):
         return df
 
     with DagsterInstance.ephemeral() as instance:
-        return materialize([victim], instance=instance, raise_on_error=False,
-                           resources={"io_manager": io_manager(ws)})
+        return materialize(
+            [victim],
+            instance=instance,
+            raise_on_error=False,
+            resources={"io_manager": io_manager(ws)},
+        )
 
 
 def _error(result):
@@ -84,6 +91,7 @@ def _error(result):
 
 def _inject(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
     """The OS refuses the write's last file, as a full or read-only disk would (no root)."""
+
     def refuse(*args, **kwargs):
         raise OSError(code, os.strerror(code))
 
@@ -96,15 +104,17 @@ def _check_old_data_whole(spark, ws: Workspace, old_version: str) -> None:
     assert ws.version_of(REF) == old_version
     state = Workspace.open(ws.root).store.get(REF)
     assert state.version == old_version and not state.unknown
-    assert not [p for p in target.parent.iterdir()
-                if p.name.startswith((STAGING_PREFIX, OLD_PREFIX))]
+    assert not [
+        p for p in target.parent.iterdir() if p.name.startswith((STAGING_PREFIX, OLD_PREFIX))
+    ]
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["disk-full", "read-only"])
 def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
-        spark, tmp_path, small_disk, monkeypatch, fault):
+    spark, tmp_path, small_disk, monkeypatch, fault
+):
     real = small_disk is not None
     print(f"{fault}: {'real tmpfs' if real else 'injected OSError at the OS boundary'}")
     ws = make_workspace((small_disk or tmp_path) / "ws")
@@ -114,8 +124,11 @@ def test_full_or_read_only_disk_fails_clearly_and_keeps_old_data(
     if fault == "disk-full":
         # ~13 MB of unique hex strings: more than the disk holds.
         # One task, so no other task of the aborted job is still writing after the failure.
-        big = spark.range(200_000).withColumn(
-            "s", F.sha2(F.col("id").cast("string"), 256)).coalesce(1)
+        big = (
+            spark.range(200_000)
+            .withColumn("s", F.sha2(F.col("id").cast("string"), 256))
+            .coalesce(1)
+        )
         if not real:
             _inject(monkeypatch, errno.ENOSPC)
         result = _run(ws, big)
@@ -193,8 +206,9 @@ class Disk:
         self.filler.unlink()
 
     def read_only(self, yes: bool = True) -> None:
-        subprocess.run(["mount", "-o", f"remount,{'ro' if yes else 'rw'}", str(self.root)],
-                       check=True)
+        subprocess.run(
+            ["mount", "-o", f"remount,{'ro' if yes else 'rw'}", str(self.root)], check=True
+        )
 
 
 @pytest.fixture
@@ -202,8 +216,10 @@ def disk(tmp_path: Path) -> Iterator[Disk]:
     where = tmp_path / "disk"
     where.mkdir()
     if not _mount(where, "size=1m,mode=0755"):
-        pytest.skip("needs a real tmpfs (root with mount rights): the write errors come from "
-                    "the kernel, not from a mock")
+        pytest.skip(
+            "needs a real tmpfs (root with mount rights): the write errors come from "
+            "the kernel, not from a mock"
+        )
     yield Disk(where)
     subprocess.run(["umount", "-l", str(where)], check=False)
 
@@ -219,15 +235,21 @@ def _small_ws(root: Path) -> Workspace:
 
 def _files(root: Path) -> dict[str, bytes]:
     """Every file under `root` (lock files aside) with its bytes."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.name.endswith(".lock") and p.name != "lock"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock") and p.name != "lock"
+    }
 
 
 def _meta(ws: Workspace) -> tuple[dict[str, bytes], object]:
     """The workspace's own files and its store's rows (the database's files change when only
     read: SQLite's WAL index; the file-hash cache is refreshed by anything that versions)."""
-    files = {name: data for name, data in _files(ws.meta_dir).items()
-             if not name.startswith(("store.db", "cache/"))}
+    files = {
+        name: data
+        for name, data in _files(ws.meta_dir).items()
+        if not name.startswith(("store.db", "cache/"))
+    }
     return files, db_dump(ws)
 
 
@@ -240,8 +262,11 @@ def _check_store_full(exc: BaseException, ws: Workspace) -> None:
 
 
 def _leftovers(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.name.endswith(".tmp")
-            or p.name.startswith((STAGING_PREFIX, OLD_PREFIX))]
+    return [
+        p
+        for p in root.rglob("*")
+        if p.name.endswith(".tmp") or p.name.startswith((STAGING_PREFIX, OLD_PREFIX))
+    ]
 
 
 def _check_full_disk_error(exc: BaseException, *names: str) -> None:
@@ -288,16 +313,19 @@ def test_a_commit_on_a_full_disk_changes_nothing(disk: Disk) -> None:
     store = Workspace.open(ws.root).store
     states = {ref: state.to_json() for ref, state in store.items()}
     meta_before = _meta(ws)
-    records = [LineageRecord(ref=f"inter/o{n}", version=f"v{n}", step=StepInfo(name=f"s{n}"),
-                             parameters=BIG) for n in range(20)]
+    records = [
+        LineageRecord(
+            ref=f"inter/o{n}", version=f"v{n}", step=StepInfo(name=f"s{n}"), parameters=BIG
+        )
+        for n in range(20)
+    ]
     with pytest.raises(DwsError) as raised:
         with store.locked():
             disk.fill()
             store.commit(records)
     _check_store_full(raised.value, ws)
     assert _meta(ws) == meta_before
-    assert {ref: state.to_json() for ref, state in Workspace.open(ws.root).store.items()} \
-        == states
+    assert {ref: state.to_json() for ref, state in Workspace.open(ws.root).store.items()} == states
 
     disk.make_room()
     store.commit(records)
@@ -317,19 +345,32 @@ def test_a_full_disk_under_the_store_says_to_free_space(disk: Disk) -> None:
 @pytest.fixture
 def results_ws(disk: Disk) -> Workspace:
     ws = _small_ws(disk.root / "ws")
-    run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.1}, results={"mae": 1.5},
-             results_dir="results/exp")
+    run_step(
+        ws,
+        "train",
+        ["src/trips.csv"],
+        {},
+        {"gamma": 0.1},
+        results={"mae": 1.5},
+        results_dir="results/exp",
+    )
     return ws
 
 
 @pytest.mark.parametrize("big_results", [False, True], ids=["manifest", "results-copy"])
-def test_snapshot_on_a_full_disk(disk: Disk, results_ws: Workspace, cli,
-                                 big_results: bool) -> None:
+def test_snapshot_on_a_full_disk(disk: Disk, results_ws: Workspace, cli, big_results: bool) -> None:
     ws = results_ws
     if big_results:  # the copy of the results into results/snapshots/ is what fails
         write(ws.root / "results/exp/model.bin", "m" * 150_000)
-        run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.2}, results={"mae": 1.2},
-                 results_dir="results/exp")
+        run_step(
+            ws,
+            "train",
+            ["src/trips.csv"],
+            {},
+            {"gamma": 0.2},
+            results={"mae": 1.2},
+            results_dir="results/exp",
+        )
     meta_before = _meta(ws)
     disk.fill()
     if big_results:  # room for the store's commit, not for the copy
@@ -359,16 +400,31 @@ def test_snapshot_on_a_full_disk(disk: Disk, results_ws: Workspace, cli,
     assert (ws.root / "results/snapshots/s1/exp/results.json").is_file()
 
 
-def test_restoring_data_on_a_full_disk_keeps_the_data_there(disk: Disk, results_ws: Workspace,
-                                                            cli) -> None:
+def test_restoring_data_on_a_full_disk_keeps_the_data_there(
+    disk: Disk, results_ws: Workspace, cli
+) -> None:
     ws = results_ws
     write(ws.root / "results/exp/model.bin", "m" * 100_000)
-    run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.2}, results={"mae": 1.2},
-             results_dir="results/exp")
+    run_step(
+        ws,
+        "train",
+        ["src/trips.csv"],
+        {},
+        {"gamma": 0.2},
+        results={"mae": 1.2},
+        results_dir="results/exp",
+    )
     assert cli("snapshot", "s1", "-w", ws.root)[0] == 0
     write(ws.root / "results/exp/model.bin", "n" * 10)
-    run_step(ws, "train", ["src/trips.csv"], {}, {"gamma": 0.3}, results={"mae": 1.1},
-             results_dir="results/exp")
+    run_step(
+        ws,
+        "train",
+        ["src/trips.csv"],
+        {},
+        {"gamma": 0.3},
+        results={"mae": 1.1},
+        results_dir="results/exp",
+    )
     data_before = _files(ws.root / "results/exp")
     meta_before = _meta(ws)
     disk.fill()
@@ -383,16 +439,20 @@ def test_restoring_data_on_a_full_disk_keeps_the_data_there(disk: Disk, results_
     code, out, err = cli("restore", "s1", "-w", ws.root)
     assert code == 0, err
     assert (ws.root / "results/exp/model.bin").read_text() == "m" * 100_000
-    assert Workspace.open(ws.root).store.get("results/exp").record["parameters"] \
-        == {"gamma": 0.2}
+    assert Workspace.open(ws.root).store.get("results/exp").record["parameters"] == {"gamma": 0.2}
 
 
 def _event(n: int) -> dict:
-    return {"eventTime": f"2026-03-01T12:{n % 60:02d}:00+00:00", "eventType": "START",
-            "producer": "https://example.com/tests", "schemaURL": "https://openlineage.io/x",
-            "run": {"runId": f"00000000-0000-0000-0000-{n:012d}"},
-            "job": {"namespace": "t", "name": f"job{n}" + "j" * 5000},
-            "inputs": [], "outputs": []}
+    return {
+        "eventTime": f"2026-03-01T12:{n % 60:02d}:00+00:00",
+        "eventType": "START",
+        "producer": "https://example.com/tests",
+        "schemaURL": "https://openlineage.io/x",
+        "run": {"runId": f"00000000-0000-0000-0000-{n:012d}"},
+        "job": {"namespace": "t", "name": f"job{n}" + "j" * 5000},
+        "inputs": [],
+        "outputs": [],
+    }
 
 
 class _Collecting:
@@ -440,8 +500,9 @@ def test_init_and_add_on_a_read_only_or_full_disk(disk: Disk, cli) -> None:
     ws = _small_ws(disk.root / "ws")
     resources = (ws.meta_dir / "resources.json").read_bytes()
     disk.fill()
-    code, _, err = cli("add", "more", "--role", "results", "--uri", "s3a://b/r" + "x" * 5000,
-                       "-w", ws.root)
+    code, _, err = cli(
+        "add", "more", "--role", "results", "--uri", "s3a://b/r" + "x" * 5000, "-w", ws.root
+    )
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert "No space left on device" in err and "resources.json" in err
     assert (ws.meta_dir / "resources.json").read_bytes() == resources

@@ -142,6 +142,7 @@ def _materialize(ws: Workspace, df: DataFrame) -> None:
 
 def read_downstream(ws: Workspace) -> None:
     """Run an asset that reads the victim through the IO manager (and writes its own ref)."""
+
     @asset(name="victim", metadata=dws_ref("intermediate-data", "victim"))
     def victim() -> DataFrame:
         raise AssertionError("not selected: only read")
@@ -151,8 +152,12 @@ def read_downstream(ws: Workspace) -> None:
         return victim.groupBy().count()
 
     with DagsterInstance.ephemeral() as instance:
-        materialize([victim, reader], selection=["reader"], instance=instance,
-                    resources={"io_manager": io_manager(ws)})
+        materialize(
+            [victim, reader],
+            selection=["reader"],
+            instance=instance,
+            resources={"io_manager": io_manager(ws)},
+        )
 
 
 def _wait_for_point(child: subprocess.Popen[bytes], ready: Path, deadline: float) -> str:
@@ -179,8 +184,11 @@ def killed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Killed]
             ready = base / f"{point}.ready"
             child = subprocess.Popen(
                 [sys.executable, "-c", CHILD, str(ws.root), point, str(ready), str(NEW_ROWS)],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                start_new_session=True)
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             started[point] = (ws, ws.version_of(REF), child, ready)
         deadline = time.monotonic() + READY_DEADLINE_SECONDS
         results = {}
@@ -228,7 +236,8 @@ def test_kill_leaves_old_or_new_data_whole_and_lineage_matching(spark, killed, p
     state = after.store.get(REF)
     assert state is not None and state.version == logical and state.status == "ok"
     assert after.store.get("intermediate-data/reader").record["inputs"] == [
-        {"ref": REF, "version": logical}]
+        {"ref": REF, "version": logical}
+    ]
 
     # The next run proceeds and leaves its own data and lineage.
     _materialize(ws, spark.range(NEXT_ROWS).withColumnRenamed("id", "x"))

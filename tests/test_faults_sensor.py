@@ -127,8 +127,12 @@ def event_log(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
     ws = make_workspace(base / "ws")
     with DagsterInstance.from_config(str(home)) as instance:
         run(scored_assets(), ws, instance)
-        run(scored_assets(), ws, instance, run_config={
-            "ops": {"hourly": {"config": {"min_fare": 9.0}}}})
+        run(
+            scored_assets(),
+            ws,
+            instance,
+            run_config={"ops": {"hourly": {"config": {"min_fare": 9.0}}}},
+        )
     committed = refs_state(Workspace.open(ws.root))
     return ws.root, home, committed
 
@@ -146,17 +150,21 @@ def materializations(home: Path) -> Counter[tuple[str, str]]:
     """(asset, run id) of every materialization in the event log."""
     with DagsterInstance.from_config(str(home)) as instance:
         records = instance.get_event_records(
-            EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION),
-            ascending=True)
-    return Counter((r.event_log_entry.dagster_event.asset_key.to_user_string(),
-                    r.event_log_entry.run_id) for r in records)
+            EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION), ascending=True
+        )
+    return Counter(
+        (r.event_log_entry.dagster_event.asset_key.to_user_string(), r.event_log_entry.run_id)
+        for r in records
+    )
 
 
 def recorded(ws: Workspace) -> Counter[tuple[str, str | None]]:
     """(step, run id) of every materialization record in the store's history."""
-    return Counter((op["record"]["step"]["name"], op["record"]["step"].get("run_id"))
-                   for op in ws.store.history() if op["op"] == "record"
-                   and op["record"]["step"]["kind"] != "observation")
+    return Counter(
+        (op["record"]["step"]["name"], op["record"]["step"].get("run_id"))
+        for op in ws.store.history()
+        if op["op"] == "record" and op["record"]["step"]["kind"] != "observation"
+    )
 
 
 def spooled_keys(ws: Workspace) -> list[tuple[str, str]]:
@@ -174,15 +182,15 @@ KILL_POINTS = ("mid-batch", "mid-spool", "mid-delivery")
 
 
 @pytest.fixture(scope="module")
-def killed_ticks(event_log, tmp_path_factory
-                 ) -> dict[str, tuple[Workspace, str, str, Receiver, int | None]]:
+def killed_ticks(
+    event_log, tmp_path_factory
+) -> dict[str, tuple[Workspace, str, str, Receiver, int | None]]:
     """For each point: a copy of the workspace without its store, a receiver, a sensor process
     killed at that point (side by side: no Spark in them), and the cursor of the last batch
     it committed."""
     template, home, _ = event_log
     base = tmp_path_factory.mktemp("ticks")
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("OPENLINEAGE")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENLINEAGE")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(base))
     started = {}
     try:
@@ -192,16 +200,31 @@ def killed_ticks(event_log, tmp_path_factory
             ready = base / f"{point}.ready"
             cursor = base / f"{point}.cursor"
             child = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(ws.root), str(home), point, str(ready),
-                 str(cursor)],
-                env={**env, "OPENLINEAGE_URL": receiver.url}, cwd=base,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(ws.root),
+                    str(home),
+                    point,
+                    str(ready),
+                    str(cursor),
+                ],
+                env={**env, "OPENLINEAGE_URL": receiver.url},
+                cwd=base,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             started[point] = (ws, child, ready, receiver, cursor)
         deadline = time.monotonic() + CHILD_DEADLINE_SECONDS
         results = {}
         for point, (ws, child, ready, receiver, cursor) in started.items():
-            while time.monotonic() < deadline and child.poll() is None \
-                    and not (ready.exists() and ready.read_text()):
+            while (
+                time.monotonic() < deadline
+                and child.poll() is None
+                and not (ready.exists() and ready.read_text())
+            ):
                 time.sleep(0.1)
             reached = ready.read_text() if ready.exists() else f"exit {child.poll()}"
             os.killpg(child.pid, signal.SIGKILL)
@@ -219,7 +242,8 @@ def killed_ticks(event_log, tmp_path_factory
 
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_event(
-        event_log, killed_ticks, point, clean_ol_env, monkeypatch, tmp_path):
+    event_log, killed_ticks, point, clean_ol_env, monkeypatch, tmp_path
+):
     template, home, committed = event_log
     ws, reached, stderr, receiver, committed_cursor = killed_ticks[point]
     assert reached == point, f"the sensor did not stop at {point}: {stderr[-3000:]}"
@@ -243,8 +267,14 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
                 raise _Stop
 
         with DagsterInstance.from_config(str(home)) as instance, pytest.raises(_Stop):
-            process_events(instance, partial, batch_size=5, time_budget_seconds=600,
-                           deliver=False, save_cursor=stop_after)
+            process_events(
+                instance,
+                partial,
+                batch_size=5,
+                time_budget_seconds=600,
+                deliver=False,
+                save_cursor=stop_after,
+            )
         killed = Workspace.open(ws.root)
         assert recorded(killed) == recorded(partial)
         assert refs_state(killed) == refs_state(partial)
@@ -266,8 +296,9 @@ def test_sensor_killed_mid_tick_stores_each_materialization_once_and_loses_no_ev
 
     # Each materialization recorded once.
     lineage = Workspace.open(ws.root)
-    dws_materializations = {key: n for key, n in materializations(home).items()
-                            if key[0] not in ("trips", "zones")}
+    dws_materializations = {
+        key: n for key, n in materializations(home).items() if key[0] not in ("trips", "zones")
+    }
     assert recorded(lineage) == dws_materializations
     assert set(recorded(lineage).values()) == {1}
     # The rebuilt lineage is what the IO manager had committed (plus the sensor's metrics).
@@ -317,24 +348,29 @@ def _wait_until(condition, deadline_seconds: float = 60.0) -> None:
 
 def _use_http(ws: Workspace, url: str, timeout: float) -> None:
     (ws.root / "openlineage.yml").write_text(
-        f"transport:\n  type: http\n  url: {url}\n  timeout: {timeout}\n")
+        f"transport:\n  type: http\n  url: {url}\n  timeout: {timeout}\n"
+    )
 
 
 def test_refusing_failing_and_slow_catalog_loses_nothing_and_resumes(
-        event_log, tmp_path, clean_ol_env):
+    event_log, tmp_path, clean_ol_env
+):
     template, home, _ = event_log
     ws = copy_workspace(template, tmp_path / "ws")
     receiver = Receiver()  # not started: connections are refused
     _use_http(ws, receiver.url, timeout=1.0)
     with DagsterInstance.from_config(str(home)) as instance:
+
         def tick():
             return process_events(instance, ws, time_budget_seconds=30)
 
         first = tick()
         spooled = first.spooled
         assert spooled > 10 and first.delivered == 0 and first.pending == spooled
-        assert "refused" in first.delivery_error.lower() \
+        assert (
+            "refused" in first.delivery_error.lower()
             or "connection" in first.delivery_error.lower()
+        )
         # During the backoff a tick sends nothing and returns at once with its lineage done.
         waiting = tick()
         assert waiting.delivered == 0 and waiting.pending == spooled
@@ -373,7 +409,8 @@ def test_refusing_failing_and_slow_catalog_loses_nothing_and_resumes(
 
 
 def test_slow_catalog_ticks_stop_delivering_when_the_budget_runs_out(
-        event_log, tmp_path, clean_ol_env):
+    event_log, tmp_path, clean_ol_env
+):
     template, home, _ = event_log
     ws = copy_workspace(template, tmp_path / "ws")
     delay, budget = 0.5, 2.0
@@ -386,8 +423,11 @@ def test_slow_catalog_ticks_stop_delivering_when_the_budget_runs_out(
             ticks = []
             while Outbox(ws).status().pending and len(ticks) < total:
                 receiver.slow_next(total, seconds=delay)  # every request takes >= delay
-                ticks.append(process_events(instance, ws, after_storage_id=first.cursor,
-                                            time_budget_seconds=budget))
+                ticks.append(
+                    process_events(
+                        instance, ws, after_storage_id=first.cursor, time_budget_seconds=budget
+                    )
+                )
     # No event is started once the budget is spent: each request takes at least `delay`, so
     # a tick makes at most budget / delay + 1 of them, and the backlog spreads over ticks.
     limit = int(budget / delay) + 1
@@ -395,5 +435,4 @@ def test_slow_catalog_ticks_stop_delivering_when_the_budget_runs_out(
     assert all(1 <= t.delivered <= limit for t in ticks)
     assert len(ticks) >= -(-total // limit) and ticks[-1].pending == 0
     assert sum(t.delivered for t in ticks) == total
-    assert [event_key(e) for e in receiver.events] == [event_key(e)
-                                                       for e in Outbox(ws).events()]
+    assert [event_key(e) for e in receiver.events] == [event_key(e) for e in Outbox(ws).events()]

@@ -1,6 +1,5 @@
 """Partitioned assets: one subpath, version and lineage record per partition."""
 
-
 from pathlib import Path
 
 import pytest
@@ -74,21 +73,34 @@ def test_each_partition_has_its_own_subpath_version_and_lineage(spark, pipeline_
         assert record.parameters == {"dagster/partition": key}
         assert latest(instance, "events", key)["metadata"]["dws/ref"] == ref
 
-    materialize([events, daily_counts], partition_key="2024-01-02", instance=instance,
-                resources=resources, selection=["daily_counts"])
+    materialize(
+        [events, daily_counts],
+        partition_key="2024-01-02",
+        instance=instance,
+        resources=resources,
+        selection=["daily_counts"],
+    )
     counts = latest(instance, "daily_counts", "2024-01-02")["metadata"]
-    assert counts["dws/inputs"] == [{"ref": "intermediate-data/events/2024-01-02",
-                                     "version": versions["2024-01-02"], "asset": "events"}]
+    assert counts["dws/inputs"] == [
+        {
+            "ref": "intermediate-data/events/2024-01-02",
+            "version": versions["2024-01-02"],
+            "asset": "events",
+        }
+    ]
 
-    materialize([events, summary], instance=instance, resources=resources,
-                selection=["summary"])
+    materialize([events, summary], instance=instance, resources=resources, selection=["summary"])
     meta = latest(instance, "summary")["metadata"]
     assert meta["dws/inputs"] == [
         {"ref": f"intermediate-data/events/{key}", "version": versions[key], "asset": "events"}
-        for key in keys]
+        for key in keys
+    ]
     rows = spark.read.parquet(str(ws.local_path("intermediate-data/summary"))).collect()
     assert sorted((r.day, r["count"]) for r in rows) == [
-        ("2024-01-01", 10), ("2024-01-02", 20), ("2024-01-03", 30)]
+        ("2024-01-01", 10),
+        ("2024-01-02", 20),
+        ("2024-01-03", 30),
+    ]
     # The column lineage table names the partitions read as one input in one row.
     table = latest(instance, "summary")["raw"]["dws/column_sources"]
     assert ("day", "events (3 partitions)", "day", "identity") in table_rows(table)
@@ -108,22 +120,34 @@ def test_a_partition_range_is_read_as_one_input(spark, pipeline_ws, instance):
     ws = pipeline_ws
     events, _, _ = daily_assets(spark)
 
-    @asset(partitions_def=DAYS, metadata=dws_ref("intermediate-data", "two_days"),
-           ins={"events": AssetIn(partition_mapping=TimeWindowPartitionMapping(start_offset=-1))})
+    @asset(
+        partitions_def=DAYS,
+        metadata=dws_ref("intermediate-data", "two_days"),
+        ins={"events": AssetIn(partition_mapping=TimeWindowPartitionMapping(start_offset=-1))},
+    )
     def two_days(events: DataFrame) -> DataFrame:
         return events.groupBy("day").count()
 
     resources = {"io_manager": io_manager(ws)}
     for key in DAYS.get_partition_keys():
         materialize([events], partition_key=key, instance=instance, resources=resources)
-    materialize([events, two_days], partition_key="2024-01-03", instance=instance,
-                resources=resources, selection=["two_days"])
+    materialize(
+        [events, two_days],
+        partition_key="2024-01-03",
+        instance=instance,
+        resources=resources,
+        selection=["two_days"],
+    )
     meta = latest(instance, "two_days", "2024-01-03")["metadata"]
     assert [i["ref"] for i in meta["dws/inputs"]] == [
-        "intermediate-data/events/2024-01-02", "intermediate-data/events/2024-01-03"]
+        "intermediate-data/events/2024-01-02",
+        "intermediate-data/events/2024-01-03",
+    ]
     rows = spark.read.parquet(str(ws.local_path("intermediate-data/two_days/2024-01-03")))
     assert sorted((r.day, r["count"]) for r in rows.collect()) == [
-        ("2024-01-02", 20), ("2024-01-03", 30)]
+        ("2024-01-02", 20),
+        ("2024-01-03", 30),
+    ]
 
 
 def test_missing_partitions_are_named(spark, pipeline_ws, instance):
@@ -132,8 +156,9 @@ def test_missing_partitions_are_named(spark, pipeline_ws, instance):
     resources = {"io_manager": io_manager(ws)}
     materialize([events], partition_key="2024-01-01", instance=instance, resources=resources)
     with pytest.raises(Exception) as info:
-        materialize([events, summary], instance=instance, resources=resources,
-                    selection=["summary"])
+        materialize(
+            [events, summary], instance=instance, resources=resources, selection=["summary"]
+        )
     error = root_cause(info.value)
     assert isinstance(error, MissingPartitionError)
     assert "2 of 3 partitions" in str(error) and "2024-01-02" in str(error)
@@ -143,8 +168,10 @@ def test_missing_partitions_are_named(spark, pipeline_ws, instance):
 def test_hive_style_template_restores_the_partition_column(spark, pipeline_ws, instance):
     ws = pipeline_ws
 
-    @asset(partitions_def=REGIONS, metadata=dws_ref("intermediate-data", "sales",
-                                                     partition_template="region={partition}"))
+    @asset(
+        partitions_def=REGIONS,
+        metadata=dws_ref("intermediate-data", "sales", partition_template="region={partition}"),
+    )
     def sales(context) -> DataFrame:
         return spark.range(3).withColumn("amount", F.lit(len(context.partition_key)))
 
@@ -156,7 +183,11 @@ def test_hive_style_template_restores_the_partition_column(spark, pipeline_ws, i
     for key in REGIONS.get_partition_keys():
         materialize([sales], partition_key=key, instance=instance, resources=resources)
     assert ws.local_path("intermediate-data/sales/region=a%2Fb").is_dir()
-    materialize([sales, sales_by_region], instance=instance, resources=resources,
-                selection=["sales_by_region"])
+    materialize(
+        [sales, sales_by_region],
+        instance=instance,
+        resources=resources,
+        selection=["sales_by_region"],
+    )
     rows = spark.read.parquet(str(ws.local_path("results/sales_by_region"))).collect()
     assert sorted((r.region, r.amount) for r in rows) == [("a/b", 9), ("eu", 6), ("us", 6)]

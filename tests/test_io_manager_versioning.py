@@ -26,30 +26,44 @@ def ws(tmp_path: Path) -> Workspace:
     return workspace
 
 
-def trips_asset(spark, *, rows: int = 500, versioning: str | None = None, fmt: str = "parquet",
-                descending: bool = False):
+def trips_asset(
+    spark,
+    *,
+    rows: int = 500,
+    versioning: str | None = None,
+    fmt: str = "parquet",
+    descending: bool = False,
+):
     @asset(metadata=dws_ref("inter", "trips", format=fmt, versioning=versioning))
     def trips() -> DataFrame:
-        return spark.range(rows, numPartitions=3).selectExpr(
-            "id", "id % 7 AS zone", "CAST(id AS DOUBLE) / 3 AS fare").orderBy(
-            "fare", ascending=not descending)
+        return (
+            spark.range(rows, numPartitions=3)
+            .selectExpr("id", "id % 7 AS zone", "CAST(id AS DOUBLE) / 3 AS fare")
+            .orderBy("fare", ascending=not descending)
+        )
+
     return trips
 
 
 def recorded(instance: DagsterInstance) -> dict:
-    event = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey("trips")), limit=1
-    ).records[0].event_log_entry.asset_materialization
-    return {"metadata": {k: getattr(v, "value", v) for k, v in event.metadata.items()},
-            "tags": event.tags or {}}
+    event = (
+        instance.fetch_materializations(AssetRecordsFilter(asset_key=AssetKey("trips")), limit=1)
+        .records[0]
+        .event_log_entry.asset_materialization
+    )
+    return {
+        "metadata": {k: getattr(v, "value", v) for k, v in event.metadata.items()},
+        "tags": event.tags or {},
+    }
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_files_versioning_is_the_byte_version_of_the_written_files(spark, ws, fmt):
     with DagsterInstance.ephemeral() as instance:
         trips = trips_asset(spark, versioning="files", fmt=fmt)
-        assert materialize([trips], instance=instance,
-                           resources={"io_manager": io_manager(ws)}).success
+        assert materialize(
+            [trips], instance=instance, resources={"io_manager": io_manager(ws)}
+        ).success
         seen = recorded(instance)
     folder = ws.local_path("inter/trips")
     version = seen["metadata"]["dws/version"]
@@ -67,11 +81,17 @@ def test_the_io_manager_setting_applies_and_an_asset_binding_wins(spark, ws):
     unbound = trips_asset(spark)
     bound_to_rows = trips_asset(spark, versioning="rows")
     with DagsterInstance.ephemeral() as instance:
-        materialize([unbound], instance=instance,
-                    resources={"io_manager": io_manager(ws, versioning="files")})
+        materialize(
+            [unbound],
+            instance=instance,
+            resources={"io_manager": io_manager(ws, versioning="files")},
+        )
         from_manager = recorded(instance)["metadata"]["dws/version"]
-        materialize([bound_to_rows], instance=instance,
-                    resources={"io_manager": io_manager(ws, versioning="files")})
+        materialize(
+            [bound_to_rows],
+            instance=instance,
+            resources={"io_manager": io_manager(ws, versioning="files")},
+        )
         from_binding = recorded(instance)["metadata"]["dws/version"]
     assert from_manager == content_version(ws.local_path("inter/trips")) != from_binding
     assert storage.read_marker(spark, str(ws.local_path("inter/trips")))["versioning"] == "rows"
@@ -83,8 +103,7 @@ def test_rows_versioning_ignores_row_order_and_files_versioning_does_not(spark, 
         for descending in (False, True):
             with DagsterInstance.ephemeral() as instance:
                 trips = trips_asset(spark, versioning=versioning, descending=descending)
-                materialize([trips], instance=instance,
-                            resources={"io_manager": io_manager(ws)})
+                materialize([trips], instance=instance, resources={"io_manager": io_manager(ws)})
                 versions[versioning, descending] = recorded(instance)["metadata"]["dws/version"]
     assert versions["rows", False] == versions["rows", True]
     assert versions["files", False] != versions["files", True]
@@ -94,8 +113,11 @@ def test_unchanged_output_keeps_its_files_version(spark, ws):
     seen = []
     for _ in range(2):
         with DagsterInstance.ephemeral() as instance:
-            materialize([trips_asset(spark, versioning="files")], instance=instance,
-                        resources={"io_manager": io_manager(ws)})
+            materialize(
+                [trips_asset(spark, versioning="files")],
+                instance=instance,
+                resources={"io_manager": io_manager(ws)},
+            )
             seen.append(recorded(instance)["metadata"]["dws/version"])
     assert seen[0] == seen[1]
 
@@ -105,8 +127,9 @@ def test_unknown_versioning_is_refused_before_anything_is_written(spark, ws, tmp
         dws_ref("inter", "trips", versioning="bytes")
     before = tree_state(ws.root)
     with pytest.raises(StorageError, match=r"asset 'x'.*unknown versioning 'bytes'"):
-        storage.write_atomic(spark.range(3), str(ws.local_path("inter/x")),
-                             versioning="bytes", what="asset 'x'")
+        storage.write_atomic(
+            spark.range(3), str(ws.local_path("inter/x")), versioning="bytes", what="asset 'x'"
+        )
     assert tree_state(ws.root) == before
     assert not (ws.local_path("inter/x") / MARKER_NAME).exists()
 
@@ -117,11 +140,16 @@ def test_files_versioning_counts_rows_of_partitioned_output(spark, ws):
         return spark.range(700, numPartitions=2).selectExpr("id", "id % 7 AS zone")
 
     with DagsterInstance.ephemeral() as instance:
-        assert materialize([by_zone], instance=instance,
-                           resources={"io_manager": io_manager(ws)}).success
-        event = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=AssetKey("by_zone")), limit=1
-        ).records[0].event_log_entry.asset_materialization
+        assert materialize(
+            [by_zone], instance=instance, resources={"io_manager": io_manager(ws)}
+        ).success
+        event = (
+            instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=AssetKey("by_zone")), limit=1
+            )
+            .records[0]
+            .event_log_entry.asset_materialization
+        )
     assert event.metadata["dagster/row_count"].value == 700
     folder = ws.local_path("inter/by_zone")
     assert sorted(p.name for p in folder.glob("zone=*")) == [f"zone={z}" for z in range(7)]

@@ -47,9 +47,15 @@ DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "journal_workspace"
 EXPECTED = json.loads((DATA / "journal_workspace.expected.json").read_text())
 HASHES = [entry["hash"] for entry in EXPECTED["snapshots"]]
-TABLES = {"records": schema.records, "operations": schema.operations, "refs": schema.refs,
-          "snapshots": schema.snapshots, "tags": schema.snapshot_tags,
-          "snapshot_refs": schema.snapshot_refs, "events": schema.ol_events}
+TABLES = {
+    "records": schema.records,
+    "operations": schema.operations,
+    "refs": schema.refs,
+    "snapshots": schema.snapshots,
+    "tags": schema.snapshot_tags,
+    "snapshot_refs": schema.snapshot_refs,
+    "events": schema.ol_events,
+}
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -76,18 +82,23 @@ def rows(root: Path) -> dict[str, Any]:
     ws_id = db.workspace_id(ws.name)
     with db.transaction() as connection:
         found: dict[str, Any] = {
-            name: connection.execute(select(func.count()).select_from(table)
-                                     .where(table.c.workspace_id == ws_id)).scalar()
-            for name, table in TABLES.items()}
+            name: connection.execute(
+                select(func.count()).select_from(table).where(table.c.workspace_id == ws_id)
+            ).scalar()
+            for name, table in TABLES.items()
+        }
         found["imported"] = connection.execute(
-            select(schema.workspaces.c.imported)
-            .where(schema.workspaces.c.id == ws_id)).scalar()
+            select(schema.workspaces.c.imported).where(schema.workspaces.c.id == ws_id)
+        ).scalar()
     return found
 
 
 def journal_tree(root: Path) -> dict[str, str]:
-    return {path: digest for path, digest in tree_state(meta(root)).items()
-            if not path.startswith("store.db")}
+    return {
+        path: digest
+        for path, digest in tree_state(meta(root)).items()
+        if not path.startswith("store.db")
+    }
 
 
 def fixture_tree() -> dict[str, str]:
@@ -127,19 +138,32 @@ def assert_outbox(ws: Workspace) -> None:
     events, delivery = schema.ol_events, schema.ol_delivery
     with ws.store.reading() as connection:
         found = connection.execute(
-            select(events.c.body, events.c.pending, events.c.run_id, events.c.event_type,
-                   events.c.event_time)
+            select(
+                events.c.body,
+                events.c.pending,
+                events.c.run_id,
+                events.c.event_type,
+                events.c.event_time,
+            )
             .where(events.c.workspace_id == ws.store.workspace_id)
-            .order_by(events.c.id)).all()
-        counters = connection.execute(select(delivery).where(
-            delivery.c.workspace_id == ws.store.workspace_id)).mappings().one()
+            .order_by(events.c.id)
+        ).all()
+        counters = (
+            connection.execute(
+                select(delivery).where(delivery.c.workspace_id == ws.store.workspace_id)
+            )
+            .mappings()
+            .one()
+        )
     assert [orjson.loads(row.body) for row in found] == expected["events"]
     for row in found:
         event = orjson.loads(row.body)
         # The time as the outbox keys it: UTC, fixed width (text order is time order).
         assert (row.run_id, row.event_type, row.event_time) == (
-            event["run"]["runId"], event["eventType"],
-            event["eventTime"].replace("+00:00", ".000000+00:00"))
+            event["run"]["runId"],
+            event["eventType"],
+            event["eventTime"].replace("+00:00", ".000000+00:00"),
+        )
         # The body is the line the journal outbox sent: sorted keys, compact.
         assert row.body.encode() == orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
     assert [orjson.loads(row.body) for row in found if row.pending] == expected["pending"]
@@ -148,8 +172,14 @@ def assert_outbox(ws: Workspace) -> None:
     assert len(pending) == status["pending"] > 0
     assert len(found) - len(pending) == status["delivered"] > 0
     assert orjson.loads(pending[0].body)["eventTime"] == status["oldest_pending_time"]
-    for name in ("delivered", "attempts", "last_error", "last_error_at", "last_delivery_at",
-                 "next_attempt_at"):
+    for name in (
+        "delivered",
+        "attempts",
+        "last_error",
+        "last_error_at",
+        "last_delivery_at",
+        "next_attempt_at",
+    ):
         assert counters[name] == status[name], name
     assert status["last_error"] and status["attempts"] == 1
 
@@ -159,15 +189,22 @@ def assert_moved(root: Path) -> None:
     for folder in FOLDERS:
         assert not (meta(root) / folder).exists()
     kept = tree_state(meta(root) / journal_import.IMPORTED_DIR)
-    assert kept == {path: digest for path, digest in fixture_tree().items()
-                    if path.split("/")[0] in ("lineage", "snapshots", "openlineage")}
+    assert kept == {
+        path: digest
+        for path, digest in fixture_tree().items()
+        if path.split("/")[0] in ("lineage", "snapshots", "openlineage")
+    }
 
 
 def expected_rows() -> dict[str, int]:
-    return {"operations": len(EXPECTED["history"]), "refs": len(EXPECTED["state"]),
-            "snapshots": 2, "tags": 2,
-            "snapshot_refs": sum(map(len, EXPECTED["manifests"].values())),
-            "events": len(EXPECTED["outbox"]["events"])}
+    return {
+        "operations": len(EXPECTED["history"]),
+        "refs": len(EXPECTED["state"]),
+        "snapshots": 2,
+        "tags": 2,
+        "snapshot_refs": sum(map(len, EXPECTED["manifests"].values())),
+        "events": len(EXPECTED["outbox"]["events"]),
+    }
 
 
 # ------------------------------------------------------------------------------- tests
@@ -188,15 +225,13 @@ def test_fixture_is_what_the_journal_code_wrote() -> None:
     assert "unknown" in EXPECTED["statuses"].values()
     assert [len(entry["tags"]) for entry in EXPECTED["snapshots"]] == [2, 0]
     assert all(entry["results"] for entry in EXPECTED["snapshots"])
-    assert len(list((FIXTURE / ".dataworkspace/openlineage/outbox/journal").glob("*.jsonl"))) \
-        == 2
+    assert len(list((FIXTURE / ".dataworkspace/openlineage/outbox/journal").glob("*.jsonl"))) == 2
     for path in [*FIXTURE.rglob("*"), DATA / "journal_workspace.expected.json"]:
         if path.is_file():
             assert str(ROOT).encode() not in path.read_bytes(), path
 
 
-def test_first_open_imports_everything(old_ws: Path, caplog: pytest.LogCaptureFixture
-                                       ) -> None:
+def test_first_open_imports_everything(old_ws: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="dws_dagster"):
         assert_imported(old_ws)
     assert_moved(old_ws)
@@ -214,16 +249,18 @@ def test_imported_records_are_the_store_own(old_ws: Path) -> None:
     store = ws.store
     table = schema.records
     with store.locked() as connection:
-        found = connection.execute(select(table.c.id, table.c.body, table.c.good).where(
-            table.c.workspace_id == store.workspace_id)).all()
+        found = connection.execute(
+            select(table.c.id, table.c.body, table.c.good).where(
+                table.c.workspace_id == store.workspace_id
+            )
+        ).all()
         assert found
         for record_id, body, good in found:
             assert store._record_id(connection, orjson.loads(body), good=good) == record_id
     assert rows(old_ws)["records"] == len(found)
 
 
-def test_reopening_imports_nothing_twice(old_ws: Path, caplog: pytest.LogCaptureFixture
-                                         ) -> None:
+def test_reopening_imports_nothing_twice(old_ws: Path, caplog: pytest.LogCaptureFixture) -> None:
     assert_imported(old_ws)
     before = rows(old_ws)
     forget_databases()  # as a new process would
@@ -247,8 +284,10 @@ def test_reopening_imports_nothing_twice(old_ws: Path, caplog: pytest.LogCapture
 def test_torn_last_lines_are_ignored(old_ws: Path) -> None:
     """A crash in the middle of an append left a line without its end: the journal readers
     ignored it, so does the import."""
-    for path in (meta(old_ws) / "lineage/journal/00000002.jsonl",
-                 meta(old_ws) / "openlineage/outbox/journal/00000002.jsonl"):
+    for path in (
+        meta(old_ws) / "lineage/journal/00000002.jsonl",
+        meta(old_ws) / "openlineage/outbox/journal/00000002.jsonl",
+    ):
         with open(path, "ab") as handle:
             handle.write(b'{"op": "record", "record": {"ref": "inter/torn", "vers')
     assert_imported(old_ws)
@@ -261,14 +300,22 @@ def test_without_current_json_the_whole_journal_is_folded(old_ws: Path) -> None:
     assert_imported(old_ws)
 
 
-@pytest.mark.parametrize(("written", "stored"), [
-    ("2026-05-01T12:00:00+02:00", "2026-05-01T10:00:00.000000+00:00"),
-    ("2026-05-01T10:00:00.5", "2026-05-01T10:00:00.500000+00:00"),  # no zone: UTC
-    ("2026-05-01", "2026-05-01T00:00:00.000000+00:00"),  # a date: its midnight
-])
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("2026-05-01T12:00:00+02:00", "2026-05-01T10:00:00.000000+00:00"),
+        ("2026-05-01T10:00:00.5", "2026-05-01T10:00:00.500000+00:00"),  # no zone: UTC
+        ("2026-05-01", "2026-05-01T00:00:00.000000+00:00"),  # a date: its midnight
+    ],
+)
 def test_event_times_are_stored_as_the_outbox_keys_them(written: str, stored: str) -> None:
-    line = orjson.dumps({"eventType": "START", "eventTime": written, "run": {"runId": "r"}},
-                        option=orjson.OPT_SORT_KEYS) + b"\n"
+    line = (
+        orjson.dumps(
+            {"eventType": "START", "eventTime": written, "run": {"runId": "r"}},
+            option=orjson.OPT_SORT_KEYS,
+        )
+        + b"\n"
+    )
     event = _event(line, Path("journal.jsonl"), 0, max_time=40, max_type=16)
     assert (event.event_time, event.line) == (stored, line.rstrip(b"\n"))
 
@@ -303,37 +350,83 @@ def _index(data: dict[str, Any], change: Callable[[dict[str, Any]], Any]) -> dic
 
 
 CORRUPTIONS: dict[str, tuple[str, Callable[[Path], None]]] = {
-    "journal line not JSON": ("lineage/journal/00000001.jsonl", lambda m: _prepend(
-        m / "lineage/journal/00000001.jsonl", b"{not json\n")),
-    "journal op escaping its resource": ("lineage/journal/00000002.jsonl", lambda m: _line(
-        m / "lineage/journal/00000002.jsonl", 0, _bad_ref)),
-    "journal op unknown": ("lineage/journal/00000001.jsonl", lambda m: _line(
-        m / "lineage/journal/00000001.jsonl", 3, lambda op: _set(op, "op", "rewrite"))),
-    "journal segment unreadable": ("lineage/journal/00000003.jsonl", lambda m: (
-        m / "lineage/journal/00000003.jsonl").mkdir()),  # reading it fails (as root too)
-    "current.json not JSON": ("current.json", lambda m: (m / "lineage/current.json")
-                              .write_bytes(b'{"format": 1, "pos')),
-    "current.json position inside a line": ("current.json", lambda m: _json_file(
-        m / "lineage/current.json", lambda d: _set(d, "position", {"segment": 2, "offset": 5}))),
-    "current.json state": ("current.json", lambda m: _json_file(
-        m / "lineage/current.json",
-        lambda d: _set(d, "refs", {**d["refs"], "inter/prep": {"owner": 3}}))),
-    "index duplicate tag": ("index.json", lambda m: _json_file(
-        m / "snapshots/index.json", lambda d: _index(d, lambda e: _set(e, "tags", ["v1"])))),
-    "index bad hash": ("index.json", lambda m: _json_file(
-        m / "snapshots/index.json", lambda d: _index(d, lambda e: _set(e, "hash", "../x")))),
-    "manifest missing": (f"{HASHES[1]}.json", lambda m: (m / f"snapshots/{HASHES[1]}.json")
-                         .unlink()),
-    "manifest of another snapshot": (f"{HASHES[1]}.json", lambda m: shutil.copy(
-        m / f"snapshots/{HASHES[0]}.json", m / f"snapshots/{HASHES[1]}.json")),
-    "outbox state": ("state.json", lambda m: _json_file(
-        m / "openlineage/outbox/state.json", lambda d: _set(d, "delivered", -1))),
-    "outbox state time": ("state.json", lambda m: _json_file(
-        m / "openlineage/outbox/state.json", lambda d: _set(d, "last_error_at", "yesterday"))),
-    "outbox line not an object": ("outbox/journal/00000002.jsonl", lambda m: (
-        m / "openlineage/outbox/journal/00000002.jsonl").write_bytes(b"[1, 2]\n")),
-    "outbox event without run id": ("outbox/journal/00000001.jsonl", lambda m: _line(
-        m / "openlineage/outbox/journal/00000001.jsonl", 1, lambda e: _set(e, "run", {}))),
+    "journal line not JSON": (
+        "lineage/journal/00000001.jsonl",
+        lambda m: _prepend(m / "lineage/journal/00000001.jsonl", b"{not json\n"),
+    ),
+    "journal op escaping its resource": (
+        "lineage/journal/00000002.jsonl",
+        lambda m: _line(m / "lineage/journal/00000002.jsonl", 0, _bad_ref),
+    ),
+    "journal op unknown": (
+        "lineage/journal/00000001.jsonl",
+        lambda m: _line(
+            m / "lineage/journal/00000001.jsonl", 3, lambda op: _set(op, "op", "rewrite")
+        ),
+    ),
+    "journal segment unreadable": (
+        "lineage/journal/00000003.jsonl",
+        lambda m: (m / "lineage/journal/00000003.jsonl").mkdir(),
+    ),  # reading it fails (as root too)
+    "current.json not JSON": (
+        "current.json",
+        lambda m: (m / "lineage/current.json").write_bytes(b'{"format": 1, "pos'),
+    ),
+    "current.json position inside a line": (
+        "current.json",
+        lambda m: _json_file(
+            m / "lineage/current.json", lambda d: _set(d, "position", {"segment": 2, "offset": 5})
+        ),
+    ),
+    "current.json state": (
+        "current.json",
+        lambda m: _json_file(
+            m / "lineage/current.json",
+            lambda d: _set(d, "refs", {**d["refs"], "inter/prep": {"owner": 3}}),
+        ),
+    ),
+    "index duplicate tag": (
+        "index.json",
+        lambda m: _json_file(
+            m / "snapshots/index.json", lambda d: _index(d, lambda e: _set(e, "tags", ["v1"]))
+        ),
+    ),
+    "index bad hash": (
+        "index.json",
+        lambda m: _json_file(
+            m / "snapshots/index.json", lambda d: _index(d, lambda e: _set(e, "hash", "../x"))
+        ),
+    ),
+    "manifest missing": (
+        f"{HASHES[1]}.json",
+        lambda m: (m / f"snapshots/{HASHES[1]}.json").unlink(),
+    ),
+    "manifest of another snapshot": (
+        f"{HASHES[1]}.json",
+        lambda m: shutil.copy(m / f"snapshots/{HASHES[0]}.json", m / f"snapshots/{HASHES[1]}.json"),
+    ),
+    "outbox state": (
+        "state.json",
+        lambda m: _json_file(
+            m / "openlineage/outbox/state.json", lambda d: _set(d, "delivered", -1)
+        ),
+    ),
+    "outbox state time": (
+        "state.json",
+        lambda m: _json_file(
+            m / "openlineage/outbox/state.json", lambda d: _set(d, "last_error_at", "yesterday")
+        ),
+    ),
+    "outbox line not an object": (
+        "outbox/journal/00000002.jsonl",
+        lambda m: (m / "openlineage/outbox/journal/00000002.jsonl").write_bytes(b"[1, 2]\n"),
+    ),
+    "outbox event without run id": (
+        "outbox/journal/00000001.jsonl",
+        lambda m: _line(
+            m / "openlineage/outbox/journal/00000001.jsonl", 1, lambda e: _set(e, "run", {})
+        ),
+    ),
 }
 
 
@@ -364,8 +457,9 @@ def test_corrupt_file_imports_nothing(old_ws: Path, case: str) -> None:
     assert {ref: state.to_json() for ref, state in ws.store.items()} == EXPECTED["state"]
 
 
-def test_exception_before_commit_leaves_nothing(old_ws: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exception_before_commit_leaves_nothing(
+    old_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An error after everything but the outbox was written (injected: the boundary where a
     disk or server failure would strike) rolls the whole import back."""
     before = journal_tree(old_ws)
@@ -387,7 +481,8 @@ def test_exception_before_commit_leaves_nothing(old_ws: Path,
 
 
 def test_crash_between_commit_and_move_is_finished_next_time(
-        old_ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def crash(meta_dir: Path, backup: Path) -> None:
         raise KeyboardInterrupt  # as if the process died right after the commit
 
@@ -406,8 +501,13 @@ def test_crash_between_commit_and_move_is_finished_next_time(
 
 def _python(code: str, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 _KILLED = """
@@ -429,8 +529,7 @@ Workspace.open(root).store.items()
 """
 
 
-def test_kill_9_in_the_middle_of_the_import_leaves_nothing(old_ws: Path, tmp_path: Path
-                                                           ) -> None:
+def test_kill_9_in_the_middle_of_the_import_leaves_nothing(old_ws: Path, tmp_path: Path) -> None:
     marker = tmp_path / "inside"
     before = journal_tree(old_ws)
     process = _python(_KILLED, str(old_ws), str(marker))
@@ -502,7 +601,8 @@ def test_a_store_with_lineage_is_not_merged_with_journal_files(old_ws: Path) -> 
 
 
 def test_files_that_cannot_move_stay_and_are_not_imported_again(
-        old_ws: Path, caplog: pytest.LogCaptureFixture) -> None:
+    old_ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The backup folder cannot be made (here a file takes its name; a read-only workspace
     copy does the same): the import stands, the files stay where they are, a warning says so,
     and later opens neither import them again nor fail."""

@@ -24,9 +24,24 @@ from .conftest import run_python, run_step
 
 
 def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                           "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main",
-                           *args], cwd=cwd, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -82,8 +97,9 @@ def test_a_linked_worktree_sees_commits_made_in_it(ws: Workspace, tmp_path: Path
     assert gitinfo.git_branch(linked) == "other"
 
 
-def test_the_commit_is_asked_of_git_only_when_head_moved(ws: Workspace,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_commit_is_asked_of_git_only_when_head_moved(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cost side: a warm step pays a few file reads, not a git process."""
     git(ws.root, "init", "-q")
     git(ws.root, "commit", "-q", "--allow-empty", "-m", "first")
@@ -121,7 +137,8 @@ def test_a_process_records_the_commit_after_a_commit_made_by_another(ws: Workspa
         "        subprocess.run(['git', '-c', 'user.name=t', '-c', 'user.email=t@e.com',\n"
         "                        '-c', 'commit.gpgsign=false', 'commit', '-q',\n"
         "                        '--allow-empty', '-m', 'second'], check=True)\n"
-        "print(' '.join(seen))\n")
+        "print(' '.join(seen))\n"
+    )
     done = run_python(code, ws.root)
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.split()
@@ -132,8 +149,8 @@ def test_a_process_records_the_commit_after_a_commit_made_by_another(ws: Workspa
 
 
 def test_a_ref_forgotten_by_another_process_during_a_tick(
-        ws: Workspace, instance, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    ws: Workspace, instance, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """A lineage sensor tick applies a check's verdict to the checked ref's record; another
     process runs `dws-dagster forget` on that ref while the tick is at it. The tick completes,
     the ref stays forgotten, and the next tick is clean.
@@ -157,8 +174,9 @@ def test_a_ref_forgotten_by_another_process_during_a_tick(
 
     workspace = WorkspaceResource(root=str(ws.root))
     sensor = lineage_sensor(snapshot_on_results=True, openlineage=False)
-    defs = Definitions(assets=[checked], asset_checks=[sane], sensors=[sensor],
-                       resources={"workspace": workspace})
+    defs = Definitions(
+        assets=[checked], asset_checks=[sane], sensors=[sensor], resources={"workspace": workspace}
+    )
     assert materialize([checked, sane], instance=instance).success
 
     real_replace = sensor_events.replace
@@ -166,15 +184,19 @@ def test_a_ref_forgotten_by_another_process_during_a_tick(
 
     def replace_after_a_forget(obj, /, **changes):
         if "extra" in changes and not forgotten:
-            done = run_python("from dws_dagster import Workspace\n"
-                              f"print(Workspace.open('.').store.forget({ref!r}))\n", ws.root)
+            done = run_python(
+                "from dws_dagster import Workspace\n"
+                f"print(Workspace.open('.').store.forget({ref!r}))\n",
+                ws.root,
+            )
             assert done.returncode == 0, done.stderr
             forgotten.append(done.stdout.strip())
         return real_replace(obj, **changes)
 
     monkeypatch.setattr(sensor_events, "replace", replace_after_a_forget)
-    context = build_sensor_context(instance=instance, definitions=defs,
-                                   resources={"workspace": workspace})
+    context = build_sensor_context(
+        instance=instance, definitions=defs, resources={"workspace": workspace}
+    )
     with caplog.at_level("WARNING", logger="dws_dagster.sensor"):
         result = sensor(context)
     assert forgotten == ["True"]  # the other process did forget the ref mid-tick
@@ -183,7 +205,11 @@ def test_a_ref_forgotten_by_another_process_during_a_tick(
     assert ws.store.get(ref) is None
     assert "records" in result.skip_reason.skip_message
     # The next tick, from the saved cursor, has nothing left to do and changes nothing.
-    context = build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor,
-                                   resources={"workspace": workspace})
+    context = build_sensor_context(
+        instance=instance,
+        definitions=defs,
+        cursor=result.cursor,
+        resources={"workspace": workspace},
+    )
     assert sensor(context).cursor == result.cursor
     assert Workspace.open(ws.root).store.get(ref) is None

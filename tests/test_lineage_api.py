@@ -26,17 +26,29 @@ from .store_db import workspace_state
 
 
 def builder(ws: Workspace, name: str, params: dict | None = None) -> LineageBuilder:
-    return LineageBuilder().with_step_name(name).with_parameters(params or {}) \
+    return (
+        LineageBuilder()
+        .with_step_name(name)
+        .with_parameters(params or {})
         .with_workspace_directory(ws.root)
+    )
 
 
 def pipeline(ws: Workspace, source_text: str = "a,b\n1,2\n") -> None:
     """src/trips.csv -> prep (inter/prep) -> train (results/exp), train also reads the source."""
     write(ws.root / "data/src/trips.csv", source_text)
-    run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": source_text.upper()},
-             parameters={"scale": 2})
-    run_step(ws, "train", ["inter/prep", "src/trips.csv"], {}, parameters={"gamma": 0.1},
-             results={"mae": 1.5}, results_dir="results/exp")
+    run_step(
+        ws, "prep", ["src/trips.csv"], {"inter/prep": source_text.upper()}, parameters={"scale": 2}
+    )
+    run_step(
+        ws,
+        "train",
+        ["inter/prep", "src/trips.csv"],
+        {},
+        parameters={"gamma": 0.1},
+        results={"mae": 1.5},
+        results_dir="results/exp",
+    )
 
 
 def test_dag_source_intermediate_results_records_versions(ws: Workspace) -> None:
@@ -53,16 +65,28 @@ def test_dag_source_intermediate_results_records_versions(ws: Workspace) -> None
     assert prep.record["inputs"] == [{"ref": "src/trips.csv", "version": source.version}]
     assert prep.record["parameters"] == {"scale": 2}
     assert results.record["inputs"] == sorted(
-        [{"ref": "inter/prep", "version": prep.version},
-         {"ref": "src/trips.csv", "version": source.version}], key=lambda i: i["ref"])
-    assert results.record["provenance"] == {"inter/prep": prep.version,
-                                            "src/trips.csv": source.version}
+        [
+            {"ref": "inter/prep", "version": prep.version},
+            {"ref": "src/trips.csv", "version": source.version},
+        ],
+        key=lambda i: i["ref"],
+    )
+    assert results.record["provenance"] == {
+        "inter/prep": prep.version,
+        "src/trips.csv": source.version,
+    }
     assert results.record["metrics"] == {"mae": 1.5}
     assert results.version == ws.version_of("results/exp")
 
     written = json.loads((ws.root / "results/exp/results.json").read_text())
-    assert set(written) == {"step", "start_time", "execution_time_seconds", "parameters",
-                            "run_description", "metrics"}
+    assert set(written) == {
+        "step",
+        "start_time",
+        "execution_time_seconds",
+        "parameters",
+        "run_description",
+        "metrics",
+    }
     assert written["step"] == "train" and written["metrics"] == {"mae": 1.5}
     assert written["parameters"] == {"gamma": 0.1}
     assert written["execution_time_seconds"] >= 0
@@ -102,8 +126,10 @@ def test_rule_a_conflicting_output_refused_before_body(ws: Workspace, claimed: s
 def test_rule_a_refused_when_output_added_in_body_before_writing(ws: Workspace) -> None:
     pipeline(ws)
     written = []
-    with pytest.raises(LineageConflictError), builder(ws, "other").with_no_inputs().eval() \
-            as lineage:
+    with (
+        pytest.raises(LineageConflictError),
+        builder(ws, "other").with_no_inputs().eval() as lineage,
+    ):
         lineage.add_output_ref("inter/prep")
         written.append(True)
     assert not written
@@ -131,8 +157,13 @@ def test_rule_b_stale_read_refused_before_body(ws: Workspace) -> None:
     before = workspace_state(ws)
     ran = []
     with pytest.raises(LineageConsistencyError) as info:
-        with builder(ws, "report").with_input_ref("inter/prep") \
-                .with_input_ref("src/trips.csv").with_output_ref("inter/report").eval():
+        with (
+            builder(ws, "report")
+            .with_input_ref("inter/prep")
+            .with_input_ref("src/trips.csv")
+            .with_output_ref("inter/report")
+            .eval()
+        ):
             ran.append(True)
     assert not ran
     message = str(info.value)
@@ -163,8 +194,10 @@ def test_rule_b_transitive_names_steps_in_order(ws: Workspace) -> None:
 def test_failure_with_partial_output_marks_unknown_and_blocks_readers(ws: Workspace) -> None:
     pipeline(ws)
     good = ws.store.get("inter/prep").version
-    with pytest.raises(RuntimeError, match="disk on fire"), \
-            builder(ws, "prep").with_input_ref("src/trips.csv").eval() as lineage:
+    with (
+        pytest.raises(RuntimeError, match="disk on fire"),
+        builder(ws, "prep").with_input_ref("src/trips.csv").eval() as lineage,
+    ):
         lineage.add_output_ref("inter/prep")
         write(ws.local_path("inter/prep") / "part-0.csv", "HALF")
         raise RuntimeError("disk on fire")
@@ -189,8 +222,10 @@ def test_failure_with_partial_output_marks_unknown_and_blocks_readers(ws: Worksp
 def test_failure_without_touching_output_keeps_it_readable(ws: Workspace) -> None:
     pipeline(ws)
     good = ws.store.get("inter/prep").version
-    with pytest.raises(ValueError, match="bad config"), \
-            builder(ws, "prep").with_input_ref("src/trips.csv").eval() as lineage:
+    with (
+        pytest.raises(ValueError, match="bad config"),
+        builder(ws, "prep").with_input_ref("src/trips.csv").eval() as lineage,
+    ):
         lineage.add_output_ref("inter/prep")
         raise ValueError("bad config")
     state = ws.store.get("inter/prep")
@@ -202,8 +237,10 @@ def test_data_changed_outside_lineage_is_detected_not_reused(ws: Workspace) -> N
     pipeline(ws)
     recorded = ws.store.get("inter/prep").version
     write(ws.local_path("inter/prep") / "part-0.csv", "edited by hand")
-    with pytest.warns(UserWarning, match="changed outside any recorded step"), \
-            builder(ws, "reader").with_input_ref("inter/prep").eval() as lineage:
+    with (
+        pytest.warns(UserWarning, match="changed outside any recorded step"),
+        builder(ws, "reader").with_input_ref("inter/prep").eval() as lineage,
+    ):
         lineage.add_output_ref("inter/reader")
         write(ws.local_path("inter/reader") / "x", "1")
     record = ws.store.get("inter/reader").record
@@ -212,27 +249,34 @@ def test_data_changed_outside_lineage_is_detected_not_reused(ws: Workspace) -> N
 
 def test_secrets_never_reach_the_store(ws: Workspace) -> None:
     write(ws.root / "data/src/s.csv", "1")
-    params = {"db_password": "hunter2", "nested": {"apiKey": "k-123456"},
-              "uri": "s3a://AKIAXYZ:s3cr3t@bucket/path", "threshold": 3}
+    params = {
+        "db_password": "hunter2",
+        "nested": {"apiKey": "k-123456"},
+        "uri": "s3a://AKIAXYZ:s3cr3t@bucket/path",
+        "threshold": 3,
+    }
     run_step(ws, "secretive", ["src/s.csv"], {"inter/s": "x"}, parameters=params)
     record = ws.store.get("inter/s").record
     assert record["parameters"]["db_password"] == "***REDACTED***"
     assert record["parameters"]["nested"]["apiKey"] == "***REDACTED***"
     assert record["parameters"]["uri"] == "s3a://bucket/path"
     assert record["parameters"]["threshold"] == 3
-    blob = b"".join(p.read_bytes() for p in (ws.root / ".dataworkspace").rglob("*")
-                    if p.is_file())
+    blob = b"".join(p.read_bytes() for p in (ws.root / ".dataworkspace").rglob("*") if p.is_file())
     for secret in (b"hunter2", b"k-123456", b"s3cr3t", b"AKIAXYZ"):
         assert secret not in blob
 
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"model": object()}, "parameter 'model' is a builtins.object"),
-    ({"blob": "x" * 70_000}, "'blob' is"),
-    ({"a": {1j: 2}}, "key of type complex"),
-])
-def test_bad_parameters_refused_and_nothing_written(ws: Workspace, params: dict,
-                                                    fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"model": object()}, "parameter 'model' is a builtins.object"),
+        ({"blob": "x" * 70_000}, "'blob' is"),
+        ({"a": {1j: 2}}, "key of type complex"),
+    ],
+)
+def test_bad_parameters_refused_and_nothing_written(
+    ws: Workspace, params: dict, fragment: str
+) -> None:
     write(ws.root / "data/src/s.csv", "1")
     before = workspace_state(ws)
     with pytest.raises(InvalidParameterError) as info:
@@ -250,14 +294,23 @@ def test_add_param_during_body(ws: Workspace) -> None:
     assert ws.store.get("inter/p").record["parameters"] == {"epochs": 3, "token": "***REDACTED***"}
 
 
-@pytest.mark.parametrize("make", [
-    lambda ws: LineageBuilder().with_parameters({}).with_no_inputs()
-    .with_workspace_directory(ws.root),
-    lambda ws: LineageBuilder().with_step_name("s").with_no_inputs()
-    .with_workspace_directory(ws.root),
-    lambda ws: LineageBuilder().with_step_name("s").with_parameters({})
-    .with_workspace_directory(ws.root),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ws: (
+            LineageBuilder().with_parameters({}).with_no_inputs().with_workspace_directory(ws.root)
+        ),
+        lambda ws: (
+            LineageBuilder().with_step_name("s").with_no_inputs().with_workspace_directory(ws.root)
+        ),
+        lambda ws: (
+            LineageBuilder()
+            .with_step_name("s")
+            .with_parameters({})
+            .with_workspace_directory(ws.root)
+        ),
+    ],
+)
 def test_builder_requires_name_parameters_and_inputs(ws: Workspace, make) -> None:
     with pytest.raises(LineageApiError, match="needs"):
         make(ws).eval()
@@ -284,8 +337,9 @@ def test_input_outside_resources_and_unknown_resource(ws: Workspace, tmp_path: P
         builder(ws, "s").with_input_ref(ResourceRef("nope", "x")).eval()
 
 
-def test_complete_twice_warns_and_records_once(ws: Workspace,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_complete_twice_warns_and_records_once(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
     lineage = builder(ws, "once").with_no_inputs().eval()
     lineage.add_output_ref("inter/once")
     write(ws.local_path("inter/once") / "x", "1")
@@ -316,7 +370,9 @@ def test_an_output_added_again_or_inside_another_is_kept_once(ws: Workspace) -> 
 def test_dataworkspaces_script_runs_with_only_its_import_changed(ws: Workspace) -> None:
     """A script in Data Workspaces style, as a real process, using as_script_step()."""
     write(ws.root / "data/src/raw.csv", "x\n1\n")
-    script = write(ws.root / "code/prepare.py", """
+    script = write(
+        ws.root / "code/prepare.py",
+        """
 import argparse, os
 from dws_dagster.lineage import (LineageBuilder, CmdLineParameter, BooleanParameter,
     add_lineage_parameters_to_arg_parser, get_lineage_parameter_values)
@@ -333,18 +389,27 @@ builder = LineageBuilder().as_script_step() \\
     .with_input_path(args.input_dir).as_results_step(args.results_dir, 'first try')
 with builder.eval() as lineage:
     lineage.write_results({'accuracy': 0.9})
-""")
-    result = run_python("import runpy, sys; sys.argv = sys.argv[1:]; "
-                        "runpy.run_path(sys.argv[0], run_name='__main__')",
-                        ws.root, str(script), "--gamma", "0.5", "--no-shuffle",
-                        "data/src/raw.csv", "results/prep_run")
+""",
+    )
+    result = run_python(
+        "import runpy, sys; sys.argv = sys.argv[1:]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')",
+        ws.root,
+        str(script),
+        "--gamma",
+        "0.5",
+        "--no-shuffle",
+        "data/src/raw.csv",
+        "results/prep_run",
+    )
     assert result.returncode == 0, result.stderr
     state = Workspace.open(ws.root).store.get("results/prep_run")
     assert state is not None and state.owner == "prepare"
     record = state.record
     assert record["parameters"] == {"gamma": 0.5, "shuffle": False}
-    assert record["step"]["code"] == [{"ref": "code/prepare.py",
-                                       "version": ws.version_of("code/prepare.py")}]
+    assert record["step"]["code"] == [
+        {"ref": "code/prepare.py", "version": ws.version_of("code/prepare.py")}
+    ]
     assert record["step"]["command_line"][-2:] == ["data/src/raw.csv", "results/prep_run"]
     results = json.loads((ws.root / "results/prep_run/results.json").read_text())
     assert results["run_description"] == "first try"
@@ -368,13 +433,14 @@ def ops_of(ws: Workspace) -> list[str]:
 
 
 def test_steps_in_one_process_see_other_processes_and_append_only_their_record(
-        ws: Workspace) -> None:
+    ws: Workspace,
+) -> None:
     """The store a process keeps between steps reads what other processes appended since, and
     a re-run that reads unchanged sources and writes refs it already owns appends one record."""
     pipeline(ws)
     before = ops_of(ws)
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "changed"}, {"scale": 3})
-    assert ops_of(ws)[len(before):] == ["record"]
+    assert ops_of(ws)[len(before) :] == ["record"]
 
     other = run_python(
         "import sys; from dws_dagster.lineage import LineageBuilder\n"
@@ -385,7 +451,9 @@ def test_steps_in_one_process_see_other_processes_and_append_only_their_record(
         "    lineage.add_output_path('data/inter/other')\n"
         "    Path('data/inter/other').mkdir()\n"
         "    Path('data/inter/other/part-0.csv').write_text('from another process')\n",
-        ws.root, str(ws.root))
+        ws.root,
+        str(ws.root),
+    )
     assert other.returncode == 0, other.stderr
     written = Workspace.open(ws.root).store.get("inter/other")
     assert written is not None and written.owner == "other"
@@ -399,16 +467,18 @@ def test_steps_in_one_process_see_other_processes_and_append_only_their_record(
 
 
 def test_workspace_created_again_at_the_same_place_starts_from_its_own_lineage(
-        ws: Workspace) -> None:
+    ws: Workspace,
+) -> None:
     pipeline(ws)
     root = ws.root
     shutil.rmtree(root / ".dataworkspace")
     again = Workspace.init(root)
-    for name, role, path in (("src", "source-data", "data/src"),
-                             ("inter", "intermediate-data", "data/inter")):
+    for name, role, path in (
+        ("src", "source-data", "data/src"),
+        ("inter", "intermediate-data", "data/inter"),
+    ):
         again.add_resource(name, role, path=path)
     run_step(again, "prep_v2", ["src/trips.csv"], {"inter/prep": "new"})
     state = Workspace.open(root).store.get("inter/prep")
     assert state.owner == "prep_v2"
-    assert [ref for ref, _ in Workspace.open(root).store.items()] == [
-        "inter/prep", "src/trips.csv"]
+    assert [ref for ref, _ in Workspace.open(root).store.items()] == ["inter/prep", "src/trips.csv"]

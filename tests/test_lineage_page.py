@@ -61,8 +61,9 @@ def by_name(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def embedded(page: str) -> Any:
     """The JSON the page embeds, read back as the page's script reads it."""
-    match = re.search(r'<script type="application/json" id="lineage-data">(.*?)</script>',
-                      page, re.DOTALL)
+    match = re.search(
+        r'<script type="application/json" id="lineage-data">(.*?)</script>', page, re.DOTALL
+    )
     assert match is not None
     return orjson.loads(match.group(1))
 
@@ -70,12 +71,18 @@ def embedded(page: str) -> Any:
 # --------------------------------------------------------------------------- grouping
 
 
-def test_partitions_and_files_are_grouped_into_one_node_each(
-        forecast_graph: LineageGraph) -> None:
+def test_partitions_and_files_are_grouped_into_one_node_each(forecast_graph: LineageGraph) -> None:
     data = page_data(forecast_graph)
     groups = by_name(data)
-    assert set(groups) == {"src/weather/", "src/trips/", "weather_raw", "rides_hourly",
-                           "training_data", "forecast", "results/dashboard"}
+    assert set(groups) == {
+        "src/weather/",
+        "src/trips/",
+        "weather_raw",
+        "rides_hourly",
+        "training_data",
+        "forecast",
+        "results/dashboard",
+    }
     assert len(forecast_graph.nodes) > 2 * len(WEATHER_DAYS)  # 62 days, each a node
     weather = groups["weather_raw"]
     assert weather["kind"] == "asset" and weather["partitioned"]
@@ -88,8 +95,9 @@ def test_partitions_and_files_are_grouped_into_one_node_each(
     parts = weather["parts"]
     assert parts["key"] == WEATHER_DAYS
     failed = data["statuses"].index("failed")
-    assert [k for k, s in zip(parts["key"], parts["status"], strict=True)
-            if int(s) == failed] == [FAILED_DAY]
+    assert [k for k, s in zip(parts["key"], parts["status"], strict=True) if int(s) == failed] == [
+        FAILED_DAY
+    ]
     assert "ref" not in parts  # the keys say it all: refs are the group's ref + the key
     files = groups["src/weather/"]
     assert files["kind"] == "files" and files["count"] == len(WEATHER_DAYS)
@@ -107,8 +115,7 @@ def test_partitions_and_files_are_grouped_into_one_node_each(
     assert len(data["edges"]) == 6
 
 
-def test_the_focus_is_the_node_of_the_ref_the_page_is_about(
-        forecast_graph: LineageGraph) -> None:
+def test_the_focus_is_the_node_of_the_ref_the_page_is_about(forecast_graph: LineageGraph) -> None:
     data = page_data(forecast_graph)
     focus = data["groups"][data["focus"]["group"]]
     assert focus["name"] == "forecast" and focus["focus"]
@@ -116,12 +123,15 @@ def test_the_focus_is_the_node_of_the_ref_the_page_is_about(
     assert data["focus"]["id"] == forecast_graph.focus
     assert data["focus"]["ref"] == FORECAST_REF
     assert data["title"] == f"Lineage of {FORECAST_REF}"
-    assert focus["parts"]["version"][data["focus"]["member"]] == \
-        forecast_graph.nodes[forecast_graph.focus].version
+    assert (
+        focus["parts"]["version"][data["focus"]["member"]]
+        == forecast_graph.nodes[forecast_graph.focus].version
+    )
 
 
 def test_details_and_last_run_show_parameters_metrics_and_code(
-        forecast_graph: LineageGraph) -> None:
+    forecast_graph: LineageGraph,
+) -> None:
     groups = by_name(page_data(forecast_graph))
     forecast = groups["forecast"]
     details = forecast["details"]
@@ -146,8 +156,7 @@ def test_details_and_last_run_show_parameters_metrics_and_code(
     assert run["parameters"] == {"dagster/partition": FAILED_DAY}
 
 
-def test_history_lists_versions_or_the_runs_of_partitions(
-        forecast_graph: LineageGraph) -> None:
+def test_history_lists_versions_or_the_runs_of_partitions(forecast_graph: LineageGraph) -> None:
     groups = by_name(page_data(forecast_graph))
     history = groups["forecast"]["history"]
     assert [entry["run_id"] for entry in history] == ["run-forecast-2", "run-forecast-1"]
@@ -155,56 +164,114 @@ def test_history_lists_versions_or_the_runs_of_partitions(
     assert [entry["parameters"]["use_weather"] for entry in history] == [True, False]
     assert [entry["metrics"] for entry in history] == [FORECAST_METRICS, EARLIER_METRICS]
     runs = groups["weather_raw"]["history"]
-    assert runs[0] == {"run_id": "run-weather-retry", "status": "failed", "count": 1,
-                       "first": FAILED_DAY, "last": FAILED_DAY,
-                       "end_time": runs[0]["end_time"], "start_time": runs[0]["start_time"]}
+    assert runs[0] == {
+        "run_id": "run-weather-retry",
+        "status": "failed",
+        "count": 1,
+        "first": FAILED_DAY,
+        "last": FAILED_DAY,
+        "end_time": runs[0]["end_time"],
+        "start_time": runs[0]["start_time"],
+    }
     assert sorted((r["run_id"], r["count"]) for r in runs[1:]) == [
-        ("run-weather-2024-01", 31), ("run-weather-2024-02", 29), ("run-weather-2024-03", 2)]
+        ("run-weather-2024-01", 31),
+        ("run-weather-2024-02", 29),
+        ("run-weather-2024-03", 2),
+    ]
 
 
 def test_column_lineage_edges_across_nodes(forecast_graph: LineageGraph) -> None:
     data = page_data(forecast_graph)
     name = {g["id"]: g["name"] for g in data["groups"]}
-    edges = {(name[s], sc, name[t], tc, kind, subtype)
-             for s, sc, t, tc, kind, subtype in data["column_edges"]}
+    edges = {
+        (name[s], sc, name[t], tc, kind, subtype)
+        for s, sc, t, tc, kind, subtype in data["column_edges"]
+    }
     assert len(edges) == len(data["column_edges"])  # each once, however many partitions
-    assert ("training_data", "rides_week_before", "forecast", "forecast", "direct",
-            "transformation") in edges
-    assert ("training_data", "precip_mm", "forecast", "forecast", "direct",
-            "transformation") in edges
+    assert (
+        "training_data",
+        "rides_week_before",
+        "forecast",
+        "forecast",
+        "direct",
+        "transformation",
+    ) in edges
+    assert (
+        "training_data",
+        "precip_mm",
+        "forecast",
+        "forecast",
+        "direct",
+        "transformation",
+    ) in edges
     # 62 partitions read, one edge.
-    assert ("weather_raw", "precip_mm", "training_data", "precip_mm", "direct",
-            "aggregation") in edges
-    assert ("src/weather/", "precip_in", "weather_raw", "precip_mm", "direct",
-            "transformation") in edges
+    assert (
+        "weather_raw",
+        "precip_mm",
+        "training_data",
+        "precip_mm",
+        "direct",
+        "aggregation",
+    ) in edges
+    assert (
+        "src/weather/",
+        "precip_in",
+        "weather_raw",
+        "precip_mm",
+        "direct",
+        "transformation",
+    ) in edges
     # Whole-table lineage (a join, a filter) goes to the node, not to a column.
     assert ("weather_raw", "date", "training_data", None, "indirect", "join") in edges
     assert ("src/trips/", "trip_distance", "rides_hourly", None, "indirect", "filter") in edges
-    assert ("forecast", "forecast", "results/dashboard", "error", "direct",
-            "transformation") in edges
+    assert (
+        "forecast",
+        "forecast",
+        "results/dashboard",
+        "error",
+        "direct",
+        "transformation",
+    ) in edges
     groups = by_name(data)
     assert groups["forecast"]["columns"] == ["actual", "forecast", "hour", "zone"]
     # Sources no step wrote get their columns from what read them.
     assert groups["src/weather/"]["columns"] == ["date", "precip_in", "station", "temp_f"]
     assert groups["training_data"]["columns"] == [
-        "hour", "precip_mm", "rides", "rides_week_before", "zone"]
+        "hour",
+        "precip_mm",
+        "rides",
+        "rides_week_before",
+        "zone",
+    ]
 
 
 def test_column_sources_outside_the_graph_are_listed_not_dropped() -> None:
     out = GraphNode(id="inter/out@1", ref="inter/out", version="1", step="s")
-    record = {"ref": "inter/out", "version": "1", "step": {"name": "s", "kind": "script"},
-              "extra": {COLUMN_LINEAGE_KEY: {"columns": {
-                  "a": [source("inter/elsewhere", "x"),
+    record = {
+        "ref": "inter/out",
+        "version": "1",
+        "step": {"name": "s", "kind": "script"},
+        "extra": {
+            COLUMN_LINEAGE_KEY: {
+                "columns": {
+                    "a": [
+                        source("inter/elsewhere", "x"),
                         {"location": "s3a://bucket/raw", "column": "y", "kind": "DIRECT"},
-                        "not a source", {"column": 3}]},
-                  "dataset": "not a list"}}}
-    data = page_data(LineageGraph(focus=out.id, nodes={out.id: out},
-                                  records={out.id: record}))
+                        "not a source",
+                        {"column": 3},
+                    ]
+                },
+                "dataset": "not a list",
+            }
+        },
+    }
+    data = page_data(LineageGraph(focus=out.id, nodes={out.id: out}, records={out.id: record}))
     (group,) = data["groups"]
     assert group["columns"] == ["a"] and data["column_edges"] == []
     assert group["external_columns"] == [
         ["inter/elsewhere", "x", "a", "direct", "identity"],
-        ["s3a://bucket/raw", "y", "a", "direct", None]]
+        ["s3a://bucket/raw", "y", "a", "direct", None],
+    ]
 
 
 def test_versions_of_one_ref_are_one_node_with_the_stale_one_marked() -> None:
@@ -212,15 +279,20 @@ def test_versions_of_one_ref_are_one_node_with_the_stale_one_marked() -> None:
     new = GraphNode(id="raw/a@2", ref="raw/a", version="2", status="source")
     x = GraphNode(id="inter/x@1", ref="inter/x", version="1", step="x")
     y = GraphNode(id="inter/y@1", ref="inter/y", version="1", step="y")
-    graph = LineageGraph(focus=y.id, nodes={n.id: n for n in (old, new, x, y)},
-                         edges=[GraphEdge(old.id, x.id, stale=True), GraphEdge(new.id, y.id)])
+    graph = LineageGraph(
+        focus=y.id,
+        nodes={n.id: n for n in (old, new, x, y)},
+        edges=[GraphEdge(old.id, x.id, stale=True), GraphEdge(new.id, y.id)],
+    )
     groups = by_name(page_data(graph))
     raw = groups["raw/a"]
     assert raw["count"] == 2 and not raw["partitioned"]
     assert raw["counts"] == {"stale": 1, "source": 1}
     data = page_data(graph)
-    stale = {(data["groups"][s]["name"], data["groups"][t]["name"]): n_stale
-             for s, t, _, n_stale in data["edges"]}
+    stale = {
+        (data["groups"][s]["name"], data["groups"][t]["name"]): n_stale
+        for s, t, _, n_stale in data["edges"]
+    }
     assert stale == {("raw/a", "inter/x"): 1, ("raw/a", "inter/y"): 0}
 
 
@@ -228,8 +300,11 @@ def test_versions_of_one_ref_are_one_node_with_the_stale_one_marked() -> None:
 def test_graphs_built_by_hand_place_every_node_once(make: Any) -> None:
     graph = make()
     data = page_data(graph)
-    ids = {f"{g['ref']}/{k}" if g["count"] > 1 else g["ref"]
-           for g in data["groups"] for k in g["parts"]["key"]}
+    ids = {
+        f"{g['ref']}/{k}" if g["count"] > 1 else g["ref"]
+        for g in data["groups"]
+        for k in g["parts"]["key"]
+    }
     members = sum(g["members"] for g in data["groups"])
     ends = {end for e in graph.edges for end in (e.source, e.target)}
     assert members == len(set(graph.nodes) | ends | {graph.focus})
@@ -250,10 +325,13 @@ def test_a_truncated_graph_says_so(ws: Workspace) -> None:
 
 def test_store_ref_history_is_newest_first_and_bounded(ws: Workspace) -> None:
     forecast_lineage(ws)
-    found = ws.store.ref_history([FORECAST_REF, "inter/weather_raw/" + FAILED_DAY,
-                                  "src/nothing"], 5)
+    found = ws.store.ref_history(
+        [FORECAST_REF, "inter/weather_raw/" + FAILED_DAY, "src/nothing"], 5
+    )
     assert [r["step"]["run_id"] for r in found[FORECAST_REF]] == [
-        "run-forecast-2", "run-forecast-1"]
+        "run-forecast-2",
+        "run-forecast-1",
+    ]
     assert [r["status"] for r in found["inter/weather_raw/" + FAILED_DAY]] == ["failed", "ok"]
     assert found["src/nothing"] == []
     assert len(ws.store.ref_history([FORECAST_REF], 1)[FORECAST_REF]) == 1
@@ -264,16 +342,22 @@ def test_snapshot_history_stops_at_the_snapshot(ws: Workspace) -> None:
     info = take_snapshot(ws, "v1").info
     record = ws.store.get(FORECAST_REF).record
     assert record is not None
-    later = LineageRecord.from_json({**record, "version": version_of("later"),
-                                     "start_time": "2030-01-01T00:00:00+00:00",
-                                     "end_time": "2030-01-01T00:00:01+00:00",
-                                     "step": {**record["step"], "run_id": "run-later"}})
+    later = LineageRecord.from_json(
+        {
+            **record,
+            "version": version_of("later"),
+            "start_time": "2030-01-01T00:00:00+00:00",
+            "end_time": "2030-01-01T00:00:01+00:00",
+            "step": {**record["step"], "run_id": "run-later"},
+        }
+    )
     ws.store.commit([later])
     view = SnapshotView(snapshot_manifest(ws, info.hash), ws.store)
-    assert [r["step"]["run_id"] for r in view.ref_history([FORECAST_REF], 5)[FORECAST_REF]] \
-        == ["run-forecast-2", "run-forecast-1"]
-    assert ws.store.ref_history([FORECAST_REF], 5)[FORECAST_REF][0]["step"]["run_id"] \
-        == "run-later"
+    assert [r["step"]["run_id"] for r in view.ref_history([FORECAST_REF], 5)[FORECAST_REF]] == [
+        "run-forecast-2",
+        "run-forecast-1",
+    ]
+    assert ws.store.ref_history([FORECAST_REF], 5)[FORECAST_REF][0]["step"]["run_id"] == "run-later"
 
 
 # --------------------------------------------------------------------------- escaping
@@ -284,7 +368,7 @@ HOSTILE = [
     "</SCRIPT >",
     "<!-- <script>",
     "a\u2028b\u2029c",
-    '"quoted" & \'single\' <b>bold</b>',
+    "\"quoted\" & 'single' <b>bold</b>",
     "]]></style></svg>",
 ]
 
@@ -295,20 +379,40 @@ def hostile_graph() -> LineageGraph:
     node = GraphNode(id="inter/out@2", ref="inter/out", version="2", step=HOSTILE[0])
     columns = {text: [source("raw/in", text, text)] for text in HOSTILE}
     record = {
-        "ref": "inter/out", "version": "2", "status": "ok",
-        "step": {"name": HOSTILE[0], "kind": "dagster-asset", "run_id": HOSTILE[1],
-                 "partition": HOSTILE[2], "code_version": HOSTILE[3]},
+        "ref": "inter/out",
+        "version": "2",
+        "status": "ok",
+        "step": {
+            "name": HOSTILE[0],
+            "kind": "dagster-asset",
+            "run_id": HOSTILE[1],
+            "partition": HOSTILE[2],
+            "code_version": HOSTILE[3],
+        },
         "parameters": {text: text for text in HOSTILE},
         "metrics": dict.fromkeys(HOSTILE, HOSTILE),
-        "error": HOSTILE[0], "start_time": HOSTILE[4], "end_time": HOSTILE[5],
-        "extra": {"format": HOSTILE[1], COLUMN_LINEAGE_KEY: {"columns": columns}}}
+        "error": HOSTILE[0],
+        "start_time": HOSTILE[4],
+        "end_time": HOSTILE[5],
+        "extra": {"format": HOSTILE[1], COLUMN_LINEAGE_KEY: {"columns": columns}},
+    }
     return LineageGraph(
-        focus=node.id, nodes={up.id: up, node.id: node}, edges=[GraphEdge(up.id, node.id)],
-        records={node.id: record}, attempts={"inter/out": {**record, "status": "failed"}},
-        snapshot=HOSTILE[0], last_run=LastRun(step=HOSTILE[0], status="failed",
-                                              run_id=HOSTILE[1], start_time=None,
-                                              end_time=None, duration_seconds=None,
-                                              error=HOSTILE[0]))
+        focus=node.id,
+        nodes={up.id: up, node.id: node},
+        edges=[GraphEdge(up.id, node.id)],
+        records={node.id: record},
+        attempts={"inter/out": {**record, "status": "failed"}},
+        snapshot=HOSTILE[0],
+        last_run=LastRun(
+            step=HOSTILE[0],
+            status="failed",
+            run_id=HOSTILE[1],
+            start_time=None,
+            end_time=None,
+            duration_seconds=None,
+            error=HOSTILE[0],
+        ),
+    )
 
 
 class _Tags(HTMLParser):
@@ -375,15 +479,20 @@ def test_vendored_dagre_and_page_assets_are_packaged() -> None:
     assert "sourceMappingURL" not in dagre
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.workspace"]
-    needed = {"page_assets/lineage_page.js", "page_assets/lineage_page.css",
-              "_vendor/dagre.min.js", "_vendor/dagre.LICENSE"}
+    needed = {
+        "page_assets/lineage_page.js",
+        "page_assets/lineage_page.css",
+        "_vendor/dagre.min.js",
+        "_vendor/dagre.LICENSE",
+    }
     for name in needed:
         assert (package / name).is_file()
         assert any(Path(name).match(pattern) for pattern in patterns), name
 
 
-def test_an_asset_that_could_close_its_element_is_refused(monkeypatch: pytest.MonkeyPatch,
-                                                         tmp_path: Path) -> None:
+def test_an_asset_that_could_close_its_element_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     folder = tmp_path / "page_assets"
     folder.mkdir()
     (folder / "bad.js").write_text("var a = '</script>';")
@@ -415,9 +524,13 @@ def test_a_large_graph_stays_one_node_per_asset() -> None:
 
 def test_records_of_other_shapes_do_not_break_the_page() -> None:
     node = GraphNode(id="inter/x@1", ref="inter/x", version="1", step="x")
-    for record in [{}, {"step": "not a dict"}, {"extra": [1, 2]},
-                   {"extra": {COLUMN_LINEAGE_KEY: {"columns": {"a": "not a list"}}}},
-                   {"metrics": [1], "parameters": "p", "start_time": "x", "end_time": "y"}]:
+    for record in [
+        {},
+        {"step": "not a dict"},
+        {"extra": [1, 2]},
+        {"extra": {COLUMN_LINEAGE_KEY: {"columns": {"a": "not a list"}}}},
+        {"metrics": [1], "parameters": "p", "start_time": "x", "end_time": "y"},
+    ]:
         graph = LineageGraph(focus=node.id, nodes={node.id: node}, records={node.id: record})
         data = embedded(render_page(graph))
         assert len(data["groups"]) == 1
@@ -426,8 +539,12 @@ def test_records_of_other_shapes_do_not_break_the_page() -> None:
 def test_a_script_step_record_keeps_its_own_node(ws: Workspace) -> None:
     """Two outputs of one script step are two nodes (their columns are not one table)."""
     step = StepInfo(name="split")
-    ws.store.commit([LineageRecord(ref=ref, version=version_of(ref), step=step)
-                     for ref in ("inter/left", "inter/right")])
+    ws.store.commit(
+        [
+            LineageRecord(ref=ref, version=version_of(ref), step=step)
+            for ref in ("inter/left", "inter/right")
+        ]
+    )
     groups = by_name(page_data(build_graph(ws.store, "inter/left", roles(ws))))
     assert set(groups) == {"inter/left"}
     graph = build_graph(ws.store, "inter/right", roles(ws))
@@ -443,11 +560,13 @@ def test_a_graph_without_records_still_shows_the_focus_last_run() -> None:
 
 
 def test_the_page_imports_neither_dagster_nor_pyspark(tmp_path: Path) -> None:
-    code = ("import sys\n"
-            "from dws_dagster.workspace.render import render_html\n"
-            "from tests.test_render import diamond\n"
-            "assert render_html(diamond()).startswith('<!DOCTYPE html>')\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark')))")
+    code = (
+        "import sys\n"
+        "from dws_dagster.workspace.render import render_html\n"
+        "from tests.test_render import diamond\n"
+        "assert render_html(diamond()).startswith('<!DOCTYPE html>')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark')))"
+    )
     result = run_python(code, ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

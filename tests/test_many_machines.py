@@ -70,10 +70,10 @@ for step in plan:
 """
 
 
-def _step(name: str, inputs: list[str], outputs: dict[str, str],
-          parameters: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"name": name, "inputs": inputs, "outputs": outputs,
-            "parameters": parameters or {}}
+def _step(
+    name: str, inputs: list[str], outputs: dict[str, str], parameters: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {"name": name, "inputs": inputs, "outputs": outputs, "parameters": parameters or {}}
 
 
 def _machine(seed: Path, machines: Path, number: int) -> Path:
@@ -83,12 +83,18 @@ def _machine(seed: Path, machines: Path, number: int) -> Path:
     return root
 
 
-def _start(root: Path, plan: list[dict[str, Any]], barrier: Path, parties: int
-           ) -> subprocess.Popen[str]:
+def _start(
+    root: Path, plan: list[dict[str, Any]], barrier: Path, parties: int
+) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", WORKER, str(root), json.dumps(plan),
-                             str(barrier), str(parties)], cwd=root, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(root), json.dumps(plan), str(barrier), str(parties)],
+        cwd=root,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _outcomes(process: subprocess.Popen[str]) -> list[list[Any]]:
@@ -115,9 +121,13 @@ def _lineage(ws: Workspace) -> dict[str, Any]:
     view = {}
     for ref, state in ws.store.items():
         record = state.record or {}
-        view[ref] = (state.owner, record.get("version"),
-                     sorted((i["ref"], i["version"]) for i in record.get("inputs", ())),
-                     record.get("parameters"), state.status)
+        view[ref] = (
+            state.owner,
+            record.get("version"),
+            sorted((i["ref"], i["version"]) for i in record.get("inputs", ())),
+            record.get("parameters"),
+            state.status,
+        )
     return view
 
 
@@ -134,32 +144,47 @@ def postgres_store(postgres_server, monkeypatch, request) -> str:
 
 
 def test_machines_without_a_shared_folder_keep_the_rules_and_lose_nothing(
-        tmp_path, postgres_store, monkeypatch):
+    tmp_path, postgres_store, monkeypatch
+):
     seed, _common = _seed(tmp_path)
     machines = tmp_path / "machines"
     # Before the workers: inter/a at v1, inter/b built from it, then inter/a rewritten (v2):
     # reading inter/a with inter/b now mixes two versions of inter/a.
-    setup = [_step("prep", ["src/trips"], {"inter/a": "v1\n"}, {"round": 1}),
-             _step("feature", ["inter/a"], {"inter/b": "b\n"}),
-             _step("prep", ["src/trips"], {"inter/a": "v2\n"}, {"round": 2})]
+    setup = [
+        _step("prep", ["src/trips"], {"inter/a": "v1\n"}, {"round": 1}),
+        _step("feature", ["inter/a"], {"inter/b": "b\n"}),
+        _step("prep", ["src/trips"], {"inter/a": "v2\n"}, {"round": 2}),
+    ]
     barrier = tmp_path / "barrier-setup"
     barrier.mkdir()
-    assert [o[1] for o in _outcomes(_start(_machine(seed, machines, 0), setup, barrier, 1))] \
-        == ["ok", "ok", "ok"]
+    assert [o[1] for o in _outcomes(_start(_machine(seed, machines, 0), setup, barrier, 1))] == [
+        "ok",
+        "ok",
+        "ok",
+    ]
 
     plans = []
     for number in range(1, MACHINES + 1):
-        plan = [_step(f"contender_{number}", ["inter/a"], {"inter/contested": f"{number}\n"}),
-                _step(f"mixer_{number}", ["inter/a", "inter/b"],
-                      {f"inter/mixed_{number}": "never\n"})]
-        plan += [_step(f"own_{number}_{k}", ["inter/a"],
-                       {f"inter/m{number}/k{k}": f"{number}-{k}\n"}, {"k": k})
-                 for k in range(OWN_STEPS)]
+        plan = [
+            _step(f"contender_{number}", ["inter/a"], {"inter/contested": f"{number}\n"}),
+            _step(f"mixer_{number}", ["inter/a", "inter/b"], {f"inter/mixed_{number}": "never\n"}),
+        ]
+        plan += [
+            _step(
+                f"own_{number}_{k}",
+                ["inter/a"],
+                {f"inter/m{number}/k{k}": f"{number}-{k}\n"},
+                {"k": k},
+            )
+            for k in range(OWN_STEPS)
+        ]
         plans.append(plan)
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    workers = [_start(_machine(seed, machines, number), plan, barrier, MACHINES)
-               for number, plan in enumerate(plans, start=1)]
+    workers = [
+        _start(_machine(seed, machines, number), plan, barrier, MACHINES)
+        for number, plan in enumerate(plans, start=1)
+    ]
     outcomes = [_outcomes(worker) for worker in workers]
 
     contest = [o for per in outcomes for o in per if o[0].startswith("contender_")]
@@ -179,10 +204,13 @@ def test_machines_without_a_shared_folder_keep_the_rules_and_lose_nothing(
     monkeypatch.setenv("DWS_STORE_SCHEMA", postgres_store + "_serial")
     serial_seed, serial_common = _seed(tmp_path / "serial")
     winner = int(winners[0][0].rsplit("_", 1)[1])
-    serial_plan = setup + [step for number, plan in enumerate(plans, start=1)
-                           for step in plan
-                           if not step["name"].startswith(("contender_", "mixer_"))
-                           or step["name"] == f"contender_{winner}"]
+    serial_plan = setup + [
+        step
+        for number, plan in enumerate(plans, start=1)
+        for step in plan
+        if not step["name"].startswith(("contender_", "mixer_"))
+        or step["name"] == f"contender_{winner}"
+    ]
     barrier = tmp_path / "barrier-serial"
     barrier.mkdir()
     _outcomes(_start(serial_seed, serial_plan, barrier, 1))
@@ -191,13 +219,13 @@ def test_machines_without_a_shared_folder_keep_the_rules_and_lose_nothing(
 
     # Every step that ran is in the history exactly once per output it recorded.
     records = [op["record"]["ref"] for op in fleet.store.history() if op["op"] == "record"]
-    expected = ["src/trips", "inter/a", "inter/b", "inter/a", "inter/contested"] + \
-        [f"inter/m{n}/k{k}" for n in range(1, MACHINES + 1) for k in range(OWN_STEPS)]
+    expected = ["src/trips", "inter/a", "inter/b", "inter/a", "inter/contested"] + [
+        f"inter/m{n}/k{k}" for n in range(1, MACHINES + 1) for k in range(OWN_STEPS)
+    ]
     assert sorted(records) == sorted(expected)
 
 
-def test_a_worker_killed_mid_commit_loses_nothing_and_blocks_nobody(
-        tmp_path, postgres_store):
+def test_a_worker_killed_mid_commit_loses_nothing_and_blocks_nobody(tmp_path, postgres_store):
     seed, _common = _seed(tmp_path)
     machines = tmp_path / "machines"
     barrier = tmp_path / "barrier"
@@ -216,8 +244,14 @@ def test_a_worker_killed_mid_commit_loses_nothing_and_blocks_nobody(
     # Another machine writes at once: the killed one's lock went with its connection.
     other_barrier = tmp_path / "barrier-2"
     other_barrier.mkdir()
-    after = _outcomes(_start(_machine(seed, machines, 2), [
-        _step("after_kill", ["src/trips"], {"inter/after": "x\n"})], other_barrier, 1))
+    after = _outcomes(
+        _start(
+            _machine(seed, machines, 2),
+            [_step("after_kill", ["src/trips"], {"inter/after": "x\n"})],
+            other_barrier,
+            1,
+        )
+    )
     assert after == [["after_kill", "ok", ["inter/after"]]]
     store = Workspace.open(machines / "machine-2").store
     recorded = {ref for ref, state in store.items() if state.record is not None}
@@ -253,7 +287,9 @@ def fare_stats(fare: DataFrame) -> DataFrame:
 #: IO manager over its own copy of the workspace folder. It materializes its own asset,
 #: contends with the other machines for one ref, then tries an asset whose inputs carry two
 #: versions of `fare` (refused before its body runs, which would leave a file behind).
-DAGSTER_WORKER = SHARED_ASSETS + r"""
+DAGSTER_WORKER = (
+    SHARED_ASSETS
+    + r"""
 import os, sys, time
 from pathlib import Path
 from dagster import DagsterInstance, materialize
@@ -300,18 +336,21 @@ mix_error = "LineageConsistencyError" if any(
     for text in refusals) else "other"
 print(own.success, contest.success, mix.success, mix_error, flush=True)
 """
+)
 
 
 def _dagster_home(folder: Path, server: Any, database: str) -> Path:
     folder.mkdir(parents=True)
-    (folder / "dagster.yaml").write_text(server.dagster_yaml(database,
-                                                             "DWS_TEST_DAGSTER_PG_PASSWORD"))
+    (folder / "dagster.yaml").write_text(
+        server.dagster_yaml(database, "DWS_TEST_DAGSTER_PG_PASSWORD")
+    )
     return folder
 
 
 @pytest.mark.spark
 def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fourth(
-        spark, tmp_path, postgres_store, postgres_server, monkeypatch):
+    spark, tmp_path, postgres_store, postgres_server, monkeypatch
+):
     from dagster import DagsterInstance, materialize
 
     from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, process_events
@@ -335,8 +374,9 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
     with DagsterInstance.ephemeral() as setup_instance:
         materialize(chain, instance=setup_instance, resources={"io_manager": io_manager})
         trips_csv.write_text(trips_csv.read_text() + "0,99\n")
-        materialize(chain, instance=setup_instance, resources={"io_manager": io_manager},
-                    selection=["fare"])
+        materialize(
+            chain, instance=setup_instance, resources={"io_manager": io_manager}, selection=["fare"]
+        )
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     workers = []
@@ -344,10 +384,24 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
         root = _machine(seed, machines, number)
         home = _dagster_home(tmp_path / f"dagster-home-{number}", postgres_server, dagster_db)
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DAGSTER_HOME": str(home)}
-        workers.append(subprocess.Popen(
-            [sys.executable, "-c", DAGSTER_WORKER, str(root), str(number), str(barrier),
-             str(MACHINES)], cwd=root, env=env, text=True, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE))
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    DAGSTER_WORKER,
+                    str(root),
+                    str(number),
+                    str(barrier),
+                    str(MACHINES),
+                ],
+                cwd=root,
+                env=env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
     results = []
     for worker in workers:
         out, err = worker.communicate(timeout=900)
@@ -356,11 +410,13 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
     assert [own for own, *_ in results] == ["True"] * MACHINES
     assert sorted(contest for _, contest, *_ in results) == ["False"] * (MACHINES - 1) + ["True"]
     winner = 1 + [contest for _, contest, *_ in results].index("True")
-    assert [(mixed, error) for *_, mixed, error in results] == \
-        [("False", "LineageConsistencyError")] * MACHINES
+    assert [(mixed, error) for *_, mixed, error in results] == [
+        ("False", "LineageConsistencyError")
+    ] * MACHINES
     assert not list(machines.glob("machine-*/mixer-*-body-ran"))  # refused before the body
-    assert not any((common / "inter" / "dag" / f"m{n}" / "mixed").exists()
-                   for n in range(1, MACHINES + 1))
+    assert not any(
+        (common / "inter" / "dag" / f"m{n}" / "mixed").exists() for n in range(1, MACHINES + 1)
+    )
 
     # The lineage sensor on a fourth machine: its own workspace copy, the same instance.
     sensor_root = _machine(seed, machines, 4)
@@ -386,8 +442,9 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
     for number in range(1, MACHINES + 1):
         assert lineage[f"inter/dag/m{number}/by_zone"].status == "ok"
     assert lineage["inter/dag/contested"].owner == f"contender_{winner}"
-    assert not any(name.startswith("contested") and name != "contested"
-                   for name in os.listdir(common / "inter" / "dag"))
+    assert not any(
+        name.startswith("contested") and name != "contested"
+        for name in os.listdir(common / "inter" / "dag")
+    )
     completes = {e["job"]["name"] for e in receiver.events if e["eventType"] == "COMPLETE"}
-    assert {f"by_zone_{n}" for n in range(1, MACHINES + 1)} | {f"contender_{winner}"} \
-        <= completes
+    assert {f"by_zone_{n}" for n in range(1, MACHINES + 1)} | {f"contender_{winner}"} <= completes

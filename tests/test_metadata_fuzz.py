@@ -52,10 +52,16 @@ ABSOLUTE = "/@sentinels@"
 
 
 def ol_event(run: int, kind: str) -> dict[str, Any]:
-    return {"eventType": kind, "eventTime": f"2026-01-01T00:{run % 60:02d}:00+00:00",
-            "run": {"runId": f"00000000-0000-4000-8000-{run:012d}"},
-            "job": {"namespace": "fuzz", "name": "job"}, "inputs": [], "outputs": [],
-            "producer": "https://example.com/fuzz", "schemaURL": "https://example.com/s"}
+    return {
+        "eventType": kind,
+        "eventTime": f"2026-01-01T00:{run % 60:02d}:00+00:00",
+        "run": {"runId": f"00000000-0000-4000-8000-{run:012d}"},
+        "job": {"namespace": "fuzz", "name": "job"},
+        "inputs": [],
+        "outputs": [],
+        "producer": "https://example.com/fuzz",
+        "schemaURL": "https://example.com/s",
+    }
 
 
 def build(root: Path) -> Workspace:
@@ -66,8 +72,9 @@ def build(root: Path) -> Workspace:
     ws.add_resource("results", "results", path="results")
     write(ws.root / "data/src/trips.csv", "a\n1\n")
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, {"scale": 2})
-    run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": 1.5},
-             results_dir=RESULTS)
+    run_step(
+        ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": 1.5}, results_dir=RESULTS
+    )
     run_step(ws, "lookup", [], {"inter/lookup": "k\n"})
     ws.store.forget("inter/lookup")
     take_snapshot(ws, "v1", "first")
@@ -77,14 +84,21 @@ def build(root: Path) -> Workspace:
     keep_copy(ws.resource_root("inter"), "prep", old, ws.local_path("inter/prep"))
     shutil.rmtree(ws.local_path("inter/prep"))
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "B\n2\n"}, {"scale": 3})
-    run_step(ws, "train", ["inter/prep"], {}, {"gamma": 0.2}, results={"mae": 1.2},
-             results_dir=RESULTS)
+    run_step(
+        ws, "train", ["inter/prep"], {}, {"gamma": 0.2}, results={"mae": 1.2}, results_dir=RESULTS
+    )
     take_snapshot(ws, "v2", "second")
     restore_snapshot(ws, "v1")  # a reset in the history, kept versions made on the way
     run_step(ws, "other", ["src/trips.csv"], {"inter/other": "o\n"})
-    with contextlib.suppress(RuntimeError), LineageBuilder().with_step_name("broken") \
-            .with_parameters({}).with_workspace_directory(ws.root).with_no_inputs() \
-            .eval() as lineage:
+    with (
+        contextlib.suppress(RuntimeError),
+        LineageBuilder()
+        .with_step_name("broken")
+        .with_parameters({})
+        .with_workspace_directory(ws.root)
+        .with_no_inputs()
+        .eval() as lineage,
+    ):
         lineage.add_output_ref("inter/broken")
         write(ws.local_path("inter/broken") / "part-0.csv", "half")
         raise RuntimeError("the step failed")
@@ -112,9 +126,11 @@ STORE = "store.db"
 def metadata_files(ws_root: Path) -> list[str]:
     """The files under `.dataworkspace/` (the store's database aside: see `store_file`)."""
     meta = ws_root / ".dataworkspace"
-    return sorted(str(p.relative_to(meta)) for p in meta.rglob("*")
-                  if p.is_file() and not p.name.endswith("lock")
-                  and not p.name.startswith(STORE))
+    return sorted(
+        str(p.relative_to(meta))
+        for p in meta.rglob("*")
+        if p.is_file() and not p.name.endswith("lock") and not p.name.startswith(STORE)
+    )
 
 
 def query(root: Path, statement: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -136,14 +152,23 @@ def test_the_workspace_has_every_kind_of_file_and_row(pristine: Path) -> None:
     assert ops == {"record", "fail", "claim", "forget", "reset"}
     assert query(root, "SELECT count(*) FROM dws_records WHERE good = 0")[0][0] >= 1
     assert query(root, "SELECT count(*) FROM dws_record_inputs")[0][0] >= 2
-    assert query(root, "SELECT count(*) FROM dws_refs WHERE unknown AND attempt_id IS NOT NULL "
-                       "AND owner IS NOT NULL")[0][0] == 1  # the broken step
+    assert (
+        query(
+            root,
+            "SELECT count(*) FROM dws_refs WHERE unknown AND attempt_id IS NOT NULL "
+            "AND owner IS NOT NULL",
+        )[0][0]
+        == 1
+    )  # the broken step
     assert query(root, "SELECT count(*) FROM dws_snapshots")[0][0] == 2
-    assert sorted(query(root, "SELECT tag FROM dws_snapshot_tags")) == [("v1",), ("v1b",),
-                                                                        ("v2",)]
+    assert sorted(query(root, "SELECT tag FROM dws_snapshot_tags")) == [("v1",), ("v1b",), ("v2",)]
     assert query(root, "SELECT count(DISTINCT hash) FROM dws_snapshot_refs")[0][0] == 2
-    assert query(root, "SELECT count(*) FROM dws_snapshots WHERE results != '[]' AND "
-                       "metrics IS NOT NULL")[0][0] == 2
+    assert (
+        query(
+            root, "SELECT count(*) FROM dws_snapshots WHERE results != '[]' AND metrics IS NOT NULL"
+        )[0][0]
+        == 2
+    )
 
 
 # --------------------------------------------------------------------------- the battery
@@ -178,8 +203,9 @@ def cli(root: Path, *args: str) -> tuple[int, str]:
         except SystemExit as exc:  # argparse
             code = int(exc.code or 0)
         except Exception as exc:
-            raise Unexpected(f"dws-dagster {' '.join(args)} raised {type(exc).__name__}: "
-                             f"{exc}") from exc
+            raise Unexpected(
+                f"dws-dagster {' '.join(args)} raised {type(exc).__name__}: {exc}"
+            ) from exc
     text = err.getvalue()
     assert "Traceback" not in text, text
     if code != 0:
@@ -189,9 +215,15 @@ def cli(root: Path, *args: str) -> tuple[int, str]:
 
 def battery(root: Path) -> None:
     """Every kind of command, through the API and the CLI."""
-    for args in (["status"], ["lineage", RESULTS], ["lineage", "inter/prep", "--snapshot", "v2"],
-                 ["history"], ["diff", "v1", "v2"], ["diff", "v2", "current"],
-                 ["openlineage", "status"]):
+    for args in (
+        ["status"],
+        ["lineage", RESULTS],
+        ["lineage", "inter/prep", "--snapshot", "v2"],
+        ["history"],
+        ["diff", "v1", "v2"],
+        ["diff", "v2", "current"],
+        ["openlineage", "status"],
+    ):
         cli(root, *args)
 
     def opened() -> Workspace:
@@ -206,10 +238,11 @@ def battery(root: Path) -> None:
     allowed(lambda: Outbox(ws).status(), "Outbox.status", strict=True)
     allowed(lambda: list(Outbox(ws).events()), "Outbox.events", strict=True)
     allowed(lambda: Outbox(ws).spool([ol_event(500, "START")]), "Outbox.spool")
-    allowed(lambda: run_step(ws, "fuzz", ["src/trips.csv"], {"inter/fuzz": "f\n"}),
-            "script step")
-    allowed(lambda: run_step(ws, "other", ["src/trips.csv", "inter/prep"],
-                             {"inter/other": "o2\n"}), "script step reading lineage")
+    allowed(lambda: run_step(ws, "fuzz", ["src/trips.csv"], {"inter/fuzz": "f\n"}), "script step")
+    allowed(
+        lambda: run_step(ws, "other", ["src/trips.csv", "inter/prep"], {"inter/other": "o2\n"}),
+        "script step reading lineage",
+    )
     allowed(lambda: take_snapshot(ws, "fz", "fuzz"), "take_snapshot")
     allowed(lambda: delete_snapshot(ws, "fz"), "delete_snapshot")
     allowed(lambda: delete_snapshot(ws, "v1b"), "delete_snapshot (one of two tags)")
@@ -230,17 +263,18 @@ def outbox_lines(root: Path) -> list[tuple[Any, ...]]:
 def kept(root: Path) -> tuple[set[Any], set[Any], set[Any]]:
     """What the store holds that nothing may lose: every record, every history entry, every
     snapshot."""
-    return (set(query(root, "SELECT id, body FROM dws_records")),
-            set(query(root, "SELECT id, op, ref, record_id, detail, at FROM dws_operations")),
-            {digest for (digest,) in query(root, "SELECT hash FROM dws_snapshots")})
+    return (
+        set(query(root, "SELECT id, body FROM dws_records")),
+        set(query(root, "SELECT id, op, ref, record_id, detail, at FROM dws_operations")),
+        {digest for (digest,) in query(root, "SELECT hash FROM dws_snapshots")},
+    )
 
 
 Repair = Callable[[], None]
 
 
 @contextlib.contextmanager
-def damaged_copy(pristine: Path, scratch: Path, damage: Callable[[Path], Repair]
-                 ) -> Iterator[Path]:
+def damaged_copy(pristine: Path, scratch: Path, damage: Callable[[Path], Repair]) -> Iterator[Path]:
     """A fresh copy of the pristine workspace, damaged by `damage(root)` (which returns how to
     repair it); on exit the damage is repaired, and every earlier record, history entry,
     snapshot and outbox event must be there, and nothing beside the workspace may have
@@ -274,20 +308,24 @@ def damaged_copy(pristine: Path, scratch: Path, damage: Callable[[Path], Repair]
 def file_damage(name: str, content: bytes) -> Callable[[Path], Repair]:
     """`.dataworkspace/<name>` replaced by `content`; repaired by putting its bytes back (for
     the store's database: a backup restored, its write-ahead log gone with the damage)."""
+
     def damage(root: Path) -> Repair:
         target = root / ".dataworkspace" / name
         original = target.read_bytes()
         # Absolute paths in the damage point at the sentinels: even code that followed them
         # would touch nothing but this test's own folder.
-        target.write_bytes(content.replace(ABSOLUTE.encode(),
-                                           str(root.parent / "outside").encode()))
+        target.write_bytes(
+            content.replace(ABSOLUTE.encode(), str(root.parent / "outside").encode())
+        )
 
         def repair() -> None:
             for log in target.parent.glob(target.name + "-*"):
                 log.unlink()
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(original)
+
         return repair
+
     return damage
 
 
@@ -299,14 +337,14 @@ def deep(depth: int) -> bytes:
 
 
 @pytest.mark.parametrize("mutation", ["truncate", "flip", "empty-object", "list", "deep"])
-def test_every_file_damaged_in_fixed_ways(pristine: Path, tmp_path: Path,
-                                          mutation: str) -> None:
+def test_every_file_damaged_in_fixed_ways(pristine: Path, tmp_path: Path, mutation: str) -> None:
     for name in [*metadata_files(pristine / "ws"), STORE]:
         original = (pristine / "ws/.dataworkspace" / name).read_bytes()
         content = {
             "truncate": original[: len(original) * 2 // 3],
-            "flip": original[: len(original) // 2] + bytes([original[len(original) // 2] ^ 0x5A])
-            + original[len(original) // 2 + 1:],
+            "flip": original[: len(original) // 2]
+            + bytes([original[len(original) // 2] ^ 0x5A])
+            + original[len(original) // 2 + 1 :],
             "empty-object": b'{"format": 1}\n',
             "list": b"[1, 2, 3]\n",
             "deep": deep(5000) if name.endswith(".json") else deep(200) + b"\n",
@@ -317,8 +355,9 @@ def test_every_file_damaged_in_fixed_ways(pristine: Path, tmp_path: Path,
 
 def test_a_store_whose_header_is_zeroed_is_named(pristine: Path, tmp_path: Path) -> None:
     original = (pristine / "ws/.dataworkspace" / STORE).read_bytes()
-    with damaged_copy(pristine, tmp_path / "w",
-                      file_damage(STORE, b"\0" * 100 + original[100:])) as root:
+    with damaged_copy(
+        pristine, tmp_path / "w", file_damage(STORE, b"\0" * 100 + original[100:])
+    ) as root:
         with pytest.raises(StoreUnavailableError) as caught:
             Workspace.open(root).store.items()
         message = str(caught.value)
@@ -331,16 +370,63 @@ def test_a_store_whose_header_is_zeroed_is_named(pristine: Path, tmp_path: Path)
 
 
 def json_values(depth: int = 3) -> st.SearchStrategy[Any]:
-    leaves = st.none() | st.booleans() | st.integers(-5, 2**40) | st.sampled_from(
-        ["", "..", "../../outside", ABSOLUTE, "a/../b", "results/exp", "v1", "0" * 32, "ok",
-         "script", "\x00", "snapshots/../..", "x" * 300])
-    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
-                        | st.dictionaries(st.sampled_from(
-                            ["ref", "version", "hash", "tags", "folder", "record", "op",
-                             "position", "segment", "offset", "format", "refs", "x", "step",
-                             "name", "inputs", "provenance", "parameters", "metrics",
-                             "status"]),
-                            inner, max_size=3), max_leaves=6)
+    leaves = (
+        st.none()
+        | st.booleans()
+        | st.integers(-5, 2**40)
+        | st.sampled_from(
+            [
+                "",
+                "..",
+                "../../outside",
+                ABSOLUTE,
+                "a/../b",
+                "results/exp",
+                "v1",
+                "0" * 32,
+                "ok",
+                "script",
+                "\x00",
+                "snapshots/../..",
+                "x" * 300,
+            ]
+        )
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "ref",
+                        "version",
+                        "hash",
+                        "tags",
+                        "folder",
+                        "record",
+                        "op",
+                        "position",
+                        "segment",
+                        "offset",
+                        "format",
+                        "refs",
+                        "x",
+                        "step",
+                        "name",
+                        "inputs",
+                        "provenance",
+                        "parameters",
+                        "metrics",
+                        "status",
+                    ]
+                ),
+                inner,
+                max_size=3,
+            )
+        ),
+        max_leaves=6,
+    )
 
 
 def paths_in(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -372,8 +458,7 @@ def replaced(value: Any, path: tuple[Any, ...], new: Any, action: str) -> Any:
 
 def mutated_json(draw: st.DrawFn, parsed: Any) -> Any:
     path = draw(st.sampled_from(paths_in(parsed)))
-    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path
-                  else st.just("replace"))
+    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path else st.just("replace"))
     return replaced(parsed, path, draw(json_values()), action)
 
 
@@ -425,8 +510,10 @@ JSON_COLUMNS = {"body", "detail", "metrics", "results"}
 @functools.cache
 def pristine_rows(pristine: Path) -> dict[str, list[tuple[Any, ...]]]:
     """(rowid, columns...) of every damageable row of the pristine store."""
-    return {table: query(pristine / "ws", f"SELECT rowid, {', '.join(columns)} FROM {table}")
-            for table, columns in COLUMNS.items()}
+    return {
+        table: query(pristine / "ws", f"SELECT rowid, {', '.join(columns)} FROM {table}")
+        for table, columns in COLUMNS.items()
+    }
 
 
 def cell_values(draw: st.DrawFn, column: str, value: Any, rows: Any) -> Any:
@@ -443,9 +530,27 @@ def cell_values(draw: st.DrawFn, column: str, value: Any, rows: Any) -> Any:
     if kind == "int":
         return draw(st.integers(-(2**63), 2**63 - 1))
     if kind == "text":
-        return draw(st.text(max_size=12) | st.sampled_from(
-            ["..", "../../outside", ABSOLUTE, "inter/prep", "results/exp", "0" * 32, "v1",
-             "record", "claim", "reset", "[]", "{}", "null", "x" * 5000]))
+        return draw(
+            st.text(max_size=12)
+            | st.sampled_from(
+                [
+                    "..",
+                    "../../outside",
+                    ABSOLUTE,
+                    "inter/prep",
+                    "results/exp",
+                    "0" * 32,
+                    "v1",
+                    "record",
+                    "claim",
+                    "reset",
+                    "[]",
+                    "{}",
+                    "null",
+                    "x" * 5000,
+                ]
+            )
+        )
     if kind == "blob":
         return draw(st.binary(max_size=8))
     if kind == "json":
@@ -478,9 +583,10 @@ def row_damage(draw: st.DrawFn, pristine: Path) -> Callable[[Path], Repair]:
             assume(False)
 
         def repair() -> None:  # the row put back (replacing a row the battery made since)
-            edit(root, f"UPDATE OR REPLACE {table} SET {column} = ? WHERE rowid = ?", old,
-                 row[0])
+            edit(root, f"UPDATE OR REPLACE {table} SET {column} = ? WHERE rowid = ?", old, row[0])
+
         return repair
+
     return damage
 
 
@@ -494,9 +600,16 @@ def edit(root: Path, statement: str, *params: Any) -> None:
         connection.close()
 
 
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 
 
 @FUZZ
@@ -515,9 +628,16 @@ def test_byte_damage(pristine: Path, tmp_path: Path, data: st.DataObject) -> Non
         battery(root)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(data=st.data())
 def test_damaged_store_rows(pristine: Path, tmp_path: Path, data: st.DataObject) -> None:
     with damaged_copy(pristine, tmp_path / "w", data.draw(row_damage(pristine))) as root:
@@ -530,8 +650,13 @@ def test_damaged_store_rows(pristine: Path, tmp_path: Path, data: st.DataObject)
 def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
     """(kind, part of the parsed data it checks) for a file under `.dataworkspace/`, or what
     the store's rows hold (`store:...`)."""
-    whole = [("config", "config.json"), ("resources", "resources.json"),
-             ("index", "store:index"), ("record", "store:record"), ("states", "store:states")]
+    whole = [
+        ("config", "config.json"),
+        ("resources", "resources.json"),
+        ("index", "store:index"),
+        ("record", "store:record"),
+        ("states", "store:states"),
+    ]
     for kind, suffix in whole:
         if name.endswith(suffix):
             return [(kind, lambda data: data)]
@@ -540,12 +665,15 @@ def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
 
 def store_parts(root: Path) -> list[tuple[str, Any]]:
     """The store's rows as the code reads them: records, the current lineage, the index."""
-    bodies = {record_id: orjson.loads(body)
-              for record_id, body in query(root, "SELECT id, body FROM dws_records")}
+    bodies = {
+        record_id: orjson.loads(body)
+        for record_id, body in query(root, "SELECT id, body FROM dws_records")
+    }
     found: list[tuple[str, Any]] = [("store:record", body) for body in bodies.values()]
     states: dict[str, Any] = {}
     for ref, owner, record_id, attempt_id, unknown in query(
-            root, "SELECT ref, owner, record_id, attempt_id, unknown FROM dws_refs"):
+        root, "SELECT ref, owner, record_id, attempt_id, unknown FROM dws_refs"
+    ):
         state: dict[str, Any] = {"owner": owner, "record": bodies.get(record_id)}
         if attempt_id is not None:
             state["attempt"] = bodies[attempt_id]
@@ -556,36 +684,61 @@ def store_parts(root: Path) -> list[tuple[str, Any]]:
     tags: dict[str, list[str]] = {}
     for digest, tag in query(root, "SELECT hash, tag FROM dws_snapshot_tags ORDER BY position"):
         tags.setdefault(digest, []).append(tag)
-    found.append(("store:index", {"format": 1, "snapshots": [
-        {"hash": digest, "tags": tags.get(digest, []), "message": message, "created": created,
-         "metrics": None if metrics is None else orjson.loads(metrics),
-         "results": orjson.loads(results)}
-        for digest, message, created, metrics, results in query(
-            root, "SELECT hash, message, created, metrics, results FROM dws_snapshots "
-                  "ORDER BY position")]}))
+    found.append(
+        (
+            "store:index",
+            {
+                "format": 1,
+                "snapshots": [
+                    {
+                        "hash": digest,
+                        "tags": tags.get(digest, []),
+                        "message": message,
+                        "created": created,
+                        "metrics": None if metrics is None else orjson.loads(metrics),
+                        "results": orjson.loads(results),
+                    }
+                    for digest, message, created, metrics, results in query(
+                        root,
+                        "SELECT hash, message, created, metrics, results FROM dws_snapshots "
+                        "ORDER BY position",
+                    )
+                ],
+            },
+        )
+    )
     return found
 
 
 @functools.cache
 def parsed_files(pristine: Path) -> list[tuple[str, Any, list[tuple[Any, ...]]]]:
     meta = pristine / "ws/.dataworkspace"
-    found = [(name, orjson.loads((meta / name).read_bytes()))
-             for name in metadata_files(pristine / "ws") if kinds_of(name)]
+    found = [
+        (name, orjson.loads((meta / name).read_bytes()))
+        for name in metadata_files(pristine / "ws")
+        if kinds_of(name)
+    ]
     found += store_parts(pristine / "ws")
     return [(name, data, paths_in(data)) for name, data in found]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
-def test_quick_checks_accept_only_what_the_schemas_accept(pristine: Path,
-                                                          data: st.DataObject) -> None:
+def test_quick_checks_accept_only_what_the_schemas_accept(
+    pristine: Path, data: st.DataObject
+) -> None:
     """Files and rows are checked by plain loops first (`shapes`), for speed; whatever they
     accept, the schemas (`formats`) must accept too, or damage would get past both."""
     name, parsed, paths = data.draw(st.sampled_from(parsed_files(pristine)))
     path = data.draw(st.sampled_from(paths))
-    action = data.draw(st.sampled_from(["replace", "delete", "nest"]) if path
-                       else st.just("replace"))
+    action = data.draw(
+        st.sampled_from(["replace", "delete", "nest"]) if path else st.just("replace")
+    )
     mutated = replaced(parsed, path, data.draw(json_values()), action)
     for kind, part in kinds_of(name):
         piece = part(mutated)

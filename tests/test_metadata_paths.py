@@ -58,23 +58,54 @@ def outside(tmp_path: Path) -> Path:
 def edit_index(ws: Workspace, change: Callable[[dict[str, Any]], None]) -> None:
     """Change the first snapshot's index entry in the store's tables, as a hand edit would."""
     [(digest, message, created, metrics, results)] = sql(
-        ws, "SELECT hash, message, created, metrics, results FROM dws_snapshots WHERE "
-            "workspace_id = :ws ORDER BY position LIMIT 1")
-    tags = [row[0] for row in sql(ws, "SELECT tag FROM dws_snapshot_tags WHERE hash = :hash "
-                                      "ORDER BY position", hash=digest)]
-    entry = {"hash": digest, "tags": tags, "message": message, "created": created,
-             "metrics": metrics, "results": json.loads(results)}
+        ws,
+        "SELECT hash, message, created, metrics, results FROM dws_snapshots WHERE "
+        "workspace_id = :ws ORDER BY position LIMIT 1",
+    )
+    tags = [
+        row[0]
+        for row in sql(
+            ws,
+            "SELECT tag FROM dws_snapshot_tags WHERE hash = :hash ORDER BY position",
+            hash=digest,
+        )
+    ]
+    entry = {
+        "hash": digest,
+        "tags": tags,
+        "message": message,
+        "created": created,
+        "metrics": metrics,
+        "results": json.loads(results),
+    }
     change(entry)
-    damage(ws, "UPDATE dws_snapshots SET hash = :new, results = :results WHERE hash = :hash",
-           new=entry["hash"], results=json.dumps(entry["results"]), hash=digest)
+    damage(
+        ws,
+        "UPDATE dws_snapshots SET hash = :new, results = :results WHERE hash = :hash",
+        new=entry["hash"],
+        results=json.dumps(entry["results"]),
+        hash=digest,
+    )
     sql(ws, "DELETE FROM dws_snapshot_tags WHERE hash = :hash", hash=digest)
     for position, tag in enumerate(entry["tags"], 1):
-        sql(ws, "INSERT INTO dws_snapshot_tags (workspace_id, tag, hash, position) VALUES "
-                "(:ws, :tag, :hash, :position)", tag=tag, hash=entry["hash"], position=position)
+        sql(
+            ws,
+            "INSERT INTO dws_snapshot_tags (workspace_id, tag, hash, position) VALUES "
+            "(:ws, :tag, :hash, :position)",
+            tag=tag,
+            hash=entry["hash"],
+            position=position,
+        )
 
 
-def refused_everywhere(ws: Workspace, cli: Any, args: list[str], api: Callable[[], object],
-                       fragment: str, watched: list[Path]) -> None:
+def refused_everywhere(
+    ws: Workspace,
+    cli: Any,
+    args: list[str],
+    api: Callable[[], object],
+    fragment: str,
+    watched: list[Path],
+) -> None:
     """The API raises WorkspaceConfigError naming `fragment`, the CLI exits 1 with one line,
     and nothing in the store, under the workspace or `watched` changed."""
     before = [workspace_state(ws), *(tree_state(root) for root in watched)]
@@ -94,32 +125,51 @@ def refused_everywhere(ws: Workspace, cli: Any, args: list[str], api: Callable[[
 
 
 @pytest.mark.parametrize("remove_results", [False, True])
-def test_index_hash_leading_outside_deletes_nothing(snap_ws: Workspace, outside: Path, cli,
-                                                   remove_results: bool) -> None:
+def test_index_hash_leading_outside_deletes_nothing(
+    snap_ws: Workspace, outside: Path, cli, remove_results: bool
+) -> None:
     # A "hash" that is a path (the journal store named manifest files after it)
     relative = os.path.relpath(outside / "victim", snap_ws.meta_dir / "snapshots")
     edit_index(snap_ws, lambda entry: entry.update(hash=relative))
     flag = ["--remove-results"] if remove_results else []
     refused_everywhere(
-        snap_ws, cli, ["delete-snapshot", "v1", *flag],
+        snap_ws,
+        cli,
+        ["delete-snapshot", "v1", *flag],
         lambda: delete_snapshot(snap_ws, "v1", remove_results=remove_results),
-        "snapshots[0].hash", [outside])
+        "snapshots[0].hash",
+        [outside],
+    )
     assert (outside / "victim.json").exists()
 
 
 # Every folder here lies inside the test's own temporary folder: run against code without the
 # check, the test deletes only its sentinels, never anything else on the machine.
-@pytest.mark.parametrize("folder", ["snapshots/../../../outside/precious", "../outside",
-                                    "ABSOLUTE", "snapshots", "snapshots/v1/../../..",
-                                    "snapshots/a b", "other/v1"])
-def test_index_results_folder_must_be_a_snapshot_folder(snap_ws: Workspace, outside: Path,
-                                                        cli, folder: str) -> None:
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "snapshots/../../../outside/precious",
+        "../outside",
+        "ABSOLUTE",
+        "snapshots",
+        "snapshots/v1/../../..",
+        "snapshots/a b",
+        "other/v1",
+    ],
+)
+def test_index_results_folder_must_be_a_snapshot_folder(
+    snap_ws: Workspace, outside: Path, cli, folder: str
+) -> None:
     folder = str(outside / "precious") if folder == "ABSOLUTE" else folder
     edit_index(snap_ws, lambda entry: entry["results"][0].update(folder=folder))
     refused_everywhere(
-        snap_ws, cli, ["delete-snapshot", "v1", "--remove-results"],
+        snap_ws,
+        cli,
+        ["delete-snapshot", "v1", "--remove-results"],
         lambda: delete_snapshot(snap_ws, "v1", remove_results=True),
-        "snapshots[0].results[0].folder", [outside])
+        "snapshots[0].results[0].folder",
+        [outside],
+    )
     assert (outside / "precious" / "keep.txt").exists()
 
 
@@ -131,64 +181,103 @@ def test_index_results_ref_must_be_a_results_ref(snap_ws: Workspace, cli, ref: A
     write(snap_ws.root / "data/inter/snapshots/v1/data.csv", "intermediate data\n")
     edit_index(snap_ws, lambda entry: entry["results"][0].update(ref=ref))
     refused_everywhere(
-        snap_ws, cli, ["delete-snapshot", "v1", "--remove-results"],
+        snap_ws,
+        cli,
+        ["delete-snapshot", "v1", "--remove-results"],
         lambda: delete_snapshot(snap_ws, "v1", remove_results=True),
-        "results[0].ref", [])
+        "results[0].ref",
+        [],
+    )
 
 
-def test_results_folder_through_a_symlink_is_refused(snap_ws: Workspace, outside: Path,
-                                                     cli) -> None:
+def test_results_folder_through_a_symlink_is_refused(
+    snap_ws: Workspace, outside: Path, cli
+) -> None:
     snapshots = snap_ws.root / "results" / "snapshots"
     shutil.move(snapshots / "v1", outside / "v1")
     (snapshots / "v1").symlink_to(outside / "v1", target_is_directory=True)
     refused_everywhere(
-        snap_ws, cli, ["delete-snapshot", "v1", "--remove-results"],
+        snap_ws,
+        cli,
+        ["delete-snapshot", "v1", "--remove-results"],
         lambda: delete_snapshot(snap_ws, "v1", remove_results=True),
-        "outside results resource", [outside])
+        "outside results resource",
+        [outside],
+    )
     assert (outside / "v1" / "exp").is_dir()
 
 
 def test_index_tags_are_checked(snap_ws: Workspace, cli) -> None:
     edit_index(snap_ws, lambda entry: entry.update(tags=["v1", "../x"]))
-    refused_everywhere(snap_ws, cli, ["history"], lambda: list_snapshots(snap_ws),
-                       "snapshots[0].tags[1]", [])
+    refused_everywhere(
+        snap_ws, cli, ["history"], lambda: list_snapshots(snap_ws), "snapshots[0].tags[1]", []
+    )
 
 
 # ------------------------------------------------------------ manifests and records
 
 
-def test_manifest_version_leading_outside_is_refused(snap_ws: Workspace, outside: Path,
-                                                     cli) -> None:
+def test_manifest_version_leading_outside_is_refused(
+    snap_ws: Workspace, outside: Path, cli
+) -> None:
     """A version names a kept copy (`.dws/versions/<subpath>/@<version>`): one with a slash
     would lead restore to read (and the swap to move data) outside the resource."""
     info = resolve_snapshot(snap_ws, "v1")
-    [(record_id, body)] = sql(snap_ws, "SELECT r.id, r.body FROM dws_snapshot_refs s JOIN "
-                                       "dws_records r ON r.id = s.record_id WHERE s.hash = "
-                                       ":hash AND s.ref = 'inter/prep'", hash=info.hash)
+    [(record_id, body)] = sql(
+        snap_ws,
+        "SELECT r.id, r.body FROM dws_snapshot_refs s JOIN "
+        "dws_records r ON r.id = s.record_id WHERE s.hash = "
+        ":hash AND s.ref = 'inter/prep'",
+        hash=info.hash,
+    )
     data = json.loads(body)
     data["version"] = "x/../../../../../outside/precious"
-    damage(snap_ws, "UPDATE dws_records SET body = :body WHERE id = :id",
-           body=json.dumps(data), id=record_id)
+    damage(
+        snap_ws,
+        "UPDATE dws_records SET body = :body WHERE id = :id",
+        body=json.dumps(data),
+        id=record_id,
+    )
     write(snap_ws.root / "data/inter/prep/part-0.csv", "changed\n")
-    refused_everywhere(snap_ws, cli, ["restore", "v1"], lambda: restore_snapshot(snap_ws, "v1"),
-                       "record.version", [outside])
+    refused_everywhere(
+        snap_ws,
+        cli,
+        ["restore", "v1"],
+        lambda: restore_snapshot(snap_ws, "v1"),
+        "record.version",
+        [outside],
+    )
 
 
-@pytest.mark.parametrize("subpath", ["a" * 256, "é" * 128, "/".join(["b" * 200] * 21)],
-                         ids=["ascii-part", "multibyte-part", "whole-subpath"])
-def test_stored_refs_over_the_byte_limits_are_a_damaged_file(snap_ws: Workspace, outside: Path,
-                                                           cli, subpath: str) -> None:
+@pytest.mark.parametrize(
+    "subpath",
+    ["a" * 256, "é" * 128, "/".join(["b" * 200] * 21)],
+    ids=["ascii-part", "multibyte-part", "whole-subpath"],
+)
+def test_stored_refs_over_the_byte_limits_are_a_damaged_file(
+    snap_ws: Workspace, outside: Path, cli, subpath: str
+) -> None:
     """A file name holds 255 bytes and a subpath 4096: a stored ref beyond that is a damaged
     store (`WorkspaceConfigError` naming it), not a ref refused later, elsewhere."""
-    damage(snap_ws, "INSERT INTO dws_refs (workspace_id, ref, owner, unknown) VALUES "
-                    "(:ws, :ref, 'claimer', 0)", ref=f"inter/{subpath}")
-    refused_everywhere(snap_ws, cli, ["status"], lambda: Workspace.open(snap_ws.root).store.items(),
-                       "ref", [outside])
+    damage(
+        snap_ws,
+        "INSERT INTO dws_refs (workspace_id, ref, owner, unknown) VALUES (:ws, :ref, 'claimer', 0)",
+        ref=f"inter/{subpath}",
+    )
+    refused_everywhere(
+        snap_ws,
+        cli,
+        ["status"],
+        lambda: Workspace.open(snap_ws.root).store.items(),
+        "ref",
+        [outside],
+    )
 
 
 def test_kept_version_path_stays_inside_the_resource(tmp_path: Path) -> None:
-    assert kept_version_path(tmp_path, "a/b", "0" * 32) == \
-        tmp_path / ".dws/versions/a/b" / ("@" + "0" * 32)
+    assert kept_version_path(tmp_path, "a/b", "0" * 32) == tmp_path / ".dws/versions/a/b" / (
+        "@" + "0" * 32
+    )
     for version in ("../../x", "a/b", "a\\b", "", "a\x00b", "x" * 255):
         with pytest.raises(InvalidResourceRefError, match="cannot name a kept copy"):
             kept_version_path(tmp_path, "a", version)
@@ -199,8 +288,10 @@ def test_kept_version_path_stays_inside_the_resource(tmp_path: Path) -> None:
 
 def manifest_refs(ws: Workspace, digest: str) -> list[str]:
     """The refs of a snapshot's manifest, as the store's table holds them."""
-    return [row[0] for row in sql(ws, "SELECT ref FROM dws_snapshot_refs WHERE hash = :hash",
-                                  hash=digest)]
+    return [
+        row[0]
+        for row in sql(ws, "SELECT ref FROM dws_snapshot_refs WHERE hash = :hash", hash=digest)
+    ]
 
 
 def tagged_twice(ws: Workspace) -> str:
@@ -279,9 +370,17 @@ def test_a_marker_version_that_is_not_a_file_name_is_ignored(tmp_path: Path) -> 
     folder = tmp_path / "data"
     write(folder / "part-0.csv", "a\n1\n")
     content = content_version(folder)
-    marker = {"format": 1, "scheme": MARKER_SCHEME, "version": "f" * 32, "rows": 1,
-              "content": content, "file_format": "csv", "versioning": "rows",
-              "columns": [["a", "int"]], "lineage": {"ref": "inter/x", "version": "f" * 32}}
+    marker = {
+        "format": 1,
+        "scheme": MARKER_SCHEME,
+        "version": "f" * 32,
+        "rows": 1,
+        "content": content,
+        "file_format": "csv",
+        "versioning": "rows",
+        "columns": [["a", "int"]],
+        "lineage": {"ref": "inter/x", "version": "f" * 32},
+    }
     (folder / MARKER_NAME).write_text(json.dumps(marker))
     assert effective_version(folder) == "f" * 32
     assert checked_marker(marker) == marker
@@ -293,26 +392,36 @@ def test_a_marker_version_that_is_not_a_file_name_is_ignored(tmp_path: Path) -> 
     assert checked_marker({**marker, "columns": [["a"]]}) is None
 
 
-def test_values_nested_too_deeply_to_encode_are_read_and_snapshotted(snap_ws: Workspace,
-                                                                      cli) -> None:
+def test_values_nested_too_deeply_to_encode_are_read_and_snapshotted(
+    snap_ws: Workspace, cli
+) -> None:
     """orjson reads 1,024 levels but writes 255: a hand-made record nesting its parameters
     600 deep is read (status, lineage), and a snapshot refers to it without encoding it again,
     so it is taken and restores like any other — never a TypeError."""
     deep = "[" * 600 + "]" * 600
-    sql(snap_ws, "INSERT INTO dws_records (workspace_id, ref, version, good, digest, identity, "
-                 "body) VALUES (:ws, 'inter/deep', 'v', 1, 'deep', 'deep', :body)",
+    sql(
+        snap_ws,
+        "INSERT INTO dws_records (workspace_id, ref, version, good, digest, identity, "
+        "body) VALUES (:ws, 'inter/deep', 'v', 1, 'deep', 'deep', :body)",
         body='{"ref": "inter/deep", "version": "v", '
-             f'"parameters": {{"p": {deep}}}, "step": {{"name": "s"}}}}')
-    sql(snap_ws, "INSERT INTO dws_refs (workspace_id, ref, owner, record_id, unknown) "
-                 "SELECT :ws, 'inter/deep', 's', id, 0 FROM dws_records WHERE digest = 'deep'")
+        f'"parameters": {{"p": {deep}}}, "step": {{"name": "s"}}}}',
+    )
+    sql(
+        snap_ws,
+        "INSERT INTO dws_refs (workspace_id, ref, owner, record_id, unknown) "
+        "SELECT :ws, 'inter/deep', 's', id, 0 FROM dws_records WHERE digest = 'deep'",
+    )
     code, out, _ = cli("status", "--workspace", snap_ws.root)
     assert code == 0 and "inter/deep" in out
     code, out, err = cli("lineage", "inter/deep", "--workspace", snap_ws.root)
     assert code == 0, err
     code, _, err = cli("snapshot", "v9", "--workspace", snap_ws.root)
     assert code == 0, err
-    snapshot = dict(Workspace.open(snap_ws.root).store.snapshot_items(
-        resolve_snapshot(Workspace.open(snap_ws.root), "v9").hash))
+    snapshot = dict(
+        Workspace.open(snap_ws.root).store.snapshot_items(
+            resolve_snapshot(Workspace.open(snap_ws.root), "v9").hash
+        )
+    )
     value, depth = snapshot["inter/deep"].record["parameters"]["p"], 0
     while value:
         value, depth = value[0], depth + 1

@@ -38,18 +38,27 @@ DAMAGE = {
     "owner": "UPDATE dws_refs SET owner = x'07' WHERE ref = 'intermediate-data/never'",
     # A snapshot index entry whose hash is a path.
     "index": "INSERT INTO dws_snapshots (workspace_id, hash, position, message, created, "
-             "results) VALUES (:ws, '../../x', 1, '', '', '[]')",
+    "results) VALUES (:ws, '../../x', 1, '', '', '[]')",
 }
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
-        tmp_path: Path, instance, damage: str) -> None:
+    tmp_path: Path, instance, damage: str
+) -> None:
     ws = make_workspace(tmp_path / "ws")
     ws.store.claim("other", ["intermediate-data/other"])
-    ws.store.commit([LineageRecord(  # a good record, older than the cancelled run
-        ref="intermediate-data/never", version="v0", step=StepInfo(name="never"),
-        start_time="2020-01-01T00:00:00+00:00", end_time="2020-01-01T00:00:01+00:00")])
+    ws.store.commit(
+        [
+            LineageRecord(  # a good record, older than the cancelled run
+                ref="intermediate-data/never",
+                version="v0",
+                step=StepInfo(name="never"),
+                start_time="2020-01-01T00:00:00+00:00",
+                end_time="2020-01-01T00:00:01+00:00",
+            )
+        ]
+    )
     defs = cancelled_before_running(instance)
     original = db_dump(ws)
     sql(ws, DAMAGE[damage])
@@ -57,9 +66,14 @@ def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
     saved: list[int] = []
 
     def tick(workspace: Workspace):
-        return process_events(instance, workspace, repository_def=defs.get_repository_def(),
-                              openlineage=False, snapshot_on_results=damage == "index",
-                              save_cursor=saved.append)
+        return process_events(
+            instance,
+            workspace,
+            repository_def=defs.get_repository_def(),
+            openlineage=False,
+            snapshot_on_results=damage == "index",
+            save_cursor=saved.append,
+        )
 
     if damage == "index":
         # The index is read only when a snapshot is due; a cancelled run has no results, so
@@ -75,10 +89,8 @@ def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
     assert workspace_state(ws) == before  # and nothing was written
 
     # Repaired (from a backup): the same event is applied now.
-    [(body,)] = [row[-1:] for row in original["dws_records"]
-                 if row[2] == "intermediate-data/never"]
-    sql(ws, "UPDATE dws_records SET body = :body WHERE ref = 'intermediate-data/never'",
-        body=body)
+    [(body,)] = [row[-1:] for row in original["dws_records"] if row[2] == "intermediate-data/never"]
+    sql(ws, "UPDATE dws_records SET body = :body WHERE ref = 'intermediate-data/never'", body=body)
     sql(ws, "UPDATE dws_refs SET owner = 'never' WHERE ref = 'intermediate-data/never'")
     outcome = tick(Workspace.open(ws.root))
     assert outcome.applied.failures == 1 and saved
@@ -87,10 +99,18 @@ def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
     assert Workspace.open(ws.root).store.get("intermediate-data/other").owner == "other"
 
 
-@pytest.mark.parametrize("raw", [
-    None, "text", ["a"], {"r": "not a list"}, {"r": [["c"]]}, {"r": [[1, "int", True]]},
-    {"r": [["c", {"nested": 1}, True]]},
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        "text",
+        ["a"],
+        {"r": "not a list"},
+        {"r": [["c"]]},
+        {"r": [[1, "int", True]]},
+        {"r": [["c", {"nested": 1}, True]]},
+    ],
+)
 def test_malformed_input_schemas_give_inputs_no_schema(raw):
     """`dws/input_schemas` is read from the event log: untrusted; bad entries are left out."""
     from dws_dagster.sensor_events import _input_schemas
@@ -103,8 +123,10 @@ def test_input_schemas_and_ref_root_are_read_back():
 
     from dws_dagster.sensor_events import _input_schemas, _root_from_metadata
 
-    metadata = {"dws/input_schemas": MetadataValue.json({"src/a": [["c", "int", False]]}),
-                "dws/ref_root": MetadataValue.text("inter/hourly")}
+    metadata = {
+        "dws/input_schemas": MetadataValue.json({"src/a": [["c", "int", False]]}),
+        "dws/ref_root": MetadataValue.text("inter/hourly"),
+    }
     assert _input_schemas(metadata) == {"src/a": (("c", "int", False),)}
     assert str(_root_from_metadata(metadata)) == "inter/hourly"
     assert _root_from_metadata({"dws/ref_root": "../escape"}) is None

@@ -37,8 +37,9 @@ def events(spark, tmp_path_factory) -> list[dict[str, Any]]:
 
     def after(_result: Any) -> None:
         nonlocal cursor
-        outcome = process_events(instance, ws, after_storage_id=cursor,
-                                 repository_def=defs.get_repository_def())
+        outcome = process_events(
+            instance, ws, after_storage_id=cursor, repository_def=defs.get_repository_def()
+        )
         cursor = outcome.cursor
         assert not outcome.applied.skipped, outcome.applied.skipped
 
@@ -77,18 +78,25 @@ def test_partitioned_assets_are_one_dataset_each_with_their_partitions_as_subset
             subset = output.get("outputFacets", {}).get("subset")
             if subset is not None:
                 written.setdefault(event["job"]["name"], set()).update(
-                    p["identifier"] for p in subset["outputCondition"]["partitions"])
+                    p["identifier"] for p in subset["outputCondition"]["partitions"]
+                )
     # One identity per asset, however many partitions were written.
     assert all(len(ids) == 1 for ids in outputs.values()), outputs
     assert len(written["weather_raw"]) == SMALL.days
     assert "training_data" not in written  # unpartitioned: no subset
     # The forecast with weather reads the 15 days as ONE dataset whose condition lists them.
-    weather_reads = [d for e in events if e["eventType"] == "COMPLETE"
-                     and e["job"]["name"] == "yellow_rides_hourly_forecast"
-                     for d in e["inputs"] if d["name"].endswith("/weather_raw")]
+    weather_reads = [
+        d
+        for e in events
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] == "yellow_rides_hourly_forecast"
+        for d in e["inputs"]
+        if d["name"].endswith("/weather_raw")
+    ]
     assert weather_reads
-    assert len(weather_reads[-1]["inputFacets"]["subset"]["inputCondition"]["partitions"]) \
+    assert (
+        len(weather_reads[-1]["inputFacets"]["subset"]["inputCondition"]["partitions"])
         == SMALL.days
+    )
 
 
 def test_every_run_ends(events):
@@ -105,8 +113,9 @@ def test_every_parent_run_starts_and_ends(events):
 
 def test_every_column_edge_resolves_to_an_output_and_an_input_field(events):
     assert catalog_rules.dropped_column_edges(events) == []
-    assert any(o.get("facets", {}).get("columnLineage") for e in events
-               for o in e.get("outputs", ()))
+    assert any(
+        o.get("facets", {}).get("columnLineage") for e in events for o in e.get("outputs", ())
+    )
 
 
 def test_start_and_complete_name_the_same_datasets(events):
@@ -117,26 +126,34 @@ def test_start_and_complete_name_the_same_datasets(events):
     for event in events:
         if event["job"]["name"] == "yellow_rides_hourly_forecast":
             forecast_runs.setdefault(event["run"]["runId"], {})[event["eventType"]] = event
-    with_weather = [run for run in forecast_runs.values() if any(
-        d["name"].endswith("/weather_raw") for d in run["COMPLETE"]["inputs"])]
+    with_weather = [
+        run
+        for run in forecast_runs.values()
+        if any(d["name"].endswith("/weather_raw") for d in run["COMPLETE"]["inputs"])
+    ]
     assert with_weather, "the example never ran the forecast with weather"
     for run in with_weather:
         upstream = run["START"]["run"]["facets"]["jobDependencies"]["upstream"]
         assert "weather_raw" in {item["job"]["name"] for item in upstream}
         assert "jobDependencies" not in run["COMPLETE"]["run"]["facets"] or "weather_raw" not in {
             item["job"]["name"]
-            for item in run["COMPLETE"]["run"]["facets"]["jobDependencies"]["upstream"]}
+            for item in run["COMPLETE"]["run"]["facets"]["jobDependencies"]["upstream"]
+        }
     # training_data's START names the hourly actuals as its COMPLETE does: one root dataset.
     training = [e for e in events if e["job"]["name"] == "training_data"]
     assert {e["eventType"] for e in training} >= {"START", "COMPLETE"}
-    assert len({tuple(sorted(catalog_rules.dataset_id(d) for d in e["inputs"]))
-                for e in training}) == 1
+    assert (
+        len({tuple(sorted(catalog_rules.dataset_id(d) for d in e["inputs"])) for e in training})
+        == 1
+    )
 
 
 def test_start_announces_the_partition_its_complete_writes(events):
     def written(event: dict[str, Any]) -> list[Any]:
-        return [(catalog_rules.dataset_id(o), o.get("outputFacets", {}).get("subset"))
-                for o in event["outputs"]]
+        return [
+            (catalog_rules.dataset_id(o), o.get("outputFacets", {}).get("subset"))
+            for o in event["outputs"]
+        ]
 
     starts = {e["run"]["runId"]: e for e in events if e["eventType"] == "START"}
     checked = 0
@@ -146,20 +163,26 @@ def test_start_announces_the_partition_its_complete_writes(events):
             continue
         planned, done = written(start), written(event)
         # Same identity and the same partitions (the version is only known after the write).
-        assert [(i, s and s["outputCondition"]) for i, s in planned] == \
-            [(i, s and s["outputCondition"]) for i, s in done], event["job"]["name"]
+        assert [(i, s and s["outputCondition"]) for i, s in planned] == [
+            (i, s and s["outputCondition"]) for i, s in done
+        ], event["job"]["name"]
         checked += any(s is not None for _i, s in done)
     assert checked >= SMALL.days
 
 
 def test_job_dependencies_name_only_deps_whose_data_the_run_did_not_read(events):
-    forecasts = [e for e in events if e["eventType"] == "COMPLETE"
-                 and e["job"]["name"] == "yellow_rides_hourly_forecast"]
+    forecasts = [
+        e
+        for e in events
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] == "yellow_rides_hourly_forecast"
+    ]
     reads = []
     for event in forecasts:
-        reads_weather = any(link["name"].startswith("intermediate-data/weather_raw")
-                            for d in event["inputs"]
-                            for link in d["facets"]["symlinks"]["identifiers"])
+        reads_weather = any(
+            link["name"].startswith("intermediate-data/weather_raw")
+            for d in event["inputs"]
+            for link in d["facets"]["symlinks"]["identifiers"]
+        )
         reads.append(reads_weather)
         upstream = event["run"]["facets"].get("jobDependencies", {}).get("upstream", [])
         assert ({u["job"]["name"] for u in upstream} == {"weather_raw"}) != reads_weather
@@ -168,10 +191,13 @@ def test_job_dependencies_name_only_deps_whose_data_the_run_did_not_read(events)
 
 def test_start_announces_the_partitions_its_complete_reads(events):
     def read(event: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
-        return {catalog_rules.dataset_id(d): [p["identifier"] for p in
-                                              d["inputFacets"]["subset"]["inputCondition"]
-                                              ["partitions"]]
-                for d in event["inputs"] if "subset" in d.get("inputFacets", {})}
+        return {
+            catalog_rules.dataset_id(d): [
+                p["identifier"] for p in d["inputFacets"]["subset"]["inputCondition"]["partitions"]
+            ]
+            for d in event["inputs"]
+            if "subset" in d.get("inputFacets", {})
+        }
 
     starts = {e["run"]["runId"]: e for e in events if e["eventType"] == "START"}
     checked = 0

@@ -59,8 +59,9 @@ def locate(ref: str) -> str:
     return LOCATIONS[ref]
 
 
-def source(ref: str | None, column: str, kind: str, subtype: str,
-           location: str | None = None) -> dict[str, Any]:
+def source(
+    ref: str | None, column: str, kind: str, subtype: str, location: str | None = None
+) -> dict[str, Any]:
     found: dict[str, Any] = {"ref": ref, "column": column, "kind": kind, "subtype": subtype}
     if location is not None:
         found["location"] = location
@@ -73,10 +74,13 @@ JOIN_AGGREGATE = {
         "zone": [source("src/zones", "zone", "DIRECT", "IDENTITY")],
         "hour": [source("src/rides", "pickup_ts", "DIRECT", "TRANSFORMATION")],
         "rides": [source("src/rides", "ride_id", "DIRECT", "AGGREGATION")],
-        "fare_total": [source("src/rides", "fare", "DIRECT", "AGGREGATION"),
-                       source("src/rides", "fare", "INDIRECT", "CONDITIONAL")],
-        "note": [source(None, "note", "DIRECT", "IDENTITY",
-                        location="hdfs://user:pw@nn:8020/ext/notes/")],
+        "fare_total": [
+            source("src/rides", "fare", "DIRECT", "AGGREGATION"),
+            source("src/rides", "fare", "INDIRECT", "CONDITIONAL"),
+        ],
+        "note": [
+            source(None, "note", "DIRECT", "IDENTITY", location="hdfs://user:pw@nn:8020/ext/notes/")
+        ],
         "constant": [],
     },
     "dataset": [
@@ -103,48 +107,73 @@ SCHEMA = (
 
 def full_job(**changes: Any) -> JobInfo:
     job = JobInfo(
-        namespace="dagster-demo", name="taxi/hourly", description="Rides per **zone** and hour",
-        owners=("team:data-eng", "alice@example.com"), source_code="def hourly(rides): ...",
-        source_path="pipelines/taxi/assets.py", git_url="https://ghp_TOKEN@github.com/org/repo.git",
-        git_commit="4f1c2d3e", git_branch="main", code_version="7")
+        namespace="dagster-demo",
+        name="taxi/hourly",
+        description="Rides per **zone** and hour",
+        owners=("team:data-eng", "alice@example.com"),
+        source_code="def hourly(rides): ...",
+        source_path="pipelines/taxi/assets.py",
+        git_url="https://ghp_TOKEN@github.com/org/repo.git",
+        git_commit="4f1c2d3e",
+        git_branch="main",
+        code_version="7",
+    )
     return _replace(job, changes)
 
 
 def full_run(**changes: Any) -> RunInfo:
     run = RunInfo(
-        dagster_run_id=RUN_ID, dagster_job="__ASSET_JOB", dagster_run_created=CREATED,
-        partition="2024-05-01-12:00", nominal_start=dt.datetime(2024, 5, 1, 12, tzinfo=UTC),
+        dagster_run_id=RUN_ID,
+        dagster_job="__ASSET_JOB",
+        dagster_run_created=CREATED,
+        partition="2024-05-01-12:00",
+        nominal_start=dt.datetime(2024, 5, 1, 12, tzinfo=UTC),
         nominal_end=dt.datetime(2024, 5, 1, 13, tzinfo=UTC),
-        dependencies=("taxi/calendar", "taxi/holidays"), dagster_version="1.10.3",
-        spark_version="4.0.1")
+        dependencies=("taxi/calendar", "taxi/holidays"),
+        dagster_version="1.10.3",
+        spark_version="4.0.1",
+    )
     return _replace(run, changes)
 
 
 def full_output(**changes: Any) -> OutputInfo:
     output = OutputInfo(
-        dataset=DatasetInfo(location=LOCATIONS["inter/hourly"], ref="inter/hourly",
-                            version="c0ffee"),
-        schema=SCHEMA, rows=1234, size_bytes=56789, file_format="parquet",
-        column_lineage=JOIN_AGGREGATE)
+        dataset=DatasetInfo(
+            location=LOCATIONS["inter/hourly"], ref="inter/hourly", version="c0ffee"
+        ),
+        schema=SCHEMA,
+        rows=1234,
+        size_bytes=56789,
+        file_format="parquet",
+        column_lineage=JOIN_AGGREGATE,
+    )
     return _replace(output, changes)
 
 
 def full_event(kind: EventKind = "COMPLETE", **changes: Any) -> AssetRunEvent:
     event = AssetRunEvent(
-        kind=kind, event_time=NOW, job=full_job(), run=full_run(),
-        inputs=(DatasetInfo(location=LOCATIONS["src/rides"], ref="src/rides", version="r1"),
-                DatasetInfo(location=LOCATIONS["src/zones"], ref="src/zones", version="z9")),
+        kind=kind,
+        event_time=NOW,
+        job=full_job(),
+        run=full_run(),
+        inputs=(
+            DatasetInfo(location=LOCATIONS["src/rides"], ref="src/rides", version="r1"),
+            DatasetInfo(location=LOCATIONS["src/zones"], ref="src/zones", version="z9"),
+        ),
         outputs=(full_output(),),
         error_message="ValueError: fare is negative" if kind == "FAIL" else None,
-        stack_trace="Traceback (most recent call last):\n  ..." if kind == "FAIL" else None)
+        stack_trace="Traceback (most recent call last):\n  ..." if kind == "FAIL" else None,
+    )
     return _replace(event, changes)
 
 
 def minimal_event(kind: EventKind = "START") -> AssetRunEvent:
     return AssetRunEvent(
-        kind=kind, event_time=NOW, job=JobInfo(namespace="dagster", name="lonely"),
-        run=RunInfo(dagster_run_id=RUN_ID, dagster_job="__ASSET_JOB",
-                    dagster_run_created=CREATED))
+        kind=kind,
+        event_time=NOW,
+        job=JobInfo(namespace="dagster", name="lonely"),
+        run=RunInfo(dagster_run_id=RUN_ID, dagster_job="__ASSET_JOB", dagster_run_created=CREATED),
+    )
 
 
 def _replace(obj: Any, changes: dict[str, Any]) -> Any:
@@ -167,60 +196,78 @@ def valid(event: AssetRunEvent, locator: Callable[[str], str] = locate) -> dict[
 # ---------------------------------------------------------------------------------- naming
 
 
-@pytest.mark.parametrize(("location", "expected"), [
-    ("/data/ws/src/rides", ("file", "/data/ws/src/rides")),
-    ("/data/ws/src/rides/", ("file", "/data/ws/src/rides")),
-    ("/data/ws/./src//rides/../rides", ("file", "/data/ws/src/rides")),
-    ("file:///data/ws/src/rides/", ("file", "/data/ws/src/rides")),
-    ("file:/data/ws/src/rides", ("file", "/data/ws/src/rides")),
-    ("file://localhost/data/x", ("file", "/data/x")),
-    ("file://fileserver/share/x/", ("file://fileserver", "/share/x")),
-    ("/data/odd name#1?v", ("file", "/data/odd name#1?v")),
-    ("file:///data/odd name#1", ("file", "/data/odd name#1")),
-    ("s3://bucket/key/part", ("s3://bucket", "key/part")),
-    ("s3a://bucket/key/part/", ("s3://bucket", "key/part")),
-    ("s3n://bucket//key//part", ("s3://bucket", "key/part")),
-    ("s3a://bucket", ("s3://bucket", "/")),
-    ("s3a://bucket/", ("s3://bucket", "/")),
-    ("gs://bucket/dir/file.parquet", ("gs://bucket", "dir/file.parquet")),
-    ("hdfs://namenode:8020/warehouse/t/", ("hdfs://namenode:8020", "/warehouse/t")),
-    ("hdfs://nameservice1/warehouse/t", ("hdfs://nameservice1", "/warehouse/t")),
-    ("hdfs://namenode:8020", ("hdfs://namenode:8020", "/")),
-    ("abfss://raw@acct.dfs.core.windows.net/taxi/rides",
-     ("abfss://raw@acct.dfs.core.windows.net", "taxi/rides")),
-    ("wasbs://raw@acct.dfs.core.windows.net/taxi/",
-     ("wasbs://raw@acct.dfs.core.windows.net", "taxi")),
-    ("wasbs://raw@acct.blob.core.windows.net/taxi/rides",
-     ("wasbs://raw@acct.blob.core.windows.net", "taxi/rides")),
-    ("abfs://raw@acct.dfs.core.windows.net/t", ("abfs://raw@acct.dfs.core.windows.net", "t")),
-    ("dbfs://workspace/mnt/x", ("dbfs://workspace", "/mnt/x")),
-    ("https://example.org:8443/data/x.csv", ("https://example.org:8443", "/data/x.csv")),
-])
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("/data/ws/src/rides", ("file", "/data/ws/src/rides")),
+        ("/data/ws/src/rides/", ("file", "/data/ws/src/rides")),
+        ("/data/ws/./src//rides/../rides", ("file", "/data/ws/src/rides")),
+        ("file:///data/ws/src/rides/", ("file", "/data/ws/src/rides")),
+        ("file:/data/ws/src/rides", ("file", "/data/ws/src/rides")),
+        ("file://localhost/data/x", ("file", "/data/x")),
+        ("file://fileserver/share/x/", ("file://fileserver", "/share/x")),
+        ("/data/odd name#1?v", ("file", "/data/odd name#1?v")),
+        ("file:///data/odd name#1", ("file", "/data/odd name#1")),
+        ("s3://bucket/key/part", ("s3://bucket", "key/part")),
+        ("s3a://bucket/key/part/", ("s3://bucket", "key/part")),
+        ("s3n://bucket//key//part", ("s3://bucket", "key/part")),
+        ("s3a://bucket", ("s3://bucket", "/")),
+        ("s3a://bucket/", ("s3://bucket", "/")),
+        ("gs://bucket/dir/file.parquet", ("gs://bucket", "dir/file.parquet")),
+        ("hdfs://namenode:8020/warehouse/t/", ("hdfs://namenode:8020", "/warehouse/t")),
+        ("hdfs://nameservice1/warehouse/t", ("hdfs://nameservice1", "/warehouse/t")),
+        ("hdfs://namenode:8020", ("hdfs://namenode:8020", "/")),
+        (
+            "abfss://raw@acct.dfs.core.windows.net/taxi/rides",
+            ("abfss://raw@acct.dfs.core.windows.net", "taxi/rides"),
+        ),
+        (
+            "wasbs://raw@acct.dfs.core.windows.net/taxi/",
+            ("wasbs://raw@acct.dfs.core.windows.net", "taxi"),
+        ),
+        (
+            "wasbs://raw@acct.blob.core.windows.net/taxi/rides",
+            ("wasbs://raw@acct.blob.core.windows.net", "taxi/rides"),
+        ),
+        ("abfs://raw@acct.dfs.core.windows.net/t", ("abfs://raw@acct.dfs.core.windows.net", "t")),
+        ("dbfs://workspace/mnt/x", ("dbfs://workspace", "/mnt/x")),
+        ("https://example.org:8443/data/x.csv", ("https://example.org:8443", "/data/x.csv")),
+    ],
+)
 def test_dataset_name_per_scheme(location: str, expected: tuple[str, str]) -> None:
     assert dataset_name(location) == expected
 
 
-@pytest.mark.parametrize(("location", "expected"), [
-    ("s3a://AKIAKEY:s3cr3t@bucket/key", ("s3://bucket", "key")),
-    ("s3://AKIAKEY@bucket/key", ("s3://bucket", "key")),
-    ("gs://user:s3cr3t@bucket/key", ("gs://bucket", "key")),
-    ("hdfs://hdfs:s3cr3t@namenode:8020/p", ("hdfs://namenode:8020", "/p")),
-    ("hdfs://s3cr3t@nameservice1/p", ("hdfs://nameservice1", "/p")),
-    ("abfss://raw:s3cr3t@acct.dfs.core.windows.net/p",
-     ("abfss://raw@acct.dfs.core.windows.net", "p")),
-    ("wasbs://raw:s3cr3t@acct.blob.core.windows.net/p",
-     ("wasbs://raw@acct.blob.core.windows.net", "p")),
-    ("https://user:s3cr3t@example.org/data/x?sig=s3cr3t#s3cr3t",
-     ("https://example.org", "/data/x")),
-    ("file://user:s3cr3t@localhost/data/x", ("file", "/data/x")),
-])
-def test_dataset_name_strips_user_info_and_queries(location: str,
-                                                   expected: tuple[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("s3a://AKIAKEY:s3cr3t@bucket/key", ("s3://bucket", "key")),
+        ("s3://AKIAKEY@bucket/key", ("s3://bucket", "key")),
+        ("gs://user:s3cr3t@bucket/key", ("gs://bucket", "key")),
+        ("hdfs://hdfs:s3cr3t@namenode:8020/p", ("hdfs://namenode:8020", "/p")),
+        ("hdfs://s3cr3t@nameservice1/p", ("hdfs://nameservice1", "/p")),
+        (
+            "abfss://raw:s3cr3t@acct.dfs.core.windows.net/p",
+            ("abfss://raw@acct.dfs.core.windows.net", "p"),
+        ),
+        (
+            "wasbs://raw:s3cr3t@acct.blob.core.windows.net/p",
+            ("wasbs://raw@acct.blob.core.windows.net", "p"),
+        ),
+        (
+            "https://user:s3cr3t@example.org/data/x?sig=s3cr3t#s3cr3t",
+            ("https://example.org", "/data/x"),
+        ),
+        ("file://user:s3cr3t@localhost/data/x", ("file", "/data/x")),
+    ],
+)
+def test_dataset_name_strips_user_info_and_queries(
+    location: str, expected: tuple[str, str]
+) -> None:
     assert dataset_name(location) == expected
 
 
-def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
+def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert dataset_name("data/x/") == ("file", str(tmp_path / "data" / "x"))
     (tmp_path / "elsewhere").mkdir()
@@ -228,8 +275,10 @@ def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.Mo
     assert dataset_name("data/x/") == ("file", str(tmp_path / "elsewhere" / "data" / "x"))
 
 
-@pytest.mark.parametrize("location", ["", "   ", "hdfs:/no/authority", "s3:///key",
-                                      "s3a://:s3cr3t@/key", "hdfs://nn:notaport/x"])
+@pytest.mark.parametrize(
+    "location",
+    ["", "   ", "hdfs:/no/authority", "s3:///key", "s3a://:s3cr3t@/key", "hdfs://nn:notaport/x"],
+)
 def test_dataset_name_refuses_unnameable_locations(location: str) -> None:
     with pytest.raises(InvalidLocationError) as caught:
         dataset_name(location)
@@ -248,8 +297,9 @@ def test_run_id_is_deterministic_uuid() -> None:
     assert str(parsed) == first
     assert parsed.version == 7
     # The same instant in another zone is the same run.
-    other_zone = full_run(dagster_run_created=CREATED.astimezone(
-        dt.timezone(dt.timedelta(hours=-5))))
+    other_zone = full_run(
+        dagster_run_created=CREATED.astimezone(dt.timezone(dt.timedelta(hours=-5)))
+    )
     assert ol_run_id(other_zone, "taxi/hourly") == first
 
 
@@ -261,10 +311,8 @@ def test_run_ids_are_distinct_across_assets_partitions_and_runs() -> None:
         ol_run_id(full_run(partition="2024-05-01-13:00"), "taxi/hourly"),
         ol_run_id(full_run(partition=None), "taxi/hourly"),
         ol_run_id(full_run(partition=""), "taxi/hourly"),
-        ol_run_id(full_run(dagster_run_id="9d7f3b52-8c1e-4f5e-9a43-2f7f6b1f1c11"),
-                  "taxi/hourly"),
-        ol_run_id(full_run(dagster_run_created=CREATED + dt.timedelta(seconds=1)),
-                  "taxi/hourly"),
+        ol_run_id(full_run(dagster_run_id="9d7f3b52-8c1e-4f5e-9a43-2f7f6b1f1c11"), "taxi/hourly"),
+        ol_run_id(full_run(dagster_run_created=CREATED + dt.timedelta(seconds=1)), "taxi/hourly"),
     }
     assert len(ids) == 7
 
@@ -296,14 +344,22 @@ def test_full_events_conform_to_the_spec(kind: EventKind) -> None:
     assert data["job"] == {**data["job"], "namespace": "dagster-demo", "name": "taxi/hourly"}
     run_facets = data["run"]["facets"]
     expected_run = {"parent", "processing_engine", "nominalTime", "jobDependencies", "tags"}
-    assert set(run_facets) == (expected_run | {"errorMessage"} if kind == "FAIL"
-                               else expected_run)
-    assert set(data["job"]["facets"]) == {"jobType", "sourceCode", "sourceCodeLocation",
-                                          "documentation", "ownership", "tags"}
+    assert set(run_facets) == (expected_run | {"errorMessage"} if kind == "FAIL" else expected_run)
+    assert set(data["job"]["facets"]) == {
+        "jobType",
+        "sourceCode",
+        "sourceCodeLocation",
+        "documentation",
+        "ownership",
+        "tags",
+    }
     assert [(d["namespace"], d["name"]) for d in data["inputs"]] == [
-        ("file", "/data/ws/src/rides"), ("s3://taxi-bucket", "zones")]
+        ("file", "/data/ws/src/rides"),
+        ("s3://taxi-bucket", "zones"),
+    ]
     assert [(d["namespace"], d["name"]) for d in data["outputs"]] == [
-        ("file", "/data/ws/inter/hourly")]
+        ("file", "/data/ws/inter/hourly")
+    ]
 
 
 def test_every_facet_carries_the_producer_and_a_spec_schema_url() -> None:
@@ -331,27 +387,54 @@ def test_events_are_json_ready() -> None:
     assert json.loads(json.dumps(data)) == data
 
 
-@pytest.mark.parametrize("event", [full_event("START"), full_event("COMPLETE"),
-                                   full_event("FAIL"), full_event("ABORT"), minimal_event()],
-                         ids=["full-start", "full-complete", "full-fail", "full-abort",
-                              "minimal"])
+@pytest.mark.parametrize(
+    "event",
+    [
+        full_event("START"),
+        full_event("COMPLETE"),
+        full_event("FAIL"),
+        full_event("ABORT"),
+        minimal_event(),
+    ],
+    ids=["full-start", "full-complete", "full-fail", "full-abort", "minimal"],
+)
 def test_events_are_the_clients_classes_field_for_field(event: AssetRunEvent) -> None:
     """Built as dicts, the events load into openlineage-python's own classes (facets found by
     schema URL) and the client's serialization of those gives the same dict back."""
     check_client_roundtrip(render(event))
 
 
-@pytest.mark.parametrize(("path", "value"), [
-    (("run", "facets", "parent", "root", "job", "nam"), "typo"),
-    (("job", "facets", "jobType", "processingType"), 3),
-    (("outputs", 0, "facets", "schema", "_schemaURL"),
-     "https://openlineage.io/spec/facets/9-9-9/SchemaDatasetFacet.json"),
-    (("outputs", 0, "facets", "columnLineage", "fields", "zone", "inputFields", 0,
-      "transformations", 0, "type"), None),
-    (("eventType", ), "RESTART"),
-])
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("run", "facets", "parent", "root", "job", "nam"), "typo"),
+        (("job", "facets", "jobType", "processingType"), 3),
+        (
+            ("outputs", 0, "facets", "schema", "_schemaURL"),
+            "https://openlineage.io/spec/facets/9-9-9/SchemaDatasetFacet.json",
+        ),
+        (
+            (
+                "outputs",
+                0,
+                "facets",
+                "columnLineage",
+                "fields",
+                "zone",
+                "inputFields",
+                0,
+                "transformations",
+                0,
+                "type",
+            ),
+            None,
+        ),
+        (("eventType",), "RESTART"),
+    ],
+)
 def test_client_roundtrip_check_refuses_what_the_client_would_not_say(
-        path: tuple[Any, ...], value: Any) -> None:
+    path: tuple[Any, ...], value: Any
+) -> None:
     """The round-trip check itself: an unknown key, a wrong type, an unknown facet schema, a
     missing required field or an unknown event type is caught."""
     data = copy.deepcopy(render(full_event("COMPLETE")))
@@ -368,8 +451,10 @@ def test_client_roundtrip_check_refuses_what_the_client_would_not_say(
 
 def test_parent_and_root_are_the_dagster_run() -> None:
     parent = valid(full_event())["run"]["facets"]["parent"]
-    dagster = {"run": {"runId": RUN_ID}, "job": {"namespace": "dagster-demo",
-                                                  "name": "__ASSET_JOB"}}
+    dagster = {
+        "run": {"runId": RUN_ID},
+        "job": {"namespace": "dagster-demo", "name": "__ASSET_JOB"},
+    }
     assert {"run": parent["run"], "job": parent["job"]} == dagster
     assert parent["root"] == dagster
 
@@ -377,10 +462,14 @@ def test_parent_and_root_are_the_dagster_run() -> None:
 def test_processing_engine_and_tags() -> None:
     facets = valid(full_event())["run"]["facets"]
     assert {k: v for k, v in facets["processing_engine"].items() if not k.startswith("_")} == {
-        "name": "dagster", "version": "1.10.3", "openlineageAdapterVersion": __version__}
+        "name": "dagster",
+        "version": "1.10.3",
+        "openlineageAdapterVersion": __version__,
+    }
     assert facets["tags"]["tags"] == [
         {"key": PARTITION_TAG, "value": "2024-05-01-12:00", "source": "DAGSTER"},
-        {"key": "spark/version", "value": "4.0.1", "source": "DAGSTER"}]
+        {"key": "spark/version", "value": "4.0.1", "source": "DAGSTER"},
+    ]
 
 
 def test_fail_carries_error_message_and_others_do_not() -> None:
@@ -401,10 +490,15 @@ def test_nominal_time() -> None:
     assert nominal["nominalStartTime"] == "2024-05-01T12:00:00+00:00"
     assert nominal["nominalEndTime"] == "2024-05-01T13:00:00+00:00"
     cet = dt.timezone(dt.timedelta(hours=2))
-    open_ended = valid(full_event(run=full_run(
-        nominal_start=dt.datetime(2024, 5, 1, 14, tzinfo=cet), nominal_end=None)))
-    assert open_ended["run"]["facets"]["nominalTime"]["nominalStartTime"] == \
-        "2024-05-01T12:00:00+00:00"
+    open_ended = valid(
+        full_event(
+            run=full_run(nominal_start=dt.datetime(2024, 5, 1, 14, tzinfo=cet), nominal_end=None)
+        )
+    )
+    assert (
+        open_ended["run"]["facets"]["nominalTime"]["nominalStartTime"]
+        == "2024-05-01T12:00:00+00:00"
+    )
     assert "nominalEndTime" not in open_ended["run"]["facets"]["nominalTime"]
     no_start = valid(full_event(run=full_run(nominal_start=None)))
     assert "nominalTime" not in no_start["run"]["facets"]
@@ -413,10 +507,15 @@ def test_nominal_time() -> None:
 def test_job_dependencies() -> None:
     dependencies = valid(full_event())["run"]["facets"]["jobDependencies"]
     assert dependencies["upstream"] == [
-        {"job": {"namespace": "dagster-demo", "name": "taxi/calendar"},
-         "dependency_type": "IMPLICIT_DEPENDENCY"},
-        {"job": {"namespace": "dagster-demo", "name": "taxi/holidays"},
-         "dependency_type": "IMPLICIT_DEPENDENCY"}]
+        {
+            "job": {"namespace": "dagster-demo", "name": "taxi/calendar"},
+            "dependency_type": "IMPLICIT_DEPENDENCY",
+        },
+        {
+            "job": {"namespace": "dagster-demo", "name": "taxi/holidays"},
+            "dependency_type": "IMPLICIT_DEPENDENCY",
+        },
+    ]
     assert "downstream" not in dependencies
     none = valid(full_event(run=full_run(dependencies=())))
     assert "jobDependencies" not in none["run"]["facets"]
@@ -429,52 +528,102 @@ def test_ownership_mapping() -> None:
         {"name": "data-eng", "type": "team"},
         {"name": "alice@example.com", "type": "user"},
         {"name": "team:"},
-        {"name": "someone"}]
+        {"name": "someone"},
+    ]
 
 
 def test_job_facets_content() -> None:
     facets = valid(full_event())["job"]["facets"]
     assert {k: v for k, v in facets["jobType"].items() if not k.startswith("_")} == {
-        "processingType": "BATCH", "integration": "DAGSTER", "jobType": "ASSET"}
+        "processingType": "BATCH",
+        "integration": "DAGSTER",
+        "jobType": "ASSET",
+    }
     assert facets["sourceCode"]["language"] == "python"
     assert facets["sourceCode"]["sourceCode"] == "def hourly(rides): ..."
     assert facets["documentation"]["description"] == "Rides per **zone** and hour"
     assert facets["tags"]["tags"] == [
-        {"key": "dagster/code_version", "value": "7", "source": "DAGSTER"}]
+        {"key": "dagster/code_version", "value": "7", "source": "DAGSTER"}
+    ]
     location = {k: v for k, v in facets["sourceCodeLocation"].items() if not k.startswith("_")}
     assert location == {
         "type": "git",
         "url": "https://github.com/org/repo/blob/4f1c2d3e/pipelines/taxi/assets.py",
-        "repoUrl": "https://github.com/org/repo.git", "path": "pipelines/taxi/assets.py",
-        "version": "4f1c2d3e", "branch": "main"}
+        "repoUrl": "https://github.com/org/repo.git",
+        "path": "pipelines/taxi/assets.py",
+        "version": "4f1c2d3e",
+        "branch": "main",
+    }
 
 
-@pytest.mark.parametrize(("changes", "expected"), [
-    ({"git_url": "git@gitlab.com:grp/repo.git", "git_branch": None},
-     {"type": "git", "url": "https://gitlab.com/grp/repo/-/blob/4f1c2d3e/pipelines/taxi/assets.py",
-      "repoUrl": "ssh://git@gitlab.com/grp/repo.git", "path": "pipelines/taxi/assets.py",
-      "version": "4f1c2d3e"}),
-    ({"git_url": "https://deploy:s3cr3t@git.example.com/repo.git", "git_commit": None,
-      "git_branch": None, "source_path": None},
-     {"type": "git", "url": "https://git.example.com/repo.git",
-      "repoUrl": "https://git.example.com/repo.git"}),
-    ({"git_url": None, "source_path": "/srv/code/assets.py"},
-     {"type": "git", "url": "file:///srv/code/assets.py", "path": "/srv/code/assets.py",
-      "version": "4f1c2d3e", "branch": "main"}),
-    ({"git_url": None, "git_commit": None, "git_branch": None,
-      "source_path": "/srv/my code/assets.py"},
-     {"type": "file", "url": "file:///srv/my%20code/assets.py",
-      "path": "/srv/my code/assets.py"}),
-    ({"git_url": None}, None),
-    # A repository without a remote: the file in the clone, with the commit and the path.
-    ({"git_url": None, "git_root": "/srv/repo"},
-     {"type": "git", "url": "file:///srv/repo/pipelines/taxi/assets.py",
-      "repoUrl": "file:///srv/repo", "path": "pipelines/taxi/assets.py",
-      "version": "4f1c2d3e", "branch": "main"}),
-    ({"git_url": None, "source_path": None}, None),
-])
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"git_url": "git@gitlab.com:grp/repo.git", "git_branch": None},
+            {
+                "type": "git",
+                "url": "https://gitlab.com/grp/repo/-/blob/4f1c2d3e/pipelines/taxi/assets.py",
+                "repoUrl": "ssh://git@gitlab.com/grp/repo.git",
+                "path": "pipelines/taxi/assets.py",
+                "version": "4f1c2d3e",
+            },
+        ),
+        (
+            {
+                "git_url": "https://deploy:s3cr3t@git.example.com/repo.git",
+                "git_commit": None,
+                "git_branch": None,
+                "source_path": None,
+            },
+            {
+                "type": "git",
+                "url": "https://git.example.com/repo.git",
+                "repoUrl": "https://git.example.com/repo.git",
+            },
+        ),
+        (
+            {"git_url": None, "source_path": "/srv/code/assets.py"},
+            {
+                "type": "git",
+                "url": "file:///srv/code/assets.py",
+                "path": "/srv/code/assets.py",
+                "version": "4f1c2d3e",
+                "branch": "main",
+            },
+        ),
+        (
+            {
+                "git_url": None,
+                "git_commit": None,
+                "git_branch": None,
+                "source_path": "/srv/my code/assets.py",
+            },
+            {
+                "type": "file",
+                "url": "file:///srv/my%20code/assets.py",
+                "path": "/srv/my code/assets.py",
+            },
+        ),
+        ({"git_url": None}, None),
+        # A repository without a remote: the file in the clone, with the commit and the path.
+        (
+            {"git_url": None, "git_root": "/srv/repo"},
+            {
+                "type": "git",
+                "url": "file:///srv/repo/pipelines/taxi/assets.py",
+                "repoUrl": "file:///srv/repo",
+                "path": "pipelines/taxi/assets.py",
+                "version": "4f1c2d3e",
+                "branch": "main",
+            },
+        ),
+        ({"git_url": None, "source_path": None}, None),
+    ],
+)
 def test_source_code_location_only_when_its_url_can_be_filled(
-        changes: dict[str, Any], expected: dict[str, Any] | None) -> None:
+    changes: dict[str, Any], expected: dict[str, Any] | None
+) -> None:
     facets = valid(full_event(job=full_job(**changes)))["job"]["facets"]
     if expected is None:
         assert "sourceCodeLocation" not in facets
@@ -488,8 +637,8 @@ def test_dataset_facets_version_symlinks_storage_statistics() -> None:
     rides = data["inputs"][0]["facets"]
     assert rides["version"]["datasetVersion"] == "r1"
     assert rides["symlinks"]["identifiers"] == [
-        {"namespace": workspace_namespace("dagster-demo"), "name": "src/rides",
-         "type": "TABLE"}]
+        {"namespace": workspace_namespace("dagster-demo"), "name": "src/rides", "type": "TABLE"}
+    ]
     assert workspace_namespace("dagster-demo") == "dws://dagster-demo"
     output = data["outputs"][0]
     assert output["facets"]["version"]["datasetVersion"] == "c0ffee"
@@ -501,8 +650,9 @@ def test_dataset_facets_version_symlinks_storage_statistics() -> None:
 
 
 def test_partial_output_statistics_and_unknown_format() -> None:
-    output = valid(full_event(outputs=(full_output(rows=None, size_bytes=0, file_format=None),
-                                       )))["outputs"][0]
+    output = valid(full_event(outputs=(full_output(rows=None, size_bytes=0, file_format=None),)))[
+        "outputs"
+    ][0]
     assert output["outputFacets"]["outputStatistics"]["size"] == 0
     assert "rowCount" not in output["outputFacets"]["outputStatistics"]
     assert "fileFormat" not in output["facets"]["storage"]
@@ -524,11 +674,18 @@ def test_start_renders_what_it_is_given() -> None:
 
 def _fields(output: dict[str, Any]) -> dict[str, list[tuple[str, str, str, list[Any]]]]:
     lineage = output["facets"]["columnLineage"]["fields"]
-    return {column: [(f["namespace"], f["name"], f["field"],
-                      [(t["type"], t.get("subtype"), t["masking"])
-                       for t in f["transformations"]])
-                     for f in entry["inputFields"]]
-            for column, entry in lineage.items()}
+    return {
+        column: [
+            (
+                f["namespace"],
+                f["name"],
+                f["field"],
+                [(t["type"], t.get("subtype"), t["masking"]) for t in f["transformations"]],
+            )
+            for f in entry["inputFields"]
+        ]
+        for column, entry in lineage.items()
+    }
 
 
 def test_column_lineage_join_and_aggregate_column_by_column() -> None:
@@ -546,14 +703,22 @@ def test_column_lineage_join_and_aggregate_column_by_column() -> None:
         "hour": [(*rides, "pickup_ts", [("DIRECT", "TRANSFORMATION", False)])],
         "rides": [(*rides, "ride_id", [("DIRECT", "AGGREGATION", False)])],
         # one input field, both ways the column depends on it
-        "fare_total": [(*rides, "fare", [("DIRECT", "AGGREGATION", False),
-                                          ("INDIRECT", "CONDITIONAL", False)])],
+        "fare_total": [
+            (*rides, "fare", [("DIRECT", "AGGREGATION", False), ("INDIRECT", "CONDITIONAL", False)])
+        ],
         # no ref: the recorded location, named without its credentials
         "note": [("hdfs://nn:8020", "/ext/notes", "note", [("DIRECT", "IDENTITY", False)])],
     }
     dataset = output["facets"]["columnLineage"]["dataset"]
-    assert [(f["namespace"], f["name"], f["field"],
-             [(t["type"], t["subtype"]) for t in f["transformations"]]) for f in dataset] == [
+    assert [
+        (
+            f["namespace"],
+            f["name"],
+            f["field"],
+            [(t["type"], t["subtype"]) for t in f["transformations"]],
+        )
+        for f in dataset
+    ] == [
         (*rides, "zone_id", [("INDIRECT", "JOIN")]),
         (*zones, "zone_id", [("INDIRECT", "JOIN")]),
         (*rides, "fare", [("INDIRECT", "FILTER")]),
@@ -580,15 +745,22 @@ def test_column_lineage_dataset_only() -> None:
     assert output["facets"]["columnLineage"]["dataset"][0]["field"] == "fare"
 
 
-@pytest.mark.parametrize(("lineage", "message"), [
-    ({"columns": {"a": [{"column": "x", "kind": "DIRECT", "subtype": "IDENTITY"}]}},
-     "neither a ref nor a location"),
-    ({"columns": {"a": [source("src/rides", "x", "SIDEWAYS", "IDENTITY")]}},
-     "not DIRECT or INDIRECT"),
-    ({"columns": {"a": [source("src/rides", "", "DIRECT", "IDENTITY")]}}, "names no column"),
-    ({"columns": {"a": "src/rides.x"}}, "must be a list"),
-    ({"columns": [["a", []]]}, "must map output columns"),
-])
+@pytest.mark.parametrize(
+    ("lineage", "message"),
+    [
+        (
+            {"columns": {"a": [{"column": "x", "kind": "DIRECT", "subtype": "IDENTITY"}]}},
+            "neither a ref nor a location",
+        ),
+        (
+            {"columns": {"a": [source("src/rides", "x", "SIDEWAYS", "IDENTITY")]}},
+            "not DIRECT or INDIRECT",
+        ),
+        ({"columns": {"a": [source("src/rides", "", "DIRECT", "IDENTITY")]}}, "names no column"),
+        ({"columns": {"a": "src/rides.x"}}, "must be a list"),
+        ({"columns": [["a", []]]}, "must map output columns"),
+    ],
+)
 def test_malformed_column_lineage_is_refused(lineage: dict[str, Any], message: str) -> None:
     with pytest.raises(EventBuildError, match=message) as caught:
         render(full_event(outputs=(full_output(column_lineage=lineage),)))
@@ -616,28 +788,48 @@ def test_schema_facet_with_nested_types() -> None:
     assert note["fields"] == [
         {"name": "text", "type": "string", "ordinal_position": 1},
         {"name": "tags", "type": "array<string>", "ordinal_position": 2},
-        {"name": "by", "type": "struct<name:string,at:timestamp>", "ordinal_position": 3,
-         "fields": [{"name": "name", "type": "string", "ordinal_position": 1},
-                    {"name": "at", "type": "timestamp", "ordinal_position": 2}]}]
+        {
+            "name": "by",
+            "type": "struct<name:string,at:timestamp>",
+            "ordinal_position": 3,
+            "fields": [
+                {"name": "name", "type": "string", "ordinal_position": 1},
+                {"name": "at", "type": "timestamp", "ordinal_position": 2},
+            ],
+        },
+    ]
     assert by_name["stops"]["fields"] == [
-        {"name": "_element", "type": "struct<lat:double,lon:double>",
-         "fields": [{"name": "lat", "type": "double", "ordinal_position": 1},
-                    {"name": "lon", "type": "double", "ordinal_position": 2}]}]
+        {
+            "name": "_element",
+            "type": "struct<lat:double,lon:double>",
+            "fields": [
+                {"name": "lat", "type": "double", "ordinal_position": 1},
+                {"name": "lon", "type": "double", "ordinal_position": 2},
+            ],
+        }
+    ]
     assert by_name["attrs"]["fields"] == [
         {"name": "key", "type": "string"},
-        {"name": "value", "type": "struct<v:int>",
-         "fields": [{"name": "v", "type": "int", "ordinal_position": 1}]}]
+        {
+            "name": "value",
+            "type": "struct<v:int>",
+            "fields": [{"name": "v", "type": "int", "ordinal_position": 1}],
+        },
+    ]
     assert "fields" not in by_name["flat"]
 
 
-@pytest.mark.parametrize("spark_type", [
-    "struct<a:int,... 3 more fields>",
-    "struct<a:int",
-    "struct<a:struct<b:int,... 2 more fields>,c:int>",
-    "array<int",
-    "map<string>",
-    "",
-])
+@pytest.mark.parametrize(
+    "spark_type",
+    [
+        "struct<a:int,... 3 more fields>",
+        "struct<a:int",
+        "struct<a:struct<b:int,... 2 more fields>,c:int>",
+        "array<int",
+        "map<string>",
+        "",
+    ],
+)
 def test_unparsable_types_keep_their_string(spark_type: str) -> None:
     assert spark_type_fields(spark_type) is None
     if spark_type:
@@ -649,8 +841,10 @@ def test_unparsable_types_keep_their_string(spark_type: str) -> None:
 def test_empty_struct_and_decimal_inside_struct() -> None:
     fields = spark_type_fields("struct<d:decimal(10,2),e:struct<>>")
     assert fields is not None
-    assert fields == [{"name": "d", "type": "decimal(10,2)", "ordinal_position": 1},
-                      {"name": "e", "type": "struct<>", "ordinal_position": 2, "fields": []}]
+    assert fields == [
+        {"name": "d", "type": "decimal(10,2)", "ordinal_position": 1},
+        {"name": "e", "type": "struct<>", "ordinal_position": 2, "fields": []},
+    ]
 
 
 # ------------------------------------------------------------------------- minimal, errors
@@ -666,19 +860,27 @@ def test_events_with_no_optional_data_conform(kind: EventKind) -> None:
 
 
 def test_bare_datasets_conform() -> None:
-    event = _replace(minimal_event("COMPLETE"), {
-        "inputs": (DatasetInfo(location="gs://b/in"),),
-        "outputs": (OutputInfo(dataset=DatasetInfo(location="/tmp/out")),)})
+    event = _replace(
+        minimal_event("COMPLETE"),
+        {
+            "inputs": (DatasetInfo(location="gs://b/in"),),
+            "outputs": (OutputInfo(dataset=DatasetInfo(location="/tmp/out")),),
+        },
+    )
     data = valid(event)
     assert data["inputs"][0]["facets"] == {}
     assert set(data["outputs"][0]["facets"]) == {"storage"}
 
 
 def test_no_secret_reaches_an_event() -> None:
-    event = full_event("FAIL", inputs=(
-        DatasetInfo(location="abfss://raw:s3cr3t@acct.dfs.core.windows.net/p?sig=s3cr3t"),
-        DatasetInfo(location="hdfs://s3cr3t@nn:8020/p")),
-        job=full_job(git_url="https://oauth2:s3cr3t@gitlab.com/g/r.git"))
+    event = full_event(
+        "FAIL",
+        inputs=(
+            DatasetInfo(location="abfss://raw:s3cr3t@acct.dfs.core.windows.net/p?sig=s3cr3t"),
+            DatasetInfo(location="hdfs://s3cr3t@nn:8020/p"),
+        ),
+        job=full_job(git_url="https://oauth2:s3cr3t@gitlab.com/g/r.git"),
+    )
     text = json.dumps(valid(event))
     assert "s3cr3t" not in text
     assert "AKIAKEY" not in text
@@ -719,41 +921,68 @@ def test_validator_accepts_then_lists_every_problem() -> None:
         validate_run_event(bad)
 
 
-@pytest.mark.parametrize(("breakage", "expected"), [
-    (lambda e: e.pop("eventTime"), "'eventTime' is a required property"),
-    (lambda e: e.update(producer="not a uri"), "is not a 'uri'"),
-    (lambda e: e.update(eventType="DONE"), "'DONE' is not one of"),
-    (lambda e: e["job"].pop("namespace"), "'namespace' is a required property"),
-    (lambda e: e["run"]["facets"]["parent"]["run"].update(runId="x"), "'x' is not a 'uuid'"),
-    (lambda e: e["run"]["facets"]["nominalTime"].update(nominalStartTime="yesterday"),
-     "'yesterday' is not a 'date-time'"),
-    (lambda e: e["run"]["facets"]["parent"].pop("_producer"),
-     "'_producer' is a required property"),
-    (lambda e: e["job"]["facets"]["jobType"].pop("integration"),
-     "'integration' is a required property"),
-    (lambda e: e["job"]["facets"]["sourceCodeLocation"].update(url="git@h:o/r.git"),
-     "is not a 'uri'"),
-    (lambda e: e["outputs"][0]["outputFacets"]["outputStatistics"].update(rowCount="12"),
-     "'12' is not of type 'integer'"),
-    (lambda e: e["inputs"][0]["facets"]["symlinks"]["identifiers"][0].pop("type"),
-     "'type' is a required property"),
-    (lambda e: e["inputs"][0]["facets"]["version"].update(
-        _schemaURL="https://openlineage.io/spec/facets/9-9-9/Nope.json#/$defs/Nope"),
-     "names no schema in the OpenLineage spec folder"),
-    (lambda e: e["inputs"][0]["facets"]["version"].pop("_schemaURL"),
-     "facet has no _schemaURL"),
-    (lambda e: e["run"]["facets"].update(parentRun=e["run"]["facets"].pop("parent")),
-     "belongs under key 'parent'"),
-    (lambda e: e["run"]["facets"].update(jobType=e["job"]["facets"]["jobType"]),
-     "a JobFacet"),
-    (lambda e: e["outputs"][0]["facets"].update(
-        outputStatistics=e["outputs"][0]["outputFacets"]["outputStatistics"]),
-     "does not belong in facets"),
-    (lambda e: e.update(schemaURL="https://openlineage.io/spec/9-9-9/OpenLineage.json"),
-     "names no schema in the spec folder"),
-])
-def test_validator_catches_broken_events(breakage: Callable[[dict[str, Any]], Any],
-                                         expected: str) -> None:
+@pytest.mark.parametrize(
+    ("breakage", "expected"),
+    [
+        (lambda e: e.pop("eventTime"), "'eventTime' is a required property"),
+        (lambda e: e.update(producer="not a uri"), "is not a 'uri'"),
+        (lambda e: e.update(eventType="DONE"), "'DONE' is not one of"),
+        (lambda e: e["job"].pop("namespace"), "'namespace' is a required property"),
+        (lambda e: e["run"]["facets"]["parent"]["run"].update(runId="x"), "'x' is not a 'uuid'"),
+        (
+            lambda e: e["run"]["facets"]["nominalTime"].update(nominalStartTime="yesterday"),
+            "'yesterday' is not a 'date-time'",
+        ),
+        (
+            lambda e: e["run"]["facets"]["parent"].pop("_producer"),
+            "'_producer' is a required property",
+        ),
+        (
+            lambda e: e["job"]["facets"]["jobType"].pop("integration"),
+            "'integration' is a required property",
+        ),
+        (
+            lambda e: e["job"]["facets"]["sourceCodeLocation"].update(url="git@h:o/r.git"),
+            "is not a 'uri'",
+        ),
+        (
+            lambda e: e["outputs"][0]["outputFacets"]["outputStatistics"].update(rowCount="12"),
+            "'12' is not of type 'integer'",
+        ),
+        (
+            lambda e: e["inputs"][0]["facets"]["symlinks"]["identifiers"][0].pop("type"),
+            "'type' is a required property",
+        ),
+        (
+            lambda e: e["inputs"][0]["facets"]["version"].update(
+                _schemaURL="https://openlineage.io/spec/facets/9-9-9/Nope.json#/$defs/Nope"
+            ),
+            "names no schema in the OpenLineage spec folder",
+        ),
+        (
+            lambda e: e["inputs"][0]["facets"]["version"].pop("_schemaURL"),
+            "facet has no _schemaURL",
+        ),
+        (
+            lambda e: e["run"]["facets"].update(parentRun=e["run"]["facets"].pop("parent")),
+            "belongs under key 'parent'",
+        ),
+        (lambda e: e["run"]["facets"].update(jobType=e["job"]["facets"]["jobType"]), "a JobFacet"),
+        (
+            lambda e: e["outputs"][0]["facets"].update(
+                outputStatistics=e["outputs"][0]["outputFacets"]["outputStatistics"]
+            ),
+            "does not belong in facets",
+        ),
+        (
+            lambda e: e.update(schemaURL="https://openlineage.io/spec/9-9-9/OpenLineage.json"),
+            "names no schema in the spec folder",
+        ),
+    ],
+)
+def test_validator_catches_broken_events(
+    breakage: Callable[[dict[str, Any]], Any], expected: str
+) -> None:
     event = render(full_event("FAIL"))
     breakage(event)
     with pytest.raises(AssertionError) as caught:
@@ -768,8 +997,9 @@ def test_validator_refuses_non_json_values() -> None:
         validate_run_event(event)
 
 
-def test_spec_dir_fails_when_shared_lacks_the_spec(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spec_dir_fails_when_shared_lacks_the_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert (ol_spec.spec_dir() / "OpenLineage.json").is_file()
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -787,13 +1017,13 @@ HOURLY_ROOT = f"{WORKSPACE}/inter/hourly"
 
 
 def partitioned_output(*parts: PartitionInfo) -> OutputInfo:
-    return full_output(dataset=DatasetInfo(location=HOURLY_ROOT, ref="inter/hourly",
-                                           partitions=parts))
+    return full_output(
+        dataset=DatasetInfo(location=HOURLY_ROOT, ref="inter/hourly", partitions=parts)
+    )
 
 
 def test_a_written_partition_is_the_assets_root_with_an_output_condition() -> None:
-    part = PartitionInfo(identifier="2024-05-01-12:00", subpath="2024-05-01-12%3A00",
-                         version="v12")
+    part = PartitionInfo(identifier="2024-05-01-12:00", subpath="2024-05-01-12%3A00", version="v12")
     output = valid(full_event(outputs=(partitioned_output(part),)))["outputs"][0]
     assert (output["namespace"], output["name"]) == ("file", HOURLY_ROOT)
     assert output["facets"]["symlinks"]["identifiers"][0]["name"] == "inter/hourly"
@@ -801,31 +1031,46 @@ def test_a_written_partition_is_the_assets_root_with_an_output_condition() -> No
     assert output["facets"]["version"]["datasetVersion"] == "v12"
     subset = output["outputFacets"]["subset"]
     assert subset["_schemaURL"].endswith(
-        "BaseSubsetDatasetFacet.json#/$defs/OutputSubsetOutputDatasetFacet")
-    assert subset["outputCondition"] == {"type": "partition", "partitions": [
-        {"identifier": "2024-05-01-12:00", "dimensions": {"partition": "2024-05-01-12:00"}}]}
+        "BaseSubsetDatasetFacet.json#/$defs/OutputSubsetOutputDatasetFacet"
+    )
+    assert subset["outputCondition"] == {
+        "type": "partition",
+        "partitions": [
+            {"identifier": "2024-05-01-12:00", "dimensions": {"partition": "2024-05-01-12:00"}}
+        ],
+    }
     assert output["outputFacets"]["outputStatistics"]["rowCount"] == 1234
     # START announces the same identity and partition, before any version is known.
-    start = valid(full_event("START", outputs=(partitioned_output(
-        PartitionInfo("2024-05-01-12:00", "2024-05-01-12%3A00")),)))["outputs"][0]
+    start = valid(
+        full_event(
+            "START",
+            outputs=(partitioned_output(PartitionInfo("2024-05-01-12:00", "2024-05-01-12%3A00")),),
+        )
+    )["outputs"][0]
     assert (start["namespace"], start["name"]) == ("file", HOURLY_ROOT)
     assert start["outputFacets"]["subset"] == subset
     assert "version" not in start["facets"]
 
 
 def test_an_input_reading_many_partitions_is_one_dataset_listing_them() -> None:
-    days = tuple(PartitionInfo(f"2024-05-0{d}", f"day=2024-05-0{d}/zone=a", f"v{d}")
-                 for d in (1, 2, 3))
+    days = tuple(
+        PartitionInfo(f"2024-05-0{d}", f"day=2024-05-0{d}/zone=a", f"v{d}") for d in (1, 2, 3)
+    )
     rides = DatasetInfo(location=f"{WORKSPACE}/src/rides", ref="src/rides", partitions=days)
     event = valid(full_event(inputs=(rides,)))
     [found] = event["inputs"]
     assert found["name"] == f"{WORKSPACE}/src/rides"
     condition = found["inputFacets"]["subset"]["inputCondition"]
     assert found["inputFacets"]["subset"]["_schemaURL"].endswith(
-        "#/$defs/InputSubsetInputDatasetFacet")
-    assert condition == {"type": "partition", "partitions": [
-        {"identifier": f"2024-05-0{d}", "dimensions": {"day": f"2024-05-0{d}", "zone": "a"}}
-        for d in (1, 2, 3)]}
+        "#/$defs/InputSubsetInputDatasetFacet"
+    )
+    assert condition == {
+        "type": "partition",
+        "partitions": [
+            {"identifier": f"2024-05-0{d}", "dimensions": {"day": f"2024-05-0{d}", "zone": "a"}}
+            for d in (1, 2, 3)
+        ],
+    }
     # One version for what was read: the same partitions and versions give the same one,
     # another version of any partition another.
     version = found["facets"]["version"]["datasetVersion"]
@@ -847,24 +1092,48 @@ def test_unpartitioned_datasets_keep_their_identity_and_have_no_subset() -> None
 
 def test_inputs_carry_their_schema_and_column_lineage_names_them_by_their_root() -> None:
     rides = DatasetInfo(
-        location=f"{WORKSPACE}/src/rides", ref="src/rides",
-        partitions=(PartitionInfo("2024-05-01", "2024-05-01", "a"),
-                    PartitionInfo("2024-05-02", "2024-05-02", "b")),
-        schema=(("ride_id", "bigint", False), ("fare", "double", True),
-                ("pickup_ts", "timestamp", True), ("zone_id", "int", True)))
-    lineage = {"columns": {
-        # one source by the partition's ref, one by a path inside the root
-        "rides": [source("src/rides/2024-05-01", "ride_id", "DIRECT", "AGGREGATION")],
-        "fare_total": [source(None, "fare", "DIRECT", "AGGREGATION",
-                              location=f"{WORKSPACE}/src/rides/2024-05-02")]}}
+        location=f"{WORKSPACE}/src/rides",
+        ref="src/rides",
+        partitions=(
+            PartitionInfo("2024-05-01", "2024-05-01", "a"),
+            PartitionInfo("2024-05-02", "2024-05-02", "b"),
+        ),
+        schema=(
+            ("ride_id", "bigint", False),
+            ("fare", "double", True),
+            ("pickup_ts", "timestamp", True),
+            ("zone_id", "int", True),
+        ),
+    )
+    lineage = {
+        "columns": {
+            # one source by the partition's ref, one by a path inside the root
+            "rides": [source("src/rides/2024-05-01", "ride_id", "DIRECT", "AGGREGATION")],
+            "fare_total": [
+                source(
+                    None,
+                    "fare",
+                    "DIRECT",
+                    "AGGREGATION",
+                    location=f"{WORKSPACE}/src/rides/2024-05-02",
+                )
+            ],
+        }
+    }
     located = {**LOCATIONS, "src/rides/2024-05-01": f"{WORKSPACE}/src/rides/2024-05-01"}
     event = build_run_event(
         full_event(inputs=(rides,), outputs=(full_output(column_lineage=lineage),)),
-        locate=located.__getitem__, producer=TEST_PRODUCER)
+        locate=located.__getitem__,
+        producer=TEST_PRODUCER,
+    )
     validate_run_event(event)
     [found] = event["inputs"]
     assert [f["name"] for f in found["facets"]["schema"]["fields"]] == [
-        "ride_id", "fare", "pickup_ts", "zone_id"]
+        "ride_id",
+        "fare",
+        "pickup_ts",
+        "zone_id",
+    ]
     fields = event["outputs"][0]["facets"]["columnLineage"]["fields"]
     for column in ("rides", "fare_total"):
         [edge] = fields[column]["inputFields"]

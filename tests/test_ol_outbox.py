@@ -36,8 +36,9 @@ SECRET_KEY = "key-SECRET-4242-abcd"
 pytestmark = pytest.mark.both_stores
 
 
-def run_event(run_id: str, event_type: str, minutes: float = 0, job: str = "hourly"
-              ) -> dict[str, Any]:
+def run_event(
+    run_id: str, event_type: str, minutes: float = 0, job: str = "hourly"
+) -> dict[str, Any]:
     """A minimal OpenLineage RunEvent as the event builders produce it (plain JSON data)."""
     return {
         "eventTime": (T0 + dt.timedelta(minutes=minutes)).isoformat(),
@@ -55,8 +56,9 @@ def runs(count: int, start: float = 0) -> list[dict[str, Any]]:
     """START/COMPLETE of `count` runs, interleaved the way overlapping runs report."""
     ids = [str(uuid.uuid4()) for _ in range(count)]
     events = [run_event(i, "START", start + n, job=f"job{n}") for n, i in enumerate(ids)]
-    events += [run_event(i, "COMPLETE", start + count + n, job=f"job{n}")
-               for n, i in enumerate(ids)]
+    events += [
+        run_event(i, "COMPLETE", start + count + n, job=f"job{n}") for n, i in enumerate(ids)
+    ]
     return events
 
 
@@ -68,8 +70,11 @@ def delivery_row(ws: Workspace) -> dict[str, Any]:
     """The workspace's raw `dws_ol_delivery` row (what a secret must never reach)."""
     table = schema.ol_delivery
     with ws.store.db.transaction() as connection:
-        row = connection.execute(select(table).where(
-            table.c.workspace_id == ws.store.workspace_id)).mappings().one()
+        row = (
+            connection.execute(select(table).where(table.c.workspace_id == ws.store.workspace_id))
+            .mappings()
+            .one()
+        )
     return dict(row)
 
 
@@ -77,16 +82,23 @@ def set_lease(ws: Workspace, holder: str | None, until: float) -> None:
     """Write the delivery lease as another deliverer (one that runs, or one that died) left it."""
     table = schema.ol_delivery
     with ws.store.db.transaction() as connection:
-        connection.execute(update(table).where(table.c.workspace_id == ws.store.workspace_id)
-                           .values(holder=holder, lease_until=until))
+        connection.execute(
+            update(table)
+            .where(table.c.workspace_id == ws.store.workspace_id)
+            .values(holder=holder, lease_until=until)
+        )
 
 
 def pending_ids(ws: Workspace) -> list[int]:
     table = schema.ol_events
     with ws.store.db.transaction() as connection:
-        return list(connection.execute(select(table.c.id).where(
-            table.c.workspace_id == ws.store.workspace_id, table.c.pending)
-            .order_by(table.c.id)).scalars())
+        return list(
+            connection.execute(
+                select(table.c.id)
+                .where(table.c.workspace_id == ws.store.workspace_id, table.c.pending)
+                .order_by(table.c.id)
+            ).scalars()
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -119,8 +131,9 @@ def receiver() -> Iterator[Receiver]:
 # ---------------------------------------------------------------------- delivery
 
 
-def test_spool_and_deliver_over_http(ws: Workspace, receiver: Receiver,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spool_and_deliver_over_http(
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, description = make_transport(ws)
@@ -146,7 +159,8 @@ def test_spool_and_deliver_over_http(ws: Workspace, receiver: Receiver,
 
 
 def test_catalog_down_then_failing_then_back_loses_nothing(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)  # not started: connection refused
     transport, _ = make_transport(ws)
     outbox = Outbox(ws, rng=random.Random(7))
@@ -220,7 +234,8 @@ def test_backoff_doubles_up_to_the_cap_with_jitter(ws: Workspace) -> None:
 
 
 def test_deliver_stays_within_its_budget_and_one_deliverer_at_a_time(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, _ = make_transport(ws)
@@ -259,8 +274,9 @@ def test_deliver_refuses_to_run_inside_a_store_transaction(ws: Workspace) -> Non
 # ---------------------------------------------------------------------- spooling
 
 
-def test_spool_is_idempotent(ws: Workspace, receiver: Receiver,
-                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spool_is_idempotent(
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     events = runs(2)
     outbox = Outbox(ws)
     assert outbox.spool(events) == 4
@@ -317,10 +333,14 @@ def test_events_since_compares_instants_in_any_zone(ws: Workspace) -> None:
     outbox = Outbox(ws)
     zone = dt.timezone(dt.timedelta(hours=-5))
     early = run_event(str(uuid.uuid4()), "START", 0)
-    late = {**run_event(str(uuid.uuid4()), "START", 0),
-            "eventTime": (T0 + dt.timedelta(minutes=30)).astimezone(zone).isoformat()}
-    naive = {**run_event(str(uuid.uuid4()), "START", 0),
-             "eventTime": (T0 + dt.timedelta(minutes=10)).replace(tzinfo=None).isoformat()}
+    late = {
+        **run_event(str(uuid.uuid4()), "START", 0),
+        "eventTime": (T0 + dt.timedelta(minutes=30)).astimezone(zone).isoformat(),
+    }
+    naive = {
+        **run_event(str(uuid.uuid4()), "START", 0),
+        "eventTime": (T0 + dt.timedelta(minutes=10)).replace(tzinfo=None).isoformat(),
+    }
     assert outbox.spool([late, early, naive]) == 3
     assert list(outbox.events()) == [late, early, naive]  # spool order, as spooled
     assert list(outbox.events(T0 + dt.timedelta(minutes=5))) == [late, naive]
@@ -355,20 +375,27 @@ print("ok")
 def _child_env() -> dict[str, str]:
     """The environment of a child process: this checkout first on the path, the same store
     (DWS_STORE_URL when set), no OpenLineage configuration."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("OPENLINEAGE")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENLINEAGE")}
     env["PYTHONPATH"] = str(ROOT)
     return env
 
 
 def test_processes_spooling_and_delivering_at_once_lose_nothing(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, _ = make_transport(ws)
-    spoolers = [subprocess.Popen([sys.executable, "-c", SPOOLER, str(ws.root), tag],
-                                 env=_child_env(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True) for tag in ("a", "b")]
+    spoolers = [
+        subprocess.Popen(
+            [sys.executable, "-c", SPOOLER, str(ws.root), tag],
+            env=_child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("a", "b")
+    ]
     outbox = Outbox(ws)
     while any(proc.poll() is None for proc in spoolers):
         outbox.deliver(transport)  # delivering while the others spool
@@ -415,7 +442,8 @@ print(f"sent {sent} busy {busy}", flush=True)
 
 
 def test_two_deliverers_in_two_processes_send_each_event_once_in_order(
-        ws: Workspace, receiver: Receiver, tmp_path: Path) -> None:
+    ws: Workspace, receiver: Receiver, tmp_path: Path
+) -> None:
     """Two sensors (two processes; on PostgreSQL they could be two machines) delivering one
     backlog at once, in short turns (a budget of 50 ms a call): the lease lets one send at a
     time, and every event reaches the catalog exactly once, in spool order."""
@@ -425,13 +453,21 @@ def test_two_deliverers_in_two_processes_send_each_event_once_in_order(
     assert outbox.spool(events) == 300
     go = tmp_path / "go"
     env = {**_child_env(), "OPENLINEAGE_URL": receiver.url}
-    children = [subprocess.Popen([sys.executable, "-c", DELIVERER, str(ws.root), str(go), "60"],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True) for _ in range(2)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", DELIVERER, str(ws.root), str(go), "60"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     try:
         for child in children:
-            assert child.stdout is not None and child.stdout.readline().strip() == "ready", \
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready", (
                 child.communicate()[1]
+            )
         go.touch()
         outputs = [child.communicate(timeout=300) for child in children]
     finally:
@@ -470,7 +506,8 @@ def _wait_until(condition: Any, what: str, deadline_seconds: float = 120.0) -> N
 
 
 def test_deliverer_killed_mid_delivery_is_replaced_when_its_lease_expires(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """kill -9 of a deliverer while it sends: its lease keeps others out until it expires
     (it can no longer renew it), then the next deliverer resends what was not marked
     delivered, from the first such event, in order; nothing is lost."""
@@ -481,15 +518,26 @@ def test_deliverer_killed_mid_delivery_is_replaced_when_its_lease_expires(
     receiver.slow_next(80, seconds=0.05)  # each request 50 ms: a checkpoint every ~20
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     transport, _ = make_transport(ws)
-    child = subprocess.Popen([sys.executable, "-c", KILLED_DELIVERER, str(ws.root), "3"],
-                             env={**_child_env(), "OPENLINEAGE_URL": receiver.url},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_DELIVERER, str(ws.root), "3"],
+        env={**_child_env(), "OPENLINEAGE_URL": receiver.url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         # Killed once some events are marked delivered and more were sent since.
-        _wait_until(lambda: child.poll() is not None or (
-            outbox.status().delivered > 0 and receiver.attempts > outbox.status().delivered + 2),
-            "the deliverer marked events and went on sending")
+        _wait_until(
+            lambda: (
+                child.poll() is not None
+                or (
+                    outbox.status().delivered > 0
+                    and receiver.attempts > outbox.status().delivered + 2
+                )
+            ),
+            "the deliverer marked events and went on sending",
+        )
         assert child.poll() is None, child.communicate()[1]
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
@@ -524,9 +572,11 @@ def test_deliverer_killed_mid_delivery_is_replaced_when_its_lease_expires(
 
 
 def test_an_unreachable_store_is_a_clear_error_without_its_password(
-        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DWS_STORE_URL",
-                       f"postgresql+psycopg2://alice:{SECRET_PASSWORD}@127.0.0.1:1/lineage")
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "DWS_STORE_URL", f"postgresql+psycopg2://alice:{SECRET_PASSWORD}@127.0.0.1:1/lineage"
+    )
     outbox = Outbox(Workspace.open(ws.root))
     for call in (outbox.status, lambda: outbox.spool(runs(1)), lambda: list(outbox.events())):
         with pytest.raises(DwsError) as caught:
@@ -561,11 +611,13 @@ def _write_config(path: Path, transport: dict[str, Any]) -> Path:
 
 
 def test_config_files_workspace_before_home_after_cwd(
-        ws: Workspace, receiver: Receiver, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Workspace, receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     receiver.start()
-    home = _write_config(tmp_path / "home/.openlineage/openlineage.yml",
-                         {"type": "file", "log_file_path": str(tmp_path / "home.jsonl")})
+    home = _write_config(
+        tmp_path / "home/.openlineage/openlineage.yml",
+        {"type": "file", "log_file_path": str(tmp_path / "home.jsonl")},
+    )
     assert str(home) in make_transport(ws)[1]
     ours = _write_config(ws.root / "openlineage.yml", {"type": "http", "url": receiver.url})
     transport, description = make_transport(ws)
@@ -575,14 +627,16 @@ def test_config_files_workspace_before_home_after_cwd(
     outbox.spool(runs(1))
     assert outbox.deliver(transport).sent == 2 and len(receiver.events) == 2
 
-    cwd = _write_config(Path.cwd() / "openlineage.yml",
-                        {"type": "http", "url": receiver.url, "retry": {"total": 3}})
+    cwd = _write_config(
+        Path.cwd() / "openlineage.yml", {"type": "http", "url": receiver.url, "retry": {"total": 3}}
+    )
     transport, description = make_transport(ws)
     assert str(cwd) in description and "client retries: 3" in description
     assert transport.config.retry["total"] == 3  # configured retries are kept
 
-    explicit = _write_config(tmp_path / "elsewhere.yml",
-                             {"type": "file", "log_file_path": str(tmp_path / "x.jsonl")})
+    explicit = _write_config(
+        tmp_path / "elsewhere.yml", {"type": "file", "log_file_path": str(tmp_path / "x.jsonl")}
+    )
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(explicit))
     assert str(explicit) in make_transport(ws)[1]
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(tmp_path / "missing.yml"))
@@ -591,7 +645,8 @@ def test_config_files_workspace_before_home_after_cwd(
 
 
 def test_environment_variables_and_bad_configuration(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "http")
     monkeypatch.setenv("OPENLINEAGE__TRANSPORT__URL", receiver.url)
     transport, description = make_transport(ws)
@@ -610,8 +665,7 @@ def test_environment_variables_and_bad_configuration(
         make_transport(ws)
 
 
-def test_two_catalogs_each_get_every_event(ws: Workspace, monkeypatch: pytest.MonkeyPatch
-                                           ) -> None:
+def test_two_catalogs_each_get_every_event(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     """The client's composite transport succeeds when any catalog takes the event; the outbox
     makes it fail when one does not, so the catalog that was down gets the event later."""
     with Receiver() as marquez:
@@ -635,8 +689,9 @@ def test_two_catalogs_each_get_every_event(ws: Workspace, monkeypatch: pytest.Mo
         assert [e for e in marquez.events if e != events[0]] == events[1:]  # + re-sent first
 
 
-def test_disabled_keeps_events_pending(ws: Workspace, receiver: Receiver,
-                                       monkeypatch: pytest.MonkeyPatch, cli) -> None:
+def test_disabled_keeps_events_pending(
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
     monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")
@@ -657,7 +712,8 @@ def test_disabled_keeps_events_pending(ws: Workspace, receiver: Receiver,
 
 
 def test_secrets_never_reach_status_or_stored_errors(
-        ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
     receiver.start()
     receiver.fail_next(1)
     url = receiver.url.replace("http://", f"http://alice:{SECRET_PASSWORD}@")
@@ -673,10 +729,13 @@ def test_secrets_never_reach_status_or_stored_errors(
     receiver.stop()
     outbox.deliver(transport, ignore_backoff=True)  # refused
 
-    outputs = [description, report.last_error or "", str(delivery_row(ws)),
-               str(outbox.status())]
-    for args in (("openlineage", "status"), ("openlineage", "status", "--format", "json"),
-                 ("openlineage", "deliver", "--format", "json"), ("openlineage", "deliver")):
+    outputs = [description, report.last_error or "", str(delivery_row(ws)), str(outbox.status())]
+    for args in (
+        ("openlineage", "status"),
+        ("openlineage", "status", "--format", "json"),
+        ("openlineage", "deliver", "--format", "json"),
+        ("openlineage", "deliver"),
+    ):
         code, out, err = cli(*args, "-w", ws.root)
         outputs += [out, err]
     text = "\n".join(outputs)
@@ -688,12 +747,16 @@ def test_secrets_never_reach_status_or_stored_errors(
 # ---------------------------------------------------------------------- archive and CLI
 
 
-def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
-                                       monkeypatch: pytest.MonkeyPatch, cli) -> None:
+def test_cli_status_deliver_and_replay(
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
     receiver.start()
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
-    events = [run_event(str(uuid.uuid4()), kind, day * 24 * 60 + n)
-              for day in range(3) for n, kind in enumerate(("START", "COMPLETE"))]
+    events = [
+        run_event(str(uuid.uuid4()), kind, day * 24 * 60 + n)
+        for day in range(3)
+        for n, kind in enumerate(("START", "COMPLETE"))
+    ]
     for index in range(0, 6, 2):  # each day's START and COMPLETE share a run
         events[index + 1]["run"] = events[index]["run"]
     Outbox(ws).spool(events)
@@ -714,8 +777,7 @@ def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
     assert code == 0 and "sent 6 event(s)" in out
     assert receiver.events == events
 
-    code, out, _ = cli("openlineage", "replay", "--since", "2026-03-02", "--dry-run",
-                       "-w", ws.root)
+    code, out, _ = cli("openlineage", "replay", "--since", "2026-03-02", "--dry-run", "-w", ws.root)
     assert code == 0 and "would replay 4" in out and receiver.attempts == 6
     code, out, _ = cli("openlineage", "replay", "--since", "2026-03-02", "-w", ws.root)
     assert code == 0 and "replayed 4" in out
@@ -740,8 +802,7 @@ def test_cli_status_deliver_and_replay(ws: Workspace, receiver: Receiver,
     assert "--since 2026-03-03T12:00:00+00:00" in err
 
 
-def test_file_delivery_writes_the_events_the_clients_file_transport_writes(
-        tmp_path: Path) -> None:
+def test_file_delivery_writes_the_events_the_clients_file_transport_writes(tmp_path: Path) -> None:
     """The outbox appends a spooled line as it is when it has nothing for the client's
     null-removal pass to remove: the file holds, line for line, the JSON the client's file
     transport writes (in compact form), also around events that do hold nulls, empty objects
@@ -754,13 +815,14 @@ def test_file_delivery_writes_the_events_the_clients_file_transport_writes(
     plain["run"]["facets"] = {"tags": {"tags": [{"key": "k", "value": "é ✓"}], "n": 1.5}}
     nulls = {**run_event(str(uuid.uuid4()), "START"), "inputs": None}
     empties = {**run_event(str(uuid.uuid4()), "START"), "outputs": [{}, {"name": "x"}]}
-    worded = {**run_event(str(uuid.uuid4()), "START"), "job": {"namespace": "null",
-                                                               "name": "a,{}b"}}
+    worded = {
+        **run_event(str(uuid.uuid4()), "START"),
+        "job": {"namespace": "null", "name": "a,{}b"},
+    }
     events = [plain, nulls, empties, worded]
     lines = [orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n" for event in events]
     ours = FileTransport(FileConfig(log_file_path=str(tmp_path / "ours.jsonl"), append=True))
-    theirs = FileTransport(FileConfig(log_file_path=str(tmp_path / "theirs.jsonl"),
-                                      append=True))
+    theirs = FileTransport(FileConfig(log_file_path=str(tmp_path / "theirs.jsonl"), append=True))
     for line in lines:
         emit(ours, orjson.loads(line), line)
         theirs.emit(orjson.loads(line))

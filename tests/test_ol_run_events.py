@@ -22,10 +22,15 @@ from .test_ol_events import NOW, RUN_ID, TEST_PRODUCER, full_event, locate
 
 
 def parent_event(kind: str = "START", **changes: object) -> DagsterRunEvent:
-    event = DagsterRunEvent(kind=kind, event_time=NOW, namespace="dagster-demo",  # type: ignore[arg-type]
-                            dagster_run_id=RUN_ID, dagster_job="__ASSET_JOB",
-                            dagster_version="1.10.3",
-                            error_message="ValueError: bad" if kind == "FAIL" else None)
+    event = DagsterRunEvent(
+        kind=kind,
+        event_time=NOW,
+        namespace="dagster-demo",  # type: ignore[arg-type]
+        dagster_run_id=RUN_ID,
+        dagster_job="__ASSET_JOB",
+        dagster_version="1.10.3",
+        error_message="ValueError: bad" if kind == "FAIL" else None,
+    )
     return dataclasses.replace(event, **changes) if changes else event
 
 
@@ -40,8 +45,11 @@ def test_events_validate_and_are_the_clients_classes(kind: str) -> None:
     check_client_roundtrip(data)
     assert data["eventType"] == kind and data["inputs"] == data["outputs"] == []
     job_type = data["job"]["facets"]["jobType"]
-    assert (job_type["integration"], job_type["processingType"], job_type["jobType"]) == \
-        ("DAGSTER", "BATCH", "JOB")
+    assert (job_type["integration"], job_type["processingType"], job_type["jobType"]) == (
+        "DAGSTER",
+        "BATCH",
+        "JOB",
+    )
     assert ("errorMessage" in data["run"]["facets"]) == (kind == "FAIL")
 
 
@@ -51,9 +59,11 @@ def test_the_run_is_the_one_its_assets_name_as_parent_and_root() -> None:
     parent = child["run"]["facets"]["parent"]
     for event in (start, end):
         assert event["run"]["runId"] == parent["run"]["runId"] == parent["root"]["run"]["runId"]
-        assert (event["job"]["namespace"], event["job"]["name"]) == \
-            (parent["job"]["namespace"], parent["job"]["name"]) == \
-            (parent["root"]["job"]["namespace"], parent["root"]["job"]["name"])
+        assert (
+            (event["job"]["namespace"], event["job"]["name"])
+            == (parent["job"]["namespace"], parent["job"]["name"])
+            == (parent["root"]["job"]["namespace"], parent["root"]["job"]["name"])
+        )
         assert "parent" not in event["run"]["facets"]  # the root names no parent
     # Different keys in the outbox: the Dagster run's UUID4 is no asset run's UUIDv7.
     assert uuid.UUID(start["run"]["runId"]).version == 4
@@ -78,11 +88,14 @@ def test_error_messages_are_redacted() -> None:
     assert data["run"]["facets"]["errorMessage"]["message"].startswith("failed reading")
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"dagster_run_id": "not-a-uuid"}, "is not a UUID"),
-    ({"kind": "RESTART"}, "is not one of"),
-    ({"dagster_job": ""}, "no job name"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"dagster_run_id": "not-a-uuid"}, "is not a UUID"),
+        ({"kind": "RESTART"}, "is not one of"),
+        ({"dagster_job": ""}, "no job name"),
+    ],
+)
 def test_bad_input_is_refused_by_name(changes: dict, message: str) -> None:
     with pytest.raises(DwsError, match=message):
         render(parent_event(**changes))

@@ -42,8 +42,13 @@ def nested(levels: int, kind: str = "dict") -> Any:
 
 
 def builder(ws: Workspace, params: Any) -> LineageBuilder:
-    return LineageBuilder().with_step_name("train").with_parameters(params) \
-        .with_workspace_directory(ws.root).with_no_inputs()
+    return (
+        LineageBuilder()
+        .with_step_name("train")
+        .with_parameters(params)
+        .with_workspace_directory(ws.root)
+        .with_no_inputs()
+    )
 
 
 class Opaque:
@@ -85,11 +90,14 @@ def test_cycles_are_refused_naming_the_parameter(name: str, value: Any) -> None:
 def test_shared_values_that_are_no_cycle_are_recorded() -> None:
     shared = {"lr": 0.1}
     assert sanitize_parameters({"a": [shared, shared], "b": shared}) == {
-        "a": [{"lr": 0.1}, {"lr": 0.1}], "b": {"lr": 0.1}}
+        "a": [{"lr": 0.1}, {"lr": 0.1}],
+        "b": {"lr": 0.1},
+    }
 
 
-@pytest.mark.parametrize("params", [[1, 2], {1, 2}, ("a", 1), Opaque(), "gamma=0.1", 3, None,
-                                    b"bytes"])
+@pytest.mark.parametrize(
+    "params", [[1, 2], {1, 2}, ("a", 1), Opaque(), "gamma=0.1", 3, None, b"bytes"]
+)
 def test_parameters_that_are_not_a_mapping_are_refused(params: Any, ws: Workspace) -> None:
     before = tree_state(ws.root)
     with pytest.raises(InvalidParameterError, match="dict of name -> value"):
@@ -99,14 +107,20 @@ def test_parameters_that_are_not_a_mapping_are_refused(params: Any, ws: Workspac
     assert tree_state(ws.root) == before
 
 
-@pytest.mark.parametrize(("value", "what"), [(Opaque(), "Opaque"), (b"x", "bytes"),
-                                             ({("a", 1): 2}, "key of type tuple"),
-                                             (2**70, "beyond 64 bits"),
-                                             ("bad \ud800 text", "not valid Unicode"),
-                                             ([{"k": {"v": object()}}], "object"),
-                                             # a named tuple, yet not recorded as [name, subpath]
-                                             (ResourceRef("src", "a"), "ResourceRef"),
-                                             ([ResourceRef("src")], "ResourceRef")])
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        (Opaque(), "Opaque"),
+        (b"x", "bytes"),
+        ({("a", 1): 2}, "key of type tuple"),
+        (2**70, "beyond 64 bits"),
+        ("bad \ud800 text", "not valid Unicode"),
+        ([{"k": {"v": object()}}], "object"),
+        # a named tuple, yet not recorded as [name, subpath]
+        (ResourceRef("src", "a"), "ResourceRef"),
+        ([ResourceRef("src")], "ResourceRef"),
+    ],
+)
 def test_values_that_cannot_be_recorded_name_where_they_are(value: Any, what: str) -> None:
     with pytest.raises(InvalidParameterError) as info:
         sanitize_parameters({"cfg": value})
@@ -144,15 +158,21 @@ def test_the_script_api_refuses_before_anything_is_written(ws: Workspace, mode: 
 
 def test_an_argparse_namespace_is_taken_as_its_vars(ws: Workspace) -> None:
     parser = argparse.ArgumentParser()
-    add_lineage_parameters_to_arg_parser(parser, [
-        CmdLineParameter("gamma", 0.1, float, "gamma"),
-        CmdLineParameter("db_password", "", str, "password")])
+    add_lineage_parameters_to_arg_parser(
+        parser,
+        [
+            CmdLineParameter("gamma", 0.1, float, "gamma"),
+            CmdLineParameter("db_password", "", str, "password"),
+        ],
+    )
     args = parser.parse_args(["--gamma", "0.5", "--db-password", "hunter2"])
     write(ws.root / "results/exp/out.txt", "x")
     with builder(ws, args).as_results_step(ws.root / "results/exp").eval():
         pass
     assert ws.store.get("results/exp").record["parameters"] == {
-        "gamma": 0.5, "db_password": REDACTED}
+        "gamma": 0.5,
+        "db_password": REDACTED,
+    }
     assert get_lineage_parameter_values([], args) == {}
 
 
@@ -164,19 +184,39 @@ class Colour(enum.Enum):
 
 
 leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=20),
     st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=2),
-    st.datetimes(), st.dates(), st.just(Colour.RED), st.just(PurePosixPath("/data/x")),
-    st.binary(max_size=4), st.just(Opaque()), st.just(math.nan), st.complex_numbers())
-keys = st.one_of(st.text(max_size=10), st.integers(), st.booleans(), st.floats(),
-                 st.tuples(st.integers()), st.none())
+    st.datetimes(),
+    st.dates(),
+    st.just(Colour.RED),
+    st.just(PurePosixPath("/data/x")),
+    st.binary(max_size=4),
+    st.just(Opaque()),
+    st.just(math.nan),
+    st.complex_numbers(),
+)
+keys = st.one_of(
+    st.text(max_size=10),
+    st.integers(),
+    st.booleans(),
+    st.floats(),
+    st.tuples(st.integers()),
+    st.none(),
+)
 values = st.recursive(
     leaves,
     lambda children: st.one_of(
-        st.lists(children, max_size=4), st.tuples(children, children),
+        st.lists(children, max_size=4),
+        st.tuples(children, children),
         st.dictionaries(keys, children, max_size=4),
-        st.frozensets(st.one_of(st.integers(), st.text(max_size=5)), max_size=4)),
-    max_leaves=30)
+        st.frozensets(st.one_of(st.integers(), st.text(max_size=5)), max_size=4),
+    ),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -191,8 +231,11 @@ def test_any_value_is_recorded_as_json_or_refused_cleanly(params: dict[str, Any]
 
 
 @settings(max_examples=100, deadline=None)
-@given(depth=st.integers(min_value=1, max_value=300), kind=st.sampled_from(["dict", "list"]),
-       wrap=st.sampled_from([list, tuple, dict]))
+@given(
+    depth=st.integers(min_value=1, max_value=300),
+    kind=st.sampled_from(["dict", "list"]),
+    wrap=st.sampled_from([list, tuple, dict]),
+)
 def test_any_depth_is_recorded_or_refused_by_the_limit(depth: int, kind: str, wrap: Any) -> None:
     value = nested(depth, kind)
     value = {"w": value} if wrap is dict else wrap([value])
@@ -204,6 +247,6 @@ def test_any_depth_is_recorded_or_refused_by_the_limit(depth: int, kind: str, wr
 
 
 def test_dates_paths_and_enums_are_recorded_as_text(tmp_path: Path) -> None:
-    assert sanitize_parameters({"d": dt.date(2024, 1, 2), "p": PurePosixPath("/a/b"),
-                                "c": Colour.RED, "s": {3, 1, 2}}) == {
-        "d": "2024-01-02", "p": "/a/b", "c": "red", "s": [1, 2, 3]}
+    assert sanitize_parameters(
+        {"d": dt.date(2024, 1, 2), "p": PurePosixPath("/a/b"), "c": Colour.RED, "s": {3, 1, 2}}
+    ) == {"d": "2024-01-02", "p": "/a/b", "c": "red", "s": [1, 2, 3]}

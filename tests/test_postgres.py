@@ -55,8 +55,9 @@ def postgres() -> Iterator[PostgresServer]:
     try:
         import dagster_postgres  # noqa: F401
     except ImportError:
-        _unavailable("dagster-postgres is not installed (it is in the test extra): "
-                     "pip install -e '.[test]'")
+        _unavailable(
+            "dagster-postgres is not installed (it is in the test extra): pip install -e '.[test]'"
+        )
     server = start_server()
     try:
         yield server
@@ -68,8 +69,7 @@ def postgres_instance(home: Path, server: PostgresServer) -> DagsterInstance:
     """A Dagster instance whose storage is a new database on `server` (password from the
     environment, as the README's deployment guide shows)."""
     home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(server.dagster_yaml(server.create_database(),
-                                                           PASSWORD_ENV))
+    (home / "dagster.yaml").write_text(server.dagster_yaml(server.create_database(), PASSWORD_ENV))
     return DagsterInstance.from_config(str(home))
 
 
@@ -84,11 +84,20 @@ def run_pipeline(ws: Workspace, instance: DagsterInstance) -> list[Any]:
     pipeline (the second with other run config), a failed run and a cancelled one."""
     assets = scored_assets()
     assert run(assets, ws, instance).success
-    assert run(assets, ws, instance, selection=["hourly", "ranking", "scores"],
-               run_config={"ops": {"hourly": {"config": {"min_fare": 10.0}}}}).success
-    failed = materialize(failing_pipeline([]), instance=instance,
-                         resources={"io_manager": io_manager(ws)}, raise_on_error=False,
-                         selection=["hourly", "ranking"])
+    assert run(
+        assets,
+        ws,
+        instance,
+        selection=["hourly", "ranking", "scores"],
+        run_config={"ops": {"hourly": {"config": {"min_fare": 10.0}}}},
+    ).success
+    failed = materialize(
+        failing_pipeline([]),
+        instance=instance,
+        resources={"io_manager": io_manager(ws)},
+        raise_on_error=False,
+        selection=["hourly", "ranking"],
+    )
     assert not failed.success
     cancelled = cancelled_before_running(ws, instance)
     return [*assets, *(cancelled.assets or [])]
@@ -103,8 +112,9 @@ def tick_sensor_until_done(ws: Workspace, instance: DagsterInstance, assets: lis
     defs = Definitions(assets=assets, sensors=[sensor], resources={"workspace": workspace})
     cursor = None
     for _ in range(200):
-        context = build_sensor_context(instance=instance, definitions=defs, cursor=cursor,
-                                       resources={"workspace": workspace})
+        context = build_sensor_context(
+            instance=instance, definitions=defs, cursor=cursor, resources={"workspace": workspace}
+        )
         result = sensor(context)
         if result.cursor == cursor and Outbox(ws).status().pending == 0:
             return parse_cursor(cursor, sensor_name=sensor.name)
@@ -146,8 +156,9 @@ def runs(postgres, spark, tmp_path_factory) -> Iterator[Runs]:
             sqlite_ws = make_workspace(base / "sqlite" / "ws")
             postgres_ws = make_workspace(base / "postgres" / "ws")
             assets = run_pipeline(sqlite_ws, sqlite)
-            process_events(sqlite, sqlite_ws,
-                           repository_def=Definitions(assets=assets).get_repository_def())
+            process_events(
+                sqlite, sqlite_ws, repository_def=Definitions(assets=assets).get_repository_def()
+            )
             run_pipeline(postgres_ws, pg)
             cursor = tick_sensor_until_done(postgres_ws, pg, assets)
             yield Runs(sqlite_ws, sqlite, postgres_ws, pg, cursor, assets)
@@ -179,10 +190,13 @@ def test_postgres_gives_the_same_lineage_as_sqlite(runs):
     assert versions(postgres)["intermediate-data/hourly"]
     assert postgres["refs"]["intermediate-data/hourly"]["attempt"]["status"] == "failed"
     assert postgres["refs"]["intermediate-data/never"]["record"] is None
-    assert postgres["refs"]["results/scores"]["record"]["metrics"] == {"mae": 1.25,
-                                                                       "rmse": 2.5}
-    assert {e["eventType"] for e in postgres["openlineage"]} == {"START", "COMPLETE", "FAIL",
-                                                                 "ABORT"}
+    assert postgres["refs"]["results/scores"]["record"]["metrics"] == {"mae": 1.25, "rmse": 2.5}
+    assert {e["eventType"] for e in postgres["openlineage"]} == {
+        "START",
+        "COMPLETE",
+        "FAIL",
+        "ABORT",
+    }
     assert versions(postgres) == versions(sqlite)
     assert postgres["refs"] == sqlite["refs"]
     assert postgres["journal"] == sqlite["journal"]
@@ -196,7 +210,8 @@ def _postgres_event_ids(instance: DagsterInstance, types: list[DagsterEventType]
     with storage._connect() as connection:
         rows = connection.exec_driver_sql(
             "SELECT id FROM event_logs WHERE dagster_event_type = ANY(%(types)s) ORDER BY id",
-            {"types": [t.value for t in types]}).fetchall()
+            {"types": [t.value for t in types]},
+        ).fetchall()
     return [row[0] for row in rows]
 
 
@@ -208,11 +223,17 @@ def test_event_reads_on_postgres_are_complete_and_in_storage_order(runs):
     whole = read_event_records(instance, EVENT_TYPES, after_storage_id=0, limit=10_000)
     assert [r.storage_id for r in whole] == expected
     assert stored_reader(instance) is instance.event_log_storage  # asset events: the table
-    kinds = {r.kind if isinstance(r, AssetEventRecord)
-             else r.event_log_entry.dagster_event.event_type for r in whole}
-    assert {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION,
-            DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE,
-            DagsterEventType.RUN_CANCELED} <= kinds
+    kinds = {
+        r.kind if isinstance(r, AssetEventRecord) else r.event_log_entry.dagster_event.event_type
+        for r in whole
+    }
+    assert {
+        DagsterEventType.ASSET_MATERIALIZATION,
+        DagsterEventType.ASSET_OBSERVATION,
+        DagsterEventType.RUN_SUCCESS,
+        DagsterEventType.RUN_FAILURE,
+        DagsterEventType.RUN_CANCELED,
+    } <= kinds
     for size in (1, 3):
         reader, paged = EventReader(instance, EVENT_TYPES, after_storage_id=0), []
         while batch := reader.next(size):
@@ -220,9 +241,10 @@ def test_event_reads_on_postgres_are_complete_and_in_storage_order(runs):
             paged.extend(batch)
         assert [r.storage_id for r in paged] == expected, size
     middle = expected[len(expected) // 2]
-    assert [r.storage_id for r in read_event_records(
-        instance, EVENT_TYPES, after_storage_id=middle, limit=10_000)] == \
-        [i for i in expected if i > middle]
+    assert [
+        r.storage_id
+        for r in read_event_records(instance, EVENT_TYPES, after_storage_id=middle, limit=10_000)
+    ] == [i for i in expected if i > middle]
 
 
 def test_a_lost_store_is_rebuilt_from_the_postgres_event_log(runs, tmp_path):
@@ -232,8 +254,12 @@ def test_a_lost_store_is_rebuilt_from_the_postgres_event_log(runs, tmp_path):
         lost.unlink()
     ws = Workspace.open(copy)
     # The definitions, as the sensor has them: they map the failed run's assets to refs.
-    process_events(runs.postgres, ws, openlineage=False,
-                   repository_def=Definitions(assets=runs.assets).get_repository_def())
+    process_events(
+        runs.postgres,
+        ws,
+        openlineage=False,
+        repository_def=Definitions(assets=runs.assets).get_repository_def(),
+    )
     rebuilt = {ref: state.to_json() for ref, state in ws.store.items()}
     assert rebuilt == {ref: state.to_json() for ref, state in runs.postgres_ws.store.items()}
 

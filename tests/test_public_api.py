@@ -26,8 +26,11 @@ def _type_checking_imports() -> set[str]:
     tree = ast.parse(INIT.read_text())
     names: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
-                and node.test.id == "TYPE_CHECKING":
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING"
+        ):
             for stmt in node.body:
                 if isinstance(stmt, ast.ImportFrom):
                     names.update(alias.asname or alias.name for alias in stmt.names)
@@ -38,7 +41,8 @@ def _literal_all() -> list[str]:
     tree = ast.parse(INIT.read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             assert isinstance(node.value, ast.List), "__all__ must be a literal list"
             return [ast.literal_eval(item) for item in node.value.elts]
     raise AssertionError("no __all__ in dws_dagster/__init__.py")
@@ -72,10 +76,13 @@ def test_the_package_declares_its_type_hints() -> None:
 
 
 def test_importing_the_package_imports_neither_dagster_nor_spark() -> None:
-    code = ("import sys, dws_dagster; from dws_dagster import ResourceRef, DwsError; "
-            "print(sorted(m for m in ('dagster', 'pyspark') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, dws_dagster; from dws_dagster import ResourceRef, DwsError; "
+        "print(sorted(m for m in ('dagster', 'pyspark') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -84,8 +91,11 @@ def test_every_dws_metadata_key_is_named_in_the_contract_module_only() -> None:
     in dws_dagster/metadata_keys.py, so a writer and a reader can never disagree on one."""
     from dws_dagster import metadata_keys
 
-    named = {value for name, value in vars(metadata_keys).items()
-             if name.isupper() and isinstance(value, str)}
+    named = {
+        value
+        for name, value in vars(metadata_keys).items()
+        if name.isupper() and isinstance(value, str)
+    }
     spelled = []
     for path in sorted((ROOT / "dws_dagster").rglob("*.py")):
         if path.name == "metadata_keys.py":

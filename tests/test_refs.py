@@ -60,8 +60,9 @@ def test_covers_truth_table(outer: str, inner: str, expected: bool, _inclusive: 
 
 
 @pytest.mark.parametrize(("outer", "inner", "_covers", "expected"), COVERS_TABLE)
-def test_covers_or_equals_truth_table(outer: str, inner: str, _covers: bool,
-                                      expected: bool) -> None:
+def test_covers_or_equals_truth_table(
+    outer: str, inner: str, _covers: bool, expected: bool
+) -> None:
     assert R(outer).covers_or_equals(R(inner)) is expected
     assert expected is (R(outer).covers(R(inner)) or R(outer) == R(inner))
 
@@ -81,8 +82,9 @@ def test_covers_is_strict_as_in_data_workspaces() -> None:
 
 
 @pytest.mark.parametrize(("a", "b", "_covers", "_inclusive"), COVERS_TABLE)
-def test_overlaps_is_symmetric_and_means_one_covers_the_other(a: str, b: str, _covers: bool,
-                                                              _inclusive: bool) -> None:
+def test_overlaps_is_symmetric_and_means_one_covers_the_other(
+    a: str, b: str, _covers: bool, _inclusive: bool
+) -> None:
     ra, rb = R(a), R(b)
     assert ra.overlaps(rb) is rb.overlaps(ra)
     assert ra.overlaps(rb) is (ra.covers_or_equals(rb) or rb.covers_or_equals(ra))
@@ -106,6 +108,7 @@ def test_covers_uses_normalised_subpaths() -> None:
 
 
 # ------------------------------------------------------------------------------- named tuple
+
 
 class ForeignRef(NamedTuple):
     """Shaped like Data Workspaces' own `ResourceRef`: a plain, unvalidated named tuple."""
@@ -200,8 +203,9 @@ def test_unpickling_and_copying_validate(protocol: int) -> None:
         copy.copy(bad)
     with pytest.raises(InvalidResourceRefError):
         copy.deepcopy(bad)
-    unnormalised = pickle.loads(pickle.dumps(tuple.__new__(ResourceRef, ("res", "a//b/")),
-                                             protocol=protocol))
+    unnormalised = pickle.loads(
+        pickle.dumps(tuple.__new__(ResourceRef, ("res", "a//b/")), protocol=protocol)
+    )
     assert unnormalised.subpath == "a/b"
 
 
@@ -240,21 +244,25 @@ def test_as_ref_takes_data_workspaces_named_tuples() -> None:
 
 # ------------------------------------------------------------------------------- normalisation
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("a//b/./c/", "a/b/c"),
-    ("a/b/c", "a/b/c"),
-    ("./a", "a"),
-    ("a/.", "a"),
-    ("a/./././b", "a/b"),
-    ("a///", "a"),
-    ("...", "..."),
-    ("a/.b/..c", "a/.b/..c"),
-    ("", None),
-    (".", None),
-    ("./", None),
-    ("././/.", None),
-    (None, None),
-])
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a//b/./c/", "a/b/c"),
+        ("a/b/c", "a/b/c"),
+        ("./a", "a"),
+        ("a/.", "a"),
+        ("a/./././b", "a/b"),
+        ("a///", "a"),
+        ("...", "..."),
+        ("a/.b/..c", "a/.b/..c"),
+        ("", None),
+        (".", None),
+        ("./", None),
+        ("././/.", None),
+        (None, None),
+    ],
+)
 def test_normalisation(raw: str | None, expected: str | None) -> None:
     assert ResourceRef("res", raw).subpath == expected
     assert normalize_subpath(raw) == expected
@@ -266,8 +274,18 @@ def test_root_and_dot_subpath_equal_plain_resource() -> None:
     assert ResourceRef("res", "").parts == ()
 
 
-@pytest.mark.parametrize("text", ["res", "res/a", "res/a/b/c", "res/date=2024-01-01/x.csv",
-                                  "r_1.x-y/ä ö/ü", "res/...", "res/.hidden/x"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "res",
+        "res/a",
+        "res/a/b/c",
+        "res/date=2024-01-01/x.csv",
+        "r_1.x-y/ä ö/ü",
+        "res/...",
+        "res/.hidden/x",
+    ],
+)
 def test_str_parse_round_trip(text: str) -> None:
     ref = ResourceRef.parse(text)
     assert str(ref) == text
@@ -324,28 +342,31 @@ LONG_COMPONENT = "x" * 300
 LONG_SUBPATH = "/".join(["abcd"] * 1000)  # 4999 bytes, every component short
 
 
-@pytest.mark.parametrize(("subpath", "problem"), [
-    ("../x", "'..'"),
-    ("a/../../b", "'..'"),
-    ("a/..", "'..'"),
-    ("..", "'..'"),
-    ("a/./../b", "'..'"),
-    ("/abs", "absolute"),
-    ("//abs", "absolute"),
-    ("C:/x", "absolute"),
-    ("c:\\x", "backslash"),
-    ("a\x00b", "NUL"),
-    ("a\nb", "control character"),
-    ("a\tb", "control character"),
-    ("a\rb", "control character"),
-    ("a\x1bb", "control character"),
-    ("a\x7fb", "control character"),
-    ("a\\b", "backslash"),
-    ("..\\x", "backslash"),
-    (f"a/{LONG_COMPONENT}/b", f"longer than {MAX_COMPONENT_BYTES} bytes"),
-    ("ä" * 128, f"longer than {MAX_COMPONENT_BYTES} bytes"),  # 128 chars, 256 bytes
-    (LONG_SUBPATH + "a", f"the limit is {MAX_SUBPATH_BYTES}"),
-])
+@pytest.mark.parametrize(
+    ("subpath", "problem"),
+    [
+        ("../x", "'..'"),
+        ("a/../../b", "'..'"),
+        ("a/..", "'..'"),
+        ("..", "'..'"),
+        ("a/./../b", "'..'"),
+        ("/abs", "absolute"),
+        ("//abs", "absolute"),
+        ("C:/x", "absolute"),
+        ("c:\\x", "backslash"),
+        ("a\x00b", "NUL"),
+        ("a\nb", "control character"),
+        ("a\tb", "control character"),
+        ("a\rb", "control character"),
+        ("a\x1bb", "control character"),
+        ("a\x7fb", "control character"),
+        ("a\\b", "backslash"),
+        ("..\\x", "backslash"),
+        (f"a/{LONG_COMPONENT}/b", f"longer than {MAX_COMPONENT_BYTES} bytes"),
+        ("ä" * 128, f"longer than {MAX_COMPONENT_BYTES} bytes"),  # 128 chars, 256 bytes
+        (LONG_SUBPATH + "a", f"the limit is {MAX_SUBPATH_BYTES}"),
+    ],
+)
 def test_bad_subpaths_are_refused(subpath: str, problem: str) -> None:
     with pytest.raises(InvalidResourceRefError) as info:
         ResourceRef("myres", subpath)
@@ -389,8 +410,10 @@ def test_non_string_subpath_refused() -> None:
         ResourceRef("myres", b"a/b")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("name", ["", "a/b", "..", ".", "-x", ".hidden", "a b", " a", "a ",
-                                  "a\x00", "a\\b", "x" * 129, "é"])
+@pytest.mark.parametrize(
+    "name",
+    ["", "a/b", "..", ".", "-x", ".hidden", "a b", " a", "a ", "a\x00", "a\\b", "x" * 129, "é"],
+)
 def test_bad_resource_names_are_refused(name: str) -> None:
     with pytest.raises(InvalidResourceRefError) as info:
         ResourceRef(name)
@@ -445,6 +468,7 @@ def test_as_ref_duck_types_named_refs() -> None:
 
 # --------------------------------------------------------------------------- child / ancestors
 
+
 def test_child() -> None:
     root = ResourceRef("res")
     assert root.child("a") == ResourceRef("res", "a")
@@ -483,8 +507,12 @@ def test_ancestors() -> None:
 
 # ---------------------------------------------------------------------------------- properties
 
-PATHISH = st.text(alphabet=st.sampled_from(["a", "b", "/", ".", "\\", "\x00", "\n", ":",
-                                            "C", " ", "é", "\x7f", "=", "-"]), max_size=40)
+PATHISH = st.text(
+    alphabet=st.sampled_from(
+        ["a", "b", "/", ".", "\\", "\x00", "\n", ":", "C", " ", "é", "\x7f", "=", "-"]
+    ),
+    max_size=40,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -531,8 +559,9 @@ VALID_REF = st.builds(
 
 @settings(max_examples=600, deadline=None)
 @given(a=VALID_REF, b=VALID_REF)
-def test_property_covers_is_the_strict_part_of_covers_or_equals(a: ResourceRef,
-                                                                b: ResourceRef) -> None:
+def test_property_covers_is_the_strict_part_of_covers_or_equals(
+    a: ResourceRef, b: ResourceRef
+) -> None:
     assert a.covers(b) == (a.covers_or_equals(b) and a != b)
     assert a.covers_or_equals(b) == (a.covers(b) or a == b)
     assert a.overlaps(b) == b.overlaps(a)

@@ -61,8 +61,14 @@ def busy(ws: Workspace, tmp_path: Path) -> Workspace:
     write(ws.root / "data/src/a.csv", "a\n2\n")
     run_step(ws, "new_view", ["src/a.csv"], {"inter/new_view": "new\n"})
     write(ws.local_path("inter/broken") / "part-0.csv", "half")
-    ws.store.fail([LineageRecord(ref="inter/broken", version=None, status="failed",
-                                 step=StepInfo(name="broken"))], unknown=["inter/broken"])
+    ws.store.fail(
+        [
+            LineageRecord(
+                ref="inter/broken", version=None, status="failed", step=StepInfo(name="broken")
+            )
+        ],
+        unknown=["inter/broken"],
+    )
     outside = tmp_path / "outside"
     outside.mkdir()
     (ws.resource_root("inter") / "link").symlink_to(outside, target_is_directory=True)
@@ -70,16 +76,29 @@ def busy(ws: Workspace, tmp_path: Path) -> Workspace:
     return ws
 
 
-def step(ws: Workspace, *, inputs: list[Any] = (), outputs: list[Any] = (),
-         results: str | None = None) -> LineageBuilder:
-    builder = LineageBuilder().with_step_name("refused").with_parameters({}) \
-        .with_workspace_directory(ws.root).with_input_ref(FRESH).with_output_ref(GOOD)
+def step(
+    ws: Workspace, *, inputs: list[Any] = (), outputs: list[Any] = (), results: str | None = None
+) -> LineageBuilder:
+    builder = (
+        LineageBuilder()
+        .with_step_name("refused")
+        .with_parameters({})
+        .with_workspace_directory(ws.root)
+        .with_input_ref(FRESH)
+        .with_output_ref(GOOD)
+    )
     for item in inputs:
-        builder = builder.with_input_ref(item) if not isinstance(item, Path) \
+        builder = (
+            builder.with_input_ref(item)
+            if not isinstance(item, Path)
             else builder.with_input_path(item)
+        )
     for item in outputs:
-        builder = builder.with_output_ref(item) if not isinstance(item, Path) \
+        builder = (
+            builder.with_output_ref(item)
+            if not isinstance(item, Path)
             else builder.with_output_path(item)
+        )
     if results is not None:
         builder = builder.as_results_step(ws.root / results)
     return builder
@@ -87,39 +106,90 @@ def step(ws: Workspace, *, inputs: list[Any] = (), outputs: list[Any] = (),
 
 #: (id, error, fragment of its message, the step: inputs and outputs beside the good ones)
 CASES: list[tuple[str, type[DwsError], str, Callable[[Workspace], LineageBuilder]]] = [
-    ("output through a symlink out of its resource", InvalidResourceRefError,
-     "leaves resource 'inter' through the symlink",
-     lambda ws: step(ws, outputs=["inter/link/out"])),
-    ("results folder through a symlink", UnknownResourceError, "not inside any local resource",
-     lambda ws: step(ws, results="data/inter/link/exp")),
-    ("results folder another step writes", LineageConflictError, "step 'prep' writes",
-     lambda ws: step(ws, results="data/inter/prep")),
-    ("output another step writes", LineageConflictError, "step 'prep' writes inter/prep",
-     lambda ws: step(ws, outputs=["inter/prep"])),
-    ("output inside another step's ref", LineageConflictError, "(which contains it)",
-     lambda ws: step(ws, outputs=["inter/prep/sub"])),
-    ("output in an unknown resource", UnknownResourceError, "nosuch",
-     lambda ws: step(ws, outputs=[ResourceRef("nosuch", "x")])),
-    ("output outside every resource", UnknownResourceError, "not inside any local resource",
-     lambda ws: step(ws, outputs=[ws.root / "elsewhere"])),
-    ("output in the results snapshot folder", InvalidResourceRefError, "snapshot copies",
-     lambda ws: step(ws, outputs=["results/snapshots/x"])),
-    ("input in an unknown resource", UnknownResourceError, "nosuch",
-     lambda ws: step(ws, inputs=[ResourceRef("nosuch", "y")])),
-    ("input with no data", DataNotFoundError, "inter/nothing",
-     lambda ws: step(ws, inputs=["inter/nothing"])),
-    ("input of unknown state", UnknownRefStateError, "inter/broken",
-     lambda ws: step(ws, inputs=["inter/broken"])),
-    ("inputs of two versions of one ref", LineageConsistencyError, "two versions of ref src/a",
-     lambda ws: step(ws, inputs=["inter/old_view", "inter/new_view"])),
+    (
+        "output through a symlink out of its resource",
+        InvalidResourceRefError,
+        "leaves resource 'inter' through the symlink",
+        lambda ws: step(ws, outputs=["inter/link/out"]),
+    ),
+    (
+        "results folder through a symlink",
+        UnknownResourceError,
+        "not inside any local resource",
+        lambda ws: step(ws, results="data/inter/link/exp"),
+    ),
+    (
+        "results folder another step writes",
+        LineageConflictError,
+        "step 'prep' writes",
+        lambda ws: step(ws, results="data/inter/prep"),
+    ),
+    (
+        "output another step writes",
+        LineageConflictError,
+        "step 'prep' writes inter/prep",
+        lambda ws: step(ws, outputs=["inter/prep"]),
+    ),
+    (
+        "output inside another step's ref",
+        LineageConflictError,
+        "(which contains it)",
+        lambda ws: step(ws, outputs=["inter/prep/sub"]),
+    ),
+    (
+        "output in an unknown resource",
+        UnknownResourceError,
+        "nosuch",
+        lambda ws: step(ws, outputs=[ResourceRef("nosuch", "x")]),
+    ),
+    (
+        "output outside every resource",
+        UnknownResourceError,
+        "not inside any local resource",
+        lambda ws: step(ws, outputs=[ws.root / "elsewhere"]),
+    ),
+    (
+        "output in the results snapshot folder",
+        InvalidResourceRefError,
+        "snapshot copies",
+        lambda ws: step(ws, outputs=["results/snapshots/x"]),
+    ),
+    (
+        "input in an unknown resource",
+        UnknownResourceError,
+        "nosuch",
+        lambda ws: step(ws, inputs=[ResourceRef("nosuch", "y")]),
+    ),
+    (
+        "input with no data",
+        DataNotFoundError,
+        "inter/nothing",
+        lambda ws: step(ws, inputs=["inter/nothing"]),
+    ),
+    (
+        "input of unknown state",
+        UnknownRefStateError,
+        "inter/broken",
+        lambda ws: step(ws, inputs=["inter/broken"]),
+    ),
+    (
+        "inputs of two versions of one ref",
+        LineageConsistencyError,
+        "two versions of ref src/a",
+        lambda ws: step(ws, inputs=["inter/old_view", "inter/new_view"]),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("error", "fragment", "make"), [case[1:] for case in CASES],
-                         ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("error", "fragment", "make"), [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+)
 def test_refused_step_leaves_no_claim_and_no_observation(
-        busy: Workspace, error: type[DwsError], fragment: str,
-        make: Callable[[Workspace], LineageBuilder]) -> None:
+    busy: Workspace,
+    error: type[DwsError],
+    fragment: str,
+    make: Callable[[Workspace], LineageBuilder],
+) -> None:
     ws = busy
     files, lineage = store_files(ws), lineage_state(ws)
     with pytest.raises(error) as info:
@@ -136,7 +206,8 @@ def test_refused_step_leaves_no_claim_and_no_observation(
 
 
 def test_a_claim_made_while_the_step_is_checked_refuses_it_whole(
-        busy: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    busy: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Another step claims the second output while this one is being checked (injected at
     the check of each output's path, the seam where the race opens): the step is refused and
     holds no claim of its first output."""
@@ -163,15 +234,20 @@ def test_a_refused_addition_to_a_running_step_writes_nothing(busy: Workspace) ->
     """Inputs and outputs added while the step runs are checked the same way: a refused one
     adds nothing, and the step still completes with what it had."""
     ws = busy
-    with LineageBuilder().with_step_name("adder").with_parameters({}) \
-            .with_workspace_directory(ws.root).with_no_inputs().eval() as lineage:
+    with (
+        LineageBuilder()
+        .with_step_name("adder")
+        .with_parameters({})
+        .with_workspace_directory(ws.root)
+        .with_no_inputs()
+        .eval() as lineage
+    ):
         files = store_files(ws)
-        for action, error in ((lambda: lineage.add_output_ref("inter/link/x"),
-                               InvalidResourceRefError),
-                              (lambda: lineage.add_output_ref("inter/prep"),
-                               LineageConflictError),
-                              (lambda: lineage.add_input_ref("inter/broken"),
-                               UnknownRefStateError)):
+        for action, error in (
+            (lambda: lineage.add_output_ref("inter/link/x"), InvalidResourceRefError),
+            (lambda: lineage.add_output_ref("inter/prep"), LineageConflictError),
+            (lambda: lineage.add_input_ref("inter/broken"), UnknownRefStateError),
+        ):
             with pytest.raises(error):
                 action()
             assert store_files(ws) == files
@@ -182,18 +258,27 @@ def test_a_refused_addition_to_a_running_step_writes_nothing(busy: Workspace) ->
 
 
 #: Bad outputs and inputs a step may hold beside good ones, in any number and order.
-BAD_OUTPUTS = {"escape": "inter/link/out", "conflict": "inter/prep",
-               "nested": "inter/prep/sub", "resource": ResourceRef("nosuch", "x")}
-BAD_INPUTS = {"missing": "inter/nothing", "unknown": "inter/broken",
-              "resource": ResourceRef("nosuch", "y")}
+BAD_OUTPUTS = {
+    "escape": "inter/link/out",
+    "conflict": "inter/prep",
+    "nested": "inter/prep/sub",
+    "resource": ResourceRef("nosuch", "x"),
+}
+BAD_INPUTS = {
+    "missing": "inter/nothing",
+    "unknown": "inter/broken",
+    "resource": ResourceRef("nosuch", "y"),
+}
 _EXAMPLES = itertools.count()
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
-def test_any_mix_of_good_and_bad_refs_is_all_or_nothing(busy: Workspace,
-                                                        data: st.DataObject) -> None:
+def test_any_mix_of_good_and_bad_refs_is_all_or_nothing(
+    busy: Workspace, data: st.DataObject
+) -> None:
     """Good outputs and source inputs mixed with any bad ones, in any order: with one bad ref
     or more the step is refused and the store's files are unchanged; with none, every output
     is claimed and every source input observed."""
@@ -209,13 +294,19 @@ def test_any_mix_of_good_and_bad_refs_is_all_or_nothing(busy: Workspace,
     inputs += ["inter/old_view", "inter/new_view"] if mixed else []
     for i in range(sources):
         write(ws.root / f"data/src/f{n}_{i}.csv", f"{n},{i}\n")
-    builder = LineageBuilder().with_step_name(f"mix{n}").with_parameters({}) \
+    builder = (
+        LineageBuilder()
+        .with_step_name(f"mix{n}")
+        .with_parameters({})
         .with_workspace_directory(ws.root)
+    )
     builder = builder.with_no_inputs() if not inputs else builder
-    for item in data.draw(st.permutations([("in", i) for i in inputs]
-                                          + [("out", o) for o in outputs]), label="order"):
-        builder = builder.with_input_ref(item[1]) if item[0] == "in" \
-            else builder.with_output_ref(item[1])
+    for item in data.draw(
+        st.permutations([("in", i) for i in inputs] + [("out", o) for o in outputs]), label="order"
+    ):
+        builder = (
+            builder.with_input_ref(item[1]) if item[0] == "in" else builder.with_output_ref(item[1])
+        )
     files = store_files(ws)
     if bad_out or bad_in or mixed:
         with pytest.raises(DwsError):
@@ -252,11 +343,20 @@ def test_refused_asset_leaves_no_claim(spark, tmp_path: Path) -> None:
     write(src, "v\n2\n")
     run_step(ws, "new_view", ["source-data/versions.csv"], {"intermediate-data/new": "x\n2\n"})
     write(ws.local_path("intermediate-data/partial") / "part-0.csv", "x\n3\n")
-    ws.store.fail([LineageRecord(ref="intermediate-data/partial", version=None,
-                                 status="failed", step=StepInfo(name="partial_writer"))],
-                  unknown=["intermediate-data/partial"])
-    folder = {name: str(ws.local_path(f"intermediate-data/{name}"))
-              for name in ("old", "new", "partial")}
+    ws.store.fail(
+        [
+            LineageRecord(
+                ref="intermediate-data/partial",
+                version=None,
+                status="failed",
+                step=StepInfo(name="partial_writer"),
+            )
+        ],
+        unknown=["intermediate-data/partial"],
+    )
+    folder = {
+        name: str(ws.local_path(f"intermediate-data/{name}")) for name in ("old", "new", "partial")
+    }
 
     @asset(metadata=dws_ref("intermediate-data", "from_partial"))
     def from_partial():  # unannotated: Dagster cannot resolve string annotations here
@@ -269,11 +369,16 @@ def test_refused_asset_leaves_no_claim(spark, tmp_path: Path) -> None:
 
     files, lineage = store_files(ws), lineage_state(ws)
     with DagsterInstance.ephemeral() as instance:
-        result = materialize([from_partial, mixed], instance=instance,
-                             resources={"io_manager": io_manager(ws)}, raise_on_error=False)
+        result = materialize(
+            [from_partial, mixed],
+            instance=instance,
+            resources={"io_manager": io_manager(ws)},
+            raise_on_error=False,
+        )
     assert not result.success
-    errors = {event.step_key: event.step_failure_data.error
-              for event in result.get_step_failure_events()}
+    errors = {
+        event.step_key: event.step_failure_data.error for event in result.get_step_failure_events()
+    }
     assert set(errors) == {"from_partial", "mixed"}
     text = {key: error.to_string() for key, error in errors.items()}
     assert "UnknownRefStateError" in text["from_partial"]

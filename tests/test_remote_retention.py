@@ -44,7 +44,8 @@ def lake(spark, tmp_path: Path) -> tuple[str, Path]:
     folder = tmp_path / "lake-backing"
     folder.mkdir()
     spark.sparkContext._jsc.hadoopConfiguration().set(
-        f"fs.viewfs.mounttable.{authority}.link./lake", folder.as_uri())
+        f"fs.viewfs.mounttable.{authority}.link./lake", folder.as_uri()
+    )
     return f"viewfs://{authority}/lake", folder
 
 
@@ -59,8 +60,9 @@ def _materialize(ws: Workspace, spark, instance, rows: int, **config: Any) -> st
     def counts() -> Any:
         return spark.range(rows)
 
-    result = materialize([counts], instance=instance,
-                         resources={"io_manager": io_manager(ws, **config)})
+    result = materialize(
+        [counts], instance=instance, resources={"io_manager": io_manager(ws, **config)}
+    )
     assert result.success
     return ws.store.get(REF).version
 
@@ -73,13 +75,15 @@ def _on_disk(folder: Path) -> str:
 
 def _kept(folder: Path) -> set[str]:
     kept = folder / ".dws" / "versions" / "counts"
-    return {p.name[1:] for p in kept.iterdir() if p.name.startswith("@")} \
-        if kept.is_dir() else set()
+    return (
+        {p.name[1:] for p in kept.iterdir() if p.name.startswith("@")} if kept.is_dir() else set()
+    )
 
 
 @pytest.mark.both_stores
 def test_remote_versions_snapshots_reference_are_kept_restored_and_freed_by_gc(
-        remote_ws: Workspace, lake: tuple[str, Path], spark, instance) -> None:
+    remote_ws: Workspace, lake: tuple[str, Path], spark, instance
+) -> None:
     ws, (_, folder) = remote_ws, lake
     v1 = _materialize(ws, spark, instance, 3)
     take_snapshot(ws, "one")
@@ -89,8 +93,10 @@ def test_remote_versions_snapshots_reference_are_kept_restored_and_freed_by_gc(
     v4 = _materialize(ws, spark, instance, 9)
     assert len({v1, v2, v3, v4}) == 4 and _on_disk(folder) == v4
     # v1 and v2 are snapshots' and kept; v3 was no snapshot's and went once v4 was recorded.
-    assert {p.name for p in (folder / ".dws" / "versions" / "counts").iterdir()} \
-        == {f"@{v1}", f"@{v2}"}
+    assert {p.name for p in (folder / ".dws" / "versions" / "counts").iterdir()} == {
+        f"@{v1}",
+        f"@{v2}",
+    }
 
     # Without a way to reach remote data, the restore is refused and nothing changes.
     with pytest.raises(SnapshotRestoreError, match=r"lake/counts.*needs Spark"):
@@ -123,7 +129,8 @@ def test_remote_versions_snapshots_reference_are_kept_restored_and_freed_by_gc(
 
 
 def test_keep_versions_is_the_policy_beyond_snapshots_and_gc_follows_it(
-        remote_ws: Workspace, lake: tuple[str, Path], spark, instance) -> None:
+    remote_ws: Workspace, lake: tuple[str, Path], spark, instance
+) -> None:
     ws, (_, folder) = remote_ws, lake
     versions = [_materialize(ws, spark, instance, rows, keep_versions=2) for rows in (1, 2, 3, 4)]
     remote = HadoopData(spark)
@@ -133,8 +140,7 @@ def test_keep_versions_is_the_policy_beyond_snapshots_and_gc_follows_it(
     assert record.extra["keep_versions"] == 2
     event = instance.get_latest_materialization_event(AssetKey("counts"))
     metadata = event.asset_materialization.metadata
-    rebuilt = record_from_metadata(metadata, asset="counts", run_id=event.run_id,
-                                   partition=None)
+    rebuilt = record_from_metadata(metadata, asset="counts", run_id=event.run_id, partition=None)
     assert rebuilt is not None and rebuilt.to_json() == record.to_json()
     assert collect_garbage(ws, remote=remote).remote_versions == []  # the writer keeps 2
     _materialize(ws, spark, instance, 5)  # keep_versions=0 from now on
@@ -156,7 +162,8 @@ class _FailingSecondMove(HadoopData):
 
 
 def test_a_restore_stopped_between_remote_renames_is_finished_by_the_next_command(
-        remote_ws: Workspace, lake: tuple[str, Path], spark, instance) -> None:
+    remote_ws: Workspace, lake: tuple[str, Path], spark, instance
+) -> None:
     ws, (_, folder) = remote_ws, lake
     v1 = _materialize(ws, spark, instance, 3)
     take_snapshot(ws, "one")
@@ -175,11 +182,16 @@ def test_a_restore_stopped_between_remote_renames_is_finished_by_the_next_comman
 
 
 def test_a_damaged_remote_intent_is_named_and_nothing_moves(
-        remote_ws: Workspace, lake: tuple[str, Path], spark, instance) -> None:
+    remote_ws: Workspace, lake: tuple[str, Path], spark, instance
+) -> None:
     ws, (_, folder) = remote_ws, lake
     v1 = _materialize(ws, spark, instance, 3)
-    intent = {"format": 1, "snapshot": "0" * 64, "unknown": [],
-              "swaps": [{"ref": REF, "remote": True, "version": "../../../etc"}]}
+    intent = {
+        "format": 1,
+        "snapshot": "0" * 64,
+        "unknown": [],
+        "swaps": [{"ref": REF, "remote": True, "version": "../../../etc"}],
+    }
     (ws.meta_dir / RESTORE_INTENT_FILE).write_bytes(orjson.dumps(intent))
     with pytest.raises(WorkspaceConfigError, match="is damaged"):
         finish_interrupted_restore(ws, HadoopData(spark))
@@ -204,7 +216,8 @@ def test_commands_over_local_data_never_start_spark(ws: Workspace) -> None:
 
 
 def test_cli_restores_and_collects_remote_data_with_the_machines_spark_configuration(
-        remote_ws: Workspace, lake: tuple[str, Path], spark, instance, tmp_path: Path) -> None:
+    remote_ws: Workspace, lake: tuple[str, Path], spark, instance, tmp_path: Path
+) -> None:
     """`dws-dagster restore` and `gc` start Spark themselves (with `spark-defaults.conf`, where
     a deployment configures its object store) only because the workspace has remote data."""
     ws, (uri, folder) = remote_ws, lake
@@ -217,16 +230,19 @@ def test_cli_restores_and_collects_remote_data_with_the_machines_spark_configura
     (conf / "spark-defaults.conf").write_text(
         f"spark.hadoop.fs.viewfs.mounttable.{authority}.link./lake {folder.as_uri()}\n"
         "spark.master local[1]\nspark.driver.host 127.0.0.1\n"
-        "spark.driver.bindAddress 127.0.0.1\n")
+        "spark.driver.bindAddress 127.0.0.1\n"
+    )
     env = {**os.environ, "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1"}
     cli = [sys.executable, "-m", "dws_dagster.cli", "--workspace", str(ws.root)]
-    done = subprocess.run([*cli, "restore", "one"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [*cli, "restore", "one"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert f"data restored:  {REF}" in done.stdout
     assert _on_disk(folder) == v1 and _kept(folder) == {v2}
-    done = subprocess.run([*cli, "gc", "--format", "json"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [*cli, "gc", "--format", "json"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert orjson.loads(done.stdout)["remote_versions"] == [{"ref": REF, "version": v2}]
     assert _kept(folder) == set() and "Traceback" not in done.stderr

@@ -36,8 +36,14 @@ EVENTS = node("raw/events", EVENTS_V, status="source")
 USERS = node("raw/users", USERS_V, status="source", current=False)
 JOINED = node("intermediate/joined", JOINED_V, step="join", run_id="run-1")
 HOURLY = node("intermediate/hourly", HOURLY_V, step="aggregate", run_id="run-2")
-REPORT = node("results/report", REPORT_V, step="report", run_id="run-3",
-              start_time="2024-05-01T10:00:00Z", end_time="2024-05-01T10:00:01Z")
+REPORT = node(
+    "results/report",
+    REPORT_V,
+    step="report",
+    run_id="run-3",
+    start_time="2024-05-01T10:00:00Z",
+    end_time="2024-05-01T10:00:01Z",
+)
 DASH = node("results/dash", None, step="publish", status="failed")
 
 
@@ -56,18 +62,29 @@ def diamond(**kwargs: object) -> LineageGraph:
         GraphEdge(HOURLY.id, REPORT.id),
         GraphEdge(REPORT.id, DASH.id),
     ]
-    last_run = LastRun(step="report", status="ok", run_id="run-3",
-                       start_time="2024-05-01T10:00:00Z", end_time="2024-05-01T10:00:01Z",
-                       duration_seconds=1.234, error=None)
-    return LineageGraph(focus=REPORT.id, nodes={n.id: n for n in nodes}, edges=edges,
-                        last_run=last_run, **kwargs)  # type: ignore[arg-type]
+    last_run = LastRun(
+        step="report",
+        status="ok",
+        run_id="run-3",
+        start_time="2024-05-01T10:00:00Z",
+        end_time="2024-05-01T10:00:01Z",
+        duration_seconds=1.234,
+        error=None,
+    )
+    return LineageGraph(
+        focus=REPORT.id, nodes={n.id: n for n in nodes}, edges=edges, last_run=last_run, **kwargs
+    )  # type: ignore[arg-type]
 
 
 def cycle() -> LineageGraph:
     """a -> b -> c -> a, plus a self-loop on b: records should never do this, but may."""
     a, b, c = node("ref/a", "a" * 32), node("ref/b", "b" * 32, step="s"), node("ref/c", "c" * 32)
-    edges = [GraphEdge(a.id, b.id), GraphEdge(b.id, c.id), GraphEdge(c.id, a.id, stale=True),
-             GraphEdge(b.id, b.id)]
+    edges = [
+        GraphEdge(a.id, b.id),
+        GraphEdge(b.id, c.id),
+        GraphEdge(c.id, a.id, stale=True),
+        GraphEdge(b.id, b.id),
+    ]
     return LineageGraph(focus=a.id, nodes={n.id: n for n in (a, b, c)}, edges=edges)
 
 
@@ -81,10 +98,22 @@ def tricky() -> LineageGraph:
     evil = node("raw/<script>alert(1)</script>", "2" * 32, status="source")
     hashy = node("raw/#quot;&amp;`tick`", None, status="missing")
     edges = [GraphEdge(evil.id, odd.id, stale=True), GraphEdge(hashy.id, odd.id)]
-    last_run = LastRun(step=TRICKY_STEP, status="failed", run_id="r<1>", start_time=None,
-                       end_time=None, duration_seconds=None, error='boom <b>"bad"</b> & more')
-    return LineageGraph(focus=odd.id, nodes={n.id: n for n in (odd, evil, hashy)}, edges=edges,
-                        last_run=last_run, snapshot='snap<"1">')
+    last_run = LastRun(
+        step=TRICKY_STEP,
+        status="failed",
+        run_id="r<1>",
+        start_time=None,
+        end_time=None,
+        duration_seconds=None,
+        error='boom <b>"bad"</b> & more',
+    )
+    return LineageGraph(
+        focus=odd.id,
+        nodes={n.id: n for n in (odd, evil, hashy)},
+        edges=edges,
+        last_run=last_run,
+        snapshot='snap<"1">',
+    )
 
 
 def section(text: str, name: str) -> list[str]:
@@ -129,7 +158,8 @@ def test_text_downstream_goes_deeper_than_one_level() -> None:
     graph.nodes[extra.id] = extra
     graph.edges.append(GraphEdge(DASH.id, extra.id))
     assert section(render_text(graph), "Downstream")[-1] == (
-        "      └── results/archive@ffffffffffff  <- archive  [ok]")
+        "      └── results/archive@ffffffffffff  <- archive  [ok]"
+    )
 
 
 def test_text_last_run_summary() -> None:
@@ -177,7 +207,12 @@ def test_text_cycle_terminates_and_marks_repeats() -> None:
     assert up[0].startswith("  ref/a@aaaaaaaaaaaa")
     # a <- c <- b, and b's inputs are a (the focus, seen) and b itself (seen): no expansion.
     assert [line.split("@")[0].strip(" │├└─") for line in up] == [
-        "ref/a", "ref/c", "ref/b", "ref/a", "ref/b"]
+        "ref/a",
+        "ref/c",
+        "ref/b",
+        "ref/a",
+        "ref/b",
+    ]
     assert up[1].endswith("(stale)")
     assert up[3].endswith("(see above)") and up[4].endswith("(see above)")
     assert sum("(see above)" in line for line in up) == 2
@@ -210,15 +245,18 @@ def test_json_round_trips_through_orjson_and_is_sorted() -> None:
     pairs = [(e["source"], e["target"]) for e in data["edges"]]
     assert pairs == sorted(pairs) and len(pairs) == 6
     assert [e for e in data["edges"] if e["stale"]] == [
-        {"source": USERS.id, "target": JOINED.id, "stale": True}]
+        {"source": USERS.id, "target": JOINED.id, "stale": True}
+    ]
     assert data["last_run"]["duration_seconds"] == 1.234
     assert data["last_run"]["run_id"] == "run-3"
 
 
 def test_json_trees_are_preorder_lists_with_depths() -> None:
     data = render_json(diamond())
-    up = [(e["id"], e["depth"], e.get("stale", False), e.get("repeated", False))
-          for e in data["upstream"]]
+    up = [
+        (e["id"], e["depth"], e.get("stale", False), e.get("repeated", False))
+        for e in data["upstream"]
+    ]
     assert up == [
         (REPORT.id, 0, False, False),
         (HOURLY.id, 1, False, False),
@@ -232,8 +270,9 @@ def test_json_trees_are_preorder_lists_with_depths() -> None:
 
 
 def test_json_and_text_handle_a_chain_deeper_than_encoders_nest() -> None:
-    nodes = [GraphNode(id=f"r/n{i}@{i:032x}", ref=f"r/n{i}", version=f"{i:032x}")
-             for i in range(600)]
+    nodes = [
+        GraphNode(id=f"r/n{i}@{i:032x}", ref=f"r/n{i}", version=f"{i:032x}") for i in range(600)
+    ]
     edges = [GraphEdge(nodes[i + 1].id, nodes[i].id) for i in range(599)]
     graph = LineageGraph(focus=nodes[0].id, nodes={n.id: n for n in nodes}, edges=edges)
     data = orjson.loads(orjson.dumps(render_json(graph)))
@@ -274,13 +313,19 @@ def test_json_adds_placeholders_for_edge_ends_without_nodes() -> None:
 
 _DOT_TOKEN = re.compile(
     r'\s*(?:(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<arrow>->)'
-    r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*|-?\d+(?:\.\d+)?)|(?P<punct>[{}\[\];=,]))", re.S)
+    r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*|-?\d+(?:\.\d+)?)|(?P<punct>[{}\[\];=,]))",
+    re.S,
+)
 
 
 def dot_unquote(token: str) -> str:
     assert token[0] == token[-1] == '"'
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", '"': '"', "\\": "\\"}.get(
-        m.group(1), "\\" + m.group(1)), token[1:-1], flags=re.S)
+    return re.sub(
+        r"\\(.)",
+        lambda m: {"n": "\n", '"': '"', "\\": "\\"}.get(m.group(1), "\\" + m.group(1)),
+        token[1:-1],
+        flags=re.S,
+    )
 
 
 def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, dict]]]:
@@ -289,7 +334,7 @@ def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str
     pos = 0
     while pos < len(text.rstrip()):
         match = _DOT_TOKEN.match(text, pos)
-        assert match, f"cannot tokenize DOT at {text[pos:pos + 40]!r}"
+        assert match, f"cannot tokenize DOT at {text[pos : pos + 40]!r}"
         kind = match.lastgroup
         assert kind is not None
         value = match.group(kind)
@@ -331,7 +376,7 @@ def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str
             assert kind == "quoted", f"unexpected {body[i]}"
             assert value not in nodes, f"node {value!r} declared twice"
             nodes[value], i = attrs(i + 1)
-        assert body[i] == ("punct", ";"), f"missing ; before {body[i:i + 3]}"
+        assert body[i] == ("punct", ";"), f"missing ; before {body[i : i + 3]}"
         i += 1
     return nodes, edges
 
@@ -357,7 +402,8 @@ def test_duplicate_edges_are_drawn_once_and_stale_if_any_is() -> None:
     data = render_json(graph)
     assert len(data["edges"]) == 6
     assert [(e["source"], e["target"]) for e in data["edges"] if e["stale"]] == [
-        (USERS.id, JOINED.id)]
+        (USERS.id, JOINED.id)
+    ]
     assert len(re.findall(r" -(?:-|\.-)> ", render_mermaid(graph))) == 6
 
 
@@ -426,8 +472,10 @@ def test_mermaid_ids_unique_and_edges() -> None:
     failed = re.search(r"^  class (\S+) st_failed$", text, re.M)
     assert failed and failed.group(1) == by_ref["results/dash"]
     sources = re.search(r"^  class (\S+) st_source$", text, re.M)
-    assert sources and set(sources.group(1).split(",")) == {by_ref["raw/events"],
-                                                            by_ref["raw/users"]}
+    assert sources and set(sources.group(1).split(",")) == {
+        by_ref["raw/events"],
+        by_ref["raw/users"],
+    }
 
 
 def test_mermaid_labels_are_escaped() -> None:
@@ -450,8 +498,10 @@ def test_mermaid_labels_are_escaped() -> None:
 def random_case(rng: random.Random, most_nodes: int, most_edges: int) -> tuple[int, list]:
     """A node count and (source index, target index, stale) triples, loops and repeats allowed."""
     count = rng.randint(1, most_nodes)
-    pairs = [(rng.randrange(count), rng.randrange(count), rng.random() < 0.3)
-             for _ in range(rng.randint(0, most_edges))]
+    pairs = [
+        (rng.randrange(count), rng.randrange(count), rng.random() < 0.3)
+        for _ in range(rng.randint(0, most_edges))
+    ]
     return count, pairs
 
 
@@ -501,6 +551,14 @@ def test_render_imports_only_stdlib_orjson_and_the_graph_model() -> None:
         elif isinstance(item, ast.ImportFrom):
             imported.add("." * item.level + (item.module or "").split(".")[0])
     # `render_html` imports the page module (its own dependencies) only when called.
-    assert imported <= {"__future__", "bisect", "html", "dataclasses", "typing", "orjson",
-                        ".graph_model", ".lineage_page"}
+    assert imported <= {
+        "__future__",
+        "bisect",
+        "html",
+        "dataclasses",
+        "typing",
+        "orjson",
+        ".graph_model",
+        ".lineage_page",
+    }
     assert not {"dagster", "pyspark"} & imported

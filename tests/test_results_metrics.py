@@ -26,21 +26,29 @@ RESULTS = "results/exp"
 
 
 @pytest.fixture(params=["sqlite"])
-def ws(request: pytest.FixtureRequest, tmp_path: Path,
-       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+def ws(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Workspace]:
     yield from on_store(request, tmp_path, monkeypatch)
 
 
-def results_step(ws: Workspace, files: dict[str, bytes | str | Path], *,
-                 metrics: dict[str, Any] | None = None) -> None:
+def results_step(
+    ws: Workspace, files: dict[str, bytes | str | Path], *, metrics: dict[str, Any] | None = None
+) -> None:
     """A Data Workspaces-style results step whose code writes its own files (`results.json`
     among them; a Path is linked to), recording its metrics through the lineage only when
     `metrics` is given."""
     write(ws.root / "data/src/trips.csv", "a,b\n1,2\n")
     folder = ws.local_path(RESULTS)
-    with LineageBuilder().with_step_name("evaluate").with_parameters({"gamma": 0.1}) \
-            .with_workspace_directory(ws.root).with_input_refs(["src/trips.csv"]) \
-            .as_results_step(folder).eval() as lineage:
+    with (
+        LineageBuilder()
+        .with_step_name("evaluate")
+        .with_parameters({"gamma": 0.1})
+        .with_workspace_directory(ws.root)
+        .with_input_refs(["src/trips.csv"])
+        .as_results_step(folder)
+        .eval() as lineage
+    ):
         for name, content in files.items():
             path = folder / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,15 +62,27 @@ def results_step(ws: Workspace, files: dict[str, bytes | str | Path], *,
 
 def dws_results_json(metrics: Any) -> str:
     """`results.json` in the layout Data Workspaces' `write_results` gives it."""
-    return json.dumps({"step": "evaluate", "start_time": "2026-01-01T00:00:00",
-                       "execution_time_seconds": 1.5, "parameters": {"gamma": 0.1},
-                       "run_description": None, "metrics": metrics})
+    return json.dumps(
+        {
+            "step": "evaluate",
+            "start_time": "2026-01-01T00:00:00",
+            "execution_time_seconds": 1.5,
+            "parameters": {"gamma": 0.1},
+            "run_description": None,
+            "metrics": metrics,
+        }
+    )
 
 
 def test_metrics_of_a_results_json_the_code_wrote_and_every_file_archived(ws) -> None:
-    results_step(ws, {"results.json": dws_results_json({"accuracy": 0.93, "f1": 0.9}),
-                      "report.csv": "class,precision\na,0.9\n",
-                      "plots/roc.txt": "0,0\n1,1\n"})
+    results_step(
+        ws,
+        {
+            "results.json": dws_results_json({"accuracy": 0.93, "f1": 0.9}),
+            "report.csv": "class,precision\na,0.9\n",
+            "plots/roc.txt": "0,0\n1,1\n",
+        },
+    )
     outcome = take_snapshot(ws, "v1")
     assert outcome.created and outcome.warnings == []
     assert outcome.info.metrics == {"accuracy": 0.93, "f1": 0.9}
@@ -75,14 +95,32 @@ def test_metrics_of_a_results_json_the_code_wrote_and_every_file_archived(ws) ->
 
 
 def test_a_flat_results_json_gives_its_top_level_scalars(ws) -> None:
-    results_step(ws, {"results.json": json.dumps({
-        "accuracy": 0.5, "model": "forest", "converged": True, "runs": 3,
-        "confusion": [[1, 2], [3, 4]], "step": "evaluate", "execution_time_seconds": 2.0,
-        "api_token": "s3cret-value"})})
+    results_step(
+        ws,
+        {
+            "results.json": json.dumps(
+                {
+                    "accuracy": 0.5,
+                    "model": "forest",
+                    "converged": True,
+                    "runs": 3,
+                    "confusion": [[1, 2], [3, 4]],
+                    "step": "evaluate",
+                    "execution_time_seconds": 2.0,
+                    "api_token": "s3cret-value",
+                }
+            )
+        },
+    )
     outcome = take_snapshot(ws)
     assert outcome.warnings == []
-    assert outcome.info.metrics == {"accuracy": 0.5, "model": "forest", "converged": True,
-                                    "runs": 3, "api_token": REDACTED}
+    assert outcome.info.metrics == {
+        "accuracy": 0.5,
+        "model": "forest",
+        "converged": True,
+        "runs": 3,
+        "api_token": REDACTED,
+    }
     assert "s3cret-value" not in json.dumps(outcome.info.to_json())
 
 
@@ -91,15 +129,19 @@ def test_metrics_recorded_through_the_lineage_come_first(ws) -> None:
     assert take_snapshot(ws).info.metrics == {"mae": 1.5}
 
 
-@pytest.mark.parametrize(("content", "named"), [
-    (b"{not json", "is not valid JSON"),
-    (b"[1, 2]", "is not a JSON object"),
-    (json.dumps({"metrics": [1, 2]}).encode(), "'metrics' in"),
-    (json.dumps({"metrics": {"": 1}}).encode(), "metric names must be non-empty"),
-    (b" " * (MAX_RESULTS_FILE_BYTES + 1), "more than a metrics file holds"),
-])
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        (b"{not json", "is not valid JSON"),
+        (b"[1, 2]", "is not a JSON object"),
+        (json.dumps({"metrics": [1, 2]}).encode(), "'metrics' in"),
+        (json.dumps({"metrics": {"": 1}}).encode(), "metric names must be non-empty"),
+        (b" " * (MAX_RESULTS_FILE_BYTES + 1), "more than a metrics file holds"),
+    ],
+)
 def test_a_results_json_that_is_not_metrics_is_named_and_the_snapshot_goes_on(
-        ws, content: bytes, named: str) -> None:
+    ws, content: bytes, named: str
+) -> None:
     results_step(ws, {"results.json": content})
     outcome = take_snapshot(ws, "v1")
     assert outcome.created and outcome.info.metrics is None
@@ -125,14 +167,22 @@ def test_no_results_json_no_metrics_no_warning(ws) -> None:
     assert outcome.info.metrics is None and outcome.warnings == []
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=st.one_of(
-    st.binary(max_size=300),
-    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                 lambda inner: st.lists(inner, max_size=4)
-                 | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-                 max_leaves=20).map(lambda value: json.dumps(value).encode())))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    content=st.one_of(
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+            ),
+            max_leaves=20,
+        ).map(lambda value: json.dumps(value).encode()),
+    )
+)
 def test_any_results_json_gives_metrics_or_a_named_warning(ws, content: bytes) -> None:
     """Whatever the file holds: a dict of metrics, nothing, or one warning naming the file;
     never an exception."""

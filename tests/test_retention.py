@@ -56,12 +56,27 @@ def new_ws(root: Path) -> Workspace:
 
 # ---------------------------------------------------------------------------- versions
 
-_NAMES = st.sampled_from([
-    "a.csv", "b.parquet", "_SUCCESS", ".hidden", "x.crc", "_meta", "sub", "deep",
-    "part-00000-0f0e0d0c-0b0a-0908-0706-050403020100-c000.snappy.parquet",
-    "part-00001-00000000-1111-2222-3333-444444444444.csv", "é.txt"])
-_TREES = st.dictionaries(st.lists(_NAMES, min_size=1, max_size=3).map(tuple),
-                         st.binary(max_size=40), min_size=0, max_size=8)
+_NAMES = st.sampled_from(
+    [
+        "a.csv",
+        "b.parquet",
+        "_SUCCESS",
+        ".hidden",
+        "x.crc",
+        "_meta",
+        "sub",
+        "deep",
+        "part-00000-0f0e0d0c-0b0a-0908-0706-050403020100-c000.snappy.parquet",
+        "part-00001-00000000-1111-2222-3333-444444444444.csv",
+        "é.txt",
+    ]
+)
+_TREES = st.dictionaries(
+    st.lists(_NAMES, min_size=1, max_size=3).map(tuple),
+    st.binary(max_size=40),
+    min_size=0,
+    max_size=8,
+)
 
 
 def _plant(folder: Path, tree: dict[tuple[str, ...], bytes]) -> None:
@@ -77,11 +92,13 @@ def _plant(folder: Path, tree: dict[tuple[str, ...], bytes]) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tree=_TREES, listing=st.booleans())
 def test_a_scan_versions_any_tree_as_version_of_does_and_keeps_every_file(
-        tree: dict[tuple[str, ...], bytes], listing: bool) -> None:
+    tree: dict[tuple[str, ...], bytes], listing: bool
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace.init(Path(tmp) / "ws")
-        ws.add_resource("src", "source-data", path="src",
-                        versioning="listing" if listing else "content")
+        ws.add_resource(
+            "src", "source-data", path="src", versioning="listing" if listing else "content"
+        )
         folder = ws.local_path("src/d")
         folder.mkdir(parents=True)
         _plant(folder, tree)
@@ -91,15 +108,21 @@ def test_a_scan_versions_any_tree_as_version_of_does_and_keeps_every_file(
         found = retention.scan(ws, "src/d", cache)
         assert found.version == expected
         # Every regular file comes back on a restore: data and sidecars alike.
-        on_disk = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
-                         if p.is_file() and not any(
-                             part.startswith((".", "_")) or part.endswith(".crc")
-                             for part in p.relative_to(folder).parts[:-1]))
+        on_disk = sorted(
+            p.relative_to(folder).as_posix()
+            for p in folder.rglob("*")
+            if p.is_file()
+            and not any(
+                part.startswith((".", "_")) or part.endswith(".crc")
+                for part in p.relative_to(folder).parts[:-1]
+            )
+        )
         assert [f.relpath for f in found.files] == on_disk
         cache.save()
         # Again from the cache: the same version, and no file read.
-        with mock.patch.object(retention, "_hash_and_size",
-                               side_effect=AssertionError("read a cached file")):
+        with mock.patch.object(
+            retention, "_hash_and_size", side_effect=AssertionError("read a cached file")
+        ):
             again = retention.scan(ws, "src/d", FileHashCache.of_workspace(ws.meta_dir))
         assert again.version == expected and again.files == found.files
 
@@ -170,7 +193,8 @@ def test_unchanged_data_costs_nothing_to_retain_again(tmp_path: Path) -> None:
 
 
 def test_spark_data_is_linked_read_only_so_an_in_place_write_cannot_corrupt_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Data with a Spark marker is hard-linked into retention and made read-only, where that
     protects it: not for root, whom file modes do not stop. As root, this test runs itself as
     an unprivileged user in a child process where that user can run Python; where it cannot
@@ -186,14 +210,17 @@ def test_spark_data_is_linked_read_only_so_an_in_place_write_cannot_corrupt_it(
     folder = Path(tempfile.mkdtemp(prefix="dws-nobody-"))
     try:
         os.chmod(folder, 0o777)
-        done = _as_nobody(textwrap.dedent(f"""
+        done = _as_nobody(
+            textwrap.dedent(f"""
             import sys
             sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
             from pathlib import Path
             from tests.test_retention import _linked_scenario
             _linked_scenario(Path({str(folder)!r}) / "ws", refused=True)
             print("ok")
-        """), folder)
+        """),
+            folder,
+        )
         assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -203,8 +230,15 @@ def _as_nobody(code: str, home: Path) -> subprocess.CompletedProcess:
     def drop() -> None:
         os.setgid(65534)
         os.setuid(65534)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, preexec_fn=drop, env={**os.environ, "HOME": str(home)})
+
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=drop,
+        env={**os.environ, "HOME": str(home)},
+    )
 
 
 def _runs_as_nobody() -> bool:
@@ -246,9 +280,19 @@ def _spark_like(folder: Path, data: bytes) -> None:
     (folder / "part-00000.parquet").write_bytes(data)
     (folder / "_SUCCESS").write_bytes(b"")
     content = content_version(folder)
-    atomic_write_json(folder / MARKER_NAME, {
-        "format": 1, "scheme": MARKER_SCHEME, "version": "s" + content[1:], "rows": 1,
-        "content": content, "file_format": "parquet", "versioning": "rows", "columns": []})
+    atomic_write_json(
+        folder / MARKER_NAME,
+        {
+            "format": 1,
+            "scheme": MARKER_SCHEME,
+            "version": "s" + content[1:],
+            "rows": 1,
+            "content": content,
+            "file_format": "parquet",
+            "versioning": "rows",
+            "columns": [],
+        },
+    )
 
 
 # -------------------------------------------------------------------- drift and code
@@ -280,8 +324,7 @@ def test_a_hand_edit_is_captured_as_drift_diffed_and_restored(tmp_path: Path) ->
     assert diff_lineage(ws, "v2", "current") == []
 
 
-def test_source_data_and_code_nothing_recorded_are_captured_and_restored(
-        tmp_path: Path) -> None:
+def test_source_data_and_code_nothing_recorded_are_captured_and_restored(tmp_path: Path) -> None:
     ws = new_ws(tmp_path / "ws")
     write(ws.root / "data/src/raw/a.csv", "a\n1\n")
     write(ws.root / "code/train.py", "print('v1')\n")
@@ -306,13 +349,16 @@ def test_source_data_and_code_nothing_recorded_are_captured_and_restored(
 
 
 def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                           *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
-def test_code_in_git_records_its_commit_and_is_left_to_git_unless_asked(
-        tmp_path: Path) -> None:
+def test_code_in_git_records_its_commit_and_is_left_to_git_unless_asked(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("needs git")
     ws = new_ws(tmp_path / "ws")
@@ -331,8 +377,7 @@ def test_code_in_git_records_its_commit_and_is_left_to_git_unless_asked(
     _git(ws.root, "commit", "-q", "-am", "v2")
     v2 = take_snapshot(ws, "v2").info
     changes = {c.ref: c.changes for c in diff_lineage(ws, "v1", "v2")}
-    assert any(line.startswith(f"git commit {first_commit[:12]} -> ")
-               for line in changes["code"])
+    assert any(line.startswith(f"git commit {first_commit[:12]} -> ") for line in changes["code"])
 
     report = restore_snapshot(ws, "v1")
     [(ref, why)] = report.code_left
@@ -348,8 +393,7 @@ def test_code_in_git_records_its_commit_and_is_left_to_git_unless_asked(
 # ------------------------------------------------------------------ refusals and damage
 
 
-def test_a_damaged_retained_file_refuses_the_restore_and_changes_nothing(
-        tmp_path: Path) -> None:
+def test_a_damaged_retained_file_refuses_the_restore_and_changes_nothing(tmp_path: Path) -> None:
     ws = new_ws(tmp_path / "ws")
     write(ws.local_path("src/trips.csv"), "a\n1\n")
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"})
@@ -363,8 +407,11 @@ def test_a_damaged_retained_file_refuses_the_restore_and_changes_nothing(
     os.chmod(damaged, 0o644)
     damaged.write_text("F\n9\n")  # bit rot: same name, other bytes
     before = workspace_state(ws)
-    with pytest.raises(SnapshotRestoreError, match=r"inter/feat: no kept copy .* damaged copy"
-                       r".*nothing was changed"):
+    with pytest.raises(
+        SnapshotRestoreError,
+        match=r"inter/feat: no kept copy .* damaged copy"
+        r".*nothing was changed",
+    ):
         restore_snapshot(ws, "v1")
     assert workspace_state(ws) == before  # inter/prep was staged, and removed again
 
@@ -377,11 +424,17 @@ def test_a_retained_path_leading_out_of_its_ref_is_refused(tmp_path: Path) -> No
     version = ws.store.get("inter/prep").version
     run_step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n2\n"})
     files = sql(ws, "SELECT files FROM dws_data_versions WHERE ref = 'inter/prep'")[0][0]
-    damage(ws, "UPDATE dws_data_versions SET files = :files WHERE ref = 'inter/prep'",
-           files=files.replace('"part-0.csv"', '"../../../escaped.csv"'))
+    damage(
+        ws,
+        "UPDATE dws_data_versions SET files = :files WHERE ref = 'inter/prep'",
+        files=files.replace('"part-0.csv"', '"../../../escaped.csv"'),
+    )
     before = workspace_state(ws)
-    with pytest.raises(WorkspaceConfigError, match=rf"retained version {version[:12]} of "
-                       r"inter/prep names the file '\.\./\.\./\.\./escaped\.csv'"):
+    with pytest.raises(
+        WorkspaceConfigError,
+        match=rf"retained version {version[:12]} of "
+        r"inter/prep names the file '\.\./\.\./\.\./escaped\.csv'",
+    ):
         restore_snapshot(ws, "v1")
     assert workspace_state(ws) == before
     assert not (ws.root.parent / "escaped.csv").exists()
@@ -390,9 +443,11 @@ def test_a_retained_path_leading_out_of_its_ref_is_refused(tmp_path: Path) -> No
 def test_a_damaged_restore_intent_is_named_and_nothing_is_done(tmp_path: Path, cli) -> None:
     ws = new_ws(tmp_path / "ws")
     take_snapshot(ws, "v1")
-    (ws.meta_dir / INTENT_FILE).write_text('{"format": 1, "snapshot": "x", "unknown": [], '
-                                           '"swaps": [{"ref": "inter/a", "staging": '
-                                           '"../../etc"}]}')
+    (ws.meta_dir / INTENT_FILE).write_text(
+        '{"format": 1, "snapshot": "x", "unknown": [], '
+        '"swaps": [{"ref": "inter/a", "staging": '
+        '"../../etc"}]}'
+    )
     code, _, err = cli("status", "-w", ws.root)
     assert code == 1 and INTENT_FILE in err and "damaged" in err and "Traceback" not in err
 
@@ -453,8 +508,7 @@ def _killed_at(ws: Workspace, target: str, count: int, action: str) -> subproces
         ws = Workspace.open({str(ws.root)!r})
         {action}
     """)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
 def _three_versions(root: Path) -> tuple[Workspace, dict[str, dict[str, str]]]:
@@ -475,8 +529,9 @@ def test_kill_9_while_taking_a_snapshot_leaves_no_snapshot(tmp_path: Path) -> No
     for step in ("prep", "feat", "model"):
         run_step(ws, step, ["src/trips.csv"], {f"inter/{step}": f"{step}\n"})
     before = workspace_state(ws)
-    done = _killed_at(ws, "dws_dagster.workspace.objects:ObjectStore.add", 3,
-                      "take_snapshot(ws, 'v1')")
+    done = _killed_at(
+        ws, "dws_dagster.workspace.objects:ObjectStore.add", 3, "take_snapshot(ws, 'v1')"
+    )
     assert done.returncode == -9, done.stderr
     fresh = Workspace.open(ws.root)
     assert take_snapshot(fresh, "v1").created  # no half snapshot named v1 in the way
@@ -486,11 +541,13 @@ def test_kill_9_while_taking_a_snapshot_leaves_no_snapshot(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("point", [1, 2, 3])
-def test_kill_9_during_restore_is_finished_by_the_next_command(tmp_path: Path, cli,
-                                                               point: int) -> None:
+def test_kill_9_during_restore_is_finished_by_the_next_command(
+    tmp_path: Path, cli, point: int
+) -> None:
     ws, seen = _three_versions(tmp_path / "ws")
-    done = _killed_at(ws, "dws_dagster.workspace.restore:swap_into_place", point,
-                      "restore_snapshot(ws, 'v1')")
+    done = _killed_at(
+        ws, "dws_dagster.workspace.restore:swap_into_place", point, "restore_snapshot(ws, 'v1')"
+    )
     assert done.returncode == -9, done.stderr
     assert (ws.meta_dir / INTENT_FILE).exists()
     code, _, err = cli("status", "-w", ws.root)
@@ -506,14 +563,16 @@ def test_kill_9_during_restore_is_finished_by_the_next_command(tmp_path: Path, c
 def test_kill_9_while_staging_a_restore_changes_nothing(tmp_path: Path) -> None:
     ws, _seen = _three_versions(tmp_path / "ws")
     before = workspace_state(ws)
-    done = _killed_at(ws, "dws_dagster.workspace.retention:stage", 2,
-                      "restore_snapshot(ws, 'v1')")
+    done = _killed_at(ws, "dws_dagster.workspace.retention:stage", 2, "restore_snapshot(ws, 'v1')")
     assert done.returncode == -9, done.stderr
     assert not (ws.meta_dir / INTENT_FILE).exists()
     # Only a staged copy beside a ref is left, which nothing reads; the data and the
     # lineage are v2's.
-    after = {name: digest for name, digest in workspace_state(ws)[0].items()
-             if ".dws-staging-" not in name}
+    after = {
+        name: digest
+        for name, digest in workspace_state(ws)[0].items()
+        if ".dws-staging-" not in name
+    }
     assert after == before[0] and workspace_state(ws)[1] == before[1]
 
 
@@ -523,8 +582,9 @@ def test_kill_9_during_gc_keeps_every_snapshot_restorable(tmp_path: Path) -> Non
     run_step(ws, "feat", ["src/trips.csv"], {"inter/feat": "feat 3\n"})
     take_snapshot(ws, "v3")
     delete_snapshot(ws, "v2")
-    done = _killed_at(ws, "dws_dagster.workspace.objects:ObjectStore.remove", 2,
-                      "collect_garbage(ws)")
+    done = _killed_at(
+        ws, "dws_dagster.workspace.objects:ObjectStore.remove", 2, "collect_garbage(ws)"
+    )
     assert done.returncode == -9, done.stderr
     fresh = Workspace.open(ws.root)
     collect_garbage(fresh)
@@ -544,8 +604,13 @@ def test_the_hash_cache_forgets_files_that_are_gone(tmp_path: Path) -> None:
     folder = ws.local_path("inter/prep")
     for n in range(3):
         shutil.rmtree(folder, ignore_errors=True)
-        builder = LineageBuilder().with_step_name("prep").with_parameters({"n": n}) \
-            .with_workspace_directory(ws.root).with_input_refs(["src/trips.csv"])
+        builder = (
+            LineageBuilder()
+            .with_step_name("prep")
+            .with_parameters({"n": n})
+            .with_workspace_directory(ws.root)
+            .with_input_refs(["src/trips.csv"])
+        )
         with builder.eval() as lineage:
             lineage.add_output_ref("inter/prep")
             write(folder / f"part-{n}.csv", f"{n}\n")
@@ -574,7 +639,8 @@ def test_a_file_uri_resource_is_retained_and_restored_like_a_folder(tmp_path: Pa
 
 
 def test_a_snapshot_copies_without_holding_the_store_and_sees_what_steps_commit_meanwhile(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Copying data can take long (a first snapshot copies everything), and steps wait for
     the store's lock: the copy happens outside it. A step that commits meanwhile (here, from
     inside the first copy: it would wait for the lock if the snapshot held it) is in the

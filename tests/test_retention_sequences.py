@@ -80,12 +80,18 @@ class RetentionMachine(RuleBasedStateMachine):
     def spark_step(self, rows: int) -> None:
         """A step writing through the Spark storage layer the IO manager uses (marker and
         all), reading what the script step wrote."""
-        builder = LineageBuilder().with_step_name("features").with_parameters({"rows": rows}) \
-            .with_workspace_directory(self.ws.root).with_input_refs(["inter/prep"])
+        builder = (
+            LineageBuilder()
+            .with_step_name("features")
+            .with_parameters({"rows": rows})
+            .with_workspace_directory(self.ws.root)
+            .with_input_refs(["inter/prep"])
+        )
         with builder.eval() as lineage:
             lineage.add_output_ref("inter/features")
-            frame = self.spark.createDataFrame([(n, f"r{n}") for n in range(rows)],
-                                               "n INT, s STRING")
+            frame = self.spark.createDataFrame(
+                [(n, f"r{n}") for n in range(rows)], "n INT, s STRING"
+            )
             storage.write_atomic(frame, str(self.ws.local_path("inter/features")))
 
     @rule(rows=st.integers(1, 3))
@@ -98,15 +104,23 @@ class RetentionMachine(RuleBasedStateMachine):
         def counts() -> Any:
             return spark.range(rows)
 
-        result = materialize([counts], instance=self.instance,
-                             resources={"io_manager": io_manager(self.ws)})
+        result = materialize(
+            [counts], instance=self.instance, resources={"io_manager": io_manager(self.ws)}
+        )
         assert result.success
 
     @rule(mae=st.sampled_from([1.5, 1.2]))
     @precondition(lambda self: self.ws.store.get("inter/prep") is not None)
     def results_step(self, mae: float) -> None:
-        run_step(self.ws, "train", ["inter/prep"], {}, {"gamma": 0.1}, results={"mae": mae},
-                 results_dir="results/exp")
+        run_step(
+            self.ws,
+            "train",
+            ["inter/prep"],
+            {},
+            {"gamma": 0.1},
+            results={"mae": mae},
+            results_dir="results/exp",
+        )
 
     @rule(text=TEXT)
     @precondition(lambda self: self.ws.store.get("inter/prep") is not None)
@@ -125,9 +139,14 @@ class RetentionMachine(RuleBasedStateMachine):
                 data[ref] = None
         # What a snapshot is of: a re-run with the same data and parameters is the same state
         # (its snapshot is the earlier one's, with the earlier records' times).
-        lineage = {ref: (state.status, state.owner,
-                         None if state.record is None else record_identity(state.record))
-                   for ref, state in self.ws.store.items()}
+        lineage = {
+            ref: (
+                state.status,
+                state.owner,
+                None if state.record is None else record_identity(state.record),
+            )
+            for ref, state in self.ws.store.items()
+        }
         return data, lineage
 
     @rule()
@@ -175,6 +194,10 @@ class RetentionMachine(RuleBasedStateMachine):
 def test_every_restore_brings_back_its_snapshot_whatever_happened_before(spark) -> None:
     RetentionMachine.spark = spark
     machine = RetentionMachine.TestCase
-    machine.settings = settings(max_examples=25, stateful_step_count=16, deadline=None,
-                                suppress_health_check=list(HealthCheck))
+    machine.settings = settings(
+        max_examples=25,
+        stateful_step_count=16,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     machine().runTest()

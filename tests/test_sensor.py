@@ -46,18 +46,22 @@ def scored_assets(calls: list[str] | None = None) -> list[Any]:
     """The test pipeline plus a results asset that reports metrics, and a check on it."""
     assets = build_assets(calls)
 
-    @asset(metadata=dws_ref("results", "scores"), owners=["team:forecasting"],
-           description="Revenue scores per borough.", code_version="3")
+    @asset(
+        metadata=dws_ref("results", "scores"),
+        owners=["team:forecasting"],
+        description="Revenue scores per borough.",
+        code_version="3",
+    )
     def scores(context: AssetExecutionContext, hourly: DataFrame) -> DataFrame:
-        context.add_output_metadata({**dws_metrics({"mae": 1.25, "rmse": 2.5}),
-                                     "note": "baseline"})
+        context.add_output_metadata({**dws_metrics({"mae": 1.25, "rmse": 2.5}), "note": "baseline"})
         return hourly.groupBy("borough").sum("revenue")
 
     return [*assets, scores]
 
 
 def test_sensor_applies_materializations_without_changing_committed_lineage(
-        spark, pipeline_ws, instance):
+    spark, pipeline_ws, instance
+):
     ws = pipeline_ws
     run(scored_assets(), ws, instance)
     before = refs_state(ws)
@@ -82,7 +86,8 @@ def test_sensor_applies_materializations_without_changing_committed_lineage(
 
 
 def test_results_json_beside_the_data_keeps_the_version_and_the_data_readable(
-        spark, pipeline_ws, instance):
+    spark, pipeline_ws, instance
+):
     ws = pipeline_ws
     run(scored_assets(), ws, instance)
     process_events(instance, ws, openlineage=False)
@@ -95,8 +100,10 @@ def test_results_json_beside_the_data_keeps_the_version_and_the_data_readable(
     assert results["execution_time_seconds"] >= 0
     # results.json describes the data; it is not part of it.
     assert ws.version_of("results/scores") == results["version"]
-    assert {r.borough for r in spark.read.option("pathGlobFilter", "part-*")
-            .parquet(str(folder)).collect()} == {"Manhattan", "Brooklyn", "Queens"}
+    assert {
+        r.borough
+        for r in spark.read.option("pathGlobFilter", "part-*").parquet(str(folder)).collect()
+    } == {"Manhattan", "Brooklyn", "Queens"}
     from dws_dagster.spark import storage
 
     assert storage.read(spark, str(folder)).count() == 3
@@ -141,10 +148,14 @@ def test_backlog_of_many_batches_is_processed_in_storage_order(tmp_path, instanc
     # Per run: 3 planned + 3 materialized + run success = 7 events; 21 in all, batch 4.
     seen: list[int] = []
     frozen: list[int] = []  # the tick freezes older objects, and hands them back at its end
-    outcome = process_events(instance, ws, batch_size=4, time_budget_seconds=60,
-                             openlineage=False,
-                             save_cursor=lambda n: (seen.append(n),
-                                                    frozen.append(gc.get_freeze_count())))
+    outcome = process_events(
+        instance,
+        ws,
+        batch_size=4,
+        time_budget_seconds=60,
+        openlineage=False,
+        save_cursor=lambda n: (seen.append(n), frozen.append(gc.get_freeze_count())),
+    )
     assert all(count > 0 for count in frozen) and gc.get_freeze_count() == 0
     assert outcome.applied.events == 21
     assert outcome.batches == 6 and not outcome.more
@@ -153,8 +164,14 @@ def test_backlog_of_many_batches_is_processed_in_storage_order(tmp_path, instanc
     # from the returned cursor get every event exactly once.
     cursor, events, calls = 0, 0, 0
     while True:
-        step = process_events(instance, ws, after_storage_id=cursor, batch_size=4,
-                              time_budget_seconds=1e-6, openlineage=False)
+        step = process_events(
+            instance,
+            ws,
+            after_storage_id=cursor,
+            batch_size=4,
+            time_budget_seconds=1e-6,
+            openlineage=False,
+        )
         calls += 1
         events += step.applied.events
         assert step.cursor >= cursor
@@ -178,11 +195,17 @@ def test_failed_run_records_failures_and_keeps_previous_lineage(spark, pipeline_
     ws = pipeline_ws
     run(build_assets(), ws, instance)
     process_events(instance, ws, openlineage=False)
-    good = {ref: ws.store.get(ref).record for ref in
-            ("intermediate-data/hourly", "results/ranking")}
+    good = {
+        ref: ws.store.get(ref).record for ref in ("intermediate-data/hourly", "results/ranking")
+    }
     resources = {"io_manager": io_manager(ws)}
-    result = materialize(failing_pipeline([]), instance=instance, resources=resources,
-                         raise_on_error=False, selection=["hourly", "ranking"])
+    result = materialize(
+        failing_pipeline([]),
+        instance=instance,
+        resources=resources,
+        raise_on_error=False,
+        selection=["hourly", "ranking"],
+    )
     assert not result.success
     outcome = process_events(instance, ws, openlineage=False)
     assert outcome.applied.failures == 2
@@ -194,8 +217,10 @@ def test_failed_run_records_failures_and_keeps_previous_lineage(spark, pipeline_
     assert hourly.attempt["step"]["run_id"] == result.run_id
     ranking = ws.store.get("results/ranking")
     assert ranking.record == good["results/ranking"] and ranking.status == "failed"
-    assert f"run {result.run_id} failed" in ranking.attempt["error"] or \
-        "ValueError" in ranking.attempt["error"]
+    assert (
+        f"run {result.run_id} failed" in ranking.attempt["error"]
+        or "ValueError" in ranking.attempt["error"]
+    )
     # Replaying the run's events adds nothing; a later good run clears the failure.
     ops = journal_ops(ws)
     assert process_events(instance, ws, openlineage=False).applied.failures == 0
@@ -203,8 +228,7 @@ def test_failed_run_records_failures_and_keeps_previous_lineage(spark, pipeline_
     run(build_assets(), ws, instance, selection=["hourly", "ranking"])
     process_events(instance, ws, openlineage=False)
     assert ws.store.get("intermediate-data/hourly").status == "ok"
-    assert process_events(instance, ws, after_storage_id=0,
-                          openlineage=False).applied.failures == 0
+    assert process_events(instance, ws, after_storage_id=0, openlineage=False).applied.failures == 0
 
 
 def cancelled_before_running(ws, instance) -> Definitions:
@@ -240,12 +264,16 @@ def test_check_evaluations_join_the_checked_record(spark, pipeline_ws, instance)
 
     resources = {"io_manager": io_manager(ws)}
     run(assets, ws, instance)
-    materialize([*assets, revenue_not_negative], instance=instance, resources=resources,
-                selection=["hourly"])
-    defs = Definitions(assets=assets, asset_checks=[revenue_not_negative],
-                       resources=resources)
-    outcome = process_events(instance, ws, repository_def=defs.get_repository_def(),
-                             openlineage=False)
+    materialize(
+        [*assets, revenue_not_negative],
+        instance=instance,
+        resources=resources,
+        selection=["hourly"],
+    )
+    defs = Definitions(assets=assets, asset_checks=[revenue_not_negative], resources=resources)
+    outcome = process_events(
+        instance, ws, repository_def=defs.get_repository_def(), openlineage=False
+    )
     assert outcome.applied.checks == 1
     checks = ws.store.get("intermediate-data/hourly").record["extra"]["checks"]
     assert checks["revenue_not_negative"]["passed"] is True
@@ -277,13 +305,18 @@ def test_sensor_definition_ticks_with_its_cursor(spark, pipeline_ws, instance):
     resources = {"io_manager": io_manager(ws), "workspace": WorkspaceResource(root=str(ws.root))}
     defs = Definitions(assets=assets, sensors=[sensor], resources=resources)
     run(assets, ws, instance)
-    context = build_sensor_context(instance=instance, definitions=defs,
-                                   resources={"workspace": resources["workspace"]})
+    context = build_sensor_context(
+        instance=instance, definitions=defs, resources={"workspace": resources["workspace"]}
+    )
     result = sensor(context)
     assert parse_cursor(result.cursor, sensor_name="s") > 0
     assert "records" in result.skip_reason.skip_message
-    context = build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor,
-                                   resources={"workspace": resources["workspace"]})
+    context = build_sensor_context(
+        instance=instance,
+        definitions=defs,
+        cursor=result.cursor,
+        resources={"workspace": resources["workspace"]},
+    )
     again = sensor(context)
     assert again.cursor == result.cursor
 
@@ -298,8 +331,9 @@ defs = Definitions(sensors=[lineage_sensor(
 """
 
 
-def test_each_tick_shows_what_it_did_on_the_tick(spark, pipeline_ws, instance, clean_ol_env,
-                                                  monkeypatch, tmp_path):
+def test_each_tick_shows_what_it_did_on_the_tick(
+    spark, pipeline_ws, instance, clean_ol_env, monkeypatch, tmp_path
+):
     """The daemon's evaluation stores the sensor's tick text as the tick's skip reason, the
     text the UI shows for a tick: records applied, OpenLineage events spooled, delivered and
     pending, and the last delivery error without the transport's secret."""
@@ -322,7 +356,8 @@ def test_each_tick_shows_what_it_did_on_the_tick(spark, pipeline_ws, instance, c
         r"Applied (\d+) events: 4 lineage records \((\d+) new to the store\), "
         r"2 results\.json\. OpenLineage: (\d+) events spooled, 0 delivered, (\d+) pending; "
         r"last delivery error: (.+); next attempt after \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.",
-        text)
+        text,
+    )
     assert found, text
     events, new, spooled, pending, error = found.groups()
     assert int(events) > 4 and int(new) == 2  # the results refs' metrics: the sensor adds them
@@ -330,31 +365,40 @@ def test_each_tick_shows_what_it_did_on_the_tick(spark, pipeline_ws, instance, c
     assert str(port) in error and "Connection refused" in error and SECRET not in text
 
     # The next tick, from the stored cursor: nothing new, the events still pending.
-    sensor = lineage_sensor(workspace=WorkspaceResource(root=str(ws.root)),
-                            time_budget_seconds=5)
+    sensor = lineage_sensor(workspace=WorkspaceResource(root=str(ws.root)), time_budget_seconds=5)
     again = sensor(build_sensor_context(instance=instance, cursor=tick.cursor))
     assert again.cursor == tick.cursor
     text = again.skip_reason.skip_message
-    assert text.startswith(f"No new events. OpenLineage: 0 events spooled, 0 delivered, "
-                           f"{pending} pending; last delivery error: "), text
+    assert text.startswith(
+        f"No new events. OpenLineage: 0 events spooled, 0 delivered, "
+        f"{pending} pending; last delivery error: "
+    ), text
     assert SECRET not in text
 
 
 def test_tick_text_of_a_sensor_without_openlineage(spark, pipeline_ws, instance):
     ws = pipeline_ws
     run(scored_assets(), ws, instance)
-    outcome = process_events(instance, ws, snapshot_on_results=True, openlineage=False,
-                             batch_size=2, time_budget_seconds=0.001)
+    outcome = process_events(
+        instance,
+        ws,
+        snapshot_on_results=True,
+        openlineage=False,
+        batch_size=2,
+        time_budget_seconds=0.001,
+    )
     text = outcome.tick_text()
-    assert re.fullmatch(r"Applied 2 events: .*\. More events wait for the next tick\.", text), \
-        text
+    assert re.fullmatch(r"Applied 2 events: .*\. More events wait for the next tick\.", text), text
     assert "OpenLineage" not in text
     assert outcome.summary() == f"{text} (2 events in 1 batch, cursor {outcome.cursor})"
-    rest = process_events(instance, ws, after_storage_id=outcome.cursor,
-                          snapshot_on_results=True, openlineage=False)
-    assert re.fullmatch(r"Applied \d+ events: \d lineage records \(2 new to the store\), "
-                        r"2 results\.json, snapshot [0-9a-f]{12}\.", rest.tick_text()), \
-        rest.tick_text()
+    rest = process_events(
+        instance, ws, after_storage_id=outcome.cursor, snapshot_on_results=True, openlineage=False
+    )
+    assert re.fullmatch(
+        r"Applied \d+ events: \d lineage records \(2 new to the store\), "
+        r"2 results\.json, snapshot [0-9a-f]{12}\.",
+        rest.tick_text(),
+    ), rest.tick_text()
 
 
 def test_tick_text_shortens_a_long_delivery_error_and_redacts_it():
@@ -362,12 +406,15 @@ def test_tick_text_shortens_a_long_delivery_error_and_redacts_it():
 
     error = "sending run x START failed: " + "retrying; " * 200 + "Connection refused"
     text = TickOutcome(cursor=7, pending=3, last_delivery_error=error).tick_text()
-    assert text.startswith("No new events. OpenLineage: 0 events spooled, 0 delivered, "
-                           "3 pending; last delivery error: sending run x START failed: ")
+    assert text.startswith(
+        "No new events. OpenLineage: 0 events spooled, 0 delivered, "
+        "3 pending; last delivery error: sending run x START failed: "
+    )
     assert " … " in text and text.endswith("retrying; retrying; Connection refused.")
     assert len(text) < TICK_ERROR_CHARS + 200
-    leaked = TickOutcome(cursor=7, last_delivery_error="POST https://user:pa55word@catalog/x "
-                                                       "failed").tick_text()
+    leaked = TickOutcome(
+        cursor=7, last_delivery_error="POST https://user:pa55word@catalog/x failed"
+    ).tick_text()
     assert "pa55word" not in leaked and "catalog/x failed" in leaked
     paused = TickOutcome(cursor=7, pending=2, delivery_paused=True).tick_text()
     assert paused.endswith("2 pending (the transport is disabled).")
@@ -380,7 +427,8 @@ def test_bad_sensor_configuration_is_refused(tmp_path, instance):
         parse_cursor("not json", sensor_name="dws_lineage_sensor")
     sensor = lineage_sensor(openlineage=False)
     defs = Definitions(sensors=[sensor], resources={"workspace": "not a resource"})
-    context = build_sensor_context(instance=instance, definitions=defs,
-                                   resources={"workspace": "not a resource"})
+    context = build_sensor_context(
+        instance=instance, definitions=defs, resources={"workspace": "not a resource"}
+    )
     with pytest.raises(SensorConfigError, match="not a WorkspaceResource"):
         sensor(context)

@@ -79,8 +79,12 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
     assert output["facets"]["version"]["datasetVersion"] == state.version
     symlink = output["facets"]["symlinks"]["identifiers"][0]
     assert symlink["name"] == "intermediate-data/hourly"
-    assert [f["name"] for f in output["facets"]["schema"]["fields"]] == \
-        ["borough", "hour", "trips", "revenue"]
+    assert [f["name"] for f in output["facets"]["schema"]["fields"]] == [
+        "borough",
+        "hour",
+        "trips",
+        "revenue",
+    ]
     assert output["outputFacets"]["outputStatistics"]["rowCount"] == state.record["extra"]["rows"]
     assert output["facets"]["storage"]["fileFormat"] == "parquet"
     lineage = output["facets"]["columnLineage"]["fields"]
@@ -90,8 +94,10 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
     assert {t["subtype"] for t in revenue_source["transformations"]} == {"AGGREGATION"}
     [the_input] = hourly["inputs"]
     assert the_input["name"] == enriched_name
-    assert the_input["facets"]["version"]["datasetVersion"] == \
-        ws.store.get("intermediate-data/enriched").version
+    assert (
+        the_input["facets"]["version"]["datasetVersion"]
+        == ws.store.get("intermediate-data/enriched").version
+    )
     # The input's schema as Spark read it: the column lineage's input field is one of it.
     assert "fare_usd" in [f["name"] for f in the_input["facets"]["schema"]["fields"]]
 
@@ -100,8 +106,9 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
     assert scores["documentation"]["description"] == "Revenue scores per borough."
 
 
-def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, instance,
-                                                           clean_ol_env, monkeypatch):
+def test_catalog_down_then_failing_then_back_loses_nothing(
+    spark, pipeline_ws, instance, clean_ol_env, monkeypatch
+):
     ws = pipeline_ws
     receiver = Receiver()  # not started: connections are refused
     monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
@@ -130,8 +137,10 @@ def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, i
     assert [k for k, n in Counter(keys).items() if n > 1] == []
     # The Dagster run's own START and end came once each, around its assets' events.
     assert check_parents(receiver.events) == {r.run_id for r in instance.get_runs()}
-    assert [e["eventType"] for e in parent_events(receiver.events, pipeline_run)] == \
-        ["START", "COMPLETE"]
+    assert [e["eventType"] for e in parent_events(receiver.events, pipeline_run)] == [
+        "START",
+        "COMPLETE",
+    ]
     # Per-run order: START before COMPLETE for every OpenLineage run.
     seen: dict[str, str] = {}
     for event in receiver.events:
@@ -144,8 +153,9 @@ def test_catalog_down_then_failing_then_back_loses_nothing(spark, pipeline_ws, i
         validate_run_event(event)
 
 
-def test_replaying_events_after_a_crash_spools_no_duplicates(spark, pipeline_ws, instance,
-                                                             clean_ol_env):
+def test_replaying_events_after_a_crash_spools_no_duplicates(
+    spark, pipeline_ws, instance, clean_ol_env
+):
     ws = pipeline_ws
     run(scored_assets(), ws, instance)
     process_events(instance, ws, deliver=False)
@@ -163,15 +173,24 @@ def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instanc
     run(scored_assets(), ws, instance)
     process_events(instance, ws)
     resources = {"io_manager": io_manager(ws)}
-    failed = materialize(failing_pipeline([]), instance=instance, resources=resources,
-                         raise_on_error=False, selection=["hourly", "ranking"])
+    failed = materialize(
+        failing_pipeline([]),
+        instance=instance,
+        resources=resources,
+        raise_on_error=False,
+        selection=["hourly", "ranking"],
+    )
     process_events(instance, ws)
     events = children_of(file_events(ws), failed.run_id)
     for event in events:
         validate_run_event(event)
     kinds = {(e["job"]["name"], e["eventType"]) for e in events}
-    assert kinds == {("hourly", "START"), ("hourly", "FAIL"), ("ranking", "START"),
-                     ("ranking", "FAIL")}
+    assert kinds == {
+        ("hourly", "START"),
+        ("hourly", "FAIL"),
+        ("ranking", "START"),
+        ("ranking", "FAIL"),
+    }
     fail = next(e for e in events if e["job"]["name"] == "hourly" and e["eventType"] == "FAIL")
     error = fail["run"]["facets"]["errorMessage"]
     assert error["message"].startswith("ValueError: bad fares")
@@ -192,7 +211,8 @@ def broken_ranking_pipeline() -> list[Any]:
 
 
 def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
-        spark, pipeline_ws, instance, clean_ol_env):
+    spark, pipeline_ws, instance, clean_ol_env
+):
     """The sensor takes a run's materializations from what the tick read when it read them
     all; a tick that starts after some of them reads the run's log again, so assets the run
     did materialize (before the tick) are not reported failed."""
@@ -200,8 +220,13 @@ def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
     run(scored_assets(), ws, instance)
     process_events(instance, ws)
     resources = {"io_manager": io_manager(ws)}
-    failed = materialize(broken_ranking_pipeline(), instance=instance, resources=resources,
-                         raise_on_error=False, selection=["enriched", "hourly", "ranking"])
+    failed = materialize(
+        broken_ranking_pipeline(),
+        instance=instance,
+        resources=resources,
+        raise_on_error=False,
+        selection=["enriched", "hourly", "ranking"],
+    )
     assert not failed.success
     enriched = instance.fetch_materializations(AssetKey("enriched"), limit=1).records[0]
     assert enriched.run_id == failed.run_id
@@ -213,8 +238,7 @@ def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
     assert kinds == {("hourly", "COMPLETE"): 1, ("ranking", "FAIL"): 1}, kinds
     # The tick met the run midway: the run's own START still comes once, before its end.
     check_parents(all_events)
-    assert [e["eventType"] for e in parent_events(all_events, failed.run_id)] == \
-        ["START", "FAIL"]
+    assert [e["eventType"] for e in parent_events(all_events, failed.run_id)] == ["START", "FAIL"]
     assert ws.store.get("intermediate-data/enriched").record["step"]["run_id"] == failed.run_id
     assert ws.store.get("intermediate-data/enriched").status == "ok"
     assert ws.store.get("results/ranking").status == "failed"
@@ -268,7 +292,8 @@ def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, insta
 
 
 def test_start_names_inputs_read_by_path_from_recorded_lineage(
-        spark, pipeline_ws, instance, clean_ol_env):
+    spark, pipeline_ws, instance, clean_ol_env
+):
     from pyspark.sql import DataFrame
 
     ws = pipeline_ws
@@ -294,28 +319,33 @@ def test_start_names_inputs_read_by_path_from_recorded_lineage(
     for result in (first, second):
         start = start_of(result)
         assert [i["name"] for i in start["inputs"]] == [trips_path]
-        assert [o["facets"]["symlinks"]["identifiers"][0]["name"]
-                for o in start["outputs"]] == ["intermediate-data/by_path"]
+        assert [o["facets"]["symlinks"]["identifiers"][0]["name"] for o in start["outputs"]] == [
+            "intermediate-data/by_path"
+        ]
 
 
 def _time(text: str) -> float:
     return dt.datetime.fromisoformat(text).timestamp()
 
 
-def test_each_dagster_run_starts_and_ends_as_a_job_of_its_own(spark, pipeline_ws, instance,
-                                                               clean_ol_env):
+def test_each_dagster_run_starts_and_ends_as_a_job_of_its_own(
+    spark, pipeline_ws, instance, clean_ol_env
+):
     """A successful, a failed and a cancelled run: each has its own START and COMPLETE, FAIL
     or ABORT, under the run id its assets' runs name as parent and root, dated by the run."""
     from uuid import UUID
 
     ws = pipeline_ws
     succeeded = run(scored_assets(), ws, instance).run_id
-    failed = materialize(failing_pipeline([]), instance=instance,
-                         resources={"io_manager": io_manager(ws)}, raise_on_error=False,
-                         selection=["hourly", "ranking"]).run_id
+    failed = materialize(
+        failing_pipeline([]),
+        instance=instance,
+        resources={"io_manager": io_manager(ws)},
+        raise_on_error=False,
+        selection=["hourly", "ranking"],
+    ).run_id
     cancelled_before_running(ws, instance)
-    [cancelled] = [r.run_id for r in instance.get_runs()
-                   if r.status == DagsterRunStatus.CANCELED]
+    [cancelled] = [r.run_id for r in instance.get_runs() if r.status == DagsterRunStatus.CANCELED]
     process_events(instance, ws)
     events = file_events(ws)
     for event in events:
@@ -329,13 +359,17 @@ def test_each_dagster_run_starts_and_ends_as_a_job_of_its_own(spark, pipeline_ws
         assert end_event["job"]["facets"]["jobType"]["jobType"] == "JOB"
         assert "parent" not in end_event["run"]["facets"]  # the root of its hierarchy
         children = children_of(events, run_id)
-        assert children and {c["run"]["facets"]["parent"]["job"]["name"] for c in children} \
-            == {record.dagster_run.job_name}
+        assert children and {c["run"]["facets"]["parent"]["job"]["name"] for c in children} == {
+            record.dagster_run.job_name
+        }
         # Asset runs' ids are UUIDv7, the Dagster run's its own UUID4: no outbox key collides.
         assert {UUID(c["run"]["runId"]).version for c in children} == {7}
         assert UUID(run_id).version == 4
-        started = record.start_time if record.start_time is not None \
-            else record.create_timestamp.timestamp()  # cancelled while queued: never started
+        started = (
+            record.start_time
+            if record.start_time is not None
+            else record.create_timestamp.timestamp()
+        )  # cancelled while queued: never started
         assert abs(_time(start_event["eventTime"]) - started) < 1e-3
         assert abs(_time(end_event["eventTime"]) - record.end_time) < 1e-3
     assert instance.get_run_record_by_id(cancelled).start_time is None
@@ -345,20 +379,30 @@ def test_each_dagster_run_starts_and_ends_as_a_job_of_its_own(spark, pipeline_ws
 
 
 def test_ticks_meeting_runs_midway_rerun_sensor_and_replay_repeat_no_parent_event(
-        spark, pipeline_ws, instance, clean_ol_env, monkeypatch):
+    spark, pipeline_ws, instance, clean_ol_env, monkeypatch
+):
     """Ticks of two events each meet every run midway and repeat its START: the outbox keeps
     one. Re-reading the log from the start spools nothing; a replay sends each event once."""
     ws = pipeline_ws
     first = run(scored_assets(), ws, instance).run_id
-    second = materialize(failing_pipeline([]), instance=instance,
-                         resources={"io_manager": io_manager(ws)}, raise_on_error=False,
-                         selection=["hourly", "ranking"]).run_id
-    outcome = process_events(instance, ws, batch_size=2, time_budget_seconds=1e-6,
-                             deliver=False)
+    second = materialize(
+        failing_pipeline([]),
+        instance=instance,
+        resources={"io_manager": io_manager(ws)},
+        raise_on_error=False,
+        selection=["hourly", "ranking"],
+    ).run_id
+    outcome = process_events(instance, ws, batch_size=2, time_budget_seconds=1e-6, deliver=False)
     ticks = 1
     while outcome.more:
-        outcome = process_events(instance, ws, after_storage_id=outcome.cursor, batch_size=2,
-                                 time_budget_seconds=1e-6, deliver=False)
+        outcome = process_events(
+            instance,
+            ws,
+            after_storage_id=outcome.cursor,
+            batch_size=2,
+            time_budget_seconds=1e-6,
+            deliver=False,
+        )
         ticks += 1
     assert ticks > 5
     spooled = list(Outbox(ws).events())

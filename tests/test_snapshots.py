@@ -78,8 +78,9 @@ def rewrite(path: Path, text: str) -> None:
     write(path, text)
 
 
-def fresh_step(ws: Workspace, name: str, inputs: list[str], outputs: dict[str, str],
-               **kwargs: Any) -> None:
+def fresh_step(
+    ws: Workspace, name: str, inputs: list[str], outputs: dict[str, str], **kwargs: Any
+) -> None:
     """`run_step` after removing its output folders, so no file is rewritten in place.
 
     (In-place rewrites are covered by their own tests below.)"""
@@ -93,8 +94,15 @@ def chain(ws: Workspace, source: str = "a,b\n1,2\n", mae: float = 1.5) -> None:
     """src/trips.csv -> prep (inter/prep) -> train (results/exp with results.json)."""
     rewrite(ws.root / "data/src/trips.csv", source)
     fresh_step(ws, "prep", [SRC], {"inter/prep": source.upper()}, parameters={"scale": 2})
-    fresh_step(ws, "train", ["inter/prep"], {}, parameters={"gamma": 0.1},
-               results={"mae": mae}, results_dir=RESULTS)
+    fresh_step(
+        ws,
+        "train",
+        ["inter/prep"],
+        {},
+        parameters={"gamma": 0.1},
+        results={"mae": mae},
+        results_dir=RESULTS,
+    )
 
 
 def deterministic_chain(ws: Workspace) -> None:
@@ -102,26 +110,45 @@ def deterministic_chain(ws: Workspace) -> None:
     produce identical data and differ only in their records' times."""
     rewrite(ws.root / "data/src/trips.csv", "a,b\n1,2\n")
     fresh_step(ws, "prep", [SRC], {"inter/prep": "A,B\n1,2\n"}, parameters={"scale": 2})
-    fresh_step(ws, "train", ["inter/prep"], {RESULTS: "pred\n0.5\n"}, parameters={"gamma": 0.1},
-               results_dir=RESULTS)
+    fresh_step(
+        ws,
+        "train",
+        ["inter/prep"],
+        {RESULTS: "pred\n0.5\n"},
+        parameters={"gamma": 0.1},
+        results_dir=RESULTS,
+    )
 
 
 def build(ws: Workspace, source: str, scale: int, mae: float, *, extra: bool = False) -> None:
     """src -> prep, feat (-> extra); lookup (no inputs); prep + feat -> train (results)."""
     rewrite(ws.root / "data/src/trips.csv", source)
-    fresh_step(ws, "prep", [SRC], {"inter/prep": f"{source.upper()}scale={scale}\n"},
-               parameters={"scale": scale})
+    fresh_step(
+        ws,
+        "prep",
+        [SRC],
+        {"inter/prep": f"{source.upper()}scale={scale}\n"},
+        parameters={"scale": scale},
+    )
     fresh_step(ws, "feat", [SRC], {"inter/feat": source[::-1]})
     fresh_step(ws, "lookup", [], {"inter/lookup": "k,v\nx,1\n"})
     if extra:
         fresh_step(ws, "extra", [SRC], {"inter/extra": "extra\n"})
-    fresh_step(ws, "train", ["inter/prep", "inter/feat"], {}, parameters={"gamma": 0.1},
-               results={"mae": mae}, results_dir=RESULTS)
+    fresh_step(
+        ws,
+        "train",
+        ["inter/prep", "inter/feat"],
+        {},
+        parameters={"gamma": 0.1},
+        results={"mae": mae},
+        results_dir=RESULTS,
+    )
 
 
 @pytest.fixture(params=STORES)
-def ws(request: pytest.FixtureRequest, tmp_path: Path,
-       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+def ws(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Workspace]:
     """This suite runs on both stores: SQLite (the default) and PostgreSQL."""
     yield from on_store(request, tmp_path, monkeypatch)
 
@@ -142,35 +169,57 @@ def read(ws: Workspace, ref: str, name: str = "part-0.csv") -> str:
 def index_json(ws: Workspace) -> dict[str, Any]:
     """The snapshot index as the store's tables hold it (read with SQL, not the code read)."""
     tags: dict[str, list[str]] = {}
-    for digest, tag in sql(ws, "SELECT hash, tag FROM dws_snapshot_tags WHERE workspace_id = "
-                               ":ws ORDER BY position"):
+    for digest, tag in sql(
+        ws, "SELECT hash, tag FROM dws_snapshot_tags WHERE workspace_id = :ws ORDER BY position"
+    ):
         tags.setdefault(digest, []).append(tag)
-    rows = sql(ws, "SELECT hash, message, created, metrics, results, resources FROM "
-                   "dws_snapshots WHERE workspace_id = :ws ORDER BY position")
-    return {"snapshots": [
-        {"hash": digest, "tags": tags.get(digest, []), "message": message, "created": created,
-         "metrics": None if metrics is None else json.loads(metrics),
-         "results": json.loads(results),
-         **({} if resources is None else {"resources": json.loads(resources)})}
-        for digest, message, created, metrics, results, resources in rows]}
+    rows = sql(
+        ws,
+        "SELECT hash, message, created, metrics, results, resources FROM "
+        "dws_snapshots WHERE workspace_id = :ws ORDER BY position",
+    )
+    return {
+        "snapshots": [
+            {
+                "hash": digest,
+                "tags": tags.get(digest, []),
+                "message": message,
+                "created": created,
+                "metrics": None if metrics is None else json.loads(metrics),
+                "results": json.loads(results),
+                **({} if resources is None else {"resources": json.loads(resources)}),
+            }
+            for digest, message, created, metrics, results, resources in rows
+        ]
+    }
 
 
 def manifests(ws: Workspace) -> list[str]:
     """The hashes of the snapshots whose manifest (lineage rows) the store holds."""
-    return [row[0] for row in sql(ws, "SELECT DISTINCT hash FROM dws_snapshot_refs WHERE "
-                                      "workspace_id = :ws ORDER BY hash")]
+    return [
+        row[0]
+        for row in sql(
+            ws, "SELECT DISTINCT hash FROM dws_snapshot_refs WHERE workspace_id = :ws ORDER BY hash"
+        )
+    ]
 
 
 def manifest_rows(ws: Workspace, digest: str) -> dict[str, dict[str, Any]]:
     """A snapshot's manifest as its rows hold it: each ref's owner, record and attempt."""
-    rows = sql(ws, "SELECT s.ref, s.owner, r.body, a.body, s.unknown FROM dws_snapshot_refs s "
-                   "LEFT JOIN dws_records r ON r.id = s.record_id "
-                   "LEFT JOIN dws_records a ON a.id = s.attempt_id "
-                   "WHERE s.workspace_id = :ws AND s.hash = :hash", hash=digest)
+    rows = sql(
+        ws,
+        "SELECT s.ref, s.owner, r.body, a.body, s.unknown FROM dws_snapshot_refs s "
+        "LEFT JOIN dws_records r ON r.id = s.record_id "
+        "LEFT JOIN dws_records a ON a.id = s.attempt_id "
+        "WHERE s.workspace_id = :ws AND s.hash = :hash",
+        hash=digest,
+    )
     found = {}
     for ref, owner, record, attempt, unknown in rows:
-        state: dict[str, Any] = {"owner": owner,
-                                 "record": None if record is None else json.loads(record)}
+        state: dict[str, Any] = {
+            "owner": owner,
+            "record": None if record is None else json.loads(record),
+        }
         if attempt is not None:
             state["attempt"] = json.loads(attempt)
         if unknown:
@@ -180,15 +229,18 @@ def manifest_rows(ws: Workspace, digest: str) -> dict[str, dict[str, Any]]:
 
 
 def leftovers(root: Path) -> list[str]:
-    return [str(p) for p in root.rglob("*") if p.name.startswith((".dws-staging-", ".dws-old-"))
-            or (p.name.startswith(".") and p.name.endswith(".tmp"))]
+    return [
+        str(p)
+        for p in root.rglob("*")
+        if p.name.startswith((".dws-staging-", ".dws-old-"))
+        or (p.name.startswith(".") and p.name.endswith(".tmp"))
+    ]
 
 
 # -------------------------------------------------------------------------- taking
 
 
-def test_snapshot_records_index_manifest_and_results_copy_with_full_lineage(
-        ws: Workspace) -> None:
+def test_snapshot_records_index_manifest_and_results_copy_with_full_lineage(ws: Workspace) -> None:
     chain(ws)
     store = ws.store
     src, prep, res = store.get(SRC), store.get("inter/prep"), store.get(RESULTS)
@@ -220,7 +272,8 @@ def test_snapshot_records_index_manifest_and_results_copy_with_full_lineage(
     assert set(manifest) == {SRC, "inter/prep", RESULTS}
     # ... references to the records, not copies: each record is stored once.
     assert sql(ws, "SELECT count(*) FROM dws_records")[0][0] == len(
-        sql(ws, "SELECT DISTINCT body FROM dws_records"))
+        sql(ws, "SELECT DISTINCT body FROM dws_records")
+    )
 
     # Results copy: results.json byte-identical, lineage.json with the transitive lineage.
     original = ws.local_path(RESULTS)
@@ -234,7 +287,10 @@ def test_snapshot_records_index_manifest_and_results_copy_with_full_lineage(
     records = lineage["records"]
     assert records[0] == res.record  # the results record itself first
     assert {(r["ref"], r["version"]) for r in records} == {
-        (RESULTS, res.version), ("inter/prep", prep.version), (SRC, src.version)}
+        (RESULTS, res.version),
+        ("inter/prep", prep.version),
+        (SRC, src.version),
+    }
     by_ref = {r["ref"]: r for r in records}
     assert by_ref["inter/prep"] == prep.record
     assert by_ref[SRC] == src.record
@@ -254,7 +310,8 @@ def test_untagged_snapshot_names_results_copy_by_hash_prefix(ws: Workspace) -> N
     folder = ws.resource_root("results") / "snapshots" / name / "exp"
     assert (folder / "results.json").is_file() and (folder / "lineage.json").is_file()
     assert index_json(ws)["snapshots"][0]["results"] == [
-        {"ref": RESULTS, "folder": f"snapshots/{name}"}]
+        {"ref": RESULTS, "folder": f"snapshots/{name}"}
+    ]
 
 
 def test_second_snapshot_of_unchanged_state_writes_nothing(ws: Workspace) -> None:
@@ -302,9 +359,12 @@ def test_hash_is_stable_over_time_and_reruns_with_identical_data(ws: Workspace) 
     record_before = ws.store.get("inter/prep").record
     time.sleep(1.1)
     assert snapshot_hash(ws, ws.store.state(), *current_data(ws)) == first.info.hash
-    assert snapshot_hash(Workspace.open(ws.root), Workspace.open(ws.root).store.state(),
-                         *current_data(ws)) \
+    assert (
+        snapshot_hash(
+            Workspace.open(ws.root), Workspace.open(ws.root).store.state(), *current_data(ws)
+        )
         == first.info.hash
+    )
 
     deterministic_chain(ws)  # same data and parameters, new records with new times
     record_after = ws.store.get("inter/prep").record
@@ -314,8 +374,9 @@ def test_hash_is_stable_over_time_and_reruns_with_identical_data(ws: Workspace) 
     assert not again.created and again.info.hash == first.info.hash
 
 
-def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
-                                                                tmp_path: Path) -> None:
+def test_copied_workspace_has_same_hash_and_finds_its_snapshots(
+    ws: Workspace, tmp_path: Path
+) -> None:
     chain(ws)
     outcome = take_snapshot(ws, "v1")
     moved = tmp_path / "elsewhere" / "copy-of-ws"
@@ -325,8 +386,7 @@ def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
     assert other.root == moved
     assert snapshot_hash(other, other.store.state(), *current_data(other)) == outcome.info.hash
     assert resolve_snapshot(other, "v1").hash == outcome.info.hash
-    assert [i.to_json() for i in list_snapshots(other)] == [i.to_json()
-                                                            for i in list_snapshots(ws)]
+    assert [i.to_json() for i in list_snapshots(other)] == [i.to_json() for i in list_snapshots(ws)]
     assert not take_snapshot(other).created
     # The copy's lineage is usable where it now lives: a restore finds nothing to do.
     report = restore_snapshot(other, "v1")
@@ -337,9 +397,12 @@ def test_copied_workspace_has_same_hash_and_finds_its_snapshots(ws: Workspace,
 def test_manifest_and_results_lineage_hold_no_absolute_paths_or_hostname(ws: Workspace) -> None:
     chain(ws)
     info = take_snapshot(ws, "v1").info
-    texts = [json.dumps(manifest_rows(ws, info.hash)), json.dumps(index_json(ws)),
-             (ws.resource_root("results") / "snapshots/v1/exp/lineage.json").read_text(),
-             db_bytes(ws).decode("latin-1")]  # and nowhere else in the store's files
+    texts = [
+        json.dumps(manifest_rows(ws, info.hash)),
+        json.dumps(index_json(ws)),
+        (ws.resource_root("results") / "snapshots/v1/exp/lineage.json").read_text(),
+        db_bytes(ws).decode("latin-1"),
+    ]  # and nowhere else in the store's files
     host = socket.gethostname()
     for text in texts:
         assert str(ws.root) not in text
@@ -407,15 +470,18 @@ def _two_snapshots(ws: Workspace) -> dict[str, Any]:
         parsed_root = ws.resource_root(ref.split("/")[0])
         keep_copy(parsed_root, ref.split("/", 1)[1], ws.version_of(ref), ws.local_path(ref))
     v1 = take_snapshot(ws, "v1", message="first").info
-    snap1 = {"states": store.state(), "results_json": (ws.local_path(RESULTS) /
-                                                       "results.json").read_bytes(),
-             "data": {ref: read(ws, ref) for ref in (SRC, "inter/prep", "inter/feat")}}
+    snap1 = {
+        "states": store.state(),
+        "results_json": (ws.local_path(RESULTS) / "results.json").read_bytes(),
+        "data": {ref: read(ws, ref) for ref in (SRC, "inter/prep", "inter/feat")},
+    }
     build(ws, "a,b\n3,4\n5,6\n", scale=2, mae=1.2, extra=True)
     v2 = take_snapshot(ws, "v2", message="second").info
-    snap2 = {"states": store.state(), "results_json": (ws.local_path(RESULTS) /
-                                                       "results.json").read_bytes(),
-             "data": {ref: read(ws, ref) for ref in (SRC, "inter/prep", "inter/feat",
-                                                     "inter/extra")}}
+    snap2 = {
+        "states": store.state(),
+        "results_json": (ws.local_path(RESULTS) / "results.json").read_bytes(),
+        "data": {ref: read(ws, ref) for ref in (SRC, "inter/prep", "inter/feat", "inter/extra")},
+    }
     return {"v1": v1, "v2": v2, "s1": snap1, "s2": snap2}
 
 
@@ -447,11 +513,11 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
         assert versions(now) == versions(s1["states"])
         assert statuses(now) == statuses(s1["states"])
         assert {ref: state.record for ref, state in now.items()} == {
-            ref: state.record for ref, state in s1["states"].items()}
+            ref: state.record for ref, state in s1["states"].items()
+        }
         for ref in (SRC, "inter/prep", "inter/feat"):
             assert read(workspace, ref) == s1["data"][ref]
-        assert (workspace.local_path(RESULTS) / "results.json").read_bytes() \
-            == s1["results_json"]
+        assert (workspace.local_path(RESULTS) / "results.json").read_bytes() == s1["results_json"]
         assert not (workspace.local_path(RESULTS) / "lineage.json").exists()
         for ref in (SRC, "inter/prep", RESULTS, "inter/lookup", "inter/feat"):
             assert workspace.version_of(ref) == s1["states"][ref].version
@@ -475,8 +541,7 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
         assert statuses(now) == statuses(s2["states"])
         for ref, text in s2["data"].items():
             assert read(workspace, ref) == text
-        assert (workspace.local_path(RESULTS) / "results.json").read_bytes() \
-            == s2["results_json"]
+        assert (workspace.local_path(RESULTS) / "results.json").read_bytes() == s2["results_json"]
     # The restored state is exactly v2 again: snapshotting it creates nothing new.
     again = take_snapshot(ws)
     assert not again.created and again.info.hash == snaps["v2"].hash
@@ -484,15 +549,19 @@ def test_change_snapshot_restore_round_trip(ws: Workspace) -> None:
 
 
 def test_restore_refuses_when_retained_data_was_lost_and_partial_marks_it_unknown(
-        ws: Workspace) -> None:
+    ws: Workspace,
+) -> None:
     snaps = _two_snapshots(ws)
     s1, s2 = snaps["s1"], snaps["s2"]
     lose_retained(ws, "inter/feat", versions(s1["states"])["inter/feat"])
 
     before = workspace_state(ws)
-    with pytest.raises(SnapshotRestoreError, match=r"inter/feat: version .* was not kept "
-                       r"\(its retained files are missing.*re-run its step.*nothing was "
-                       r"changed.*partial=True"):
+    with pytest.raises(
+        SnapshotRestoreError,
+        match=r"inter/feat: version .* was not kept "
+        r"\(its retained files are missing.*re-run its step.*nothing was "
+        r"changed.*partial=True",
+    ):
         restore_snapshot(ws, "v1")
     assert workspace_state(ws) == before
 
@@ -520,8 +589,7 @@ def test_restore_refuses_when_retained_data_was_lost_and_partial_marks_it_unknow
 def test_restore_by_hash_prefix_and_progress(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     seen: list[str] = []
-    report = restore_snapshot(ws, snaps["v1"].hash[:10], progress=seen.append,
-                              partial=True)
+    report = restore_snapshot(ws, snaps["v1"].hash[:10], progress=seen.append, partial=True)
     assert report.info.hash == snaps["v1"].hash
     assert seen == sorted({*snaps["s1"]["states"], "code", "src"})
 
@@ -529,8 +597,9 @@ def test_restore_by_hash_prefix_and_progress(ws: Workspace) -> None:
 # ---------------------------------------------------------------------- atomicity
 
 
-def test_failure_at_last_step_of_taking_leaves_no_trace(ws: Workspace,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_at_last_step_of_taking_leaves_no_trace(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     chain(ws)
     take_snapshot(ws, "v1")
 
@@ -605,8 +674,13 @@ def test_failure_in_second_results_resource_rolls_back_the_first(ws: Workspace) 
 def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
     snaps = _two_snapshots(ws)
     s1, s2 = snaps["s1"]["states"], snaps["s2"]["states"]
-    v = {ref: (short(s1[ref].version) if ref in s1 else None,
-               short(s2[ref].version) if ref in s2 else None) for ref in s1.keys() | s2.keys()}
+    v = {
+        ref: (
+            short(s1[ref].version) if ref in s1 else None,
+            short(s2[ref].version) if ref in s2 else None,
+        )
+        for ref in s1.keys() | s2.keys()
+    }
 
     changes = {c.ref: c for c in diff_states(lineage_state(ws, "v1"), lineage_state(ws, "v2"))}
 
@@ -623,8 +697,9 @@ def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
         f"version {v['inter/feat'][0]} -> {v['inter/feat'][1]}",
         f"input {SRC} {v[SRC][0]} -> {v[SRC][1]}",
     ]
-    assert changes["inter/extra"] == RefChange("inter/extra", "added",
-                                               [f"version {v['inter/extra'][1]}"])
+    assert changes["inter/extra"] == RefChange(
+        "inter/extra", "added", [f"version {v['inter/extra'][1]}"]
+    )
     assert changes[RESULTS].changes == [
         f"version {v[RESULTS][0]} -> {v[RESULTS][1]}",
         f"input inter/feat {v['inter/feat'][0]} -> {v['inter/feat'][1]}",
@@ -632,8 +707,9 @@ def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
         "metrics changed",
     ]
     backwards = {c.ref: c for c in diff_states(lineage_state(ws, "v2"), lineage_state(ws, "v1"))}
-    assert backwards["inter/extra"] == RefChange("inter/extra", "removed",
-                                                 [f"version {v['inter/extra'][1]}"])
+    assert backwards["inter/extra"] == RefChange(
+        "inter/extra", "removed", [f"version {v['inter/extra'][1]}"]
+    )
     assert backwards["inter/prep"].changes[1] == "parameter scale: 2 -> 1"
 
     # `current` as the B side: right after v2 nothing differs; after restoring v1 only the
@@ -642,7 +718,8 @@ def test_diff_names_refs_and_old_and_new_values(ws: Workspace) -> None:
     lose_retained(ws, "inter/feat", s1["inter/feat"].version)
     restore_snapshot(ws, "v1", partial=True)
     assert diff_states(lineage_state(ws, "v1"), lineage_state(ws, "current")) == [
-        RefChange("inter/feat", "changed", ["status ok -> unknown"])]
+        RefChange("inter/feat", "changed", ["status ok -> unknown"])
+    ]
     assert lineage_state(ws, snaps["v2"].hash[:8]).keys() == s2.keys()
 
 
@@ -653,8 +730,12 @@ def test_unknown_name_is_snapshot_not_found_and_changes_nothing(ws: Workspace) -
     chain(ws)
     take_snapshot(ws, "v1")
     before = workspace_state(ws)
-    for action in (lambda: resolve_snapshot(ws, "nope"), lambda: restore_snapshot(ws, "nope"),
-                   lambda: lineage_state(ws, "nope"), lambda: delete_snapshot(ws, "nope")):
+    for action in (
+        lambda: resolve_snapshot(ws, "nope"),
+        lambda: restore_snapshot(ws, "nope"),
+        lambda: lineage_state(ws, "nope"),
+        lambda: delete_snapshot(ws, "nope"),
+    ):
         with pytest.raises(SnapshotNotFoundError) as caught:
             action()
         assert isinstance(caught.value, DwsError)
@@ -699,9 +780,14 @@ def test_ambiguous_prefix_of_four_or_more_characters(ws: Workspace) -> None:
     [real] = _many_snapshots(ws, 1)
     # Construct the ambiguity: an index entry whose hash shares the first 6 characters.
     twin = real[:6] + ("f" if real[6] != "f" else "e") + real[7:]
-    damage(ws, "INSERT INTO dws_snapshots (workspace_id, hash, position, message, created, "
-               "metrics, results) SELECT workspace_id, :twin, position + 1, message, created, "
-               "metrics, results FROM dws_snapshots WHERE hash = :real", twin=twin, real=real)
+    damage(
+        ws,
+        "INSERT INTO dws_snapshots (workspace_id, hash, position, message, created, "
+        "metrics, results) SELECT workspace_id, :twin, position + 1, message, created, "
+        "metrics, results FROM dws_snapshots WHERE hash = :real",
+        twin=twin,
+        real=real,
+    )
     before = workspace_state(ws)
 
     for prefix in (real[:4], real[:6]):
@@ -732,8 +818,22 @@ def test_duplicate_tag_on_a_different_state_is_refused(ws: Workspace) -> None:
     assert [i.tags for i in list_snapshots(ws)] == [["v1"]]
 
 
-@pytest.mark.parametrize("tag", ["has space", "tab\there", "a/b", "a\\b", "current", "",
-                                 ".", "..", "abcdef12", "0123456789abcdef", "x" * 129])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "has space",
+        "tab\there",
+        "a/b",
+        "a\\b",
+        "current",
+        "",
+        ".",
+        "..",
+        "abcdef12",
+        "0123456789abcdef",
+        "x" * 129,
+    ],
+)
 def test_invalid_tags_are_refused_before_anything_is_written(ws: Workspace, tag: str) -> None:
     chain(ws)
     before = workspace_state(ws)
@@ -746,8 +846,9 @@ def test_invalid_tags_are_refused_before_anything_is_written(ws: Workspace, tag:
     assert index_json(ws) == {"snapshots": []} and manifests(ws) == []
 
 
-@pytest.mark.parametrize("tag", ["v1", "best-model", "run_2024.01", "ABCDEF12", "v-abcdef12",
-                                 "x" * 128])
+@pytest.mark.parametrize(
+    "tag", ["v1", "best-model", "run_2024.01", "ABCDEF12", "v-abcdef12", "x" * 128]
+)
 def test_valid_tags_are_accepted(tag: str) -> None:
     assert validate_tag(tag) == tag
 
@@ -768,28 +869,44 @@ def test_tag_that_is_a_usable_hash_prefix_is_refused(ws: Workspace) -> None:
 
 def _bad_record(ws: Workspace, ref: str, body: str) -> int:
     """A record row holding `body` (as a restored backup of another version might)."""
-    sql(ws, "INSERT INTO dws_records (workspace_id, ref, version, good, digest, identity, body) "
-            "VALUES (:ws, :ref, 'v', TRUE, :digest, :digest, :body)", ref=ref, body=body,
-        digest=f"damaged-{len(body)}-{abs(hash(body))}"[:32])
+    sql(
+        ws,
+        "INSERT INTO dws_records (workspace_id, ref, version, good, digest, identity, body) "
+        "VALUES (:ws, :ref, 'v', TRUE, :digest, :digest, :body)",
+        ref=ref,
+        body=body,
+        digest=f"damaged-{len(body)}-{abs(hash(body))}"[:32],
+    )
     return sql(ws, "SELECT max(id) FROM dws_records")[0][0]
 
 
-@pytest.mark.parametrize("body", ['{"format": 1, "hash": "', "[]",
-                                  '{"ref": "inter/prep", "version": 7}', "OTHER_REF"])
-def test_corrupt_manifest_is_workspace_config_error_on_restore(ws: Workspace,
-                                                               body: str) -> None:
+@pytest.mark.parametrize(
+    "body", ['{"format": 1, "hash": "', "[]", '{"ref": "inter/prep", "version": 7}', "OTHER_REF"]
+)
+def test_corrupt_manifest_is_workspace_config_error_on_restore(ws: Workspace, body: str) -> None:
     snaps = _two_snapshots(ws)
     digest = snaps["v1"].hash
     if body == "OTHER_REF":  # a good record, of another ref
-        body = sql(ws, "SELECT r.body FROM dws_snapshot_refs s JOIN dws_records r ON "
-                       "r.id = s.record_id WHERE s.hash = :hash AND s.ref = :ref",
-                   hash=digest, ref=SRC)[0][0]
-    damage(ws, "UPDATE dws_snapshot_refs SET record_id = :id WHERE hash = :hash AND "
-               "ref = 'inter/prep'", id=_bad_record(ws, "inter/prep", body), hash=digest)
+        body = sql(
+            ws,
+            "SELECT r.body FROM dws_snapshot_refs s JOIN dws_records r ON "
+            "r.id = s.record_id WHERE s.hash = :hash AND s.ref = :ref",
+            hash=digest,
+            ref=SRC,
+        )[0][0]
+    damage(
+        ws,
+        "UPDATE dws_snapshot_refs SET record_id = :id WHERE hash = :hash AND ref = 'inter/prep'",
+        id=_bad_record(ws, "inter/prep", body),
+        hash=digest,
+    )
     before = workspace_state(ws)
-    for action in (lambda: restore_snapshot(ws, "v1"), lambda: lineage_state(ws, "v1"),
-                   lambda: diff_states(lineage_state(ws, "v1"), ws.store.state()),
-                   lambda: restore_snapshot(ws, "v1", partial=True)):
+    for action in (
+        lambda: restore_snapshot(ws, "v1"),
+        lambda: lineage_state(ws, "v1"),
+        lambda: diff_states(lineage_state(ws, "v1"), ws.store.state()),
+        lambda: restore_snapshot(ws, "v1", partial=True),
+    ):
         with pytest.raises(WorkspaceConfigError) as caught:
             action()
         message = str(caught.value)
@@ -806,8 +923,9 @@ INDEX_DAMAGE = {
     "results not JSON": "UPDATE dws_snapshots SET results = '[{'",
     "results not a list": "UPDATE dws_snapshots SET results = '{}'",
     "results entry not an object": "UPDATE dws_snapshots SET results = '[7]'",
-    "results entry without folder":
-        """UPDATE dws_snapshots SET results = '[{"ref": "results/exp"}]'""",
+    "results entry without folder": (
+        """UPDATE dws_snapshots SET results = '[{"ref": "results/exp"}]'"""
+    ),
     "metrics not an object": "UPDATE dws_snapshots SET metrics = '[1, 2]'",
     "message not text": "UPDATE dws_snapshots SET message = x'00ff'",
     "created not text": "UPDATE dws_snapshots SET created = x'07'",
@@ -826,9 +944,13 @@ def test_corrupt_index_is_workspace_config_error(ws: Workspace, damaged: str) ->
     take_snapshot(ws, "v1")
     damage(ws, INDEX_DAMAGE[damaged] + " WHERE workspace_id = :ws", missing="0" * 32)
     before = workspace_state(ws)
-    for action in (lambda: list_snapshots(ws), lambda: resolve_snapshot(ws, "v1"),
-                   lambda: take_snapshot(ws, "v2"), lambda: restore_snapshot(ws, "v1"),
-                   lambda: delete_snapshot(ws, "v1")):
+    for action in (
+        lambda: list_snapshots(ws),
+        lambda: resolve_snapshot(ws, "v1"),
+        lambda: take_snapshot(ws, "v2"),
+        lambda: restore_snapshot(ws, "v1"),
+        lambda: delete_snapshot(ws, "v1"),
+    ):
         with pytest.raises(WorkspaceConfigError) as caught:
             action()
         message = str(caught.value)
@@ -839,7 +961,8 @@ def test_corrupt_index_is_workspace_config_error(ws: Workspace, damaged: str) ->
 
 @pytest.mark.parametrize("table", ["dws_snapshots", "dws_snapshot_tags"])
 def test_a_position_that_is_not_a_number_is_named_when_a_snapshot_is_added(
-        ws: Workspace, table: str) -> None:
+    ws: Workspace, table: str
+) -> None:
     sqlite_only(ws)
     chain(ws)
     take_snapshot(ws, "v1")
@@ -903,18 +1026,22 @@ def test_deleting_the_last_restored_snapshot_keeps_the_store_readable(ws: Worksp
     assert {ref: (s.version, s.status) for ref, s in fresh.store.items()} == expected
     assert fresh.store.get("inter/feat").status == "unknown"
     # Another process reads it too, and new lineage can still be recorded on top of it.
-    result = run_python(textwrap.dedent("""
+    result = run_python(
+        textwrap.dedent("""
         import json
         from dws_dagster import Workspace
         ws = Workspace.open('.')
         print(json.dumps({ref: s.version for ref, s in ws.store.items()}))
-    """), ws.root)
+    """),
+        ws.root,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {ref: v for ref, (v, _) in expected.items()}
     fresh_step(fresh, "feat", [SRC], {"inter/feat": "rebuilt\n"})
     assert Workspace.open(ws.root).store.get("inter/feat").status == "ok"
-    assert restore_snapshot(Workspace.open(ws.root), "v2", partial=True).info.hash \
-        == snaps["v2"].hash
+    assert (
+        restore_snapshot(Workspace.open(ws.root), "v2", partial=True).info.hash == snaps["v2"].hash
+    )
 
 
 # --------------------------------------------------------------------- concurrency
@@ -947,9 +1074,14 @@ def test_two_processes_snapshot_the_same_state_at_once(ws: Workspace, tmp_path: 
     sync.mkdir()
     tags = ["alpha", "beta"]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = list(pool.map(
-            lambda tag: run_python(RACE, ws.root, tag, str(sync),
-                                   *[t for t in tags if t != tag]), tags))
+        runs = list(
+            pool.map(
+                lambda tag: run_python(
+                    RACE, ws.root, tag, str(sync), *[t for t in tags if t != tag]
+                ),
+                tags,
+            )
+        )
     for run in runs:
         assert run.returncode == 0, run.stderr
     outs = [json.loads(run.stdout) for run in runs]
@@ -983,13 +1115,11 @@ def test_kept_copy_survives_an_in_place_rewrite(ws: Workspace) -> None:
 
 def test_archived_results_survive_an_in_place_rewrite_after_restore(ws: Workspace) -> None:
     rewrite(ws.root / "data/src/trips.csv", "a\n1\n")
-    fresh_step(ws, "train", [SRC], {RESULTS: "pred-v1\n"}, results={"m": 1},
-               results_dir=RESULTS)
+    fresh_step(ws, "train", [SRC], {RESULTS: "pred-v1\n"}, results={"m": 1}, results_dir=RESULTS)
     take_snapshot(ws, "v1")
     archived = ws.resource_root("results") / "snapshots" / "v1" / "exp"
     archived_before = tree_state(archived)
-    fresh_step(ws, "train", [SRC], {RESULTS: "pred-v2\n"}, results={"m": 2},
-               results_dir=RESULTS)
+    fresh_step(ws, "train", [SRC], {RESULTS: "pred-v2\n"}, results={"m": 2}, results_dir=RESULTS)
     take_snapshot(ws, "v2")
     assert RESULTS in restore_snapshot(ws, "v1").data_restored
     assert read(ws, RESULTS) == "pred-v1\n"
@@ -1011,17 +1141,23 @@ def test_restoring_results_at_resource_root_keeps_archived_copies(ws: Workspace)
     report = restore_snapshot(ws, "v1")
 
     assert report.data_restored == ["results"]
-    assert json.loads((ws.resource_root("results") / "results.json").read_text())[
-        "metrics"] == {"m": 1}
+    assert json.loads((ws.resource_root("results") / "results.json").read_text())["metrics"] == {
+        "m": 1
+    }
     assert tree_state(folder) == archived_before
 
 
 def test_archived_results_copy_agrees_with_its_lineage_json(ws: Workspace) -> None:
     rewrite(ws.root / "data/src/trips.csv", "a\n1\n")
     fresh_step(ws, "train", [SRC], {}, results={"m": 1}, results_dir=RESULTS)
-    builder = LineageBuilder().with_step_name("train").with_parameters({}) \
-        .with_workspace_directory(ws.root).with_input_refs([SRC]).as_results_step(
-            ws.local_path(RESULTS))
+    builder = (
+        LineageBuilder()
+        .with_step_name("train")
+        .with_parameters({})
+        .with_workspace_directory(ws.root)
+        .with_input_refs([SRC])
+        .as_results_step(ws.local_path(RESULTS))
+    )
     with pytest.raises(RuntimeError, match="crash"), builder.eval() as lineage:
         lineage.write_results({"m": 99})
         raise RuntimeError("crash after writing results")
@@ -1045,16 +1181,28 @@ def test_archived_results_copy_agrees_with_its_lineage_json(ws: Workspace) -> No
 IDENTITY_CASES = [
     LineageRecord(ref="inter/a", version="v1"),
     LineageRecord(ref="inter/a", version=None, status="failed", error="boom"),
-    LineageRecord(ref="src/a", version="v2", step=StepInfo(name="observation",
-                                                           kind="observation")),
+    LineageRecord(ref="src/a", version="v2", step=StepInfo(name="observation", kind="observation")),
     LineageRecord(
-        ref="results/exp", version="v3",
-        step=StepInfo(name="train", kind="dagster-asset", run_id="r-1", partition="2026-01",
-                      code_version="7", git_commit="abc", code=(("code/x", "c1"),),
-                      command_line=("train.py", "--gamma", "0.1")),
-        parameters={"gamma": 0.1, "nested": {"a": [1, 2]}}, inputs=(("inter/p", "v9"),),
-        provenance={"inter/p": "v9", "src/a": "v2"}, start_time="2026-01-01T00:00:00",
-        end_time="2026-01-01T00:00:05", metrics={"mae": 1.5}, extra={"checks": []}),
+        ref="results/exp",
+        version="v3",
+        step=StepInfo(
+            name="train",
+            kind="dagster-asset",
+            run_id="r-1",
+            partition="2026-01",
+            code_version="7",
+            git_commit="abc",
+            code=(("code/x", "c1"),),
+            command_line=("train.py", "--gamma", "0.1"),
+        ),
+        parameters={"gamma": 0.1, "nested": {"a": [1, 2]}},
+        inputs=(("inter/p", "v9"),),
+        provenance={"inter/p": "v9", "src/a": "v2"},
+        start_time="2026-01-01T00:00:00",
+        end_time="2026-01-01T00:00:05",
+        metrics={"mae": 1.5},
+        extra={"checks": []},
+    ),
 ]
 
 
@@ -1063,18 +1211,19 @@ def test_record_identity_from_json_is_the_records_identity(record: LineageRecord
     from dws_dagster.workspace.files import canonical_json
 
     data = json.loads(json.dumps(record.to_json()))
-    assert canonical_json(snapshots_module.record_identity(data)) == \
-        canonical_json(record.identity())
+    assert canonical_json(snapshots_module.record_identity(data)) == canonical_json(
+        record.identity()
+    )
     # a record written without the optional keys reads the same way
-    assert snapshots_module.record_identity({"ref": "x", "step": {}}) == \
-        LineageRecord.from_json({"ref": "x", "step": {}}).identity()
+    assert (
+        snapshots_module.record_identity({"ref": "x", "step": {}})
+        == LineageRecord.from_json({"ref": "x", "step": {}}).identity()
+    )
 
 
 def test_diff_sees_a_status_change_of_an_unchanged_record(ws: Workspace) -> None:
     rec = LineageRecord(ref="inter/a", version="v1", step=StepInfo(name="s")).to_json()
     before = {"inter/a": RefState(owner="s", record=rec)}
     after = {"inter/a": RefState(owner="s", record=copy.deepcopy(rec), unknown=True)}
-    assert diff_states(before, after) == [RefChange("inter/a", "changed",
-                                                    ["status ok -> unknown"])]
-    assert diff_states(before, {"inter/a": RefState(owner="s",
-                                                    record=copy.deepcopy(rec))}) == []
+    assert diff_states(before, after) == [RefChange("inter/a", "changed", ["status ok -> unknown"])]
+    assert diff_states(before, {"inter/a": RefState(owner="s", record=copy.deepcopy(rec))}) == []

@@ -30,12 +30,17 @@ from tests.spark_cluster import (
 
 pytestmark = [pytest.mark.slow]
 
-STEPS: list[tuple[str, str | None]] = [(TAXI_JOB, "2024-01-01"),
-                                        (WEATHER_JOB, EXAMPLE_START.isoformat())]
-REFS = {f"intermediate-data/{name}/2024-01" for name in
-        ("yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals")} | {
+STEPS: list[tuple[str, str | None]] = [
+    (TAXI_JOB, "2024-01-01"),
+    (WEATHER_JOB, EXAMPLE_START.isoformat()),
+]
+REFS = {
+    f"intermediate-data/{name}/2024-01"
+    for name in ("yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals")
+} | {
     f"intermediate-data/{name}/{EXAMPLE_START.isoformat()}"
-    for name in ("weather_staging", "weather_raw")}
+    for name in ("weather_staging", "weather_raw")
+}
 
 CLUSTER_RUN = """
 import json, sys
@@ -73,7 +78,8 @@ def _sensor_view(root: Path, home: Path) -> dict:
 
 @pytest.mark.spark
 def test_the_example_on_a_cluster_has_the_versions_and_lineage_of_local_mode(
-        spark, cluster, tmp_path, monkeypatch):
+    spark, cluster, tmp_path, monkeypatch
+):
     for name in list(os.environ):
         if name.startswith("OPENLINEAGE"):
             monkeypatch.delenv(name)
@@ -82,17 +88,20 @@ def test_the_example_on_a_cluster_has_the_versions_and_lineage_of_local_mode(
     # Same folder name on both sides: it is the workspace's name, the OpenLineage namespace.
     local_root, cluster_root = tmp_path / "local" / "example", tmp_path / "cluster" / "example"
 
-    local = run_example_steps(local_root, tmp_path / "local" / "dagster_home",
-                              SPARK_CONFIG, STEPS)
+    local = run_example_steps(local_root, tmp_path / "local" / "dagster_home", SPARK_CONFIG, STEPS)
     assert local["master"].startswith("local")
 
-    result = run_python(CLUSTER_RUN, tmp_path, str(cluster_root),
-                        str(tmp_path / "cluster" / "dagster_home"), json.dumps(STEPS),
-                        cluster.url, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:] + \
-        cluster.logs()
-    [line] = [line for line in result.stdout.splitlines()
-              if line.startswith("DWS-CLUSTER-RUN ")]
+    result = run_python(
+        CLUSTER_RUN,
+        tmp_path,
+        str(cluster_root),
+        str(tmp_path / "cluster" / "dagster_home"),
+        json.dumps(STEPS),
+        cluster.url,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:] + cluster.logs()
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("DWS-CLUSTER-RUN ")]
     remote = json.loads(line.split(" ", 1)[1])
     # The driver ran on the cluster and an executor in the worker did the work.
     assert remote["master"] == cluster.url

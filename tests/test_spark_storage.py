@@ -24,11 +24,12 @@ pytestmark = pytest.mark.spark
 
 
 def trips(spark, n: int = 2000, shift: int = 0):
-    return (spark.range(n)
-            .select((F.col("id") % 50).alias("zone"),
-                    (F.col("id") * 7 + shift).alias("fare_cents"),
-                    F.concat(F.lit("t"), F.col("id").cast("string")).alias("trip"),
-                    F.create_map(F.lit("k"), F.col("id")).alias("tags")))
+    return spark.range(n).select(
+        (F.col("id") % 50).alias("zone"),
+        (F.col("id") * 7 + shift).alias("fare_cents"),
+        F.concat(F.lit("t"), F.col("id").cast("string")).alias("trip"),
+        F.create_map(F.lit("k"), F.col("id")).alias("tags"),
+    )
 
 
 def rows(df) -> list:
@@ -72,7 +73,8 @@ def test_same_content_same_version_whatever_the_partitioning(spark, tmp_path: Pa
 def test_any_change_gives_a_new_version(spark, tmp_path: Path) -> None:
     base = write_atomic(trips(spark), str(tmp_path / "a")).version
     one_value = trips(spark).withColumn(
-        "fare_cents", F.when(F.col("trip") == "t1999", 0).otherwise(F.col("fare_cents")))
+        "fare_cents", F.when(F.col("trip") == "t1999", 0).otherwise(F.col("fare_cents"))
+    )
     assert write_atomic(one_value, str(tmp_path / "b")).version != base
     assert write_atomic(trips(spark).limit(1999), str(tmp_path / "c")).version != base
     renamed = trips(spark).withColumnRenamed("zone", "zone_id")
@@ -98,8 +100,9 @@ spark.stop()
 """
     result = run_python(code, tmp_path, str(tmp_path / "there"), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    there = next(line.split()[1] for line in result.stdout.splitlines()
-                 if line.startswith("VERSION"))
+    there = next(
+        line.split()[1] for line in result.stdout.splitlines() if line.startswith("VERSION")
+    )
     assert there == here
     assert effective_version(tmp_path / "there") == here
 
@@ -167,8 +170,12 @@ def test_hadoop_filesystem_path(spark, tmp_path: Path) -> None:
     assert read(spark, location).count() == 2000
     marker = orjson.loads((tmp_path / "remote" / MARKER_NAME).read_bytes())
     assert marker["version"] == again.version
-    assert orjson.loads((tmp_path / "kept" / f"@{first.version}" / MARKER_NAME)
-                        .read_bytes())["version"] == first.version
+    assert (
+        orjson.loads((tmp_path / "kept" / f"@{first.version}" / MARKER_NAME).read_bytes())[
+            "version"
+        ]
+        == first.version
+    )
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dws-")]
 
 
@@ -177,7 +184,6 @@ def test_bad_format_and_missing_data(spark, tmp_path: Path) -> None:
         write_atomic(trips(spark, 10), str(tmp_path / "x"), fmt="xlsx")
     with pytest.raises(StorageError, match="no data at"):
         read(spark, str(tmp_path / "never"))
-
 
 
 def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
@@ -200,17 +206,26 @@ def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
     assert _exact_sum(limbs, "h") == sum(extremes)
 
 
-@pytest.mark.parametrize(("fmt", "partition_by"), [("parquet", None), ("orc", ["zone"]),
-                                                   ("csv", None), ("json", ["zone"])])
+@pytest.mark.parametrize(
+    ("fmt", "partition_by"),
+    [("parquet", None), ("orc", ["zone"]), ("csv", None), ("json", ["zone"])],
+)
 def test_files_versioning_counts_rows_from_sparks_record_of_the_write(
-        spark, tmp_path: Path, fmt: str, partition_by: list[str] | None) -> None:
+    spark, tmp_path: Path, fmt: str, partition_by: list[str] | None
+) -> None:
     """The row count comes from the write's own metrics: no second Spark job over the files."""
     # A sort samples its input in a job of its own within the write: only the write's rows count.
     df = trips(spark, n=1234).drop("tags").orderBy("fare_cents")  # and CSV has no maps
     store = spark._jsparkSession.sharedState().statusStore()
     before = store.executionsCount()
-    result = write_atomic(df, str(tmp_path / "out"), fmt=fmt, partition_by=partition_by,
-                          versioning="files", what="asset 'counted'")
+    result = write_atomic(
+        df,
+        str(tmp_path / "out"),
+        fmt=fmt,
+        partition_by=partition_by,
+        versioning="files",
+        what="asset 'counted'",
+    )
     assert result.row_count == 1234
     assert store.executionsCount() == before + 1  # the write, and nothing else
     newest = store.executionsList(int(before), 1).head()
@@ -219,7 +234,8 @@ def test_files_versioning_counts_rows_from_sparks_record_of_the_write(
 
 
 def test_files_versioning_counts_the_files_when_sparks_record_is_unreadable(
-        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dws_dagster.spark import storage
 
     monkeypatch.setattr(storage, "rows_written", lambda spark, description: None)

@@ -83,14 +83,21 @@ def _data_folder(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("depth", ["top", "nested"])
 def test_versions_skip_special_files_with_a_warning_naming_them(
-        tmp_path: Path, unix_socket: Path, kind: str, depth: str) -> None:
+    tmp_path: Path, unix_socket: Path, kind: str, depth: str
+) -> None:
     folder = _data_folder(tmp_path)
-    clean = {"content": content_version(folder), "effective": effective_version(folder),
-             "size": data_size(folder)}
+    clean = {
+        "content": content_version(folder),
+        "effective": effective_version(folder),
+        "size": data_size(folder),
+    }
     rel = "odd" if depth == "top" else "sub/odd"
     described = _make(kind, folder / rel, unix_socket)
-    for name, compute in [("content", content_version), ("effective", effective_version),
-                          ("size", data_size)]:
+    for name, compute in [
+        ("content", content_version),
+        ("effective", effective_version),
+        ("size", data_size),
+    ]:
         with pytest.warns(SpecialFileWarning) as caught:
             assert compute(folder) == clean[name], name
         message = str(caught[0].message)
@@ -140,8 +147,9 @@ def test_hidden_special_files_are_ignored_silently(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dangling", "loop", "devnull"])
-def test_a_ref_that_is_itself_special_has_no_version(tmp_path: Path, unix_socket: Path,
-                                                     kind: str) -> None:
+def test_a_ref_that_is_itself_special_has_no_version(
+    tmp_path: Path, unix_socket: Path, kind: str
+) -> None:
     target = tmp_path / "odd"
     _make(kind, target, unix_socket)
     with pytest.raises(DataNotFoundError) as raised:
@@ -153,7 +161,8 @@ def test_a_ref_that_is_itself_special_has_no_version(tmp_path: Path, unix_socket
 
 @pytest.mark.parametrize("swapped_in", ["pipe", "pipe with a writer", "/dev/zero"])
 def test_a_file_swapped_after_listing_is_skipped_not_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str
+) -> None:
     """The race the open closes: listed as a regular file, a pipe or an endless device when
     opened. The listing is replaced by one that names it as a data file (what a swap in
     between would give)."""
@@ -177,8 +186,11 @@ def test_a_file_swapped_after_listing_is_skipped_not_read(
 
     monkeypatch.setattr(versions, "_data_files", listing_before_the_swap)
     try:
-        with pytest.warns(SpecialFileWarning, match=r"late \((symlink to a )?(named pipe|character"
-                                                    r" device)\)"):
+        with pytest.warns(
+            SpecialFileWarning,
+            match=r"late \((symlink to a )?(named pipe|character"
+            r" device)\)",
+        ):
             assert content_version(folder) == clean
     finally:
         if writer is not None:
@@ -226,18 +238,26 @@ def special_ws(ws: Workspace, unix_socket: Path) -> Workspace:
     return ws
 
 
-def test_script_api_reads_inputs_past_special_files_with_a_warning(special_ws: Workspace
-                                                                   ) -> None:
+def test_script_api_reads_inputs_past_special_files_with_a_warning(special_ws: Workspace) -> None:
     ws = special_ws
-    builder = LineageBuilder().with_step_name("prep").with_parameters({}) \
-        .with_workspace_directory(ws.root).with_input_ref("src/trips")
+    builder = (
+        LineageBuilder()
+        .with_step_name("prep")
+        .with_parameters({})
+        .with_workspace_directory(ws.root)
+        .with_input_ref("src/trips")
+    )
     with pytest.warns(SpecialFileWarning) as caught:
         with builder.eval() as lineage:
             lineage.add_output_ref("inter/out")
             write(ws.local_path("inter/out") / "part-0.csv", "x\n1\n")
     message = str(caught[0].message)
-    for name in ("fifo (named pipe)", "socket (symlink to a socket)",
-                 "dangling (dangling symlink)", "loop (symlink loop)"):
+    for name in (
+        "fifo (named pipe)",
+        "socket (symlink to a socket)",
+        "dangling (dangling symlink)",
+        "loop (symlink loop)",
+    ):
         assert name in message
     assert Workspace.open(ws.root).store.get("inter/out").status == "ok"
 
@@ -245,13 +265,21 @@ def test_script_api_reads_inputs_past_special_files_with_a_warning(special_ws: W
 def _cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
     """The real console entry point in a new process, killed if it hangs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "dws_dagster.cli", *args], cwd=ws.root,
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "dws_dagster.cli", *args],
+        cwd=ws.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("command", [["version", "src/trips"], ["status", "--verify"]])
-def test_cli_skips_special_files_and_says_so_on_stderr(special_ws: Workspace,
-                                                       command: list[str]) -> None:
+def test_cli_skips_special_files_and_says_so_on_stderr(
+    special_ws: Workspace, command: list[str]
+) -> None:
     ws = special_ws
     ws.store.observe("src/trips", ws.version_of("src/trips", on_skip=lambda message: None))
     done = _cli(ws, *command)
@@ -266,8 +294,7 @@ def test_cli_skips_special_files_and_says_so_on_stderr(special_ws: Workspace,
         assert "src/trips" in done.stdout
 
 
-def test_io_manager_source_observation_logs_skipped_files_to_dagster(
-        special_ws: Workspace) -> None:
+def test_io_manager_source_observation_logs_skipped_files_to_dagster(special_ws: Workspace) -> None:
     from dagster import DagsterInstance
     from dagster._core.definitions.observe import observe
 
@@ -282,8 +309,11 @@ def test_io_manager_source_observation_logs_skipped_files_to_dagster(
         assert result.success
         logs = [entry.user_message for entry in instance.all_logs(result.run_id)]
     skipped = [m for m in logs if "that are not data" in m]
-    assert skipped and "fifo (named pipe)" in skipped[0] and "dangling (dangling symlink)" \
-        in skipped[0], logs
+    assert (
+        skipped
+        and "fifo (named pipe)" in skipped[0]
+        and "dangling (dangling symlink)" in skipped[0]
+    ), logs
     state = Workspace.open(ws.root).store.get("src/trips")
     assert state.version == ws.version_of("src/trips", on_skip=lambda message: None)
 
@@ -304,15 +334,21 @@ def test_data_copies_skip_what_versions_skip(tmp_path: Path, unix_socket: Path) 
 
 
 @pytest.mark.timeout(60)
-def test_a_snapshot_archives_results_past_special_files(ws: Workspace, unix_socket: Path
-                                                        ) -> None:
+def test_a_snapshot_archives_results_past_special_files(ws: Workspace, unix_socket: Path) -> None:
     """The results copy a snapshot keeps leaves special files out, as versions do: copying a
     pipe would block the snapshot forever."""
     from dws_dagster.workspace.snapshots import take_snapshot
 
     write(ws.local_path("src/trips") / "part-0.csv", "a\n1\n")
-    run_step(ws, "train", ["src/trips"], {}, {"gamma": 0.1}, results={"mae": 1.5},
-             results_dir="results/exp")
+    run_step(
+        ws,
+        "train",
+        ["src/trips"],
+        {},
+        {"gamma": 0.1},
+        results={"mae": 1.5},
+        results_dir="results/exp",
+    )
     folder = ws.local_path("results/exp")
     for kind in KINDS:
         _make(kind, folder / kind, unix_socket)

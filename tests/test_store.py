@@ -42,16 +42,24 @@ from .store_db import (
 )
 
 
-def record(ref: str, version: str, step: str = "s", inputs: tuple = (),
-           provenance: dict | None = None) -> LineageRecord:
-    return LineageRecord(ref=ref, version=version, step=StepInfo(name=step), inputs=inputs,
-                         provenance=provenance or dict(inputs), start_time="2026-01-01T00:00:00",
-                         end_time="2026-01-01T00:00:01")
+def record(
+    ref: str, version: str, step: str = "s", inputs: tuple = (), provenance: dict | None = None
+) -> LineageRecord:
+    return LineageRecord(
+        ref=ref,
+        version=version,
+        step=StepInfo(name=step),
+        inputs=inputs,
+        provenance=provenance or dict(inputs),
+        start_time="2026-01-01T00:00:00",
+        end_time="2026-01-01T00:00:01",
+    )
 
 
 @pytest.fixture(params=STORES)
-def ws(request: pytest.FixtureRequest, tmp_path: Path,
-       monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+def ws(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Workspace]:
     """This suite runs on both stores: SQLite (the default) and PostgreSQL."""
     yield from on_store(request, tmp_path, monkeypatch)
 
@@ -89,9 +97,13 @@ def test_a_record_that_is_not_json_is_named_and_nothing_changes(ws: Workspace) -
     ws.store.commit([record("inter/a", "v1"), record("inter/b", "v2", "other")])
     damage(ws, "UPDATE dws_records SET body = '{not json' WHERE ref = 'inter/a'")
     before = db_dump(ws)
-    for read in (lambda s: s.items(), lambda s: s.get("inter/a"), lambda s: list(s.history()),
-                 lambda s: s.find_record("inter/a", "v1"),
-                 lambda s: s.find_records([("inter/b", "v2"), ("inter/a", "v1")])):
+    for read in (
+        lambda s: s.items(),
+        lambda s: s.get("inter/a"),
+        lambda s: list(s.history()),
+        lambda s: s.find_record("inter/a", "v1"),
+        lambda s: s.find_records([("inter/b", "v2"), ("inter/a", "v1")]),
+    ):
         with pytest.raises(WorkspaceConfigError) as info:
             read(Workspace.open(ws.root).store)
         message = str(info.value)
@@ -107,14 +119,20 @@ def test_a_record_that_is_not_json_is_named_and_nothing_changes(ws: Workspace) -
 
 def test_a_record_of_the_wrong_shape_or_of_another_ref_is_named(ws: Workspace) -> None:
     ws.store.commit([record("inter/a", "v1"), record("inter/b", "v2", "other")])
-    (body_b,), = sql(ws, "SELECT body FROM dws_records WHERE ref = 'inter/b'")
+    ((body_b,),) = sql(ws, "SELECT body FROM dws_records WHERE ref = 'inter/b'")
     damage(ws, "UPDATE dws_records SET body = :body WHERE ref = 'inter/a'", body=body_b)
-    with pytest.raises(WorkspaceConfigError, match="inter/a .* is the record of another ref "
-                                                   "\\('inter/b'\\)") as info:
+    with pytest.raises(
+        WorkspaceConfigError, match="inter/a .* is the record of another ref \\('inter/b'\\)"
+    ) as info:
         Workspace.open(ws.root).store.items()
     _store_named(str(info.value), ws)
-    for body in ('{"ref": "inter/a", "version": 7}', '[1, 2]', '"inter/a"', "null",
-                 '{"ref": "inter/a", "version": "v1", "step": {"name": ["x"]}}'):
+    for body in (
+        '{"ref": "inter/a", "version": 7}',
+        "[1, 2]",
+        '"inter/a"',
+        "null",
+        '{"ref": "inter/a", "version": "v1", "step": {"name": ["x"]}}',
+    ):
         damage(ws, "UPDATE dws_records SET body = :body WHERE ref = 'inter/a'", body=body)
         with pytest.raises(WorkspaceConfigError, match="inter/a") as info:
             Workspace.open(ws.root).store.get("inter/a")
@@ -142,31 +160,53 @@ def test_a_damaged_history_entry_is_named(ws: Workspace) -> None:
     assert ws.store.get("inter/a").version == "v1"  # the current lineage does not need it
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
-FIELDS = ("ref", "version", "step", "inputs", "provenance", "parameters", "metrics", "status",
-          "start_time", "end_time", "error")
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+FIELDS = (
+    "ref",
+    "version",
+    "step",
+    "inputs",
+    "provenance",
+    "parameters",
+    "metrics",
+    "status",
+    "start_time",
+    "end_time",
+    "error",
+)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(field=st.sampled_from(FIELDS), value=JSON, whole=st.booleans())
-def test_any_damaged_record_body_is_a_named_error_or_read(ws: Workspace, field: str,
-                                                         value: object, whole: bool) -> None:
+def test_any_damaged_record_body_is_a_named_error_or_read(
+    ws: Workspace, field: str, value: object, whole: bool
+) -> None:
     """Whatever a record's body holds, reading it gives a good record of its ref or a
     WorkspaceConfigError naming the store and the ref, never another exception."""
     store = ws.store
     if store.get("inter/a") is None:
         store.commit([record("inter/a", "v1", inputs=(("src/s", "s1"),))])
-    (body,), = sql(ws, "SELECT body FROM dws_records WHERE ref = 'inter/a'")
+    ((body,),) = sql(ws, "SELECT body FROM dws_records WHERE ref = 'inter/a'")
     good = orjson.loads(body)
     damaged = value if whole else {**good, field: value}
-    sql(ws, "UPDATE dws_records SET body = :body WHERE ref = 'inter/a'",
-        body=json.dumps(damaged))
+    sql(ws, "UPDATE dws_records SET body = :body WHERE ref = 'inter/a'", body=json.dumps(damaged))
     try:
-        for read in (store.items, lambda: store.get("inter/a"),
-                     lambda: store.check_inputs("s", [("inter/a", "v1")])):
+        for read in (
+            store.items,
+            lambda: store.get("inter/a"),
+            lambda: store.check_inputs("s", [("inter/a", "v1")]),
+        ):
             try:
                 read()
             except WorkspaceConfigError as exc:
@@ -201,6 +241,7 @@ def test_a_store_file_that_is_not_a_database_is_named_and_kept(tmp_path) -> None
     assert db_file(workspace).read_bytes() == kept
     forget_databases()
 
+
 def test_claims_enforce_rule_a(ws: Workspace) -> None:
     ws.store.claim("writer", ["inter/data"])
     ws.store.claim("writer", ["inter/data", "inter/data/part=1"])  # its own refs: fine
@@ -231,8 +272,9 @@ def test_check_inputs_refuses_unknown_and_mixed_versions(ws: Workspace) -> None:
 def test_outputs_excluded_from_their_own_provenance(ws: Workspace) -> None:
     ws.store.commit([record("inter/t", "t1", "upsert", inputs=(("src/s", "s1"),))])
     # A step re-reading its own output must not conflict with the version it is replacing.
-    check = ws.store.check_inputs("upsert", [("inter/t", "t1"), ("src/s", "s1")],
-                                  outputs=["inter/t"])
+    check = ws.store.check_inputs(
+        "upsert", [("inter/t", "t1"), ("src/s", "s1")], outputs=["inter/t"]
+    )
     assert "inter/t" not in check.provenance
 
 
@@ -248,8 +290,10 @@ for i in range(40):
                                 step=StepInfo(name=f'writer{worker}'))])
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(w)], cwd=ws.root, env=env)
-             for w in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(w)], cwd=ws.root, env=env)
+        for w in range(4)
+    ]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     fresh = Workspace.open(ws.root).store
     refs = {ref for ref, _ in fresh.items()}
@@ -262,15 +306,19 @@ for i in range(40):
 
 def test_store_readers_in_other_processes_see_writes(ws: Workspace) -> None:
     ws.store.commit([record("inter/a", "v1")])
-    result = run_python("from dws_dagster import Workspace; "
-                        "print(Workspace.open('.').store.get('inter/a').version)", ws.root)
+    result = run_python(
+        "from dws_dagster import Workspace; "
+        "print(Workspace.open('.').store.get('inter/a').version)",
+        ws.root,
+    )
     assert result.stdout.strip() == "v1", result.stderr
 
 
 def test_claims_survive_reload_in_another_process(ws: Workspace) -> None:
     """A claimed-but-unwritten output stays claimed (not reloaded as something else)."""
     ws.store.claim("writer", ["inter/pending"])
-    result = run_python("""
+    result = run_python(
+        """
 from dws_dagster import Workspace
 from dws_dagster.errors import LineageConflictError
 store = Workspace.open('.').store
@@ -280,22 +328,27 @@ try:
     store.claim('intruder', ['inter/pending/x'])
 except LineageConflictError:
     print('refused')
-""", ws.root)
+""",
+        ws.root,
+    )
     assert result.stdout.split() == ["writer", "pending", "None", "refused"], result.stderr
 
 
 # ------------------------------------------------- opening a big store: bulk replay
 
+
 def test_long_tail_replayed_in_bulk_keeps_refs_sorted(ws: Workspace) -> None:
     refs = [f"inter/g{n % 7}/r{n:03d}" for n in range(300)]  # written out of name order
     writer = ws.store
     for start in range(0, len(refs), 50):
-        writer.commit([record(ref, "v1", f"step{n}") for n, ref in
-                       enumerate(refs[start:start + 50], start)])
+        writer.commit(
+            [record(ref, "v1", f"step{n}") for n, ref in enumerate(refs[start : start + 50], start)]
+        )
     reader = Workspace.open(ws.root).store  # replays 300 operations at once
     assert [ref for ref, _ in reader.items()] == sorted(refs)
     assert reader.overlapping(ws.check_ref("inter/g3")) == sorted(
-        ref for ref in refs if ref.startswith("inter/g3/"))
+        ref for ref in refs if ref.startswith("inter/g3/")
+    )
     # later single operations keep the order without re-sorting
     writer.commit([record("inter/g3/a-first", "v1", "late")])
     writer.forget("inter/g0/r000")
@@ -391,13 +444,16 @@ def test_records_of_past_versions_are_found_from_any_writer(ws: Workspace) -> No
     assert store.find_record("inter/a", "nope") is None
     assert store.find_record("inter/b", "a3") is None
     other = Workspace.open(ws.root).store
-    run_python("""
+    run_python(
+        """
 from dws_dagster import Workspace
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 Workspace.open('.').store.commit([LineageRecord(
     ref='inter/a', version='a-other', step=StepInfo(name='s'), inputs=(('src/raw', 'x'),),
     provenance={'src/raw': 'x'})])
-""", ws.root).check_returncode()
+""",
+        ws.root,
+    ).check_returncode()
     store.commit([record("inter/a", "a-last")])
     assert other.find_record("inter/a", "a-other")["provenance"] == {"src/raw": "x"}
     assert store.find_record("inter/a", "a12")["provenance"] == {"src/raw": "r12"}
@@ -406,25 +462,30 @@ Workspace.open('.').store.commit([LineageRecord(
     store.fail([record("inter/a", "a-failed").with_status("failed", "boom")])
     assert store.find_record("inter/a", "a-failed") is None
     # Many at once (a snapshot's lineage.json files) answer as one by one, over several chunks.
-    store.commit([record(f"inter/many/p{i}", f"m{i}", inputs=(("src/raw", "m"),))
-                  for i in range(1200)])
-    asked = [("inter/a", f"a{i}") for i in range(30)] + \
-        [("inter/a", v) for v in ("a-other", "a-failed", "nope", "a3", "a-last")] + \
-        [("inter/b", "a3"), ("inter/a", "m5")] + \
-        [(f"inter/many/p{i}", f"m{i}") for i in range(1200)] + [("inter/many/p1", "m2")]
-    one_by_one = {pair: found for pair in asked
-                  if (found := store.find_record(*pair)) is not None}
+    store.commit(
+        [record(f"inter/many/p{i}", f"m{i}", inputs=(("src/raw", "m"),)) for i in range(1200)]
+    )
+    asked = (
+        [("inter/a", f"a{i}") for i in range(30)]
+        + [("inter/a", v) for v in ("a-other", "a-failed", "nope", "a3", "a-last")]
+        + [("inter/b", "a3"), ("inter/a", "m5")]
+        + [(f"inter/many/p{i}", f"m{i}") for i in range(1200)]
+        + [("inter/many/p1", "m2")]
+    )
+    one_by_one = {pair: found for pair in asked if (found := store.find_record(*pair)) is not None}
     assert len(one_by_one) == 30 + 2 + 1200
     assert store.find_records(asked) == one_by_one
     assert store.find_records([]) == {}
+
 
 def test_a_step_run_again_may_ask_for_the_lock_with_nothing_to_write(ws: Workspace) -> None:
     """A writer about to write data takes the lock (`lock=True`) even when its claims are on
     record already: nothing is written, the checks still run."""
     ws.store.begin_step("make_a", claims=["inter/a"], observe=[("src/s", "s1")])
     before = db_dump(ws)
-    check = ws.store.begin_step("make_a", claims=["inter/a"], observe=[("src/s", "s1")],
-                                inputs=[("src/s", "s1")], lock=True)
+    check = ws.store.begin_step(
+        "make_a", claims=["inter/a"], observe=[("src/s", "s1")], inputs=[("src/s", "s1")], lock=True
+    )
     assert check.provenance == {"src/s": "s1"}
     assert db_dump(ws) == before
     with pytest.raises(LineageConflictError):
@@ -432,7 +493,8 @@ def test_a_step_run_again_may_ask_for_the_lock_with_nothing_to_write(ws: Workspa
 
 
 def test_an_unreachable_store_is_named_without_its_password(
-        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A PostgreSQL store nobody listens for (a closed port on this machine): a DwsError that
     names the store and what to check, never its password, and nothing is written."""
     import socket
@@ -440,12 +502,15 @@ def test_an_unreachable_store_is_named_without_its_password(
     with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    monkeypatch.setenv("DWS_STORE_URL",
-                       f"postgresql+psycopg2://dws:s3cret-pw-77@127.0.0.1:{port}/dws")
+    monkeypatch.setenv(
+        "DWS_STORE_URL", f"postgresql+psycopg2://dws:s3cret-pw-77@127.0.0.1:{port}/dws"
+    )
     workspace = Workspace.init(tmp_path / "ws")
     workspace.add_resource("inter", "intermediate-data", path="data/inter")
-    for action in (lambda: workspace.store.items(),
-                   lambda: workspace.store.claim("s", ["inter/a"])):
+    for action in (
+        lambda: workspace.store.items(),
+        lambda: workspace.store.claim("s", ["inter/a"]),
+    ):
         with pytest.raises(DwsError) as info:
             action()
         message = str(info.value)
@@ -465,8 +530,7 @@ def test_a_store_at_an_unknown_revision_is_named(ws: Workspace) -> None:
         Workspace.open(ws.root).store.items()
 
 
-def test_a_bare_postgresql_url_opens_or_is_named(tmp_path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bare_postgresql_url_opens_or_is_named(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DWS_STORE_URL", "postgresql://dws@127.0.0.1:1/dws")
     workspace = Workspace.init(tmp_path / "ws")
     try:
@@ -476,10 +540,12 @@ def test_a_bare_postgresql_url_opens_or_is_named(tmp_path,
         forget_databases()
 
 
-@pytest.mark.parametrize("ref", [b"inter/a", "inter/../x", "nosuch resource/x"],
-                         ids=["blob", "dotdot", "space"])
-def test_a_stored_ref_that_is_not_a_ref_is_named_wherever_it_is_read(ws: Workspace,
-                                                                     ref: object) -> None:
+@pytest.mark.parametrize(
+    "ref", [b"inter/a", "inter/../x", "nosuch resource/x"], ids=["blob", "dotdot", "space"]
+)
+def test_a_stored_ref_that_is_not_a_ref_is_named_wherever_it_is_read(
+    ws: Workspace, ref: object
+) -> None:
     if isinstance(ref, bytes):
         sqlite_only(ws)
     ws.store.commit([record("inter/a", "v1", "make_a")])
@@ -487,8 +553,10 @@ def test_a_stored_ref_that_is_not_a_ref_is_named_wherever_it_is_read(ws: Workspa
     before = db_dump(ws)
     actions = [lambda s: s.items(), lambda s: s.refs()]
     if isinstance(ref, str) and ref.startswith("inter/"):  # what rule (a) reads for 'inter'
-        actions += [lambda s: s.claim("other", ["inter"]),
-                    lambda s: s.overlapping(ws.check_ref("inter"))]
+        actions += [
+            lambda s: s.claim("other", ["inter"]),
+            lambda s: s.overlapping(ws.check_ref("inter")),
+        ]
     for action in actions:
         with pytest.raises(WorkspaceConfigError) as info:
             action(Workspace.open(ws.root).store)
@@ -500,8 +568,9 @@ def test_prefetched_states_and_records_answer_as_the_database_does(ws: Workspace
     """What a batch prefetches (the sensor's) is what the store would read, and stays so while
     the batch writes: a record written for a version is then that version's record."""
     store = ws.store
-    store.commit([record("inter/a", "a1", inputs=(("src/raw", "r1"),)),
-                  record("inter/b", "b1", "other")])
+    store.commit(
+        [record("inter/a", "a1", inputs=(("src/raw", "r1"),)), record("inter/b", "b1", "other")]
+    )
     asked = [("inter/a", "a1"), ("inter/a", "nope"), ("inter/b", "b1"), ("inter/c", "c1")]
     expected = {pair: store.find_record(*pair) for pair in asked}
     states = {ref: store.get(ref) for ref in ("inter/a", "inter/b", "inter/c")}

@@ -31,8 +31,14 @@ V1, V2 = "1" * 32, "2" * 32
 
 
 def _record(ref: str, version: str, step: str = "prep", **extra) -> LineageRecord:
-    return LineageRecord(ref=ref, version=version, step=StepInfo(name=step, kind="script"),
-                         start_time=now_iso(), end_time=now_iso(), **extra)
+    return LineageRecord(
+        ref=ref,
+        version=version,
+        step=StepInfo(name=step, kind="script"),
+        start_time=now_iso(),
+        end_time=now_iso(),
+        **extra,
+    )
 
 
 # ------------------------------------------------------------------ which store
@@ -50,8 +56,11 @@ def test_the_default_store_is_sqlite_inside_the_workspace(tmp_path, monkeypatch)
 
 
 def test_a_configured_store_takes_its_password_from_the_environment(tmp_path):
-    config = {"url": "postgresql://dws@db.example:5432/lineage",
-              "password": {"env": "LINEAGE_PW"}, "schema": "dws"}
+    config = {
+        "url": "postgresql://dws@db.example:5432/lineage",
+        "password": {"env": "LINEAGE_PW"},
+        "schema": "dws",
+    }
     found = store_settings.resolve(tmp_path, config, environ={"LINEAGE_PW": "s3cr3t-pw"})
     assert found.password == "s3cr3t-pw"
     assert found.schema == "dws"
@@ -61,24 +70,29 @@ def test_a_configured_store_takes_its_password_from_the_environment(tmp_path):
 
 def test_the_environment_url_wins_and_is_shown_without_its_password(tmp_path):
     found = store_settings.resolve(
-        tmp_path, {"url": "postgresql://x@y/z"},
-        environ={"DWS_STORE_URL": "postgresql://u:hunter22@h:5/d", "DWS_STORE_SCHEMA": "s1"})
+        tmp_path,
+        {"url": "postgresql://x@y/z"},
+        environ={"DWS_STORE_URL": "postgresql://u:hunter22@h:5/d", "DWS_STORE_SCHEMA": "s1"},
+    )
     assert found.origin == "DWS_STORE_URL"
     assert found.schema == "s1"
     assert "hunter22" not in found.shown
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    ({"url": "postgresql://u:inline@h/d"}, "holds a password"),
-    ({"url": "sqlite:////etc/passwd"}, "only a PostgreSQL store"),
-    ({"url": "mysql://u@h/d"}, "not supported"),
-    ({"url": {"env": "NOT_SET_ANYWHERE"}}, "NOT_SET_ANYWHERE is not set"),
-    ({"url": "postgresql://u@h/d", "password": "plain"}, "expected {\"env\""),
-    ({"url": "postgresql://u@h/d", "schema": "Drop Table"}, "not a schema name"),
-    ({"uri": "postgresql://u@h/d"}, "url required"),
-    ("postgresql://u@h/d", "url required"),
-    ({"url": "::::"}, "not a database URL"),
-])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"url": "postgresql://u:inline@h/d"}, "holds a password"),
+        ({"url": "sqlite:////etc/passwd"}, "only a PostgreSQL store"),
+        ({"url": "mysql://u@h/d"}, "not supported"),
+        ({"url": {"env": "NOT_SET_ANYWHERE"}}, "NOT_SET_ANYWHERE is not set"),
+        ({"url": "postgresql://u@h/d", "password": "plain"}, 'expected {"env"'),
+        ({"url": "postgresql://u@h/d", "schema": "Drop Table"}, "not a schema name"),
+        ({"uri": "postgresql://u@h/d"}, "url required"),
+        ("postgresql://u@h/d", "url required"),
+        ({"url": "::::"}, "not a database URL"),
+    ],
+)
 def test_a_bad_store_entry_is_refused_with_what_to_fix(tmp_path, config, message):
     with pytest.raises(WorkspaceConfigError, match="config.json: store") as caught:
         store_settings.resolve(tmp_path, config, environ={})
@@ -89,10 +103,8 @@ def test_a_bad_store_entry_is_refused_with_what_to_fix(tmp_path, config, message
 def test_init_store_refuses_a_password_in_the_url():
     with pytest.raises(WorkspaceConfigError, match="holds a password"):
         store_settings.store_entry("postgresql://u:pw@h/d")
-    entry = store_settings.store_entry("postgresql://u@h:5/d", password_env="PW",
-                                       schema="lineage")
-    assert entry == {"url": "postgresql://u@h:5/d", "password": {"env": "PW"},
-                     "schema": "lineage"}
+    entry = store_settings.store_entry("postgresql://u@h:5/d", password_env="PW", schema="lineage")
+    assert entry == {"url": "postgresql://u@h:5/d", "password": {"env": "PW"}, "schema": "lineage"}
 
 
 # ------------------------------------------------------------------ tables
@@ -105,8 +117,7 @@ def test_alembic_head_is_the_revision_the_code_expects():
     import dws_dagster.workspace.db.database as database
 
     config = Config()
-    config.set_main_option("script_location",
-                           str(Path(database.__file__).parent / "migrations"))
+    config.set_main_option("script_location", str(Path(database.__file__).parent / "migrations"))
     assert ScriptDirectory.from_config(config).get_current_head() == HEAD_REVISION
 
 
@@ -115,20 +126,32 @@ def test_the_tables_are_created_once_at_the_head_revision(ws, store_backend):
     ws.store.claim("prep", ["inter/a"])
     db = ws.store.db
     names = set(inspect(db.engine).get_table_names(schema=db.settings.schema))
-    assert {"dws_records", "dws_refs", "dws_operations", "dws_snapshots",
-            "dws_ol_events", "dws_alembic_version"} <= names
+    assert {
+        "dws_records",
+        "dws_refs",
+        "dws_operations",
+        "dws_snapshots",
+        "dws_ol_events",
+        "dws_alembic_version",
+    } <= names
     with db.engine.connect() as connection:
         schema = f'"{db.settings.schema}".' if db.settings.schema else ""
-        assert connection.execute(text(f"SELECT version_num FROM {schema}dws_alembic_version")
-                                  ).scalar() == HEAD_REVISION
+        assert (
+            connection.execute(
+                text(f"SELECT version_num FROM {schema}dws_alembic_version")
+            ).scalar()
+            == HEAD_REVISION
+        )
 
 
 @pytest.mark.both_stores
 def test_two_processes_opening_a_new_store_at_once_create_it_once(ws, store_backend):
     # Fresh workspace store; two processes race to create the tables and register it.
-    code = ("import sys; from dws_dagster import Workspace\n"
-            "ws = Workspace.open(sys.argv[1]); ws.store.claim(sys.argv[2], [sys.argv[3]])\n"
-            "print(ws.store.workspace_id)")
+    code = (
+        "import sys; from dws_dagster import Workspace\n"
+        "ws = Workspace.open(sys.argv[1]); ws.store.claim(sys.argv[2], [sys.argv[3]])\n"
+        "print(ws.store.workspace_id)"
+    )
     results = []
 
     def start(step: str, ref: str) -> None:
@@ -163,8 +186,12 @@ def test_rules_and_history_on_the_store(ws, store_backend):
     assert store.get("inter/a").version == V2
     assert store.find_record("inter/a", V1)["version"] == V1
     ops = [(op["op"], op.get("ref") or op["record"]["ref"]) for op in store.history()]
-    assert ops == [("claim", "inter/a"), ("claim", "inter/ab"), ("record", "inter/a"),
-                   ("record", "inter/a")]
+    assert ops == [
+        ("claim", "inter/a"),
+        ("claim", "inter/ab"),
+        ("record", "inter/a"),
+        ("record", "inter/a"),
+    ]
     assert store.overlapping(as_ref("inter/a")) == ["inter/a"]
     assert store.overlapping(as_ref("inter")) == ["inter/a", "inter/ab"]
 
@@ -250,8 +277,9 @@ def test_no_password_reaches_the_workspace_files(tmp_path):
     config["store"] = store_settings.store_entry("postgresql://u@h/d", password_env="PW")
     (ws.meta_dir / "config.json").write_text(json.dumps(config))
     reopened = Workspace.open(ws.root)
-    found = store_settings.resolve(reopened.meta_dir, reopened.store_config,
-                                   environ={"PW": "the-password-1"})
+    found = store_settings.resolve(
+        reopened.meta_dir, reopened.store_config, environ={"PW": "the-password-1"}
+    )
     assert found.password == "the-password-1"
     assert "the-password-1" not in (ws.meta_dir / "config.json").read_text()
     assert database_for(found).shown == "postgresql://u@h/d"
@@ -262,15 +290,24 @@ def test_no_password_reaches_the_workspace_files(tmp_path):
 
 
 def test_init_with_a_postgres_store_and_status_show_it_without_the_password(
-        tmp_path, monkeypatch, cli, postgres_server):
+    tmp_path, monkeypatch, cli, postgres_server
+):
     from tests.conftest import STORE_DATABASE
 
     monkeypatch.delenv("DWS_STORE_URL", raising=False)
     server = postgres_server
     monkeypatch.setenv("LINEAGE_DB_PASSWORD", server.password)
     url = f"postgresql://{server.user}@{server.host}:{server.port}/{STORE_DATABASE}"
-    code, out, err = cli("init", str(tmp_path / "pg"), "--store", url, "--store-password-env",
-                         "LINEAGE_DB_PASSWORD", "--store-schema", "cli_init")
+    code, out, err = cli(
+        "init",
+        str(tmp_path / "pg"),
+        "--store",
+        url,
+        "--store-password-env",
+        "LINEAGE_DB_PASSWORD",
+        "--store-schema",
+        "cli_init",
+    )
     assert code == 0, err
     assert f"lineage store: {url} (schema cli_init)" in out
     config = (tmp_path / "pg" / ".dataworkspace" / "config.json").read_text()
@@ -287,9 +324,14 @@ def test_init_with_an_unreachable_store_creates_nothing(tmp_path, monkeypatch, c
 
     monkeypatch.delenv("DWS_STORE_URL", raising=False)
     monkeypatch.setenv("PW", "pw-never-shown")
-    code, out, err = cli("init", str(tmp_path / "pg"), "--store",
-                         f"postgresql://u@127.0.0.1:{free_port()}/db", "--store-password-env",
-                         "PW")
+    code, out, err = cli(
+        "init",
+        str(tmp_path / "pg"),
+        "--store",
+        f"postgresql://u@127.0.0.1:{free_port()}/db",
+        "--store-password-env",
+        "PW",
+    )
     assert code != 0
     assert "could not" in err and "pw-never-shown" not in out + err
     assert "Traceback" not in err
@@ -324,10 +366,15 @@ def test_the_migrations_build_exactly_the_declared_tables(ws, store_backend):
         return kind != "table" or bool(name and name.startswith("dws_"))
 
     with db.engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={
-            "include_schemas": bool(db.settings.schema), "include_name": ours,
-            "version_table": "dws_alembic_version",
-            "version_table_schema": db.settings.schema})
+        context = MigrationContext.configure(
+            connection,
+            opts={
+                "include_schemas": bool(db.settings.schema),
+                "include_name": ours,
+                "version_table": "dws_alembic_version",
+                "version_table_schema": db.settings.schema,
+            },
+        )
         assert compare_metadata(context, declared) == []
 
 

@@ -46,17 +46,29 @@ from .dagster_homes import sqlite_home
 
 SCHEMA = TableSchema(columns=[TableColumn("id", "bigint"), TableColumn("fare", "double")])
 RICH_METADATA: dict[str, Any] = {
-    "dws/ref": "inter/rich", "text": "plain text", "json": {"nested": [1, {"a": None}]},
-    "json_list": [1, 2.5, "x"], "int": 2**62, "negative": -3, "float": 0.1, "whole_float": 2.0,
-    "bool": False, "null": MetadataValue.null(), "url": MetadataValue.url("https://example.org/x"),
-    "path": MetadataValue.path("/data/x.parquet"), "md": MetadataValue.md("# title"),
+    "dws/ref": "inter/rich",
+    "text": "plain text",
+    "json": {"nested": [1, {"a": None}]},
+    "json_list": [1, 2.5, "x"],
+    "int": 2**62,
+    "negative": -3,
+    "float": 0.1,
+    "whole_float": 2.0,
+    "bool": False,
+    "null": MetadataValue.null(),
+    "url": MetadataValue.url("https://example.org/x"),
+    "path": MetadataValue.path("/data/x.parquet"),
+    "md": MetadataValue.md("# title"),
     "timestamp": MetadataValue.timestamp(dt.datetime(2026, 1, 2, tzinfo=dt.UTC)),
-    "dagster/column_schema": SCHEMA, "dagster/row_count": 12,
-    "dagster/column_lineage": TableColumnLineage(deps_by_column={
-        "id": [TableColumnDep(asset_key=AssetKey("raw"), column_name="id")]}),
+    "dagster/column_schema": SCHEMA,
+    "dagster/row_count": 12,
+    "dagster/column_lineage": TableColumnLineage(
+        deps_by_column={"id": [TableColumnDep(asset_key=AssetKey("raw"), column_name="id")]}
+    ),
     "asset": MetadataValue.asset(AssetKey(["a", "b"])),
-    "table": MetadataValue.table([TableRecord({"x": 1})], schema=TableSchema(
-        columns=[TableColumn("x", "int")])),
+    "table": MetadataValue.table(
+        [TableRecord({"x": 1})], schema=TableSchema(columns=[TableColumn("x", "int")])
+    ),
     "unicode": "zoné ✓",
 }
 DAYS = StaticPartitionsDefinition(["d1", "d2", "d3"])
@@ -89,20 +101,34 @@ def instance(tmp_path_factory: pytest.TempPathFactory):
         warnings.simplefilter("ignore")
         materialize([rich], instance=instance)
         materialize([daily], instance=instance, partition_key="d2")
-        materialize([ranged], instance=instance, tags={
-            "dagster/asset_partition_range_start": "d1",
-            "dagster/asset_partition_range_end": "d3"})
+        materialize(
+            [ranged],
+            instance=instance,
+            tags={
+                "dagster/asset_partition_range_start": "d1",
+                "dagster/asset_partition_range_end": "d3",
+            },
+        )
         materialize([not_a_number], instance=instance)
-        instance.report_runless_asset_event(AssetObservation(
-            asset_key="observed", partition=None,
-            metadata={"dws/ref": "src/observed", "dws/version": "v1", "size": 3}))
+        instance.report_runless_asset_event(
+            AssetObservation(
+                asset_key="observed",
+                partition=None,
+                metadata={"dws/ref": "src/observed", "dws/version": "v1", "size": 3},
+            )
+        )
         yield instance
 
 
 def _rows(instance: DagsterInstance) -> list[tuple[int, str]]:
     table = SqlEventLogStorageTable
-    query = db.select(table.c.id, table.c.event).where(table.c.dagster_event_type.in_(
-        [kind.value for kind in stored_events.ASSET_EVENT_TYPES])).order_by(table.c.id)
+    query = (
+        db.select(table.c.id, table.c.event)
+        .where(
+            table.c.dagster_event_type.in_([kind.value for kind in stored_events.ASSET_EVENT_TYPES])
+        )
+        .order_by(table.c.id)
+    )
     with instance.event_log_storage.index_connection() as connection:
         return [tuple(row) for row in connection.execute(query).fetchall()]
 
@@ -117,8 +143,10 @@ def _same(left: AssetEventRecord | None, right: AssetEventRecord | None) -> bool
         return left is right
 
     def comparable(record: AssetEventRecord) -> tuple[AssetEventRecord, dict[str, Any]]:
-        metadata = {k: "NaN" if isinstance(v, float) and math.isnan(v) else v
-                    for k, v in record.metadata.items()}
+        metadata = {
+            k: "NaN" if isinstance(v, float) and math.isnan(v) else v
+            for k, v in record.metadata.items()
+        }
         return replace(record, metadata={}), metadata
 
     return comparable(left) == comparable(right)
@@ -140,16 +168,22 @@ def test_every_stored_asset_event_reads_as_dagster_reads_it(instance) -> None:
     assert rich_record.metadata["json"] == {"nested": [1, {"a": None}]}
     assert rich_record.metadata["int"] == 2**62 and rich_record.metadata["null"] is None
     assert by_key[("daily", DagsterEventType.ASSET_MATERIALIZATION)].partition == "d2"
-    assert sorted(r.partition for r in records if r.asset_key == AssetKey("ranged")
-                  and r.kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED) == \
-        ["d1", "d2", "d3"]
+    assert sorted(
+        r.partition
+        for r in records
+        if r.asset_key == AssetKey("ranged")
+        and r.kind == DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+    ) == ["d1", "d2", "d3"]
 
 
 def test_a_planned_partition_range_is_read_from_dagsters_subset(instance) -> None:
     """A plan may name its partitions as a subset (a range) instead of one partition; the
     subset's keys are Dagster's to compute."""
-    storage_id, text = next((i, t) for i, t in _rows(instance)
-                            if "AssetMaterializationPlannedData" in t and '"daily"' in t)
+    storage_id, text = next(
+        (i, t)
+        for i, t in _rows(instance)
+        if "AssetMaterializationPlannedData" in t and '"daily"' in t
+    )
     stored = orjson.loads(text)
     data = stored["dagster_event"]["event_specific_data"]
     data["partition"] = None
@@ -180,11 +214,13 @@ def test_common_events_are_read_without_dagster_objects(instance) -> None:
 
 
 def test_json_metadata_holding_dagster_encodings_is_decoded_by_dagster(instance) -> None:
-    storage_id, text = next((i, t) for i, t in _rows(instance)
-                            if '"dws/ref"' in t and "nested" in t and "StepMaterialization" in t)
+    storage_id, text = next(
+        (i, t)
+        for i, t in _rows(instance)
+        if '"dws/ref"' in t and "nested" in t and "StepMaterialization" in t
+    )
     stored = orjson.loads(text)
-    entries = stored["dagster_event"]["event_specific_data"]["materialization"][
-        "metadata_entries"]
+    entries = stored["dagster_event"]["event_specific_data"]["materialization"]["metadata_entries"]
     json_entry = next(e for e in entries if e["label"] == "json")
     json_entry["entry_data"]["data"] = {"ids": {"__set__": [3, 1]}}
     text = orjson.dumps(stored).decode()
@@ -194,21 +230,27 @@ def test_json_metadata_holding_dagster_encodings_is_decoded_by_dagster(instance)
 
 
 def test_unreadable_rows_are_skipped_named_and_counted(tmp_path: Path, caplog) -> None:
-    with DagsterInstance.from_config(sqlite_home(tmp_path, "consolidated")) as instance, \
-            warnings.catch_warnings():
+    with (
+        DagsterInstance.from_config(sqlite_home(tmp_path, "consolidated")) as instance,
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
         materialize([daily], instance=instance, partition_key="d1")
         kind = DagsterEventType.ASSET_MATERIALIZATION
         with instance.event_log_storage.index_connection() as connection:
-            connection.execute(SqlEventLogStorageTable.insert().values(
-                run_id="r", event="{not json", dagster_event_type=kind.value))
+            connection.execute(
+                SqlEventLogStorageTable.insert().values(
+                    run_id="r", event="{not json", dagster_event_type=kind.value
+                )
+            )
             if hasattr(connection, "commit"):
                 connection.commit()
         materialize([daily], instance=instance, partition_key="d3")
         storage = stored_reader(instance)
         with caplog.at_level(logging.WARNING, logger="dws_dagster.sensor"):
-            records, rows, last = read_stored(storage, kind, after_storage_id=0,
-                                              before_storage_id=None, limit=2)
+            records, rows, last = read_stored(
+                storage, kind, after_storage_id=0, before_storage_id=None, limit=2
+            )
         assert rows == 2 and [r.partition for r in records] == ["d1"]
         broken = last
         assert f"event log record {broken} could not be read" in caplog.text
@@ -217,8 +259,9 @@ def test_unreadable_rows_are_skipped_named_and_counted(tmp_path: Path, caplog) -
         found = []
         while batch := reader.next(2):
             found += batch
-        assert [r.partition for r in found if isinstance(r, AssetEventRecord)
-                and r.kind == kind] == ["d1", "d3"]
+        assert [
+            r.partition for r in found if isinstance(r, AssetEventRecord) and r.kind == kind
+        ] == ["d1", "d3"]
 
 
 @pytest.mark.parametrize("storage", ["run-sharded", "consolidated"])

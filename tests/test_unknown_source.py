@@ -45,7 +45,8 @@ def no_step_failed(message: str) -> None:
 
 
 def test_messages_after_a_partial_restore_say_what_happened_and_how_to_recover(
-        ws: Workspace, cli: CLI) -> None:
+    ws: Workspace, cli: CLI
+) -> None:
     out, v1 = partially_restored(ws, cli)
     source, prep = ws.store.get(SRC), ws.store.get(PREP)
     assert source.unknown and source.owner is None and source.attempt is None
@@ -91,8 +92,7 @@ def test_messages_after_a_partial_restore_say_what_happened_and_how_to_recover(
     assert "'prep'" in rows[PREP]["attention"]
 
 
-def test_observe_recovers_a_source_and_refuses_a_ref_a_step_writes(
-        ws: Workspace, cli: CLI) -> None:
+def test_observe_recovers_a_source_and_refuses_a_ref_a_step_writes(ws: Workspace, cli: CLI) -> None:
     partially_restored(ws, cli)
     before = workspace_state(ws, ws.meta_dir)
     code, _, err = cli("observe", PREP, "-w", ws.root)
@@ -113,8 +113,7 @@ def test_observe_recovers_a_source_and_refuses_a_ref_a_step_writes(
     rows = db_dump(ws)
     code, out, _ = cli("observe", SRC, "-w", ws.root, "--format", "json")
     assert code == 0
-    assert json.loads(out) == {"ref": SRC, "version": now, "recorded": False,
-                               "was_unknown": False}
+    assert json.loads(out) == {"ref": SRC, "version": now, "recorded": False, "was_unknown": False}
     assert db_dump(ws) == rows
     run_step(ws, "reader", [SRC], {"inter/reader": "x\n"})
     assert ws.store.get("inter/reader").record["inputs"] == [{"ref": SRC, "version": now}]
@@ -131,16 +130,21 @@ def test_api_recovers_a_source_whose_data_was_put_back(ws: Workspace, cli: CLI) 
     write(ws.root / "data/src/trips.csv", "a\n1\n")  # the v1 data, put back by hand
     assert ws.version_of(SRC) == v1
     outcome = Workspace.open(ws.root).store.observe_source(SRC)
-    assert (outcome.ref, outcome.version, outcome.recorded, outcome.was_unknown) == \
-        (SRC, v1, True, True)
+    assert (outcome.ref, outcome.version, outcome.recorded, outcome.was_unknown) == (
+        SRC,
+        v1,
+        True,
+        True,
+    )
     state = ws.store.get(SRC)
     assert state.version == v1 and not state.unknown and state.status == "source"
     with pytest.raises(LineageConflictError, match="written by step 'prep'"):
         ws.store.observe_source(PREP)
 
 
-def test_unknown_resource_and_missing_data_are_refused(ws: Workspace, cli: CLI,
-                                                       tmp_path: Path) -> None:
+def test_unknown_resource_and_missing_data_are_refused(
+    ws: Workspace, cli: CLI, tmp_path: Path
+) -> None:
     before = workspace_state(ws, ws.meta_dir)
     code, _, err = cli("observe", "nosuch/x", "-w", ws.root)
     assert code == 1 and "nosuch" in err
@@ -152,9 +156,15 @@ def test_unknown_resource_and_missing_data_are_refused(ws: Workspace, cli: CLI,
 def test_a_failed_step_is_still_named_as_such(ws: Workspace) -> None:
     """Unknown after a failed step (not a restore): the step and its failure are named."""
     write(ws.root / "data/src/trips.csv", "a\n1\n")
-    with pytest.raises(RuntimeError), LineageBuilder().with_step_name("prep") \
-            .with_parameters({}).with_input_ref(SRC).with_workspace_directory(ws.root) \
-            .eval() as lineage:
+    with (
+        pytest.raises(RuntimeError),
+        LineageBuilder()
+        .with_step_name("prep")
+        .with_parameters({})
+        .with_input_ref(SRC)
+        .with_workspace_directory(ws.root)
+        .eval() as lineage,
+    ):
         lineage.add_output_ref(PREP)
         write(ws.local_path(PREP) / "part-0.csv", "partial")
         raise RuntimeError("crash")

@@ -64,6 +64,7 @@ def only_data_file(folder: Path) -> Path:
 
 # ---------------------------------------------------------------- Spark naming independence
 
+
 def test_same_content_different_uuids_and_bookkeeping_same_version(tmp_path: Path) -> None:
     one = spark_write(tmp_path / "one", {"": [ROWS_A, ROWS_B]})
     two = spark_write(tmp_path / "two", {"": [ROWS_A, ROWS_B]})
@@ -75,14 +76,21 @@ def test_same_content_different_uuids_and_bookkeeping_same_version(tmp_path: Pat
 
 
 def test_same_partitioned_content_same_version(tmp_path: Path) -> None:
-    layout = {"date=2024-01-01": [ROWS_A], "date=2024-01-02": [ROWS_B, ROWS_A],
-              "date=2024-01-02/hour=3": [ROWS_B]}
+    layout = {
+        "date=2024-01-01": [ROWS_A],
+        "date=2024-01-02": [ROWS_B, ROWS_A],
+        "date=2024-01-02/hour=3": [ROWS_B],
+    }
     one = spark_write(tmp_path / "one", layout)
     two = spark_write(tmp_path / "two", layout)
     assert content_version(one) == content_version(two)
     entries = content_manifest(one)
     assert sorted(e.relpath.split("/")[0] for e in entries) == [
-        "date=2024-01-01", "date=2024-01-02", "date=2024-01-02", "date=2024-01-02"]
+        "date=2024-01-01",
+        "date=2024-01-02",
+        "date=2024-01-02",
+        "date=2024-01-02",
+    ]
 
 
 def test_bookkeeping_files_do_not_count(tmp_path: Path) -> None:
@@ -99,6 +107,7 @@ def test_bookkeeping_files_do_not_count(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- changes are detected
+
 
 def test_every_single_byte_change_changes_version(tmp_path: Path) -> None:
     folder = spark_write(tmp_path / "out", {"": [ROWS_A]})
@@ -137,8 +146,9 @@ def test_swapping_bytes_within_file_changes_version(tmp_path: Path) -> None:
 
 
 def test_renaming_partition_folder_changes_version(tmp_path: Path) -> None:
-    folder = spark_write(tmp_path / "out", {"date=2024-01-01": [ROWS_A],
-                                           "date=2024-01-02": [ROWS_B]})
+    folder = spark_write(
+        tmp_path / "out", {"date=2024-01-01": [ROWS_A], "date=2024-01-02": [ROWS_B]}
+    )
     before = content_version(folder)
     (folder / "date=2024-01-01").rename(folder / "date=2024-01-03")
     assert content_version(folder) != before
@@ -149,8 +159,11 @@ def test_renaming_partition_folder_changes_version(tmp_path: Path) -> None:
 def test_moving_file_between_partitions_changes_version(tmp_path: Path) -> None:
     folder = spark_write(tmp_path / "out", {"date=1": [ROWS_A, ROWS_B], "date=2": [ROWS_A]})
     before = content_version(folder)
-    moving = next(p for p in (folder / "date=1").iterdir()
-                  if p.name.startswith("part-") and p.read_bytes() == ROWS_B)
+    moving = next(
+        p
+        for p in (folder / "date=1").iterdir()
+        if p.name.startswith("part-") and p.read_bytes() == ROWS_B
+    )
     moving.rename(folder / "date=2" / moving.name)
     assert content_version(folder) != before
 
@@ -208,6 +221,7 @@ def test_adding_empty_subfolder_keeps_version(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------ per-ref, portability
+
 
 def test_version_is_per_subpath(ws: Workspace) -> None:
     inter = ws.resource_root("inter")
@@ -289,26 +303,40 @@ def test_workspace_missing_ref_raises_data_not_found(ws: Workspace) -> None:
 UID = "0b6f4f52-2c1e-4a55-9a3b-6f8d2b1c3e4f"
 
 
-@pytest.mark.parametrize(("name", "stable"), [
-    (f"part-00000-{UID}-c000.snappy.parquet", "part-*.snappy.parquet"),
-    (f"part-00007-{UID}-c000.snappy.parquet", "part-*.snappy.parquet"),
-    (f"part-00000-{UID}.csv", "part-*.csv"),
-    (f"part-00003-{UID}_00001.c000.json", "part-*.json"),
-    (f"part-00000-{UID}-c001.csv.gz", "part-*.csv.gz"),
-    (f"part-123456-{UID}-c000.orc", "part-*.orc"),
-    (f"part-00000-{UID}-c000", "part-*"),
-    (f"part-00000-{UID}", "part-*"),
-])
+@pytest.mark.parametrize(
+    ("name", "stable"),
+    [
+        (f"part-00000-{UID}-c000.snappy.parquet", "part-*.snappy.parquet"),
+        (f"part-00007-{UID}-c000.snappy.parquet", "part-*.snappy.parquet"),
+        (f"part-00000-{UID}.csv", "part-*.csv"),
+        (f"part-00003-{UID}_00001.c000.json", "part-*.json"),
+        (f"part-00000-{UID}-c001.csv.gz", "part-*.csv.gz"),
+        (f"part-123456-{UID}-c000.orc", "part-*.orc"),
+        (f"part-00000-{UID}-c000", "part-*"),
+        (f"part-00000-{UID}", "part-*"),
+    ],
+)
 def test_stable_name_strips_spark_uuid_and_number(name: str, stable: str) -> None:
     assert stable_name(name) == stable
 
 
-@pytest.mark.parametrize("name", [
-    "data.csv", "part-0.csv", "part-00000", "part-r-00000", "part-00000.csv",
-    "part-00000-notauuid.csv", f"part-0000-{UID}.csv", f"xpart-00000-{UID}.csv",
-    f"part-00000-{UID.upper()}.csv", f"part-00000-{UID[:-1]}.csv", "results.json",
-    f"{UID}.csv",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "data.csv",
+        "part-0.csv",
+        "part-00000",
+        "part-r-00000",
+        "part-00000.csv",
+        "part-00000-notauuid.csv",
+        f"part-0000-{UID}.csv",
+        f"xpart-00000-{UID}.csv",
+        f"part-00000-{UID.upper()}.csv",
+        f"part-00000-{UID[:-1]}.csv",
+        "results.json",
+        f"{UID}.csv",
+    ],
+)
 def test_stable_name_leaves_ordinary_names_alone(name: str) -> None:
     assert stable_name(name) == name
 
@@ -325,6 +353,7 @@ def test_stable_names_make_versions_uuid_free_for_all_variants(tmp_path: Path) -
 
 
 # ---------------------------------------------------------------------- results and snapshots
+
 
 def test_results_root_ignores_snapshots_folder(ws: Workspace) -> None:
     results = ws.resource_root("results")
@@ -351,6 +380,7 @@ def test_snapshots_folder_counts_in_non_results_resources(ws: Workspace) -> None
 
 
 # ------------------------------------------------------------------------------ listing mode
+
 
 def test_listing_version_tracks_names_sizes_mtimes(tmp_path: Path) -> None:
     """By design a listing version reads no bytes: rewriting identical bytes with a new mtime
@@ -411,6 +441,7 @@ def test_workspace_listing_resource_uses_listing_version(ws: Workspace) -> None:
 
 # ------------------------------------------------------------------------- progress and size
 
+
 def test_progress_receives_exactly_the_data_bytes(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     big = os.urandom(3 * (1 << 20) + 12345)
@@ -468,6 +499,7 @@ def test_large_file(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ file names
 
+
 def test_non_utf8_file_name_gets_a_version(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     folder.mkdir()
@@ -484,22 +516,27 @@ def test_non_utf8_file_name_gets_a_version(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ the format is pinned
 
+
 def build_golden_tree(root: Path) -> Path:
     """Every kind of entry a version walk meets: Spark part files, an empty file, a file of
     several read chunks, partition and nested folders, a non-UTF-8 name, a symlinked file
     (followed), a symlinked folder (not entered) and bookkeeping files (skipped)."""
     folder = root / "golden"
     put(folder / "a.csv", ROWS_A)
-    put(folder / "part-00000-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9-c000.snappy.parquet",
-        b"PAR1" * 1000)
+    put(
+        folder / "part-00000-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9-c000.snappy.parquet",
+        b"PAR1" * 1000,
+    )
     put(folder / "empty.csv", b"")
     big = bytearray()
     block = bytes(range(256))
     while len(big) < 3 * (1 << 20) + 17:
-        big += block[len(big) % 251:] + block[: len(big) % 251]
+        big += block[len(big) % 251 :] + block[: len(big) % 251]
     put(folder / "big.bin", bytes(big[: 3 * (1 << 20) + 17]))
-    put(folder / "date=2024-01-01" / "part-00001-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.csv",
-        b"x,y\n1,2\n")
+    put(
+        folder / "date=2024-01-01" / "part-00001-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.csv",
+        b"x,y\n1,2\n",
+    )
     put(folder / "x" / "y" / "z.txt", b"deep\n")
     try:
         (folder / os.fsdecode(b"caf\xe9.csv")).write_bytes(b"non-utf8 name\n")
@@ -524,20 +561,27 @@ def test_versions_are_those_of_the_released_format(tmp_path: Path) -> None:
     assert effective_version(folder) == "1d1e2296d76bb7d08b9bde6fd3b7c425"
     assert content_version(folder / "big.bin") == "11cf78ee856f5ec315cd6a11702a014c"
     assert effective_version(folder / "big.bin") == "11cf78ee856f5ec315cd6a11702a014c"
-    assert content_version(folder, exclude_top=("x", "a.csv")) == \
-        "d338c254d5a141f88710603f6309e5b5"
+    assert content_version(folder, exclude_top=("x", "a.csv")) == "d338c254d5a141f88710603f6309e5b5"
     assert data_size(folder) == 3149820
     assert [(e.relpath, e.size) for e in content_manifest(folder)] == [
-        ("a.csv", 24), ("big.bin", 3145745), ("caf\udce9.csv", 14), ("empty.csv", 0),
+        ("a.csv", 24),
+        ("big.bin", 3145745),
+        ("caf\udce9.csv", 14),
+        ("empty.csv", 0),
         ("link.csv", 24),
         ("part-00000-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9-c000.snappy.parquet", 4000),
         ("date=2024-01-01/part-00001-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.csv", 8),
-        ("x/y/z.txt", 5)]
+        ("x/y/z.txt", 5),
+    ]
     # results.json counts without a marker; beside a marker it describes the data
     put(folder / "results.json", b'{"m":1}')
     assert effective_version(folder) == "ee32413246b6963dbf08d03f31cf64a9"
-    marker = {"format": 1, "scheme": MARKER_SCHEME, "version": "logical-v",
-              "content": "1d1e2296d76bb7d08b9bde6fd3b7c425"}
+    marker = {
+        "format": 1,
+        "scheme": MARKER_SCHEME,
+        "version": "logical-v",
+        "content": "1d1e2296d76bb7d08b9bde6fd3b7c425",
+    }
     put(folder / MARKER_NAME, orjson.dumps(marker))
     assert effective_version(folder) == "logical-v"
     put(folder / MARKER_NAME, orjson.dumps({**marker, "content": "stale"}))

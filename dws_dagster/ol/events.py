@@ -116,8 +116,9 @@ _OUTPUT_SUBSET = base_subset_dataset.OutputSubsetOutputDatasetFacet._get_schema(
 #: key of the subset facets among `inputFacets` / `outputFacets` (the spec file's property)
 SUBSET_FACET = "subset"
 _HIVE_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.+)")
-_OUTPUT_STATISTICS = \
+_OUTPUT_STATISTICS = (
     output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet._get_schema()
+)
 
 
 class EventBuildError(DwsError, ValueError):
@@ -148,8 +149,9 @@ def ol_run_id(run: RunInfo, job_name: str) -> str:
         return _static_run_id(*parts)
 
 
-def _static_run_id(created: dt.datetime, dagster_run_id: str, job_name: str,
-                   partition: str | None) -> str:
+def _static_run_id(
+    created: dt.datetime, dagster_run_id: str, job_name: str, partition: str | None
+) -> str:
     data = json.dumps([dagster_run_id, job_name, partition]).encode("utf-8")
     return str(generate_static_uuid(created, data))
 
@@ -158,8 +160,9 @@ def _static_run_id(created: dt.datetime, dagster_run_id: str, job_name: str,
 _cached_run_id = functools.lru_cache(maxsize=4096)(_static_run_id)
 
 
-def build_run_event(event: AssetRunEvent, *, locate: Callable[[str], str],
-                    producer: str = PRODUCER) -> dict[str, Any]:
+def build_run_event(
+    event: AssetRunEvent, *, locate: Callable[[str], str], producer: str = PRODUCER
+) -> dict[str, Any]:
     """The OpenLineage RunEvent of one state change of one asset's run, as the JSON-ready
     dict transports send.
 
@@ -181,8 +184,11 @@ def build_run_event(event: AssetRunEvent, *, locate: Callable[[str], str],
         "producer": producer,
         "schemaURL": _RUN_EVENT_SCHEMA,
         "run": {"runId": run_id, "facets": _run_facets(event, producer)},
-        "job": {"namespace": job.namespace, "name": job.name,
-                "facets": orjson.loads(_job_facets_json(job, producer))},
+        "job": {
+            "namespace": job.namespace,
+            "name": job.name,
+            "facets": orjson.loads(_job_facets_json(job, producer)),
+        },
         "eventType": event.kind,
         "inputs": [_input(info, job, producer) for info in event.inputs],
         "outputs": [_output(info, job, names, producer) for info in event.outputs],
@@ -209,9 +215,12 @@ def _run_facets(event: AssetRunEvent, producer: str) -> dict[str, Any]:
         facets = _shared_run_facets(run, job.namespace, job.name, producer)
     if event.kind == "FAIL" and event.error_message:
         facets["errorMessage"] = _facet(
-            _ERROR_MESSAGE, producer, message=redact_text(event.error_message),
+            _ERROR_MESSAGE,
+            producer,
+            message=redact_text(event.error_message),
             programmingLanguage="python",
-            stackTrace=redact_text(event.stack_trace) if event.stack_trace else None)
+            stackTrace=redact_text(event.stack_trace) if event.stack_trace else None,
+        )
     return facets
 
 
@@ -221,29 +230,48 @@ def _shared_run_facets_json(run: RunInfo, namespace: str, name: str, producer: s
     return orjson.dumps(_shared_run_facets(run, namespace, name, producer))
 
 
-def _shared_run_facets(run: RunInfo, namespace: str, name: str, producer: str
-                       ) -> dict[str, Any]:
+def _shared_run_facets(run: RunInfo, namespace: str, name: str, producer: str) -> dict[str, Any]:
     facets: dict[str, Any] = {"parent": _parent(run, namespace, name, producer)}
     if run.dagster_version:
         facets["processing_engine"] = _facet(
-            _PROCESSING_ENGINE, producer, version=run.dagster_version, name="dagster",
-            openlineageAdapterVersion=__version__)
+            _PROCESSING_ENGINE,
+            producer,
+            version=run.dagster_version,
+            name="dagster",
+            openlineageAdapterVersion=__version__,
+        )
     if run.nominal_start is not None:
         end = run.nominal_end
         facets["nominalTime"] = _facet(
-            _NOMINAL_TIME, producer,
+            _NOMINAL_TIME,
+            producer,
             nominalStartTime=_iso(run.nominal_start, "RunInfo.nominal_start"),
-            nominalEndTime=_iso(end, "RunInfo.nominal_end") if end is not None else None)
+            nominalEndTime=_iso(end, "RunInfo.nominal_end") if end is not None else None,
+        )
     dependencies = _unique(run.dependencies)
     if dependencies:
-        facets["jobDependencies"] = _facet(_JOB_DEPENDENCIES, producer, upstream=[
-            {"job": {"namespace": namespace, "name": dependency},
-             "dependency_type": "IMPLICIT_DEPENDENCY"} for dependency in dependencies])
+        facets["jobDependencies"] = _facet(
+            _JOB_DEPENDENCIES,
+            producer,
+            upstream=[
+                {
+                    "job": {"namespace": namespace, "name": dependency},
+                    "dependency_type": "IMPLICIT_DEPENDENCY",
+                }
+                for dependency in dependencies
+            ],
+        )
     tags = [(PARTITION_TAG, run.partition), (SPARK_VERSION_TAG, run.spark_version)]
     if any(value is not None for _key, value in tags):
-        facets["tags"] = _facet(_RUN_TAGS, producer, tags=[
-            {"key": key, "value": value, "source": _TAG_SOURCE}
-            for key, value in tags if value is not None])
+        facets["tags"] = _facet(
+            _RUN_TAGS,
+            producer,
+            tags=[
+                {"key": key, "value": value, "source": _TAG_SOURCE}
+                for key, value in tags
+                if value is not None
+            ],
+        )
     return facets
 
 
@@ -264,11 +292,15 @@ def _parent(run: RunInfo, namespace: str, asset: str, producer: str) -> dict[str
     """The Dagster run: parent of the asset's run and root of the hierarchy."""
     dagster_run_id = dagster_run_ol_id(run.dagster_run_id, f"asset '{asset}'")
     return _facet(
-        _PARENT, producer,
+        _PARENT,
+        producer,
         run={"runId": dagster_run_id},
         job={"namespace": namespace, "name": run.dagster_job},
-        root={"run": {"runId": dagster_run_id},
-              "job": {"namespace": namespace, "name": run.dagster_job}})
+        root={
+            "run": {"runId": dagster_run_id},
+            "job": {"namespace": namespace, "name": run.dagster_job},
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------ job
@@ -282,33 +314,44 @@ def _job_facets_json(job: JobInfo, producer: str) -> bytes:
 
 
 def _job_facets(job: JobInfo, producer: str) -> dict[str, Any]:
-    facets: dict[str, Any] = {"jobType": _facet(
-        _JOB_TYPE, producer, processingType="BATCH", integration=INTEGRATION, jobType="ASSET")}
+    facets: dict[str, Any] = {
+        "jobType": _facet(
+            _JOB_TYPE, producer, processingType="BATCH", integration=INTEGRATION, jobType="ASSET"
+        )
+    }
     if job.source_code:
-        facets["sourceCode"] = _facet(_SOURCE_CODE, producer, language="python",
-                                      sourceCode=redact_text(job.source_code))
+        facets["sourceCode"] = _facet(
+            _SOURCE_CODE, producer, language="python", sourceCode=redact_text(job.source_code)
+        )
     location = _source_code_location(job, producer)
     if location is not None:
         facets["sourceCodeLocation"] = location
     if job.description:
         # Dagster renders asset descriptions as Markdown.
-        facets["documentation"] = _facet(_DOCUMENTATION, producer,
-                                         description=redact_text(job.description),
-                                         contentType="text/markdown")
+        facets["documentation"] = _facet(
+            _DOCUMENTATION,
+            producer,
+            description=redact_text(job.description),
+            contentType="text/markdown",
+        )
     owners = _unique(job.owners)
     if owners:
-        facets["ownership"] = _facet(_OWNERSHIP, producer,
-                                     owners=[_owner(owner) for owner in owners])
+        facets["ownership"] = _facet(
+            _OWNERSHIP, producer, owners=[_owner(owner) for owner in owners]
+        )
     if job.code_version:
-        facets["tags"] = _facet(_JOB_TAGS, producer, tags=[
-            {"key": CODE_VERSION_TAG, "value": job.code_version, "source": _TAG_SOURCE}])
+        facets["tags"] = _facet(
+            _JOB_TAGS,
+            producer,
+            tags=[{"key": CODE_VERSION_TAG, "value": job.code_version, "source": _TAG_SOURCE}],
+        )
     return facets
 
 
 def _owner(owner: str) -> dict[str, str]:
     """Dagster owners are `team:name` or e-mail addresses."""
-    if owner.startswith("team:") and owner[len("team:"):]:
-        return {"name": owner[len("team:"):], "type": "team"}
+    if owner.startswith("team:") and owner[len("team:") :]:
+        return {"name": owner[len("team:") :], "type": "team"}
     if re.fullmatch(r"[^@\s]+@[^@\s]+", owner):
         return {"name": owner, "type": "user"}
     return {"name": owner}
@@ -333,8 +376,16 @@ def _source_code_location(job: JobInfo, producer: str) -> dict[str, Any] | None:
         kind = "git"
     else:
         return None
-    return _facet(_SOURCE_CODE_LOCATION, producer, type=kind, url=url, repoUrl=repo, path=path,
-                  version=job.git_commit or None, branch=job.git_branch or None)
+    return _facet(
+        _SOURCE_CODE_LOCATION,
+        producer,
+        type=kind,
+        url=url,
+        repoUrl=repo,
+        path=path,
+        version=job.git_commit or None,
+        branch=job.git_branch or None,
+    )
 
 
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^/:]+):(?P<path>(?!//).*)$")
@@ -420,8 +471,9 @@ class _Names:
 
     def _rooted(self, name: tuple[str, str]) -> tuple[str, str]:
         for namespace, root in self._roots:
-            if name[0] == namespace and (name[1] == root
-                                         or name[1].startswith(root.rstrip("/") + "/")):
+            if name[0] == namespace and (
+                name[1] == root or name[1].startswith(root.rstrip("/") + "/")
+            ):
                 return namespace, root
         return name
 
@@ -448,8 +500,11 @@ def _condition(partitions: Sequence[PartitionInfo]) -> dict[str, Any]:
     for part in partitions:
         segments = part.subpath.split("/")
         hive = [_HIVE_SEGMENT.fullmatch(segment) for segment in segments]
-        dimensions = ({m[1]: m[2] for m in hive if m is not None} if all(hive)
-                      else {"partition": part.identifier})
+        dimensions = (
+            {m[1]: m[2] for m in hive if m is not None}
+            if all(hive)
+            else {"partition": part.identifier}
+        )
         listed.append({"identifier": part.identifier, "dimensions": dimensions})
     return {"type": "partition", "partitions": listed}
 
@@ -460,9 +515,17 @@ def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str,
     if version:
         facets["version"] = _facet(_DATASET_VERSION, producer, datasetVersion=version)
     if info.ref:
-        facets["symlinks"] = _facet(_SYMLINKS, producer, identifiers=[
-            {"namespace": workspace_namespace(job.namespace), "name": info.ref,
-             "type": REF_SYMLINK_TYPE}])
+        facets["symlinks"] = _facet(
+            _SYMLINKS,
+            producer,
+            identifiers=[
+                {
+                    "namespace": workspace_namespace(job.namespace),
+                    "name": info.ref,
+                    "type": REF_SYMLINK_TYPE,
+                }
+            ],
+        )
     return facets
 
 
@@ -473,8 +536,11 @@ def _input(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
         facets["schema"] = orjson.loads(_schema_facet_json(info.schema, producer))
     dataset: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
     if info.partitions:
-        dataset["inputFacets"] = {SUBSET_FACET: _facet(
-            _INPUT_SUBSET, producer, inputCondition=_condition(info.partitions))}
+        dataset["inputFacets"] = {
+            SUBSET_FACET: _facet(
+                _INPUT_SUBSET, producer, inputCondition=_condition(info.partitions)
+            )
+        }
     return dataset
 
 
@@ -486,16 +552,19 @@ def _output(info: OutputInfo, job: JobInfo, names: _Names, producer: str) -> dic
     lineage = _column_lineage(info, names, f"asset '{job.name}', output {name}", producer)
     if lineage is not None:
         facets["columnLineage"] = lineage
-    facets["storage"] = _facet(_STORAGE, producer, storageLayer="file",
-                               fileFormat=info.file_format or None)
+    facets["storage"] = _facet(
+        _STORAGE, producer, storageLayer="file", fileFormat=info.file_format or None
+    )
     output: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
     output_facets: dict[str, Any] = {}
     if info.rows is not None or info.size_bytes is not None:
         output_facets["outputStatistics"] = _facet(
-            _OUTPUT_STATISTICS, producer, rowCount=info.rows, size=info.size_bytes)
+            _OUTPUT_STATISTICS, producer, rowCount=info.rows, size=info.size_bytes
+        )
     if info.dataset.partitions:
         output_facets[SUBSET_FACET] = _facet(
-            _OUTPUT_SUBSET, producer, outputCondition=_condition(info.dataset.partitions))
+            _OUTPUT_SUBSET, producer, outputCondition=_condition(info.dataset.partitions)
+        )
     if output_facets:
         output["outputFacets"] = output_facets
     return output
@@ -504,16 +573,24 @@ def _output(info: OutputInfo, job: JobInfo, names: _Names, producer: str) -> dic
 @functools.lru_cache(maxsize=1024)
 def _schema_facet_json(schema: tuple[tuple[str, str, bool], ...], producer: str) -> bytes:
     """An output's schema facet as JSON, built once per schema (as the job's facets are)."""
-    return orjson.dumps(_facet(_SCHEMA, producer, fields=[
-        _schema_field(column, spark_type, position)
-        for position, (column, spark_type, _nullable) in enumerate(schema, 1)]))
+    return orjson.dumps(
+        _facet(
+            _SCHEMA,
+            producer,
+            fields=[
+                _schema_field(column, spark_type, position)
+                for position, (column, spark_type, _nullable) in enumerate(schema, 1)
+            ],
+        )
+    )
 
 
 # ------------------------------------------------------------------------ column lineage
 
 
-def _column_lineage(info: OutputInfo, names: _Names, where: str, producer: str
-                    ) -> dict[str, Any] | None:
+def _column_lineage(
+    info: OutputInfo, names: _Names, where: str, producer: str
+) -> dict[str, Any] | None:
     """`dws/column_lineage` as the facet: one input field per source column, with all the
     ways (transformations) the output depends on it; columns with no source are left out,
     as OpenLineage's Spark integration does. Whole-dataset sources (filters, joins, group-bys)
@@ -523,8 +600,10 @@ def _column_lineage(info: OutputInfo, names: _Names, where: str, producer: str
         return None
     columns = recorded.get("columns") or {}
     if not isinstance(columns, Mapping):
-        raise EventBuildError(f"{where}: column lineage 'columns' must map output columns to "
-                              f"sources, got {type(columns).__name__}")
+        raise EventBuildError(
+            f"{where}: column lineage 'columns' must map output columns to "
+            f"sources, got {type(columns).__name__}"
+        )
     fields: dict[str, Any] = {}
     for column, sources in columns.items():
         input_fields = _input_fields(sources, names, f"{where}, column {column!r}")
@@ -549,23 +628,31 @@ def _input_fields(sources: Any, names: _Names, where: str) -> list[dict[str, Any
         kind = str(source.get("kind", "")).upper()
         if kind not in _KINDS:
             raise EventBuildError(
-                f"{where}: source kind {source.get('kind')!r} is not DIRECT or INDIRECT")
+                f"{where}: source kind {source.get('kind')!r} is not DIRECT or INDIRECT"
+            )
         subtype = source.get("subtype")
         description = source.get("description")
         namespace, name = names.of_source(source, where)
-        transformation = (kind, str(subtype).upper() if subtype else None,
-                          str(description) if description else None)
+        transformation = (
+            kind,
+            str(subtype).upper() if subtype else None,
+            str(description) if description else None,
+        )
         grouped.setdefault((namespace, name, column), {})[transformation] = None
     return [
-        {"namespace": namespace, "name": name, "field": column,
-         "transformations": [_transformation(*transformation)
-                             for transformation in transformations]}
+        {
+            "namespace": namespace,
+            "name": name,
+            "field": column,
+            "transformations": [
+                _transformation(*transformation) for transformation in transformations
+            ],
+        }
         for (namespace, name, column), transformations in grouped.items()
     ]
 
 
-def _transformation(kind: str, subtype: str | None, description: str | None
-                    ) -> dict[str, Any]:
+def _transformation(kind: str, subtype: str | None, description: str | None) -> dict[str, Any]:
     transformation: dict[str, Any] = {"type": kind}
     if subtype is not None:
         transformation["subtype"] = subtype
@@ -603,8 +690,9 @@ def _schema_field(column: str, spark_type: str, position: int | None) -> dict[st
     return _field(column, spark_type, position, spark_type_fields(spark_type))
 
 
-def _field(name: str, spark_type: str, position: int | None,
-           children: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _field(
+    name: str, spark_type: str, position: int | None, children: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     field: dict[str, Any] = {"name": name, "type": spark_type}
     if position is not None:
         field["ordinal_position"] = position
@@ -629,8 +717,10 @@ def _parse_type(text: str, start: int) -> tuple[str, list[dict[str, Any]] | None
         end = _expect(text, end, ">")
         nested = None
         if key_children is not None or value_children is not None:
-            nested = [_field("key", key, None, key_children),
-                      _field("value", value, None, value_children)]
+            nested = [
+                _field("key", key, None, key_children),
+                _field("value", value, None, value_children),
+            ]
         return text[start:end], nested, end
     depth, end = 0, start
     while end < len(text):
@@ -651,7 +741,7 @@ def _parse_struct(text: str, start: int) -> tuple[str, list[dict[str, Any]], int
     position = start + len("struct<")
     fields: list[dict[str, Any]] = []
     if text.startswith(">", position):
-        return text[start:position + 1], fields, position + 1
+        return text[start : position + 1], fields, position + 1
     while True:
         colon = text.index(":", position)
         name = text[position:colon]
@@ -682,7 +772,8 @@ def _aware(value: dt.datetime, what: str) -> dt.datetime:
         raise EventBuildError(
             f"{what} ({value.isoformat()}) has no time zone; give an aware datetime "
             "(e.g. datetime.fromtimestamp(ts, tz=timezone.utc)) so ids and times do not "
-            "depend on the machine's zone")
+            "depend on the machine's zone"
+        )
     return value
 
 

@@ -93,7 +93,8 @@ def parse_time(text: str, *, what: str = "time") -> dt.datetime:
     except ValueError:
         raise OutboxError(
             f"{what}: {text!r} is not an ISO-8601 date or datetime; write it like 2026-05-01 or "
-            "2026-05-01T12:00:00+00:00") from None
+            "2026-05-01T12:00:00+00:00"
+        ) from None
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
@@ -118,8 +119,10 @@ def time_key(value: dt.datetime) -> str:
 def event_key(event: Mapping[str, Any]) -> Key:
     """What makes two events the same for the outbox: (run.runId, eventType)."""
     run = event.get("run")
-    return (str(run.get("runId")) if isinstance(run, Mapping) else "",
-            str(event.get("eventType", "")))
+    return (
+        str(run.get("runId")) if isinstance(run, Mapping) else "",
+        str(event.get("eventType", "")),
+    )
 
 
 def _describe(event: Mapping[str, Any]) -> str:
@@ -131,16 +134,20 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
     """Validate one event and give its `dws_ol_events` columns (no workspace, no spool time):
     `run_id`, `event_type`, `event_time` (see `time_key`) and `body` (JSON, sorted keys)."""
     if not isinstance(event, Mapping):
-        raise OutboxError(f"event #{index} is a {type(event).__name__}, not an OpenLineage "
-                          "RunEvent dict; pass the dicts the event builders return")
+        raise OutboxError(
+            f"event #{index} is a {type(event).__name__}, not an OpenLineage "
+            "RunEvent dict; pass the dicts the event builders return"
+        )
     run = event.get("run")
     problems = []
-    if not isinstance(run, Mapping) or not isinstance(run.get("runId"), str) \
-            or not run.get("runId"):
+    if (
+        not isinstance(run, Mapping)
+        or not isinstance(run.get("runId"), str)
+        or not run.get("runId")
+    ):
         problems.append("run.runId")
     event_type = event.get("eventType")
-    if not isinstance(event_type, str) or not event_type \
-            or len(event_type) > MAX_EVENT_TYPE_CHARS:
+    if not isinstance(event_type, str) or not event_type or len(event_type) > MAX_EVENT_TYPE_CHARS:
         problems.append("eventType")
     try:
         when = parse_time(event.get("eventTime"))  # type: ignore[arg-type]
@@ -150,18 +157,31 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
         raise OutboxError(
             f"event #{index} cannot be spooled: missing or invalid {', '.join(problems)}; the "
             "outbox takes OpenLineage RunEvents with run.runId, an eventType (at most "
-            f"{MAX_EVENT_TYPE_CHARS} characters) and an ISO-8601 eventTime")
+            f"{MAX_EVENT_TYPE_CHARS} characters) and an ISO-8601 eventTime"
+        )
     try:
         body = orjson.dumps(dict(event), option=orjson.OPT_SORT_KEYS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
-        raise OutboxError(f"event #{index} ({_describe(event)}) is not JSON: {exc}; pass plain "
-                          "JSON data (strings, numbers, lists, dicts)") from None
-    return {"run_id": run["runId"], "event_type": event_type,  # type: ignore[index]
-            "event_time": time_key(when), "body": body.decode()}
+        raise OutboxError(
+            f"event #{index} ({_describe(event)}) is not JSON: {exc}; pass plain "
+            "JSON data (strings, numbers, lists, dicts)"
+        ) from None
+    return {
+        "run_id": run["runId"],
+        "event_type": event_type,  # type: ignore[index]
+        "event_time": time_key(when),
+        "body": body.decode(),
+    }
 
 
-def insert_events(connection: Connection, workspace_id: int, rows: Sequence[dict[str, Any]],
-                  *, spooled: str, pending: bool = True) -> int:
+def insert_events(
+    connection: Connection,
+    workspace_id: int,
+    rows: Sequence[dict[str, Any]],
+    *,
+    spooled: str,
+    pending: bool = True,
+) -> int:
     """Insert the `event_row`s whose key the workspace's outbox does not hold yet, in order;
     returns how many. The caller holds the workspace's write lock (no two inserters race for
     a key, and ids are committed in increasing order)."""
@@ -171,14 +191,20 @@ def insert_events(connection: Connection, workspace_id: int, rows: Sequence[dict
     run_ids = sorted({run_id for run_id, _ in fresh})
     for start in range(0, len(run_ids), MARK_CHUNK):
         for run_id, event_type in connection.execute(
-                select(_EVENTS.c.run_id, _EVENTS.c.event_type).where(
-                    _EVENTS.c.workspace_id == workspace_id,
-                    _EVENTS.c.run_id.in_(run_ids[start:start + MARK_CHUNK]))):
+            select(_EVENTS.c.run_id, _EVENTS.c.event_type).where(
+                _EVENTS.c.workspace_id == workspace_id,
+                _EVENTS.c.run_id.in_(run_ids[start : start + MARK_CHUNK]),
+            )
+        ):
             fresh.pop((run_id, event_type), None)
     if fresh:
-        connection.execute(insert(_EVENTS), [
-            {**row, "workspace_id": workspace_id, "spooled": spooled, "pending": pending}
-            for row in fresh.values()])
+        connection.execute(
+            insert(_EVENTS),
+            [
+                {**row, "workspace_id": workspace_id, "spooled": spooled, "pending": pending}
+                for row in fresh.values()
+            ],
+        )
     return len(fresh)
 
 
@@ -255,9 +281,15 @@ class Outbox:
     of objects, processes and machines share one outbox.
     """
 
-    def __init__(self, workspace: Workspace, *, backoff_base: float = BACKOFF_BASE_SECONDS,
-                 backoff_cap: float = BACKOFF_CAP_SECONDS, lease_seconds: float | None = None,
-                 rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        backoff_base: float = BACKOFF_BASE_SECONDS,
+        backoff_cap: float = BACKOFF_CAP_SECONDS,
+        lease_seconds: float | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.workspace = workspace
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
@@ -320,8 +352,14 @@ class Outbox:
 
     # ------------------------------------------------------------------ delivery
 
-    def deliver(self, transport: Transport, *, budget_seconds: float = 30.0,
-                now: dt.datetime | None = None, ignore_backoff: bool = False) -> DeliveryReport:
+    def deliver(
+        self,
+        transport: Transport,
+        *,
+        budget_seconds: float = 30.0,
+        now: dt.datetime | None = None,
+        ignore_backoff: bool = False,
+    ) -> DeliveryReport:
         """Send pending events oldest first until none is left, the budget is spent, or one
         fails; a failure sets the next attempt time (exponential backoff with jitter), before
         which calls send nothing unless `ignore_backoff`. Another deliverer holding the lease
@@ -332,7 +370,8 @@ class Outbox:
         if self.db.in_transaction:
             raise OutboxError(
                 "Outbox.deliver was called inside a transaction of the workspace store; it "
-                "must not hold one while a catalog answers: deliver after the block ends")
+                "must not hold one while a catalog answers: deliver after the block ends"
+            )
         state = self._state()
         if self._waiting(state, now) and not ignore_backoff:
             return self._report(state, sent=0, failed=0)
@@ -358,35 +397,63 @@ class Outbox:
         """Claim delivery for `holder` unless a live lease is held; the state when taken."""
         wall = time.time()
         with self._writing() as (connection, ws_id):
-            taken = connection.execute(update(_DELIVERY).where(
-                _DELIVERY.c.workspace_id == ws_id,
-                (_DELIVERY.c.holder.is_(None)) | (_DELIVERY.c.lease_until < wall),
-            ).values(holder=holder, lease_until=wall + self.lease_seconds)).rowcount
+            taken = connection.execute(
+                update(_DELIVERY)
+                .where(
+                    _DELIVERY.c.workspace_id == ws_id,
+                    (_DELIVERY.c.holder.is_(None)) | (_DELIVERY.c.lease_until < wall),
+                )
+                .values(holder=holder, lease_until=wall + self.lease_seconds)
+            ).rowcount
             if not taken:
-                exists = connection.execute(select(_DELIVERY.c.workspace_id).where(
-                    _DELIVERY.c.workspace_id == ws_id)).first()
+                exists = connection.execute(
+                    select(_DELIVERY.c.workspace_id).where(_DELIVERY.c.workspace_id == ws_id)
+                ).first()
                 if exists is not None:
                     return None
                 # Registered before the outbox had a row (Database.workspace_id adds it).
-                connection.execute(insert(_DELIVERY).values(
-                    workspace_id=ws_id, holder=holder, lease_until=wall + self.lease_seconds))
+                connection.execute(
+                    insert(_DELIVERY).values(
+                        workspace_id=ws_id, holder=holder, lease_until=wall + self.lease_seconds
+                    )
+                )
             return self._read_state(connection, ws_id)
 
     def _release(self, holder: str) -> None:
         with self._writing() as (connection, ws_id):
-            connection.execute(update(_DELIVERY).where(
-                _DELIVERY.c.workspace_id == ws_id, _DELIVERY.c.holder == holder,
-            ).values(holder=None, lease_until=0.0))
+            connection.execute(
+                update(_DELIVERY)
+                .where(
+                    _DELIVERY.c.workspace_id == ws_id,
+                    _DELIVERY.c.holder == holder,
+                )
+                .values(holder=None, lease_until=0.0)
+            )
 
     def _pending_page(self, after: int) -> list[tuple[int, str]]:
         with self._reading() as (connection, ws_id):
-            return [(int(row[0]), str(row[1])) for row in connection.execute(
-                select(_EVENTS.c.id, _EVENTS.c.body).where(
-                    _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending, _EVENTS.c.id > after,
-                ).order_by(_EVENTS.c.id).limit(PAGE_SIZE))]
+            return [
+                (int(row[0]), str(row[1]))
+                for row in connection.execute(
+                    select(_EVENTS.c.id, _EVENTS.c.body)
+                    .where(
+                        _EVENTS.c.workspace_id == ws_id,
+                        _EVENTS.c.pending,
+                        _EVENTS.c.id > after,
+                    )
+                    .order_by(_EVENTS.c.id)
+                    .limit(PAGE_SIZE)
+                )
+            ]
 
-    def _deliver_leased(self, transport: Transport, holder: str, state: _Delivery,
-                        budget_seconds: float, now: dt.datetime) -> DeliveryReport:
+    def _deliver_leased(
+        self,
+        transport: Transport,
+        holder: str,
+        state: _Delivery,
+        budget_seconds: float,
+        now: dt.datetime,
+    ) -> DeliveryReport:
         started = time.monotonic()
         renew_every = min(CHECKPOINT_SECONDS, self.lease_seconds / 2)
         last_mark = started
@@ -419,7 +486,8 @@ class Outbox:
                         if "__corrupt__" in event:
                             raise OutboxError(
                                 f"event {event_id} of the outbox is not a JSON object; delete "
-                                "that row of dws_ol_events (or restore the store from a backup)")
+                                "that row of dws_ol_events (or restore the store from a backup)"
+                            )
                         emitter.emit(event, body.encode())
                     except Exception as exc:
                         failure = (event, exc, at())
@@ -433,8 +501,16 @@ class Outbox:
                 self._checkpoint(holder, unmarked, at())
         else:
             event, exc, when = failure
-            self._failed(holder, unmarked, event, exc, transport, when, succeeded=sent > 0,
-                         attempts=state.attempts)
+            self._failed(
+                holder,
+                unmarked,
+                event,
+                exc,
+                transport,
+                when,
+                succeeded=sent > 0,
+                attempts=state.attempts,
+            )
         return self._report(self._state(), sent=sent, failed=int(failure is not None))
 
     def _mark(self, connection: Connection, ws_id: int, ids: Sequence[int]) -> int:
@@ -442,9 +518,15 @@ class Outbox:
         event another deliverer marked already)."""
         marked = 0
         for start in range(0, len(ids), MARK_CHUNK):
-            marked += connection.execute(update(_EVENTS).where(
-                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending,
-                _EVENTS.c.id.in_(ids[start:start + MARK_CHUNK])).values(pending=False)).rowcount
+            marked += connection.execute(
+                update(_EVENTS)
+                .where(
+                    _EVENTS.c.workspace_id == ws_id,
+                    _EVENTS.c.pending,
+                    _EVENTS.c.id.in_(ids[start : start + MARK_CHUNK]),
+                )
+                .values(pending=False)
+            ).rowcount
         return marked
 
     def _checkpoint(self, holder: str, ids: Sequence[int], at: dt.datetime) -> bool:
@@ -454,36 +536,67 @@ class Outbox:
             marked = self._mark(connection, ws_id, ids) if ids else 0
             values: dict[str, Any] = {"lease_until": time.time() + self.lease_seconds}
             if ids:
-                values.update(delivered=_DELIVERY.c.delivered + marked, attempts=0,
-                              next_attempt_at=None, last_delivery_at=_iso(at))
-            ours = connection.execute(update(_DELIVERY).where(
-                _DELIVERY.c.workspace_id == ws_id, _DELIVERY.c.holder == holder,
-            ).values(**values)).rowcount
+                values.update(
+                    delivered=_DELIVERY.c.delivered + marked,
+                    attempts=0,
+                    next_attempt_at=None,
+                    last_delivery_at=_iso(at),
+                )
+            ours = connection.execute(
+                update(_DELIVERY)
+                .where(
+                    _DELIVERY.c.workspace_id == ws_id,
+                    _DELIVERY.c.holder == holder,
+                )
+                .values(**values)
+            ).rowcount
             if not ours and marked:
-                connection.execute(update(_DELIVERY).where(_DELIVERY.c.workspace_id == ws_id)
-                                   .values(delivered=_DELIVERY.c.delivered + marked))
+                connection.execute(
+                    update(_DELIVERY)
+                    .where(_DELIVERY.c.workspace_id == ws_id)
+                    .values(delivered=_DELIVERY.c.delivered + marked)
+                )
         return bool(ours)
 
-    def _failed(self, holder: str, ids: Sequence[int], event: Mapping[str, Any],
-                exc: Exception, transport: Transport, at: dt.datetime, *, succeeded: bool,
-                attempts: int) -> None:
+    def _failed(
+        self,
+        holder: str,
+        ids: Sequence[int],
+        event: Mapping[str, Any],
+        exc: Exception,
+        transport: Transport,
+        at: dt.datetime,
+        *,
+        succeeded: bool,
+        attempts: int,
+    ) -> None:
         """Mark what was sent and record the failure and the next attempt time."""
         message = redact(f"sending {_describe(event)} failed: {error_text(exc)}", transport)
         attempts = (0 if succeeded else attempts) + 1
         values: dict[str, Any] = {
-            "attempts": attempts, "last_error": message[:MAX_ERROR_CHARS],
+            "attempts": attempts,
+            "last_error": message[:MAX_ERROR_CHARS],
             "last_error_at": _iso(at),
-            "next_attempt_at": _iso(at + dt.timedelta(seconds=self.backoff(attempts)))}
+            "next_attempt_at": _iso(at + dt.timedelta(seconds=self.backoff(attempts))),
+        }
         with self._writing() as (connection, ws_id):
             marked = self._mark(connection, ws_id, ids) if ids else 0
             if succeeded:
                 values["last_delivery_at"] = _iso(at)
-            ours = connection.execute(update(_DELIVERY).where(
-                _DELIVERY.c.workspace_id == ws_id, _DELIVERY.c.holder == holder,
-            ).values(delivered=_DELIVERY.c.delivered + marked, **values)).rowcount
+            ours = connection.execute(
+                update(_DELIVERY)
+                .where(
+                    _DELIVERY.c.workspace_id == ws_id,
+                    _DELIVERY.c.holder == holder,
+                )
+                .values(delivered=_DELIVERY.c.delivered + marked, **values)
+            ).rowcount
             if not ours and marked:
-                connection.execute(update(_DELIVERY).where(_DELIVERY.c.workspace_id == ws_id)
-                                   .values(delivered=_DELIVERY.c.delivered + marked))
+                connection.execute(
+                    update(_DELIVERY)
+                    .where(_DELIVERY.c.workspace_id == ws_id)
+                    .values(delivered=_DELIVERY.c.delivered + marked)
+                )
 
     def backoff(self, attempts: int) -> float:
         """Seconds to wait after `attempts` failures in a row: doubling from `backoff_base` up to
@@ -494,8 +607,9 @@ class Outbox:
     # ------------------------------------------------------------------ state
 
     def _read_state(self, connection: Connection, ws_id: int) -> _Delivery:
-        row = connection.execute(select(*_DELIVERY_COLUMNS).where(
-            _DELIVERY.c.workspace_id == ws_id)).first()
+        row = connection.execute(
+            select(*_DELIVERY_COLUMNS).where(_DELIVERY.c.workspace_id == ws_id)
+        ).first()
         if row is None:
             return _Delivery()
         state = _Delivery(*row)
@@ -508,7 +622,8 @@ class Outbox:
                     raise OutboxError(
                         f"workspace store {self.shown}: the OpenLineage outbox's delivery "
                         f"state is corrupt ({name} {str(value)[:40]!r} is not an ISO time); "
-                        "set it to NULL in dws_ol_delivery") from None
+                        "set it to NULL in dws_ol_delivery"
+                    ) from None
         return state
 
     def _state(self) -> _Delivery:
@@ -517,39 +632,70 @@ class Outbox:
 
     def _pending_count(self) -> int:
         with self._reading() as (connection, ws_id):
-            return int(connection.execute(select(func.count()).select_from(_EVENTS).where(
-                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)).scalar() or 0)
+            return int(
+                connection.execute(
+                    select(func.count())
+                    .select_from(_EVENTS)
+                    .where(_EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)
+                ).scalar()
+                or 0
+            )
 
-    def _report(self, state: _Delivery, *, sent: int, failed: int, busy: bool = False,
-                paused: bool = False) -> DeliveryReport:
+    def _report(
+        self, state: _Delivery, *, sent: int, failed: int, busy: bool = False, paused: bool = False
+    ) -> DeliveryReport:
         failing = state.attempts > 0
         return DeliveryReport(
-            sent=sent, failed=failed, pending=self._pending_count(),
+            sent=sent,
+            failed=failed,
+            pending=self._pending_count(),
             next_attempt_at=_from_iso(state.next_attempt_at) if failing else None,
-            last_error=state.last_error if failing else None, attempts=state.attempts,
-            busy=busy, paused=paused)
+            last_error=state.last_error if failing else None,
+            attempts=state.attempts,
+            busy=busy,
+            paused=paused,
+        )
 
     # ------------------------------------------------------------------ reading
 
     def status(self) -> OutboxStatus:
         with self._reading() as (connection, ws_id):
             state = self._read_state(connection, ws_id)
-            pending = int(connection.execute(select(func.count()).select_from(_EVENTS).where(
-                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)).scalar() or 0)
-            first = connection.execute(select(_EVENTS.c.body).where(
-                _EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending,
-            ).order_by(_EVENTS.c.id).limit(1)).scalar() if pending else None
+            pending = int(
+                connection.execute(
+                    select(func.count())
+                    .select_from(_EVENTS)
+                    .where(_EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)
+                ).scalar()
+                or 0
+            )
+            first = (
+                connection.execute(
+                    select(_EVENTS.c.body)
+                    .where(
+                        _EVENTS.c.workspace_id == ws_id,
+                        _EVENTS.c.pending,
+                    )
+                    .order_by(_EVENTS.c.id)
+                    .limit(1)
+                ).scalar()
+                if pending
+                else None
+            )
         leased = state.holder is not None and state.lease_until > time.time()
         return OutboxStatus(
-            pending=pending, delivered=state.delivered,
-            oldest_pending_time=None if first is None else _event_or_stub(first).get(
-                "eventTime"),
-            attempts=state.attempts, next_attempt_at=_from_iso(state.next_attempt_at),
-            last_error=state.last_error, last_error_at=_from_iso(state.last_error_at),
-            last_delivery_at=_from_iso(state.last_delivery_at), store=self.shown,
+            pending=pending,
+            delivered=state.delivered,
+            oldest_pending_time=None if first is None else _event_or_stub(first).get("eventTime"),
+            attempts=state.attempts,
+            next_attempt_at=_from_iso(state.next_attempt_at),
+            last_error=state.last_error,
+            last_error_at=_from_iso(state.last_error_at),
+            last_delivery_at=_from_iso(state.last_delivery_at),
+            store=self.shown,
             deliverer=state.holder if leased else None,
-            lease_until=dt.datetime.fromtimestamp(state.lease_until, dt.UTC) if leased
-            else None)
+            lease_until=dt.datetime.fromtimestamp(state.lease_until, dt.UTC) if leased else None,
+        )
 
     def events(self, since: dt.datetime | None = None) -> Iterator[dict[str, Any]]:
         """Every event ever spooled, in spool order, read a page at a time; with `since`, those
@@ -558,7 +704,8 @@ class Outbox:
         while True:
             with self._reading() as (connection, ws_id):
                 query = select(_EVENTS.c.id, _EVENTS.c.body).where(
-                    _EVENTS.c.workspace_id == ws_id, _EVENTS.c.id > after)
+                    _EVENTS.c.workspace_id == ws_id, _EVENTS.c.id > after
+                )
                 if since is not None:
                     query = query.where(_EVENTS.c.event_time >= time_key(since))
                 rows = connection.execute(query.order_by(_EVENTS.c.id).limit(PAGE_SIZE)).all()
@@ -568,7 +715,8 @@ class Outbox:
                     raise OutboxError(
                         f"workspace store {self.shown}: OpenLineage outbox event {event_id} is "
                         "not a JSON object; delete that row of dws_ol_events (or restore the "
-                        "store from a backup)")
+                        "store from a backup)"
+                    )
                 yield event
             if len(rows) < PAGE_SIZE:
                 return
@@ -577,19 +725,24 @@ class Outbox:
     def count(self, since: dt.datetime | None = None) -> int:
         """How many events `events(since)` gives."""
         with self._reading() as (connection, ws_id):
-            query = select(func.count()).select_from(_EVENTS).where(
-                _EVENTS.c.workspace_id == ws_id)
+            query = select(func.count()).select_from(_EVENTS).where(_EVENTS.c.workspace_id == ws_id)
             if since is not None:
                 query = query.where(_EVENTS.c.event_time >= time_key(since))
             return int(connection.execute(query).scalar() or 0)
 
-    def replay(self, transport: Transport, since: dt.datetime | None = None,
-               progress: Callable[[dict[str, Any]], Any] | None = None) -> int:
+    def replay(
+        self,
+        transport: Transport,
+        since: dt.datetime | None = None,
+        progress: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> int:
         """Send archived events again, in order (to backfill a new catalog); what is pending or
         delivered is not touched. Returns how many were sent."""
         if transport.kind == "noop":
-            raise OutboxError("OpenLineage is disabled (noop transport): a replay would reach no "
-                              "catalog; configure a transport first")
+            raise OutboxError(
+                "OpenLineage is disabled (noop transport): a replay would reach no "
+                "catalog; configure a transport first"
+            )
         sent = 0
         for event in self.events(since):
             try:
@@ -599,7 +752,8 @@ class Outbox:
                 raise OutboxError(
                     f"replay stopped after {sent} event(s): sending {_describe(event)} failed: "
                     f"{message}; fix the transport, then resume with 'dws-dagster openlineage "
-                    f"replay --since {event.get('eventTime')}'") from None
+                    f"replay --since {event.get('eventTime')}'"
+                ) from None
             sent += 1
             if progress is not None:
                 progress(event)

@@ -53,35 +53,51 @@ class DagsterRunEvent:
     dagster_version: str | None = None
 
 
-def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER
-                            ) -> dict[str, Any]:
+def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER) -> dict[str, Any]:
     """The OpenLineage RunEvent of one state change of a Dagster run, as the JSON-ready dict
     transports send. It reads and writes no dataset: its assets' runs do."""
     where = f"Dagster run of job '{event.dagster_job}'"
     if not isinstance(event.kind, str) or event.kind not in _STATES:
-        raise EventBuildError(f"{where}: event kind {event.kind!r} is not one of START, "
-                              "COMPLETE, FAIL, ABORT")
+        raise EventBuildError(
+            f"{where}: event kind {event.kind!r} is not one of START, COMPLETE, FAIL, ABORT"
+        )
     if not isinstance(event.dagster_job, str) or not event.dagster_job:
         raise EventBuildError(f"Dagster run {event.dagster_run_id!r}: no job name")
     run_id = dagster_run_ol_id(event.dagster_run_id, where)
     facets: dict[str, Any] = {}
     if event.dagster_version:
         facets["processing_engine"] = _facet(
-            _PROCESSING_ENGINE, producer, version=event.dagster_version, name="dagster",
-            openlineageAdapterVersion=__version__)
+            _PROCESSING_ENGINE,
+            producer,
+            version=event.dagster_version,
+            name="dagster",
+            openlineageAdapterVersion=__version__,
+        )
     if event.kind == "FAIL" and event.error_message:
-        facets["errorMessage"] = _facet(_ERROR_MESSAGE, producer,
-                                        message=redact_text(event.error_message),
-                                        programmingLanguage="python")
+        facets["errorMessage"] = _facet(
+            _ERROR_MESSAGE,
+            producer,
+            message=redact_text(event.error_message),
+            programmingLanguage="python",
+        )
     return {
         "eventTime": _iso(event.event_time, f"{where}: event time"),
         "producer": producer,
         "schemaURL": _RUN_EVENT_SCHEMA,
         "run": {"runId": run_id, "facets": facets},
-        "job": {"namespace": event.namespace, "name": event.dagster_job,
-                "facets": {"jobType": _facet(_JOB_TYPE, producer, processingType="BATCH",
-                                             integration=INTEGRATION,
-                                             jobType=DAGSTER_JOB_TYPE)}},
+        "job": {
+            "namespace": event.namespace,
+            "name": event.dagster_job,
+            "facets": {
+                "jobType": _facet(
+                    _JOB_TYPE,
+                    producer,
+                    processingType="BATCH",
+                    integration=INTEGRATION,
+                    jobType=DAGSTER_JOB_TYPE,
+                )
+            },
+        },
         "eventType": event.kind,
         "inputs": [],
         "outputs": [],

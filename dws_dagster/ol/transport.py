@@ -46,9 +46,15 @@ CONFIG_FILE_NAME = "openlineage.yml"
 DEFAULT_EVENTS_FILE = Path("openlineage") / "events.jsonl"
 #: urllib3 Retry settings for "one request per attempt"; status_forcelist is emptied so a 5xx
 #: comes back as an HTTPError naming the status instead of a retry-exhausted error.
-NO_RETRY: dict[str, Any] = {"total": 0, "connect": 0, "read": 0, "status": 0,
-                            "backoff_factor": 0, "status_forcelist": [],
-                            "allowed_methods": ["HEAD", "POST"]}
+NO_RETRY: dict[str, Any] = {
+    "total": 0,
+    "connect": 0,
+    "read": 0,
+    "status": 0,
+    "backoff_factor": 0,
+    "status_forcelist": [],
+    "allowed_methods": ["HEAD", "POST"],
+}
 _ENV_PREFIX = "OPENLINEAGE__"
 _AUTH_NAMES = {"ApiKey": "API-key", "Jwt": "JWT", "OAuth2ClientCredentials": "OAuth2"}
 _CLIENT_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, AttributeError)
@@ -91,14 +97,16 @@ class _WorkspaceClient(OpenLineageClient):
             raise TransportConfigError(
                 f"the OpenLineage transport configuration ({where}) is invalid: "
                 f"{redact(error_text(exc))}; fix it, or remove it to write events to "
-                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}") from None
+                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}"
+            ) from None
 
     def _find_yaml_config_path(self) -> str | None:  # type: ignore[override]
         explicit = os.environ.get("OPENLINEAGE_CONFIG")
         if explicit and not os.path.isfile(explicit):
             raise TransportConfigError(
                 f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
-                "variable or unset it")
+                "variable or unset it"
+            )
         found = OpenLineageClient._find_yaml_config_path()
         home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
         ours = self._workspace.root / CONFIG_FILE_NAME
@@ -115,14 +123,15 @@ class _WorkspaceClient(OpenLineageClient):
                 content = yaml.safe_load(handle)
         except (OSError, yaml.YAMLError) as exc:
             raise TransportConfigError(
-                f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix "
-                "it") from None
+                f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix it"
+            ) from None
         if content is None:
             return {}
         if not isinstance(content, dict):
             raise TransportConfigError(
                 f"OpenLineage config file {config_path} is not a mapping (got "
-                f"{type(content).__name__}); it needs a top-level 'transport:' section")
+                f"{type(content).__name__}); it needs a top-level 'transport:' section"
+            )
         return content
 
     def _resolve_transport(self, **kwargs: Any) -> Transport:
@@ -188,9 +197,12 @@ class Emitter:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
-        self._fast = type(transport) is FileTransport and transport.config.append \
-            and not transport.config.debug_mode \
+        self._fast = (
+            type(transport) is FileTransport
+            and transport.config.append
+            and not transport.config.debug_mode
             and type(transport._file_handler) is LocalFileHandler
+        )
         self._path: str | None = None
         self._file: Any = None
 
@@ -245,8 +257,11 @@ def describe(transport: Transport) -> str:
         return f"file {transport.config.log_file_path} ({mode})"
     if isinstance(transport, CompositeTransport):
         children = "; ".join(describe(child) for child in transport.transports)
-        stop = ("stops at the first failing transport" if not transport.config.continue_on_failure
-                else "fails only when every transport fails")
+        stop = (
+            "stops at the first failing transport"
+            if not transport.config.continue_on_failure
+            else "fails only when every transport fails"
+        )
         return f"composite [{children}] ({stop})"
     if transport.kind == "noop":
         return "disabled: delivery is paused and events stay pending in the outbox"
@@ -254,8 +269,9 @@ def describe(transport: Transport) -> str:
         return "console (the client's log, at INFO)"
     if transport.kind == "async_http":
         url = getattr(getattr(transport, "config", None), "url", "")
-        return (f"async_http {url} (asynchronous: the outbox cannot confirm delivery; "
-                "prefer type http)")
+        return (
+            f"async_http {url} (asynchronous: the outbox cannot confirm delivery; prefer type http)"
+        )
     return str(transport.kind or type(transport).__name__)
 
 
@@ -266,10 +282,13 @@ def _describe_http(transport: HttpTransport) -> str:
         # requests turns URL user-info into basic auth, replacing the token provider's header
         auth = "basic (from the URL)"
     retry = transport.config.retry
-    retries = ("no client retries" if not retry.get("total")
-               else f"client retries: {retry.get('total')}")
-    return (f"http {urljoin(transport.url, transport.endpoint)}, {auth} auth, "
-            f"timeout {transport.timeout:g} s, {retries}")
+    retries = (
+        "no client retries" if not retry.get("total") else f"client retries: {retry.get('total')}"
+    )
+    return (
+        f"http {urljoin(transport.url, transport.endpoint)}, {auth} auth, "
+        f"timeout {transport.timeout:g} s, {retries}"
+    )
 
 
 # ---------------------------------------------------------------------- secrets
@@ -310,8 +329,11 @@ def _collect(value: Any, name: str, found: set[str], depth: int) -> None:
     elif isinstance(value, CompositeTransport):
         for child in value.transports:
             _collect(child, "", found, depth + 1)
-    elif isinstance(value, Transport) or attr.has(type(value)) \
-            or type(value).__module__.startswith("openlineage."):
+    elif (
+        isinstance(value, Transport)
+        or attr.has(type(value))
+        or type(value).__module__.startswith("openlineage.")
+    ):
         for key, item in _attributes(value):
             _collect(item, key, found, depth + 1)
 
@@ -319,8 +341,11 @@ def _collect(value: Any, name: str, found: set[str], depth: int) -> None:
 def _attributes(obj: Any) -> list[tuple[str, Any]]:
     if attr.has(type(obj)):
         return [(field.name, getattr(obj, field.name, None)) for field in attr.fields(type(obj))]
-    return [(k, v) for k, v in vars(obj).items() if k != "transports"] \
-        if hasattr(obj, "__dict__") else []
+    return (
+        [(k, v) for k, v in vars(obj).items() if k != "transports"]
+        if hasattr(obj, "__dict__")
+        else []
+    )
 
 
 def _collect_userinfo(text: str, found: set[str]) -> None:

@@ -57,14 +57,40 @@ class PlanLineage:
 
 _DIRECT_RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
 _PASS_THROUGH = {
-    "Filter", "Sort", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail", "SubqueryAlias",
-    "Repartition", "RepartitionByExpression", "RebalancePartitions", "Sample", "ResolvedHint",
-    "Distinct", "Deduplicate", "DeduplicateWithinWatermark", "Intersect", "Except",
-    "CollectMetrics", "EventTimeWatermark", "View", "Subquery", "WithCTE", "AppendColumns",
+    "Filter",
+    "Sort",
+    "GlobalLimit",
+    "LocalLimit",
+    "Limit",
+    "Offset",
+    "Tail",
+    "SubqueryAlias",
+    "Repartition",
+    "RepartitionByExpression",
+    "RebalancePartitions",
+    "Sample",
+    "ResolvedHint",
+    "Distinct",
+    "Deduplicate",
+    "DeduplicateWithinWatermark",
+    "Intersect",
+    "Except",
+    "CollectMetrics",
+    "EventTimeWatermark",
+    "View",
+    "Subquery",
+    "WithCTE",
+    "AppendColumns",
 }
 _FILE_RELATIONS = {"LogicalRelation", "DataSourceV2Relation", "DataSourceV2ScanRelation"}
-_NO_SOURCE_LEAVES = {"LocalRelation", "LogicalRDD", "Range", "OneRowRelation",
-                     "ExternalRDD", "LocalLimit"}
+_NO_SOURCE_LEAVES = {
+    "LocalRelation",
+    "LogicalRDD",
+    "Range",
+    "OneRowRelation",
+    "ExternalRDD",
+    "LocalLimit",
+}
 
 Sources = frozenset[ColumnSource]
 
@@ -145,8 +171,10 @@ class _Analyzer:
         if cls == "AttributeReference":
             found = set()
             for source in self.lineage.get(expr.expr_id, frozenset()):
-                if source.kind is LineageKind.DIRECT and \
-                        _DIRECT_RANK[source.subtype] < _DIRECT_RANK[level]:
+                if (
+                    source.kind is LineageKind.DIRECT
+                    and _DIRECT_RANK[source.subtype] < _DIRECT_RANK[level]
+                ):
                     source = ColumnSource(source.path, source.column, source.kind, level)
                 found.add(source)
             return found
@@ -169,7 +197,8 @@ class _Analyzer:
             return found
         if cls == "If" and len(expr.children) == 3:
             return self.indirect(expr.children[0].attributes(), "CONDITIONAL") | self._all(
-                expr.children[1:], _stronger(level, "TRANSFORMATION"))
+                expr.children[1:], _stronger(level, "TRANSFORMATION")
+            )
         if cls in ("ScalarSubquery", "Exists", "ListQuery", "InSubquery"):
             self.complete = False
         return self._all(expr.children, _stronger(level, "TRANSFORMATION"))
@@ -186,8 +215,7 @@ class _Analyzer:
         for attribute in attributes:
             for source in self.lineage.get(attribute.expr_id, frozenset()):
                 if source.kind is LineageKind.DIRECT:
-                    source = ColumnSource(source.path, source.column, LineageKind.INDIRECT,
-                                          subtype)
+                    source = ColumnSource(source.path, source.column, LineageKind.INDIRECT, subtype)
                 found.add(source)
         return found
 
@@ -223,16 +251,21 @@ class _Analyzer:
             node.output = declared or list(node.children[0].output)
 
     def _leaf(self, node: _Node) -> None:
-        relation = self.relations[self.leaf_index] if self.leaf_index < len(self.relations) \
-            else None
+        relation = (
+            self.relations[self.leaf_index] if self.leaf_index < len(self.relations) else None
+        )
         self.leaf_index += 1
         attributes = _exprs(node.fields.get("output"))
-        node.output = [(a.expr_id, str(a.fields.get("name"))) for a in attributes
-                       if a.expr_id is not None]
+        node.output = [
+            (a.expr_id, str(a.fields.get("name"))) for a in attributes if a.expr_id is not None
+        ]
         if node.cls in _FILE_RELATIONS and relation is not None:
             paths, fmt = relation
-            types = {str(a.fields.get("name")): typed for a in attributes
-                     if (typed := _attribute_type(a)) is not None}
+            types = {
+                str(a.fields.get("name")): typed
+                for a in attributes
+                if (typed := _attribute_type(a)) is not None
+            }
             for path in paths:
                 names = self.inputs.setdefault(path, (fmt, []))[1]
                 names.extend(n for _, n in node.output if n not in names)
@@ -241,7 +274,8 @@ class _Analyzer:
                     known.setdefault(name, typed)
             for expr_id, name in node.output:
                 self.lineage[expr_id] = frozenset(
-                    ColumnSource(path, name, LineageKind.DIRECT, "IDENTITY") for path in paths)
+                    ColumnSource(path, name, LineageKind.DIRECT, "IDENTITY") for path in paths
+                )
         elif node.cls not in _NO_SOURCE_LEAVES:
             self.complete = False
 
@@ -256,23 +290,28 @@ class _Analyzer:
         elif cls == "Distinct":
             self.dataset |= self.indirect(
                 (_Expr("AttributeReference", {"exprId": {"id": i}}) for i, _ in node.output),
-                "GROUP_BY")
+                "GROUP_BY",
+            )
         elif cls in ("Intersect", "Except") and len(node.children) == 2:
             self.dataset |= self.indirect(
-                (_Expr("AttributeReference", {"exprId": {"id": i}})
-                 for i, _ in node.children[1].output), "JOIN")
+                (
+                    _Expr("AttributeReference", {"exprId": {"id": i}})
+                    for i, _ in node.children[1].output
+                ),
+                "JOIN",
+            )
 
     def _node_Project(self, node: _Node) -> None:
         node.output = [d for e in _exprs(node.fields.get("projectList")) if (d := self.define(e))]
 
     def _node_Aggregate(self, node: _Node) -> None:
         self.to_dataset(_exprs(node.fields.get("groupingExpressions")), "GROUP_BY")
-        node.output = [d for e in _exprs(node.fields.get("aggregateExpressions"))
-                       if (d := self.define(e))]
+        node.output = [
+            d for e in _exprs(node.fields.get("aggregateExpressions")) if (d := self.define(e))
+        ]
 
     def _node_Window(self, node: _Node) -> None:
-        created = [d for e in _exprs(node.fields.get("windowExpressions"))
-                   if (d := self.define(e))]
+        created = [d for e in _exprs(node.fields.get("windowExpressions")) if (d := self.define(e))]
         node.output = [*node.children[0].output, *created]
 
     def _node_Join(self, node: _Node) -> None:
@@ -281,7 +320,8 @@ class _Analyzer:
         left, right = node.children[0].output, node.children[1].output
         if "LeftSemi" in join_type or "LeftAnti" in join_type:
             self.dataset |= self.indirect(
-                (_Expr("AttributeReference", {"exprId": {"id": i}}) for i, _ in right), "JOIN")
+                (_Expr("AttributeReference", {"exprId": {"id": i}}) for i, _ in right), "JOIN"
+            )
             node.output = list(left)
         elif "ExistenceJoin" in join_type:
             self.complete = False
@@ -346,15 +386,13 @@ def _relations(analyzed: Any) -> list[tuple[tuple[str, ...], str | None] | None]
                 relation = leaf.relation()
                 location, file_format = relation.location(), relation.fileFormat()
             elif name in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
-                table = leaf.table() if name == "DataSourceV2Relation" \
-                    else leaf.relation().table()
+                table = leaf.table() if name == "DataSourceV2Relation" else leaf.relation().table()
                 location, file_format = table.fileIndex(), table.formatName()
             else:
                 found.append(None)
                 continue
             roots = location.rootPaths()
-            paths = tuple(_normalise_path(roots.apply(i).toString())
-                          for i in range(roots.size()))
+            paths = tuple(_normalise_path(roots.apply(i).toString()) for i in range(roots.size()))
             found.append((paths, _format_name(str(file_format))))
         except Exception:  # not a file relation (JDBC, Hive tables...): no path to report
             found.append(None)
@@ -399,12 +437,21 @@ def plan_lineage(df: DataFrame) -> PlanLineage:
     if len(tree.output) != len(names):
         analyzer.complete = False
     inputs = tuple(
-        PlanInput(path, fmt, tuple(cols), tuple(
-            (col, *analyzer.types[path][col]) for col in cols
-            if col in analyzer.types.get(path, {})))
-        for path, (fmt, cols) in sorted(analyzer.inputs.items()))
-    return PlanLineage(inputs=inputs, columns=columns, dataset=_tidy(analyzer.dataset),
-                       complete=analyzer.complete)
+        PlanInput(
+            path,
+            fmt,
+            tuple(cols),
+            tuple(
+                (col, *analyzer.types[path][col])
+                for col in cols
+                if col in analyzer.types.get(path, {})
+            ),
+        )
+        for path, (fmt, cols) in sorted(analyzer.inputs.items())
+    )
+    return PlanLineage(
+        inputs=inputs, columns=columns, dataset=_tidy(analyzer.dataset), complete=analyzer.complete
+    )
 
 
 def _tidy(sources: Iterable[ColumnSource]) -> tuple[ColumnSource, ...]:

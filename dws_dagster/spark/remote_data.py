@@ -25,9 +25,11 @@ def _filesystem(action: str, location: str) -> Iterator[None]:
     except Py4JError as exc:
         java = getattr(exc, "java_exception", None)
         reason = str(java.toString()) if java is not None else str(exc).splitlines()[0]
-        raise StorageError(f"could not {action} {location}: {reason}; check the filesystem's "
-                           "configuration and permissions (Spark's Hadoop settings), then "
-                           "retry") from None
+        raise StorageError(
+            f"could not {action} {location}: {reason}; check the filesystem's "
+            "configuration and permissions (Spark's Hadoop settings), then "
+            "retry"
+        ) from None
 
 
 class HadoopData:
@@ -56,8 +58,10 @@ class HadoopData:
             fs, path = self._path(folder)
             if not fs.exists(path) or not fs.getFileStatus(path).isDirectory():
                 return []
-            return [(str(status.getPath().getName()), int(status.getModificationTime()))
-                    for status in fs.listStatus(path)]
+            return [
+                (str(status.getPath().getName()), int(status.getModificationTime()))
+                for status in fs.listStatus(path)
+            ]
 
     def move(self, source: str, destination: str) -> None:
         with _filesystem("move", source):
@@ -66,16 +70,19 @@ class HadoopData:
             fs.mkdirs(dst.getParent())
             moved = not fs.exists(dst) and fs.rename(src, dst)
         if not moved:
-            raise StorageError(f"could not move {source} to {destination}; check that the "
-                               "destination is free and the filesystem writable, then retry")
+            raise StorageError(
+                f"could not move {source} to {destination}; check that the "
+                "destination is free and the filesystem writable, then retry"
+            )
 
     def delete(self, location: str) -> None:
         with _filesystem("delete", location):
             fs, path = self._path(location)
             deleted = not fs.exists(path) or fs.delete(path, True)
         if not deleted:
-            raise StorageError(f"could not delete {location}; check the filesystem's "
-                               "permissions, then retry")
+            raise StorageError(
+                f"could not delete {location}; check the filesystem's permissions, then retry"
+            )
 
 
 def hadoop_data() -> HadoopData:

@@ -89,9 +89,11 @@ _LIMB_MASK = (1 << _LIMB_BITS) - 1
 
 
 def _limb_sums(name: str, value: str) -> list[str]:
-    return [f"sum(({value}) & {_LIMB_MASK}) AS {name}0",
-            f"sum(shiftright({value}, {_LIMB_BITS}) & {_LIMB_MASK}) AS {name}1",
-            f"sum(shiftright({value}, {2 * _LIMB_BITS})) AS {name}2"]
+    return [
+        f"sum(({value}) & {_LIMB_MASK}) AS {name}0",
+        f"sum(shiftright({value}, {_LIMB_BITS}) & {_LIMB_MASK}) AS {name}1",
+        f"sum(shiftright({value}, {2 * _LIMB_BITS})) AS {name}2",
+    ]
 
 
 def _version_aggregates(df: DataFrame) -> list[Column]:
@@ -123,8 +125,13 @@ def observed(df: DataFrame) -> tuple[DataFrame, Observation]:
 def version_of_metrics(schema_json: str, metrics: Mapping[str, Any]) -> tuple[str, int]:
     """The version and row count from the observed aggregates."""
     rows = int(metrics.get("rows") or 0)
-    body = {"scheme": MARKER_SCHEME, "schema": schema_json, "rows": rows,
-            "h": str(_exact_sum(metrics, "h")), "g": str(_exact_sum(metrics, "g"))}
+    body = {
+        "scheme": MARKER_SCHEME,
+        "schema": schema_json,
+        "rows": rows,
+        "h": str(_exact_sum(metrics, "h")),
+        "g": str(_exact_sum(metrics, "g")),
+    }
     return xxhash.xxh3_128_hexdigest(canonical_json(body)), rows
 
 
@@ -140,8 +147,9 @@ def dataframe_version(df: DataFrame) -> tuple[str, int]:
     return version_of_metrics(df.schema.json(), row)
 
 
-def _writer(df: DataFrame, fmt: str, options: Mapping[str, Any] | None,
-            partition_by: Sequence[str] | None) -> Any:
+def _writer(
+    df: DataFrame, fmt: str, options: Mapping[str, Any] | None, partition_by: Sequence[str] | None
+) -> Any:
     if fmt not in FORMATS:
         raise StorageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     writer = df.write.format(fmt).mode("errorifexists")
@@ -154,12 +162,18 @@ def _writer(df: DataFrame, fmt: str, options: Mapping[str, Any] | None,
     return writer
 
 
-def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
-                 options: Mapping[str, Any] | None = None,
-                 partition_by: Sequence[str] | None = None,
-                 keep_old_as: str | None = None, what: str = "output",
-                 lineage: Callable[[str, int], Mapping[str, Any]] | None = None,
-                 versioning: str = "rows") -> WriteResult:
+def write_atomic(
+    df: DataFrame,
+    location: str,
+    *,
+    fmt: str = "parquet",
+    options: Mapping[str, Any] | None = None,
+    partition_by: Sequence[str] | None = None,
+    keep_old_as: str | None = None,
+    what: str = "output",
+    lineage: Callable[[str, int], Mapping[str, Any]] | None = None,
+    versioning: str = "rows",
+) -> WriteResult:
     """Write `df` to `location` atomically and return its content version.
 
     `versioning="rows"` hashes every row in the write pass: the version ignores row order and
@@ -173,8 +187,9 @@ def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
     it (the reader commits it then).
     """
     if versioning not in VERSIONINGS:
-        raise StorageError(f"{what}: unknown versioning {versioning!r}; choose one of "
-                           f"{', '.join(VERSIONINGS)}")
+        raise StorageError(
+            f"{what}: unknown versioning {versioning!r}; choose one of {', '.join(VERSIONINGS)}"
+        )
     by_files = versioning == "files" and is_local(location)
     with_version, observation = (df, None) if by_files else observed(df)
     writer = _writer(with_version, fmt, options, partition_by)
@@ -196,21 +211,31 @@ def write_atomic(df: DataFrame, location: str, *, fmt: str = "parquet",
             writer.save(str(staging))
             content = content_version(staging)
             version, rows = version_of_metrics(df.schema.json(), observation.get)
-        atomic_write_json(staging / MARKER_NAME, {
-            "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
-            "content": content, "file_format": fmt, "versioning": versioning,
-            "columns": schema_columns(df),
-            **({"lineage": dict(lineage(version, rows))} if lineage else {}),
-        })
-        swap_into_place(staging, target,
-                        keep_old_as=local_path(keep_old_as) if keep_old_as else None)
+        atomic_write_json(
+            staging / MARKER_NAME,
+            {
+                "format": 1,
+                "scheme": MARKER_SCHEME,
+                "version": version,
+                "rows": rows,
+                "content": content,
+                "file_format": fmt,
+                "versioning": versioning,
+                "columns": schema_columns(df),
+                **({"lineage": dict(lineage(version, rows))} if lineage else {}),
+            },
+        )
+        swap_into_place(
+            staging, target, keep_old_as=local_path(keep_old_as) if keep_old_as else None
+        )
     except BaseException as exc:
         _remove_local(staging)
         problem = _disk_problem(exc)
         if problem is not None:
             raise StorageError(
                 f"{what}: writing {location} failed: {problem}; the previous data is unchanged. "
-                f"Free space or make {target.parent} writable, then re-run") from exc
+                f"Free space or make {target.parent} writable, then re-run"
+            ) from exc
         raise
     return WriteResult(str(target), version, rows, data_size(target), fmt)
 
@@ -226,11 +251,16 @@ def _written_rows(df: DataFrame, staging: Path, fmt: str) -> int:
 
 
 #: Storage faults a user can fix, by errno and by the text Java gives them (Spark's writes).
-_DISK_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-                errno.EROFS: "the filesystem is read-only"}
-_DISK_TEXTS = {"No space left on device": "the disk is full",
-               "Disk quota exceeded": "the disk quota is exceeded",
-               "Read-only file system": "the filesystem is read-only"}
+_DISK_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the filesystem is read-only",
+}
+_DISK_TEXTS = {
+    "No space left on device": "the disk is full",
+    "Disk quota exceeded": "the disk quota is exceeded",
+    "Read-only file system": "the filesystem is read-only",
+}
 
 
 def _disk_problem(exc: BaseException) -> str | None:
@@ -259,9 +289,15 @@ def _hadoop_fs(spark: SparkSession, location: str) -> tuple[Any, Any]:
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jvm
 
 
-def _write_remote(df: DataFrame, writer: Any, observation: Observation, location: str, fmt: str,
-                  keep_old_as: str | None,
-                  lineage: Callable[[str, int], Mapping[str, Any]] | None) -> WriteResult:
+def _write_remote(
+    df: DataFrame,
+    writer: Any,
+    observation: Observation,
+    location: str,
+    fmt: str,
+    keep_old_as: str | None,
+    lineage: Callable[[str, int], Mapping[str, Any]] | None,
+) -> WriteResult:
     """Staging and rename through the Hadoop FileSystem API (HDFS, abfss, file://...).
 
     A rename is atomic on HDFS and local filesystems; on S3-style stores it is a copy, so a
@@ -272,17 +308,29 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
     target = jvm.org.apache.hadoop.fs.Path(location)
     parent = target.getParent()
     staging = jvm.org.apache.hadoop.fs.Path(
-        parent, f"{STAGING_PREFIX}{target.getName()}-{uuid.uuid4().hex}")
+        parent, f"{STAGING_PREFIX}{target.getName()}-{uuid.uuid4().hex}"
+    )
     old = jvm.org.apache.hadoop.fs.Path(parent, f".dws-old-{target.getName()}-{uuid.uuid4().hex}")
     try:
         writer.save(staging.toString())
         version, rows = version_of_metrics(df.schema.json(), observation.get)
         marker = fs.create(jvm.org.apache.hadoop.fs.Path(staging, MARKER_NAME), True)
         try:
-            marker.write(bytearray(canonical_json({
-                "format": 1, "scheme": MARKER_SCHEME, "version": version, "rows": rows,
-                "file_format": fmt, "columns": schema_columns(df),
-                **({"lineage": dict(lineage(version, rows))} if lineage else {})})))
+            marker.write(
+                bytearray(
+                    canonical_json(
+                        {
+                            "format": 1,
+                            "scheme": MARKER_SCHEME,
+                            "version": version,
+                            "rows": rows,
+                            "file_format": fmt,
+                            "columns": schema_columns(df),
+                            **({"lineage": dict(lineage(version, rows))} if lineage else {}),
+                        }
+                    )
+                )
+            )
         finally:
             marker.close()
         had_old = fs.exists(target)
@@ -297,8 +345,9 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
         if not fs.rename(staging, target):
             if had_old:
                 fs.rename(aside, target)
-            raise StorageError(f"could not move new data into {location}; the previous data "
-                               "is intact")
+            raise StorageError(
+                f"could not move new data into {location}; the previous data is intact"
+            )
         if had_old and aside == old:  # not kept, or that version is kept already
             fs.delete(old, True)
     except BaseException:
@@ -309,9 +358,15 @@ def _write_remote(df: DataFrame, writer: Any, observation: Observation, location
     return WriteResult(location, version, rows, int(size), fmt)
 
 
-def read(spark: SparkSession, location: str | Sequence[str], *, fmt: str = "parquet",
-         options: Mapping[str, Any] | None = None, base_path: str | None = None,
-         what: str = "input") -> DataFrame:
+def read(
+    spark: SparkSession,
+    location: str | Sequence[str],
+    *,
+    fmt: str = "parquet",
+    options: Mapping[str, Any] | None = None,
+    base_path: str | None = None,
+    what: str = "input",
+) -> DataFrame:
     """Read the data at `location` (several locations: their union, as one scan), after
     undoing what a crashed swap may have left. `base_path` lets Spark restore `col=value`
     folder names below it as columns."""
@@ -332,7 +387,8 @@ def read(spark: SparkSession, location: str | Sequence[str], *, fmt: str = "parq
     if base_path is not None:
         reader = reader.option("basePath", base_path)
     if "pathGlobFilter" not in (options or {}) and any(
-            is_local(item) and _has_description_files(local_path(item)) for item in locations):
+        is_local(item) and _has_description_files(local_path(item)) for item in locations
+    ):
         # results.json beside a results asset's data is not data: read the part files only.
         reader = reader.option("pathGlobFilter", "part-*")
     for key, value in (options or {}).items():
@@ -392,9 +448,10 @@ def remote_listing_version(spark: SparkSession, location: str) -> str:
     entries: list[tuple[str, int, int]] = []
     while files.hasNext():
         status = files.next()
-        relative = status.getPath().toString()[len(prefix):].lstrip("/")
-        if any(part.startswith((".", "_")) for part in relative.split("/")) \
-                or relative.endswith(".crc"):
+        relative = status.getPath().toString()[len(prefix) :].lstrip("/")
+        if any(part.startswith((".", "_")) for part in relative.split("/")) or relative.endswith(
+            ".crc"
+        ):
             continue
         entries.append((relative, int(status.getLen()), int(status.getModificationTime())))
     digest = xxhash.xxh3_128()

@@ -71,8 +71,7 @@ class Resource:
         return self.uri is None or self.uri.startswith("file://")
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "role": self.role,
-                                "versioning": self.versioning}
+        data: dict[str, Any] = {"name": self.name, "role": self.role, "versioning": self.versioning}
         data["uri" if self.uri is not None else "path"] = self.location
         if self.description:
             data["description"] = self.description
@@ -85,16 +84,27 @@ class Resource:
                 f"{source}: each resource needs 'name' and 'role', got {data!r}; fix the file"
             )
         try:
-            return make_resource(data["name"], data["role"], path=data.get("path"),
-                                 uri=data.get("uri"),
-                                 versioning=data.get("versioning", "content"),
-                                 description=data.get("description", ""))
+            return make_resource(
+                data["name"],
+                data["role"],
+                path=data.get("path"),
+                uri=data.get("uri"),
+                versioning=data.get("versioning", "content"),
+                description=data.get("description", ""),
+            )
         except (InvalidResourceRefError, WorkspaceConfigError) as exc:
             raise WorkspaceConfigError(f"{source}: {exc}") from None
 
 
-def make_resource(name: str, role: str, *, path: str | None = None, uri: str | None = None,
-                  versioning: str = "content", description: str = "") -> Resource:
+def make_resource(
+    name: str,
+    role: str,
+    *,
+    path: str | None = None,
+    uri: str | None = None,
+    versioning: str = "content",
+    description: str = "",
+) -> Resource:
     """Validate the parts of a resource definition and build it."""
     validate_resource_name(name)
     if role not in ROLES:
@@ -152,8 +162,14 @@ class Workspace:
         return self.root / WORKSPACE_DIR
 
     @classmethod
-    def init(cls, directory: str | os.PathLike[str] = ".", *, name: str | None = None,
-             exist_ok: bool = False, store: dict[str, Any] | None = None) -> Workspace:
+    def init(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        name: str | None = None,
+        exist_ok: bool = False,
+        store: dict[str, Any] | None = None,
+    ) -> Workspace:
         """Create `.dataworkspace/` in `directory` (created if needed) and open it.
 
         `store`: the `store` entry of config.json (`db.settings.store_entry`), for a
@@ -170,7 +186,8 @@ class Workspace:
         if not ws_name.isprintable():  # it is stored as JSON text and printed
             raise WorkspaceConfigError(
                 f"workspace name {ws_name!r} holds characters that are not printable text (a "
-                "folder name that is not UTF-8?): choose a name with --name")
+                "folder name that is not UTF-8?): choose a name with --name"
+            )
         with writing(root, action="create the workspace folder"):
             root.mkdir(parents=True, exist_ok=True)
             meta.mkdir(exist_ok=True)
@@ -194,8 +211,9 @@ class Workspace:
         )
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str] | None = None, *,
-             search_parents: bool = True) -> Workspace:
+    def open(
+        cls, directory: str | os.PathLike[str] | None = None, *, search_parents: bool = True
+    ) -> Workspace:
         """Open the workspace at `directory` (or the nearest one above it)."""
         if search_parents:
             root = cls.find_root(directory)
@@ -207,17 +225,22 @@ class Workspace:
                     "run 'dws-dagster init' there"
                 )
         config_path = root / WORKSPACE_DIR / "config.json"
-        config = shapes.checked("config", _format_checked(read_json_file(
-            config_path, what="workspace config"), config_path), config_path)
-        ws = cls(root=root, name=str(config.get("name") or root.name),
-                 store_config=config.get("store"))
+        config = shapes.checked(
+            "config",
+            _format_checked(read_json_file(config_path, what="workspace config"), config_path),
+            config_path,
+        )
+        ws = cls(
+            root=root, name=str(config.get("name") or root.name), store_config=config.get("store")
+        )
         ws.resources = ws._load_resources()
         return ws
 
     def _load_resources(self) -> dict[str, Resource]:
         path = self.meta_dir / "resources.json"
-        data = shapes.checked("resources", _format_checked(read_json_file(
-            path, what="resources file"), path), path)
+        data = shapes.checked(
+            "resources", _format_checked(read_json_file(path, what="resources file"), path), path
+        )
         resources: dict[str, Resource] = {}
         for item in data["resources"]:
             resource = Resource.from_json(item, source=path)
@@ -233,9 +256,17 @@ class Workspace:
 
     # ---------------------------------------------------------------- resources
 
-    def add_resource(self, name: str, role: str, *, path: str | os.PathLike[str] | None = None,
-                     uri: str | None = None, versioning: str = "content",
-                     description: str = "", create: bool = True) -> Resource:
+    def add_resource(
+        self,
+        name: str,
+        role: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        uri: str | None = None,
+        versioning: str = "content",
+        description: str = "",
+        create: bool = True,
+    ) -> Resource:
         """Register a resource; a local path is stored relative to the workspace root."""
         rel_path = None
         if path is not None:
@@ -243,8 +274,9 @@ class Workspace:
             if not absolute.is_absolute():
                 absolute = self.root / absolute
             rel_path = Path(os.path.relpath(os.path.normpath(absolute), self.root)).as_posix()
-        resource = make_resource(name, role, path=rel_path, uri=uri, versioning=versioning,
-                                 description=description)
+        resource = make_resource(
+            name, role, path=rel_path, uri=uri, versioning=versioning, description=description
+        )
         lock = self._config_lock()
         with writing(lock.lock_file, action="lock"):
             lock.acquire()
@@ -262,10 +294,13 @@ class Workspace:
                 with writing(folder, action="create the resource folder"):
                     folder.mkdir(parents=True, exist_ok=True)
             resources = {**self.resources, name: resource}
-            atomic_write_json(self.meta_dir / "resources.json", {
-                "format": CONFIG_FORMAT,
-                "resources": [r.to_json() for r in resources.values()],
-            })
+            atomic_write_json(
+                self.meta_dir / "resources.json",
+                {
+                    "format": CONFIG_FORMAT,
+                    "resources": [r.to_json() for r in resources.values()],
+                },
+            )
             self.resources = resources
         finally:
             lock.release()
@@ -361,7 +396,7 @@ class Workspace:
                 continue
             root = resource.uri.rstrip("/")
             if location == root or location.startswith(root + "/"):
-                relative = location[len(root):].strip("/")
+                relative = location[len(root) :].strip("/")
                 try:
                     return self.check_ref(ResourceRef(resource.name, relative or None))
                 except InvalidResourceRefError:
@@ -408,9 +443,14 @@ class Workspace:
             return f"{resource.uri}/{resolved.subpath}"
         return str(self.local_path(resolved))
 
-    def version_of(self, ref: ResourceRef | str, *, at: Path | None = None,
-                   progress: Callable[[int], None] | None = None,
-                   on_skip: SkipReporter | None = None) -> str:
+    def version_of(
+        self,
+        ref: ResourceRef | str,
+        *,
+        at: Path | None = None,
+        progress: Callable[[int], None] | None = None,
+        on_skip: SkipReporter | None = None,
+    ) -> str:
         """The version of a local ref's data now, by its resource's versioning mode.
 
         `at` versions data staged elsewhere as if it were at the ref (same rules). Files that
@@ -425,13 +465,15 @@ class Workspace:
                 "its version is computed where the data is written (the Spark IO manager)"
             )
         path = self.local_path(resolved) if at is None else at
-        exclude = (RESULTS_SNAPSHOT_DIR,) if resource.role == "results" \
-            and resolved.subpath is None else ()
+        exclude = (
+            (RESULTS_SNAPSHOT_DIR,)
+            if resource.role == "results" and resolved.subpath is None
+            else ()
+        )
         try:
             if resource.versioning == "listing":
                 return listing_version(path, exclude_top=exclude, on_skip=on_skip)
-            return effective_version(path, exclude_top=exclude, progress=progress,
-                                     on_skip=on_skip)
+            return effective_version(path, exclude_top=exclude, progress=progress, on_skip=on_skip)
         except DataNotFoundError:
             raise DataNotFoundError(
                 f"ref {resolved} has no data at {path}: write it first, or check the path"

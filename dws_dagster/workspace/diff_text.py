@@ -23,8 +23,7 @@ Owners = Sequence[tuple[str, str | None]]
 
 
 def _how(detail: ChangeDetail) -> str:
-    return "added" if detail.before is None else "removed" if detail.after is None \
-        else "changed"
+    return "added" if detail.before is None else "removed" if detail.after is None else "changed"
 
 
 def worded(detail: ChangeDetail) -> str:
@@ -35,8 +34,9 @@ def worded(detail: ChangeDetail) -> str:
             return f"{detail.what} {detail.name} added at {short(detail.after)}"
         if how == "removed":
             return f"{detail.what} {detail.name} removed (was {short(detail.before)})"
-        return f"{detail.what} {detail.name} changed {short(detail.before)} -> " \
-               f"{short(detail.after)}"
+        return (
+            f"{detail.what} {detail.name} changed {short(detail.before)} -> {short(detail.after)}"
+        )
     if detail.what == "data" and detail.name is not None and " -> " in detail.text:
         if detail.before is None and detail.after is not None:
             return f"{detail.name}: data {short(detail.after)} (none before)"
@@ -72,8 +72,7 @@ class _Refs:
 
     def of_ref(self, ref: str) -> RefGroup | None:
         """The group of a ref with lineage on either side (after first)."""
-        for owners, groups in ((self.after, self.groups_after),
-                               (self.before, self.groups_before)):
+        for owners, groups in ((self.after, self.groups_after), (self.before, self.groups_before)):
             if ref in owners:
                 return groups.get((ref, owners[ref]))
         return None
@@ -89,9 +88,12 @@ class _Refs:
         return None
 
 
-def _input_lines(details: Iterable[ChangeDetail], refs: _Refs,
-                 seen: Callable[[ChangeDetail], int] | None = None, members: int = 1
-                 ) -> list[str]:
+def _input_lines(
+    details: Iterable[ChangeDetail],
+    refs: _Refs,
+    seen: Callable[[ChangeDetail], int] | None = None,
+    members: int = 1,
+) -> list[str]:
     """The lines of `details` (of one ref, or `members` refs that changed alike, `seen`
     telling in how many each line is): inputs and code of one asset or folder that changed
     the same way as one line."""
@@ -106,8 +108,13 @@ def _input_lines(details: Iterable[ChangeDetail], refs: _Refs,
                 lines.append("")
             grouped.setdefault(key, []).append(detail)
         else:
-            lines.append(_counted(_generic(detail) if members > 1 else worded(detail),
-                                  seen(detail) if seen else members, members))
+            lines.append(
+                _counted(
+                    _generic(detail) if members > 1 else worded(detail),
+                    seen(detail) if seen else members,
+                    members,
+                )
+            )
     for key, found in grouped.items():
         what, how = key
         by_ref: dict[str, list[ChangeDetail]] = {}
@@ -116,8 +123,12 @@ def _input_lines(details: Iterable[ChangeDetail], refs: _Refs,
         # Refs with lineage are named within all the partitions of their step (`3 of 62`);
         # others (source data read as found) within those that changed.
         loose = group_refs((ref, None) for ref in by_ref if refs.of_ref(ref) is None)
-        found_in = {ref: (group, True) if (group := refs.of_ref(ref)) is not None
-                    else (loose[(ref, None)], False) for ref in by_ref}
+        found_in = {
+            ref: (group, True)
+            if (group := refs.of_ref(ref)) is not None
+            else (loose[(ref, None)], False)
+            for ref in by_ref
+        }
         chosen: dict[tuple[bool, tuple[str | None, ...]], list[str]] = {}
         for ref in by_ref:
             group, complete = found_in[ref]
@@ -144,8 +155,10 @@ def _counted(text: str, count: int, members: int) -> str:
 
 
 def _single(change: RefChange, refs: _Refs) -> list[str]:
-    return [f"{change.kind:<8} {change.ref}",
-            *(f"{INDENT}{line}" for line in _input_lines(change.lines(), refs))]
+    return [
+        f"{change.kind:<8} {change.ref}",
+        *(f"{INDENT}{line}" for line in _input_lines(change.lines(), refs)),
+    ]
 
 
 def _several(group: RefGroup, changes: list[RefChange], refs: _Refs) -> list[str]:
@@ -166,25 +179,29 @@ def _several(group: RefGroup, changes: list[RefChange], refs: _Refs) -> list[str
             if generic not in mine:
                 mine.add(generic)
                 counts[generic] = counts.get(generic, 0) + 1
-    lines = _input_lines(details, refs, seen=lambda d: counts[_generic(d)],
-                         members=len(changes))
+    lines = _input_lines(details, refs, seen=lambda d: counts[_generic(d)], members=len(changes))
     return [header, *(f"{INDENT}{line}" for line in lines)]
 
 
-def diff_text(changes: Sequence[RefChange], before: Owners, after: Owners, *,
-              expand: bool = False) -> list[str]:
+def diff_text(
+    changes: Sequence[RefChange], before: Owners, after: Owners, *, expand: bool = False
+) -> list[str]:
     """The lines `diff` prints for `changes`; `before` and `after` are (ref, owner) of every
     ref on each side (`LineageStore.owners`), which tells the partitions of one step."""
     refs = _Refs(before, after)
     if expand:
-        return [line for change in changes for line in [
-            f"{change.kind:<8} {change.ref}",
-            *(f"{INDENT}{worded(detail)}" for detail in change.lines())]]
+        return [
+            line
+            for change in changes
+            for line in [
+                f"{change.kind:<8} {change.ref}",
+                *(f"{INDENT}{worded(detail)}" for detail in change.lines()),
+            ]
+        ]
     entries: dict[tuple[str | None, ...], tuple[RefGroup | None, list[RefChange]]] = {}
     for change in changes:
         group = refs.group(change)
-        key = (change.kind, *group.key) if group is not None else ("ref", change.ref,
-                                                                    change.kind)
+        key = (change.kind, *group.key) if group is not None else ("ref", change.ref, change.kind)
         entries.setdefault(key, (group, []))[1].append(change)
     out: list[str] = []
     for group, found in sorted(entries.values(), key=lambda entry: entry[1][0].ref):

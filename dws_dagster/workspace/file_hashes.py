@@ -22,8 +22,10 @@ from pathlib import Path
 #: A file modified less than this before its hash was taken is not cached (see above); two
 #: seconds covers the coarsest timestamps a filesystem here may keep (FAT).
 RACY_SECONDS = 2.0
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, dev INTEGER, "
-           "ino INTEGER, size INTEGER, mtime INTEGER, ctime INTEGER, digest TEXT)")
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, dev INTEGER, "
+    "ino INTEGER, size INTEGER, mtime INTEGER, ctime INTEGER, digest TEXT)"
+)
 
 Stamp = tuple[int, int, int, int, int]
 
@@ -80,8 +82,10 @@ class FileHashCache:
         upper = prefix[:-1] + chr(ord(os.sep) + 1)
         with closing(connection), suppress(sqlite3.Error):
             for path, dev, ino, size, mtime, ctime, digest in connection.execute(
-                    "SELECT path, dev, ino, size, mtime, ctime, digest FROM hashes "
-                    "WHERE path >= ? AND path < ?", (prefix, upper)):
+                "SELECT path, dev, ino, size, mtime, ctime, digest FROM hashes "
+                "WHERE path >= ? AND path < ?",
+                (prefix, upper),
+            ):
                 if isinstance(digest, str) and isinstance(path, str):
                     self._known[path] = ((dev, ino, size, mtime, ctime), digest)
 
@@ -121,11 +125,13 @@ class FileHashCache:
         with closing(connection), suppress(sqlite3.Error):
             with connection:
                 gone = self._stale - set(self._new)
-                connection.executemany("DELETE FROM hashes WHERE path = ?",
-                                       ((path,) for path in gone))
+                connection.executemany(
+                    "DELETE FROM hashes WHERE path = ?", ((path,) for path in gone)
+                )
                 connection.executemany(
                     "INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    ((path, *stamp, digest) for path, (stamp, digest) in self._new.items()))
+                    ((path, *stamp, digest) for path, (stamp, digest) in self._new.items()),
+                )
             self._known.update(self._new)
             self._new.clear()
             self._stale.clear()

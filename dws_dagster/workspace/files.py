@@ -49,8 +49,9 @@ def _free_space(path: Path) -> str | None:
     return None
 
 
-def write_error(path: str | os.PathLike[str], exc: OSError, *, action: str = "write",
-                kept: bool = False) -> WorkspaceWriteError:
+def write_error(
+    path: str | os.PathLike[str], exc: OSError, *, action: str = "write", kept: bool = False
+) -> WorkspaceWriteError:
     """`exc` from writing `path`, as an error that names the file and says what to do.
     `kept`: the write left the file's earlier contents as they were."""
     if isinstance(exc, WorkspaceWriteError):
@@ -61,8 +62,9 @@ def write_error(path: str | os.PathLike[str], exc: OSError, *, action: str = "wr
     reason = exc.strerror or str(exc)
     if code in (errno.ENOSPC, errno.EDQUOT):
         free = _free_space(target.parent)
-        advice = (f"{free} free on its disk; " if free else "") \
-            + "free space (or raise the quota), then re-run"
+        advice = (
+            f"{free} free on its disk; " if free else ""
+        ) + "free space (or raise the quota), then re-run"
     elif code == errno.EROFS:
         advice = "remount its file system read-write, then re-run"
     elif code in (errno.EACCES, errno.EPERM):
@@ -92,8 +94,9 @@ def first_os_error(exc: OSError) -> OSError:
 
 
 @contextmanager
-def writing(path: str | os.PathLike[str], *, action: str = "write", kept: bool = False
-            ) -> Iterator[None]:
+def writing(
+    path: str | os.PathLike[str], *, action: str = "write", kept: bool = False
+) -> Iterator[None]:
     """Turn an OSError of the block into `write_error(path, ...)`."""
     try:
         yield
@@ -155,7 +158,7 @@ def _write_all(fd: int, data: bytes) -> None:
     """Write all of `data` (an `os.write` may write part of it, then fail on the rest)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
@@ -164,7 +167,8 @@ def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
     except orjson.JSONEncodeError as exc:  # e.g. a file name that is not UTF-8
         raise WorkspaceConfigError(
             f"cannot write {path}: {exc}; a name in it is not valid text (a file name that is "
-            "not UTF-8?): rename it") from None
+            "not UTF-8?): rename it"
+        ) from None
     atomic_write_bytes(path, data, durable=durable)
 
 

@@ -47,15 +47,18 @@ from .shapes import (
 FORMAT = 1
 _CONFIG = ConfigDict(extra="allow", strict=True)
 
+
 def _ref_sizes(value: str) -> str:
     if not ref_sizes_ok(value):
-        raise ValueError(f"subpath over {MAX_SUBPATH_BYTES} bytes, or a part over "
-                         f"{MAX_COMPONENT_BYTES} bytes")
+        raise ValueError(
+            f"subpath over {MAX_SUBPATH_BYTES} bytes, or a part over {MAX_COMPONENT_BYTES} bytes"
+        )
     return value
 
 
-Ref = Annotated[str, StringConstraints(pattern=REF_PATTERN, max_length=4096 + 129),
-                AfterValidator(_ref_sizes)]
+Ref = Annotated[
+    str, StringConstraints(pattern=REF_PATTERN, max_length=4096 + 129), AfterValidator(_ref_sizes)
+]
 Version = Annotated[str, StringConstraints(pattern=VERSION_PATTERN)]
 SnapshotHash = Annotated[str, StringConstraints(pattern=SNAPSHOT_HASH_PATTERN)]
 NonNegative = Annotated[int, Field(ge=0)]
@@ -317,15 +320,23 @@ OUTBOX_KEYS = TypeAdapter(OutboxKeys)
 
 _PATTERN_NAMES = {
     REF_PATTERN: "a ref (RESOURCE/SUBPATH without '..', '.', empty parts, backslashes or "
-                 "control characters)",
+    "control characters)",
     SNAPSHOT_HASH_PATTERN: "a snapshot hash (32 lowercase hex digits)",
     VERSION_PATTERN: "a version (one file name: no '/', backslash or control character)",
     DATA_VERSION.pattern: "a data version (32 lowercase hex digits, or 'ls-' and 32)",
 }
 
 
-def check(adapter: TypeAdapter[T], data: Any, path: Path | str, *, advice: str = RESTORE,
-          where: Any = None, prefix: str = "", what: str = "") -> T:
+def check(
+    adapter: TypeAdapter[T],
+    data: Any,
+    path: Path | str,
+    *,
+    advice: str = RESTORE,
+    where: Any = None,
+    prefix: str = "",
+    what: str = "",
+) -> T:
     """`data` (parsed from `path`) checked against a schema; a mismatch is a
     `WorkspaceConfigError` naming the file, the field and what to do.
 
@@ -335,16 +346,25 @@ def check(adapter: TypeAdapter[T], data: Any, path: Path | str, *, advice: str =
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
-        raise WorkspaceConfigError(describe(exc, path, advice=advice, where=where,
-                                            prefix=prefix, what=what)) from None
+        raise WorkspaceConfigError(
+            describe(exc, path, advice=advice, where=where, prefix=prefix, what=what)
+        ) from None
     except RecursionError:
         raise WorkspaceConfigError(
             f"{what + ' ' if what else ''}{path}: nested too deeply to be a dws_dagster file; "
-            f"{advice}") from None
+            f"{advice}"
+        ) from None
 
 
-def describe(exc: ValidationError, path: Path | str, *, advice: str = RESTORE,
-             where: Any = None, prefix: str = "", what: str = "") -> str:
+def describe(
+    exc: ValidationError,
+    path: Path | str,
+    *,
+    advice: str = RESTORE,
+    where: Any = None,
+    prefix: str = "",
+    what: str = "",
+) -> str:
     """One line: the file, the first bad field (`snapshots[2].hash`), what is wrong, what to do."""
     errors = exc.errors(include_url=False, include_context=True, include_input=True)
     first = errors[0]
@@ -362,8 +382,10 @@ def describe(exc: ValidationError, path: Path | str, *, advice: str = RESTORE,
         shown = repr(first.get("input"))
         message = f"{shown[:80]}{'...' if len(shown) > 80 else ''} is not {expected}"
     if first["type"] == "union_tag_invalid":
-        message = ("an operation this version of dws_dagster does not know (upgrade "
-                   "dws_dagster if a newer one wrote it)")
+        message = (
+            "an operation this version of dws_dagster does not know (upgrade "
+            "dws_dagster if a newer one wrote it)"
+        )
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     parts = [f"{what + ' ' if what else ''}{path} is corrupt"]
     if line:

@@ -64,8 +64,9 @@ class GcReport:
     remote_skipped: list[str] = field(default_factory=list)
 
 
-def collect_garbage(ws: Workspace, *, dry_run: bool = False,
-                    remote: RemoteData | None = None) -> GcReport:
+def collect_garbage(
+    ws: Workspace, *, dry_run: bool = False, remote: RemoteData | None = None
+) -> GcReport:
     """Free every retained version, object and results copy that no snapshot references
     (remote kept versions too, through `remote`)."""
     report = GcReport(dry_run)
@@ -92,11 +93,13 @@ def collect_garbage(ws: Workspace, *, dry_run: bool = False,
                 objects.remove(digest)
         unnamed = _orphan_results_copies(ws)
         report.leftovers = objects.leftovers() + [
-            path for path in unnamed if path.name.startswith(STAGING_PREFIX)]
+            path for path in unnamed if path.name.startswith(STAGING_PREFIX)
+        ]
         # A folder in place may be a user's own, however reserved `snapshots/` is: named,
         # never deleted.
-        report.results_copies = [path for path in unnamed
-                                 if not path.name.startswith(STAGING_PREFIX)]
+        report.results_copies = [
+            path for path in unnamed if not path.name.startswith(STAGING_PREFIX)
+        ]
         if not dry_run:
             for path in report.leftovers:
                 _remove(path)
@@ -128,8 +131,9 @@ def _collect_remote(ws: Workspace, report: GcReport, remote: RemoteData | None) 
             extra = (state.record or {}).get("extra") if state is not None else None
             keep = extra.get(KEEP_VERSIONS_KEY) if isinstance(extra, dict) else None
             keep = keep if type(keep) is int and keep > 0 else 0
-            for version in prunable(kept_versions(remote, uri, subpath),
-                                    referenced.get(ref, ()), keep):
+            for version in prunable(
+                kept_versions(remote, uri, subpath), referenced.get(ref, ()), keep
+            ):
                 report.remote_versions.append((ref, version))
                 if not report.dry_run:
                     remote.delete(kept_location(uri, subpath, version))
@@ -145,8 +149,11 @@ def _kept_subpaths(remote: RemoteData, uri: str) -> list[str | None]:
         names = [name for name, _ in remote.kept(kept_folder(uri, subpath))]
         if any(name.startswith(KEPT_MARK) for name in names):
             found.append(subpath)
-        pending.extend(f"{subpath}/{name}" if subpath else name for name in names
-                       if not name.startswith((KEPT_MARK, ".")))
+        pending.extend(
+            f"{subpath}/{name}" if subpath else name
+            for name in names
+            if not name.startswith((KEPT_MARK, "."))
+        )
     return sorted(found, key=lambda item: item or "")
 
 

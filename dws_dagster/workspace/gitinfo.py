@@ -33,15 +33,16 @@ def git_commit(directory: Path) -> str | None:
     step, so a dirty flag would be set nearly always and tell nothing; code resources carry
     their own content versions instead.
     """
-    return _while_head_unchanged(_COMMITS, directory,
-                                 lambda: _git(directory, "rev-parse", "HEAD"))
+    return _while_head_unchanged(_COMMITS, directory, lambda: _git(directory, "rev-parse", "HEAD"))
 
 
 def git_branch(directory: Path) -> str | None:
     """The branch checked out now (None when HEAD is detached, or outside git)."""
+
     def ask() -> str | None:
         branch = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
         return None if branch in (None, "HEAD") else branch
+
     return _while_head_unchanged(_BRANCHES, directory, ask)
 
 
@@ -55,8 +56,11 @@ def clear_cache() -> None:
 git_commit.cache_clear = clear_cache  # type: ignore[attr-defined]  # the lru_cache API it had
 
 
-def _while_head_unchanged(cache: dict[Path, tuple[tuple[object, ...], str | None]],
-                          directory: Path, ask: Callable[[], str | None]) -> str | None:
+def _while_head_unchanged(
+    cache: dict[Path, tuple[tuple[object, ...], str | None]],
+    directory: Path,
+    ask: Callable[[], str | None],
+) -> str | None:
     dirs = _git_dirs(directory, _discovery_key(directory))
     if dirs is None:
         return None
@@ -136,8 +140,13 @@ def _head_key(git_dir: str, common: str) -> tuple[object, ...] | None:
 
 def _git(directory: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True,
-                              text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
@@ -167,7 +176,12 @@ def git_state(directory: Path) -> dict[str, object] | None:
     commit = git_commit(directory)
     if commit is None:
         return None
-    status = subprocess.run(["git", "-C", str(directory), "status", "--porcelain", "--", "."],
-                            capture_output=True, text=True, timeout=60, check=False)
+    status = subprocess.run(
+        ["git", "-C", str(directory), "status", "--porcelain", "--", "."],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     dirty = status.returncode != 0 or bool(status.stdout.strip())
     return {"git_commit": commit, "dirty": dirty}

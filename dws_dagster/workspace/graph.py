@@ -64,11 +64,13 @@ class SnapshotView:
             self._readers = {}
             for other_ref, other_state in self._refs.items():
                 for item in (other_state.record or {}).get("inputs", ()):
-                    self._readers.setdefault(item["ref"], []).append(
-                        (other_ref, other_state, item))
+                    self._readers.setdefault(item["ref"], []).append((other_ref, other_state, item))
             self._read_refs = sorted(self._readers)
-        return [reader for read_ref in _overlapping(ref, self._readers, self._read_refs)
-                for reader in self._readers[read_ref]]
+        return [
+            reader
+            for read_ref in _overlapping(ref, self._readers, self._read_refs)
+            for reader in self._readers[read_ref]
+        ]
 
     def ref_history(self, refs: Sequence[str], most: int) -> dict[str, list[dict[str, Any]]]:
         """The store's records of `refs` up to the ones the snapshot holds (by end time)."""
@@ -76,20 +78,31 @@ class SnapshotView:
         if self._store is None:
             for ref in refs:
                 state = self._refs.get(ref)
-                found[ref] = [r for r in (state.attempt, state.record) if r is not None] \
-                    if state is not None else []
+                found[ref] = (
+                    [r for r in (state.attempt, state.record) if r is not None]
+                    if state is not None
+                    else []
+                )
             return found
         later = 4 * most  # records after the snapshot are skipped: read enough to fill `most`
         for ref, records in self._store.ref_history(refs, most + later).items():
             state = self._refs.get(ref)
             newest = (state.latest or {}).get("end_time") if state is not None else None
-            found[ref] = [r for r in records
-                          if newest is None or (r.get("end_time") or "") <= newest][:most]
+            found[ref] = [
+                r for r in records if newest is None or (r.get("end_time") or "") <= newest
+            ][:most]
         return found
 
 
-def _node(ref: str, version: str | None, record: dict[str, Any] | None, state: RefState | None,
-          role: str | None, *, status: str | None = None) -> GraphNode:
+def _node(
+    ref: str,
+    version: str | None,
+    record: dict[str, Any] | None,
+    state: RefState | None,
+    role: str | None,
+    *,
+    status: str | None = None,
+) -> GraphNode:
     step = (record or {}).get("step") or {}
     kind = step.get("kind")
     if status is None:
@@ -102,23 +115,39 @@ def _node(ref: str, version: str | None, record: dict[str, Any] | None, state: R
     if state is not None and state.unknown and state.version == version:
         status = "unknown"
     return GraphNode(
-        id=f"{ref}@{version}", ref=ref, version=version,
-        step=None if kind in (None, "observation") else step.get("name"), status=status,
-        current=state is None or state.version == version, role=role,
-        run_id=step.get("run_id"), start_time=(record or {}).get("start_time"),
-        end_time=(record or {}).get("end_time"))
+        id=f"{ref}@{version}",
+        ref=ref,
+        version=version,
+        step=None if kind in (None, "observation") else step.get("name"),
+        status=status,
+        current=state is None or state.version == version,
+        role=role,
+        run_id=step.get("run_id"),
+        start_time=(record or {}).get("start_time"),
+        end_time=(record or {}).get("end_time"),
+    )
 
 
-def build_graph(view: LineageView, ref: ResourceRef | str,
-                roles: Mapping[str, str] | None = None, *, snapshot: str | None = None,
-                max_nodes: int = 5000) -> LineageGraph:
+def build_graph(
+    view: LineageView,
+    ref: ResourceRef | str,
+    roles: Mapping[str, str] | None = None,
+    *,
+    snapshot: str | None = None,
+    max_nodes: int = 5000,
+) -> LineageGraph:
     """Upstream and downstream lineage of `ref` in `view`, every node a ref@version."""
     with gc_paused():  # the readers index holds an entry per input of every ref
         return _build_graph(view, ref, roles or {}, snapshot, max_nodes)
 
 
-def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, str],
-                 snapshot: str | None, max_nodes: int) -> LineageGraph:
+def _build_graph(
+    view: LineageView,
+    ref: ResourceRef | str,
+    roles: Mapping[str, str],
+    snapshot: str | None,
+    max_nodes: int,
+) -> LineageGraph:
     key = str(as_ref(ref))
     state = view.get(key)
     role_of = lambda r: roles.get(r.split("/", 1)[0])  # noqa: E731
@@ -126,30 +155,48 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
         # Source data steps read as found (never observed) has no lineage of its own: the
         # version the newest of its readers read, and what read it.
         readers = view.readers(key)
-        read = [(reader_state.record or {}, item) for _, reader_state, item in readers
-                if item["ref"] == key]
+        read = [
+            (reader_state.record or {}, item)
+            for _, reader_state, item in readers
+            if item["ref"] == key
+        ]
         if not read:
             where = f" in snapshot {snapshot}" if snapshot else ""
-            inside = sorted({item["ref"] for _, _, item in readers
-                             if item["ref"].startswith(key + "/")})
+            inside = sorted(
+                {item["ref"] for _, _, item in readers if item["ref"].startswith(key + "/")}
+            )
             if inside:
                 raise NoLineageError(
                     f"ref {key} has no lineage of its own{where}: steps read {len(inside)} "
                     f"ref(s) inside it ({inside[0]}{', …' if len(inside) > 1 else ''}); "
-                    "pass one of them (see 'dws-dagster status')")
+                    "pass one of them (see 'dws-dagster status')"
+                )
             raise NoLineageError(
                 f"ref {key} has no lineage{where}: no step has written or read it; check the "
-                "name with 'dws-dagster status'")
+                "name with 'dws-dagster status'"
+            )
         version = max(read, key=lambda pair: pair[0].get("end_time") or "")[1]["version"]
         focus_record: dict[str, Any] = {}
-        focus = GraphNode(id=f"{key}@{version}", ref=key, version=version, status="source",
-                          role=role_of(key))
+        focus = GraphNode(
+            id=f"{key}@{version}", ref=key, version=version, status="source", role=role_of(key)
+        )
     else:
         focus_record = state.record if state.record is not None else state.latest
-        focus = _node(key, focus_record.get("version"), focus_record, state, role_of(key),
-                      status=state.status if state.status != "pending" else None)
-    graph = LineageGraph(focus=focus.id, nodes={focus.id: focus}, snapshot=snapshot,
-                         records={focus.id: focus_record}, load_history=view.ref_history)
+        focus = _node(
+            key,
+            focus_record.get("version"),
+            focus_record,
+            state,
+            role_of(key),
+            status=state.status if state.status != "pending" else None,
+        )
+    graph = LineageGraph(
+        focus=focus.id,
+        nodes={focus.id: focus},
+        snapshot=snapshot,
+        records={focus.id: focus_record},
+        load_history=view.ref_history,
+    )
     if state is not None:
         _note_attempt(graph, key, state)
     edges: set[GraphEdge] = set()
@@ -180,8 +227,7 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
             record = out_state.record
             assert record is not None
             read_ref = item["ref"]
-            out_node = _node(out_ref, record.get("version"), record, out_state,
-                             role_of(out_ref))
+            out_node = _node(out_ref, record.get("version"), record, out_state, role_of(out_ref))
             if out_node.id not in graph.nodes:
                 graph.nodes[out_node.id] = out_node
                 graph.records[out_node.id] = record
@@ -190,13 +236,13 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
             if source_id not in graph.nodes:
                 read_record = view.find_record(read_ref, item["version"])
                 read_state = view.get(read_ref)
-                graph.nodes[source_id] = _node(read_ref, item["version"], read_record,
-                                               read_state, role_of(read_ref))
+                graph.nodes[source_id] = _node(
+                    read_ref, item["version"], read_record, read_state, role_of(read_ref)
+                )
                 if read_record is not None:
                     graph.records[source_id] = read_record
                 _note_attempt(graph, read_ref, read_state)
-            edges.add(GraphEdge(source_id, out_node.id,
-                                stale=not graph.nodes[source_id].current))
+            edges.add(GraphEdge(source_id, out_node.id, stale=not graph.nodes[source_id].current))
             if out_ref not in seen_refs:
                 seen_refs.add(out_ref)
                 frontier.append(out_ref)
@@ -206,12 +252,16 @@ def _build_graph(view: LineageView, ref: ResourceRef | str, roles: Mapping[str, 
         return graph  # never run: no step writes it
     latest = state.latest
     record = LineageRecord.from_json(latest)
-    graph.last_run = LastRun(step=record.step_name if not record.is_observation else None,
-                             status=state.status, run_id=record.step.run_id if record.step
-                             else None, start_time=record.start_time, end_time=record.end_time,
-                             duration_seconds=record.duration_seconds,
-                             # Records stored before errors were redacted may still hold one.
-                             error=redact_text(record.error) if record.error else None)
+    graph.last_run = LastRun(
+        step=record.step_name if not record.is_observation else None,
+        status=state.status,
+        run_id=record.step.run_id if record.step else None,
+        start_time=record.start_time,
+        end_time=record.end_time,
+        duration_seconds=record.duration_seconds,
+        # Records stored before errors were redacted may still hold one.
+        error=redact_text(record.error) if record.error else None,
+    )
     return graph
 
 
@@ -224,8 +274,11 @@ def _note_attempt(graph: LineageGraph, ref: str, state: RefState | None) -> None
 def _overlapping(ref: str, index: Mapping[str, Any], ordered: list[str]) -> list[str]:
     """Keys of `index` equal to `ref`, containing it, or inside it (`ordered` = sorted keys)."""
     parts = ref.split("/")
-    found = [prefix for prefix in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
-             if prefix in index]
+    found = [
+        prefix
+        for prefix in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+        if prefix in index
+    ]
     start = bisect.bisect_left(ordered, ref + "/")
     for candidate in ordered[start:]:
         if not candidate.startswith(ref + "/"):
@@ -234,9 +287,11 @@ def _overlapping(ref: str, index: Mapping[str, Any], ordered: list[str]) -> list
     return found
 
 
-def upstream_records(view: LineageView, ref: ResourceRef | str,
-                     known: Mapping[tuple[str, str], dict[str, Any] | None] | None = None
-                     ) -> list[dict[str, Any]]:
+def upstream_records(
+    view: LineageView,
+    ref: ResourceRef | str,
+    known: Mapping[tuple[str, str], dict[str, Any] | None] | None = None,
+) -> list[dict[str, Any]]:
     """Every record behind the current version of `ref` (itself first), for `lineage.json`.
     `known`: records already looked up (`prefetch_upstream`), by (ref, version)."""
     state = view.get(ref)
@@ -252,26 +307,35 @@ def upstream_records(view: LineageView, ref: ResourceRef | str,
         found[key] = record
         for item in record.get("inputs", ()):
             pair = (item["ref"], item["version"])
-            upstream = known[pair] if known is not None and pair in known \
-                else view.find_record(*pair)
+            upstream = (
+                known[pair] if known is not None and pair in known else view.find_record(*pair)
+            )
             if upstream is not None:
                 pending.append(upstream)
     return list(found.values())
 
 
-def prefetch_upstream(store: LineageStore, refs: Iterable[str]
-                      ) -> dict[tuple[str, str], dict[str, Any] | None]:
+def prefetch_upstream(
+    store: LineageStore, refs: Iterable[str]
+) -> dict[tuple[str, str], dict[str, Any] | None]:
     """The records behind the current versions of `refs`, by (ref, version), read a level of
     the graph at a time (None: no record): `upstream_records` of many refs then asks the
     database a few times instead of once per record."""
     known: dict[tuple[str, str], dict[str, Any] | None] = {}
-    records = [state.record for state in store.states_in(None, list(refs)).values()
-               if state.record is not None]
+    records = [
+        state.record
+        for state in store.states_in(None, list(refs)).values()
+        if state.record is not None
+    ]
     while records:
-        wanted = list(dict.fromkeys(
-            (item["ref"], item["version"]) for record in records
-            for item in record.get("inputs", ())
-            if (item["ref"], item["version"]) not in known))
+        wanted = list(
+            dict.fromkeys(
+                (item["ref"], item["version"])
+                for record in records
+                for item in record.get("inputs", ())
+                if (item["ref"], item["version"]) not in known
+            )
+        )
         if not wanted:
             break
         found = store.find_records(wanted)

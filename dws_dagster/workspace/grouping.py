@@ -123,8 +123,7 @@ def _common_root(refs: Iterable[str]) -> str:
     return "/".join(common or [])
 
 
-def group_refs(pairs: Iterable[tuple[str, str | None]]
-               ) -> dict[tuple[str, str | None], RefGroup]:
+def group_refs(pairs: Iterable[tuple[str, str | None]]) -> dict[tuple[str, str | None], RefGroup]:
     """The group of each (ref, step that wrote it or None) pair, by that pair; a pair that
     forms no group with others is a group of one."""
     wanted = list(dict.fromkeys(pairs))
@@ -149,10 +148,14 @@ def group_refs(pairs: Iterable[tuple[str, str | None]]
     groups: dict[tuple[str | None, ...], RefGroup] = {}
     for key, refs in buckets.items():
         root = str(key[2] if key[0] == "step" else key[1] if key[0] == "dir" else "")
-        labelled = sorted((ref[len(root) + 1:] if root else ref, ref) for ref in refs)
-        groups[key] = RefGroup(key=key, root=root, step=key[2] if key[0] != "step" else key[1],
-                               refs=tuple(ref for _, ref in labelled),
-                               labels=tuple(label for label, _ in labelled))
+        labelled = sorted((ref[len(root) + 1 :] if root else ref, ref) for ref in refs)
+        groups[key] = RefGroup(
+            key=key,
+            root=root,
+            step=key[2] if key[0] != "step" else key[1],
+            refs=tuple(ref for _, ref in labelled),
+            labels=tuple(label for label, _ in labelled),
+        )
     return {pair: groups[key] for pair, key in keys.items()}
 
 
@@ -163,8 +166,9 @@ def span(labels: Sequence[str]) -> str:
     return f"{labels[0]} … {labels[-1]}"
 
 
-def label_runs(positions: Sequence[int], labels: Sequence[str], limit: int = MAX_RUNS, *,
-               runs: bool = True) -> str:
+def label_runs(
+    positions: Sequence[int], labels: Sequence[str], limit: int = MAX_RUNS, *, runs: bool = True
+) -> str:
     """The labels at sorted `positions`, consecutive ones as `first … last` (a run needs three
     or more; `runs=False`: never), at most `limit` then `and N more`."""
     found: list[tuple[int, int]] = []
@@ -181,7 +185,7 @@ def label_runs(positions: Sequence[int], labels: Sequence[str], limit: int = MAX
             shown.extend(labels[i] for i in range(start, end + 1))
     if len(shown) > limit:
         rest = len(shown) - (limit - 1)
-        shown = [*shown[:limit - 1], f"and {rest} more"]
+        shown = [*shown[: limit - 1], f"and {rest} more"]
     return ", ".join(shown)
 
 
@@ -191,8 +195,9 @@ def count_summary(values: Iterable[str], *, every: str = "all") -> str:
     if len(counts) == 1:
         [(value, _)] = counts.items()
         return f"{every} {value}"
-    return ", ".join(f"{n} {value}" for value, n in
-                     sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return ", ".join(
+        f"{n} {value}" for value, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    )
 
 
 def overlapping(ref: str, ordered: Sequence[str]) -> bool:

@@ -37,7 +37,6 @@ log = get_logger("dws_dagster.lineage")
 PathOrRef = str | os.PathLike[str] | ResourceRef
 
 
-
 def kept_store(workspace: Workspace) -> LineageStore:
     """The lineage store of `workspace`: every read goes to the database, so a store object
     holds nothing that could go stale, and a step needs no store kept from an earlier one."""
@@ -63,13 +62,20 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
     exception the attempt is recorded as failed (`abort()`) and the exception propagates.
     """
 
-    def __init__(self, step_name: str, start_time: dt.datetime | None,
-                 parameters: Mapping[str, Any], inputs: Iterable[PathOrRef],
-                 workspace_dir: str | os.PathLike[str] | None,
-                 command_line: list[str] | None = None,
-                 current_directory: str | os.PathLike[str] | None = None, *,
-                 code: Iterable[PathOrRef] = (), outputs: Iterable[PathOrRef] = (),
-                 run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        step_name: str,
+        start_time: dt.datetime | None,
+        parameters: Mapping[str, Any],
+        inputs: Iterable[PathOrRef],
+        workspace_dir: str | os.PathLike[str] | None,
+        command_line: list[str] | None = None,
+        current_directory: str | os.PathLike[str] | None = None,
+        *,
+        code: Iterable[PathOrRef] = (),
+        outputs: Iterable[PathOrRef] = (),
+        run_id: str | None = None,
+    ) -> None:
         if not isinstance(step_name, str) or not step_name.strip():
             raise LineageApiError(f"step name must be a non-empty string, got {step_name!r}")
         self.step_name = step_name.strip()
@@ -82,16 +88,19 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         self.parameters = sanitize_parameters(parameters)
         #: values of credential parameters and flags: removed from this step's error texts
         self._secrets = secret_values(as_parameters(parameters))
-        self.command_line = tuple(redact_command_line(command_line or (), self._secrets,
-                                                      found=self._secrets))
+        self.command_line = tuple(
+            redact_command_line(command_line or (), self._secrets, found=self._secrets)
+        )
         self.run_id = run_id
         self.in_progress = True
         self.metrics: dict[str, Any] | None = None
         self._inputs: dict[ResourceRef, str] = {}
         self._outputs: list[ResourceRef] = []
         self._provenance: dict[str, str] = {}
-        self._code = tuple((str(ref), self._version_of(ref, role="code"))
-                           for ref in (self._resolve(item) for item in code))
+        self._code = tuple(
+            (str(ref), self._version_of(ref, role="code"))
+            for ref in (self._resolve(item) for item in code)
+        )
         declared = [self._resolve(item) for item in outputs]
         self._begin(inputs=[self._resolve(item) for item in inputs], outputs=declared)
 
@@ -118,11 +127,11 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         try:
             return self.workspace.version_of(ref)
         except DataNotFoundError as exc:
-            raise DataNotFoundError(
-                f"step '{self.step_name}': {role} {exc}") from None
+            raise DataNotFoundError(f"step '{self.step_name}': {role} {exc}") from None
 
-    def _begin(self, *, inputs: Sequence[ResourceRef] = (), outputs: Sequence[ResourceRef] = ()
-               ) -> None:
+    def _begin(
+        self, *, inputs: Sequence[ResourceRef] = (), outputs: Sequence[ResourceRef] = ()
+    ) -> None:
         """Check new outputs and inputs, then claim and observe them: all or nothing.
 
         Each output must be writable (no symlink out of its resource), each input must have
@@ -141,19 +150,25 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         read = {ref: self._version_of(ref, role="input") for ref in inputs}
         candidate = {**self._inputs, **read}
         check = self.store.begin_step(
-            self.step_name, claims=claims, inputs=list(candidate.items()) if read else (),
-            observe=list(read.items()), outputs=self._outputs)
+            self.step_name,
+            claims=claims,
+            inputs=list(candidate.items()) if read else (),
+            observe=list(read.items()),
+            outputs=self._outputs,
+        )
         for message in check.warnings:
             warnings.warn(f"step '{self.step_name}': {message}", stacklevel=3)
         if read:
             self._inputs, self._provenance = candidate, check.provenance
-        self._outputs = [out for out in self._outputs
-                         if not any(ref.covers_or_equals(out) for ref in claims)] + claims
+        self._outputs = [
+            out for out in self._outputs if not any(ref.covers_or_equals(out) for ref in claims)
+        ] + claims
 
     def _check_open(self, action: str) -> None:
         if not self.in_progress:
             raise LineageApiError(
-                f"step '{self.step_name}': cannot {action} after complete() or abort()")
+                f"step '{self.step_name}': cannot {action} after complete() or abort()"
+            )
 
     # --------------------------------------------------------------- public API
 
@@ -181,8 +196,8 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         self._check_open("add a parameter")
         if not isinstance(name, str) or not name:
             raise InvalidParameterError(
-                f"step '{self.step_name}': parameter names must be non-empty strings, "
-                f"got {name!r}")
+                f"step '{self.step_name}': parameter names must be non-empty strings, got {name!r}"
+            )
         self.parameters = {**self.parameters, **sanitize_parameters({name: value})}
         self._secrets |= secret_values({name: value})
 
@@ -196,30 +211,46 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         return list(self._outputs)
 
     def _step_info(self) -> StepInfo:
-        return StepInfo(name=self.step_name, kind="script", run_id=self.run_id,
-                        git_commit=git_commit(self.workspace.root), code=self._code,
-                        command_line=self.command_line)
+        return StepInfo(
+            name=self.step_name,
+            kind="script",
+            run_id=self.run_id,
+            git_commit=git_commit(self.workspace.root),
+            code=self._code,
+            command_line=self.command_line,
+        )
 
-    def _record(self, ref: ResourceRef, version: str | None, status: str, *,
-                error: str | None = None) -> LineageRecord:
+    def _record(
+        self, ref: ResourceRef, version: str | None, status: str, *, error: str | None = None
+    ) -> LineageRecord:
         return LineageRecord(
-            ref=str(ref), version=version, status=status, step=self._step_info(),
+            ref=str(ref),
+            version=version,
+            status=status,
+            step=self._step_info(),
             parameters=self.parameters,
             inputs=tuple(sorted((str(r), v) for r, v in self._inputs.items())),
-            provenance={r: v for r, v in self._provenance.items()
-                        if not as_ref(r).overlaps(ref)},
+            provenance={r: v for r, v in self._provenance.items() if not as_ref(r).overlaps(ref)},
             start_time=self.start_time.isoformat(timespec="microseconds"),
-            end_time=now_iso(), metrics=self.metrics if status == "ok" else None, error=error)
+            end_time=now_iso(),
+            metrics=self.metrics if status == "ok" else None,
+            error=error,
+        )
 
     def complete(self) -> None:
         """Record every output at the version its data has now."""
         if not self.in_progress:
-            print(f"WARNING: Lineage.complete() called after complete() or abort() for step "
-                  f"'{self.step_name}'", file=sys.stderr)
+            print(
+                f"WARNING: Lineage.complete() called after complete() or abort() for step "
+                f"'{self.step_name}'",
+                file=sys.stderr,
+            )
             return
         try:
-            records = [self._record(ref, self._version_of(ref, role="output"), "ok")
-                       for ref in self._outputs]
+            records = [
+                self._record(ref, self._version_of(ref, role="output"), "ok")
+                for ref in self._outputs
+            ]
             self.store.commit(records)
         except BaseException as exc:
             self.abort(exc)
@@ -229,13 +260,21 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
     def abort(self, error: BaseException | str | None = None) -> None:
         """Record a failed attempt; outputs whose data changed are marked unknown."""
         if not self.in_progress:
-            print(f"WARNING: Lineage.abort() called after complete() or abort() for step "
-                  f"'{self.step_name}'", file=sys.stderr)
+            print(
+                f"WARNING: Lineage.abort() called after complete() or abort() for step "
+                f"'{self.step_name}'",
+                file=sys.stderr,
+            )
             return
         self.in_progress = False
-        message = None if error is None else redact_text(
-            error if isinstance(error, str) else f"{type(error).__name__}: {error}",
-            self._secrets)
+        message = (
+            None
+            if error is None
+            else redact_text(
+                error if isinstance(error, str) else f"{type(error).__name__}: {error}",
+                self._secrets,
+            )
+        )
         records, unknown = [], []
         for ref in self._outputs:
             state = self.store.get(ref)
@@ -252,8 +291,12 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
             records.append(self._record(ref, now, "failed", error=message))
         self.store.fail(records, unknown)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
-                 exc_tb: TracebackType | None) -> bool:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool:
         if exc_type is None:
             self.complete()
         elif self.in_progress:
@@ -265,25 +308,47 @@ class ResultsLineage(Lineage):
     """Lineage of a results step: its results directory is an output, and `write_results`
     leaves `results.json` there (`lineage.json` is added beside it at each snapshot)."""
 
-    def __init__(self, step_name: str, start_time: dt.datetime | None,
-                 parameters: Mapping[str, Any], inputs: Iterable[PathOrRef],
-                 results_dir: str | os.PathLike[str], workspace_dir: str | os.PathLike[str] | None,
-                 run_description: str | None = None, command_line: list[str] | None = None,
-                 current_directory: str | os.PathLike[str] | None = None, *,
-                 code: Iterable[PathOrRef] = (), outputs: Iterable[PathOrRef] = (),
-                 run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        step_name: str,
+        start_time: dt.datetime | None,
+        parameters: Mapping[str, Any],
+        inputs: Iterable[PathOrRef],
+        results_dir: str | os.PathLike[str],
+        workspace_dir: str | os.PathLike[str] | None,
+        run_description: str | None = None,
+        command_line: list[str] | None = None,
+        current_directory: str | os.PathLike[str] | None = None,
+        *,
+        code: Iterable[PathOrRef] = (),
+        outputs: Iterable[PathOrRef] = (),
+        run_id: str | None = None,
+    ) -> None:
         self.run_description = run_description
         base = Path(current_directory or os.getcwd())
-        self.results_dir = Path(results_dir) if Path(results_dir).is_absolute() \
-            else base / results_dir
-        super().__init__(step_name, start_time, parameters, inputs, workspace_dir,
-                         command_line, current_directory, code=code,
-                         outputs=[*outputs, self.results_dir], run_id=run_id)
+        self.results_dir = (
+            Path(results_dir) if Path(results_dir).is_absolute() else base / results_dir
+        )
+        super().__init__(
+            step_name,
+            start_time,
+            parameters,
+            inputs,
+            workspace_dir,
+            command_line,
+            current_directory,
+            code=code,
+            outputs=[*outputs, self.results_dir],
+            run_id=run_id,
+        )
         self.results_ref = self.workspace.ref_for_path(self.results_dir)
         if self.workspace.resource(self.results_ref.name).role != "results":
-            warnings.warn(f"step '{self.step_name}': results directory {self.results_dir} is "
-                          f"in resource '{self.results_ref.name}', whose role is not 'results'; "
-                          "snapshots will not archive it", stacklevel=3)
+            warnings.warn(
+                f"step '{self.step_name}': results directory {self.results_dir} is "
+                f"in resource '{self.results_ref.name}', whose role is not 'results'; "
+                "snapshots will not archive it",
+                stacklevel=3,
+            )
 
     def write_results(self, metrics: Mapping[str, Any]) -> None:
         """Write `results.json` (step, start time, execution time, parameters, run
@@ -296,13 +361,15 @@ class ResultsLineage(Lineage):
             "start_time": self.start_time.isoformat(),
             "execution_time_seconds": elapsed,
             "parameters": self.parameters,
-            "run_description": None if self.run_description is None
+            "run_description": None
+            if self.run_description is None
             else redact_text(self.run_description, self._secrets),
             "metrics": clean,
         }
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.results_dir / RESULTS_FILE,
-                           json.dumps(data, indent=2).encode() + b"\n")
+        atomic_write_bytes(
+            self.results_dir / RESULTS_FILE, json.dumps(data, indent=2).encode() + b"\n"
+        )
         self.metrics = clean
         log.info("wrote results to %s", self.results_ref.child(RESULTS_FILE))
 
@@ -350,7 +417,8 @@ class LineageBuilder:
     def _set_step_name(self, step_name: str) -> None:
         if self.step_name is not None:
             raise LineageApiError(
-                f"the step name is already set to {self.step_name!r}; set it once")
+                f"the step name is already set to {self.step_name!r}; set it once"
+            )
         self.step_name = step_name
 
     def with_parameters(self, parameters: Mapping[str, Any] | Namespace) -> LineageBuilder:
@@ -363,8 +431,9 @@ class LineageBuilder:
 
     def _add_inputs(self, items: Iterable[PathOrRef]) -> LineageBuilder:
         if self.no_inputs:
-            raise LineageApiError("with_no_inputs() was called; a step cannot have both "
-                                  "inputs and no inputs")
+            raise LineageApiError(
+                "with_no_inputs() was called; a step cannot have both inputs and no inputs"
+            )
         self.inputs = [*(self.inputs or []), *items]
         return self
 
@@ -382,8 +451,9 @@ class LineageBuilder:
 
     def with_no_inputs(self) -> LineageBuilder:
         if self.inputs is not None:
-            raise LineageApiError("inputs were already given; a step cannot have both inputs "
-                                  "and no inputs")
+            raise LineageApiError(
+                "inputs were already given; a step cannot have both inputs and no inputs"
+            )
         self.no_inputs = True
         return self
 
@@ -414,8 +484,9 @@ class LineageBuilder:
         self.run_id = run_id
         return self
 
-    def as_results_step(self, results_dir: str | os.PathLike[str],
-                        run_description: str | None = None) -> LineageBuilder:
+    def as_results_step(
+        self, results_dir: str | os.PathLike[str], run_description: str | None = None
+    ) -> LineageBuilder:
         if self.results_dir is not None:
             raise LineageApiError("the results directory is already set; set it once")
         self.results_dir = os.fspath(results_dir)
@@ -424,10 +495,14 @@ class LineageBuilder:
 
     def eval(self) -> Lineage:
         """Check the configuration and start the step's Lineage (inputs are checked now)."""
-        missing = [what for what, value in (("a step name (as_script_step() or "
-                                             "with_step_name())", self.step_name),
-                                            ("parameters (with_parameters())", self.parameters))
-                   if value is None]
+        missing = [
+            what
+            for what, value in (
+                ("a step name (as_script_step() or with_step_name())", self.step_name),
+                ("parameters (with_parameters())", self.parameters),
+            )
+            if value is None
+        ]
         if not self.no_inputs and self.inputs is None:
             missing.append("inputs (with_input_path(), with_input_ref() or with_no_inputs())")
         if missing:
@@ -443,8 +518,25 @@ class LineageBuilder:
                 code.append(ws.ref_for_path(script))
         common: dict[str, Any] = {"code": code, "outputs": self.outputs, "run_id": self.run_id}
         if self.results_dir is not None:
-            return ResultsLineage(self.step_name, None, self.parameters, self.inputs or [],
-                                  self.results_dir, workspace_dir, self.run_description,
-                                  self.command_line, self.current_directory, **common)
-        return Lineage(self.step_name, None, self.parameters, self.inputs or [], workspace_dir,
-                       self.command_line, self.current_directory, **common)
+            return ResultsLineage(
+                self.step_name,
+                None,
+                self.parameters,
+                self.inputs or [],
+                self.results_dir,
+                workspace_dir,
+                self.run_description,
+                self.command_line,
+                self.current_directory,
+                **common,
+            )
+        return Lineage(
+            self.step_name,
+            None,
+            self.parameters,
+            self.inputs or [],
+            workspace_dir,
+            self.command_line,
+            self.current_directory,
+            **common,
+        )

@@ -93,8 +93,12 @@ def _placeholder(node_id: str) -> GraphNode:
     ref, sep, version = node_id.rpartition("@")
     if not sep:
         ref, version = node_id, ""
-    return GraphNode(id=node_id, ref=ref, version=version if version not in ("", "None") else None,
-                     status="missing")
+    return GraphNode(
+        id=node_id,
+        ref=ref,
+        version=version if version not in ("", "None") else None,
+        status="missing",
+    )
 
 
 def _all_nodes(graph: LineageGraph) -> dict[str, GraphNode]:
@@ -149,8 +153,7 @@ def _group_nodes(graph: LineageGraph, nodes: dict[str, GraphNode]) -> list[_Grou
     assigned: dict[str, tuple[str, ...]] = {}
     pending: list[GraphNode] = []
 
-    def join(key: tuple[str, ...], kind: str, name: str, step: str | None,
-             node: GraphNode) -> None:
+    def join(key: tuple[str, ...], kind: str, name: str, step: str | None, node: GraphNode) -> None:
         if key not in groups:
             groups[key] = _Group(key=key, kind=kind, name=name, step=step)
         assigned[node.id] = key
@@ -193,16 +196,22 @@ def _group_nodes(graph: LineageGraph, nodes: dict[str, GraphNode]) -> list[_Grou
         if parent is None or any(node.id == graph.focus for node in versions):
             clusters[("ref", ref)] = [ref]
             continue
-        read_by = sorted({"/".join(assigned.get(target, ("node", target)))
-                          for node in versions for target in readers.get(node.id, ())})
+        read_by = sorted(
+            {
+                "/".join(assigned.get(target, ("node", target)))
+                for node in versions
+                for target in readers.get(node.id, ())
+            }
+        )
         clusters.setdefault(("files", parent, *read_by), []).append(ref)
     for key, refs in clusters.items():
         if len(refs) == 1:
             key = ("ref", refs[0])
         kind = "files" if key[0] == "files" else "ref"
         if key not in groups:
-            groups[key] = _Group(key=key, kind=kind,
-                                 name=key[1] + "/" if kind == "files" else key[1], step=None)
+            groups[key] = _Group(
+                key=key, kind=kind, name=key[1] + "/" if kind == "files" else key[1], step=None
+            )
         for ref in refs:
             for node in loose[ref]:
                 assigned[node.id] = key
@@ -211,8 +220,8 @@ def _group_nodes(graph: LineageGraph, nodes: dict[str, GraphNode]) -> list[_Grou
         node = nodes[node_id]
         record = graph.records.get(node_id)
         groups[assigned[node_id]].members.append(
-            _Member(node=node, record=record, key="",
-                    status=_display_status(node, graph.attempts)))
+            _Member(node=node, record=record, key="", status=_display_status(node, graph.attempts))
+        )
     ordered = sorted(groups.values(), key=lambda g: g.key)
     for index, group in enumerate(ordered):
         group.index = index
@@ -223,7 +232,7 @@ def _group_nodes(graph: LineageGraph, nodes: dict[str, GraphNode]) -> list[_Grou
             if isinstance(partition, str) and partition:
                 member.key = partition
             elif len(refs) > 1:
-                member.key = member.node.ref[len(group.ref):].lstrip("/") or member.node.ref
+                member.key = member.node.ref[len(group.ref) :].lstrip("/") or member.node.ref
             else:
                 member.key = member.node.version or "(no version)"
         group.members.sort(key=lambda m: (m.key, not m.node.current, m.node.id))
@@ -263,8 +272,7 @@ def _run_entry(record: Mapping[str, Any]) -> dict[str, Any]:
         "end_time": record.get("end_time"),
         "duration_seconds": _duration(record),
         "parameters": _mapping(record.get("parameters")),
-        "metrics": record.get("metrics") if isinstance(record.get("metrics"), Mapping)
-        else None,
+        "metrics": record.get("metrics") if isinstance(record.get("metrics"), Mapping) else None,
         # Records stored before errors were redacted may still hold a secret.
         "error": redact_text(str(error)) if error else None,
     }
@@ -293,8 +301,7 @@ def _details(group: _Group, graph: LineageGraph, focus: bool) -> dict[str, Any]:
         "run_id": step.get("run_id") or main.node.run_id,
         "start_time": record.get("start_time") or main.node.start_time,
         "end_time": record.get("end_time") or main.node.end_time,
-        "metrics": record.get("metrics") if isinstance(record.get("metrics"), Mapping)
-        else None,
+        "metrics": record.get("metrics") if isinstance(record.get("metrics"), Mapping) else None,
     }
     records = [m.record for m in current if m.record is not None]
     extras = [e for e in (r.get("extra") for r in records) if isinstance(e, Mapping)]
@@ -332,8 +339,9 @@ def _details(group: _Group, graph: LineageGraph, focus: bool) -> dict[str, Any]:
 def _last_run(group: _Group, graph: LineageGraph, focus: bool) -> dict[str, Any] | None:
     """The most recent run of any member (a failed attempt included), with its parameters
     and metrics; on the focus node, the run `graph.last_run` describes."""
-    candidates: list[Mapping[str, Any]] = [m.record for m in group.members
-                                           if m.record is not None and m.node.current]
+    candidates: list[Mapping[str, Any]] = [
+        m.record for m in group.members if m.record is not None and m.node.current
+    ]
     refs = {m.node.ref for m in group.members}
     candidates += [graph.attempts[ref] for ref in sorted(refs) if ref in graph.attempts]
     if not candidates:
@@ -344,15 +352,21 @@ def _last_run(group: _Group, graph: LineageGraph, focus: bool) -> dict[str, Any]
     entry["runs"] = len(candidates)
     if focus and graph.last_run is not None:
         last = graph.last_run
-        entry.update(step=last.step, status=last.status, run_id=last.run_id,
-                     start_time=last.start_time, end_time=last.end_time,
-                     duration_seconds=last.duration_seconds,
-                     error=redact_text(last.error) if last.error else None)
+        entry.update(
+            step=last.step,
+            status=last.status,
+            run_id=last.run_id,
+            start_time=last.start_time,
+            end_time=last.end_time,
+            duration_seconds=last.duration_seconds,
+            error=redact_text(last.error) if last.error else None,
+        )
     return entry
 
 
-def _history(group: _Group, graph: LineageGraph,
-             stored: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _history(
+    group: _Group, graph: LineageGraph, stored: Mapping[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
     """Earlier runs: a ref's own records (the store's, else the versions in the graph), or
     for a node of many partitions or files, the runs that made them."""
     refs = sorted({m.node.ref for m in group.members})
@@ -373,21 +387,34 @@ def _history(group: _Group, graph: LineageGraph,
                 continue  # the same run recorded again (enriched with its metrics)
             seen.add(key)
             entry = _run_entry(record)
-            entry["current"] = record.get("version") in current \
-                and record.get("status", "ok") == "ok"
+            entry["current"] = (
+                record.get("version") in current and record.get("status", "ok") == "ok"
+            )
             out.append(entry)
         return out[:HISTORY_PER_NODE]
     runs: dict[str, dict[str, Any]] = {}
     records = [(m.key, m.record) for m in group.members if m.record is not None]
-    records += [(str(_step(a).get("partition") or ref), a) for ref, a in sorted(
-        graph.attempts.items()) if ref in set(refs)]
+    records += [
+        (str(_step(a).get("partition") or ref), a)
+        for ref, a in sorted(graph.attempts.items())
+        if ref in set(refs)
+    ]
     for key, record in records:
         step = _step(record)
         run_id = str(step.get("run_id") or "")
         status = str(record.get("status", "ok"))
-        entry = runs.setdefault(run_id + "\0" + status, {
-            "run_id": step.get("run_id"), "status": status, "count": 0, "first": key,
-            "last": key, "end_time": _when(record), "start_time": record.get("start_time")})
+        entry = runs.setdefault(
+            run_id + "\0" + status,
+            {
+                "run_id": step.get("run_id"),
+                "status": status,
+                "count": 0,
+                "first": key,
+                "last": key,
+                "end_time": _when(record),
+                "start_time": record.get("start_time"),
+            },
+        )
         entry["count"] += 1
         entry["first"] = min(entry["first"], key)
         entry["last"] = max(entry["last"], key)
@@ -429,8 +456,9 @@ class _RefIndex:
         return found
 
 
-def _column_lineage(groups: list[_Group]
-                    ) -> tuple[list[list[Any]], dict[int, list[str]], dict[int, list[Any]]]:
+def _column_lineage(
+    groups: list[_Group],
+) -> tuple[list[list[Any]], dict[int, list[str]], dict[int, list[Any]]]:
     """Edges (source group, column, target group, column or None for the whole table, kind,
     subtype), every group's columns (sorted: stored records keep no schema order), and
     sources no group holds.
@@ -458,14 +486,30 @@ def _column_lineage(groups: list[_Group]
                     if type(sources) is list:
                         for src in sources:
                             if type(src) is dict:
-                                raw.add((src.get("ref"), src.get("location"), src.get("column"),
-                                         column, src.get("kind"), src.get("subtype")))
+                                raw.add(
+                                    (
+                                        src.get("ref"),
+                                        src.get("location"),
+                                        src.get("column"),
+                                        column,
+                                        src.get("kind"),
+                                        src.get("subtype"),
+                                    )
+                                )
             dataset = lineage.get("dataset")
             if type(dataset) is list:
                 for src in dataset:
                     if type(src) is dict:
-                        raw.add((src.get("ref"), src.get("location"), src.get("column"), None,
-                                 src.get("kind"), src.get("subtype")))
+                        raw.add(
+                            (
+                                src.get("ref"),
+                                src.get("location"),
+                                src.get("column"),
+                                None,
+                                src.get("kind"),
+                                src.get("subtype"),
+                            )
+                        )
         for ref, location, name, column, kind, subtype in raw:
             if type(name) is not str or not isinstance(column, str | None):
                 continue
@@ -476,16 +520,23 @@ def _column_lineage(groups: list[_Group]
                 shown = ref if type(ref) is str else location
                 if type(shown) is str:
                     external.setdefault(group.index, {})[
-                        (redact_text(shown), name, column, kind, subtype)] = None
+                        (redact_text(shown), name, column, kind, subtype)
+                    ] = None
                 continue
             columns.setdefault(where, {})[name] = None
             if where != group.index or name != column:
                 edges[(where, name, group.index, column, kind, subtype)] = None
     ordered = sorted(edges, key=lambda e: (e[2], str(e[3]), e[0], e[1], e[4], str(e[5])))
-    return ([list(edge) for edge in ordered],
-            {g: sorted(names) for g, names in columns.items() if names},
-            {g: sorted((list(item) for item in items), key=lambda i: [str(x) for x in i])
-             [:EXTERNAL_SHOWN] for g, items in external.items()})
+    return (
+        [list(edge) for edge in ordered],
+        {g: sorted(names) for g, names in columns.items() if names},
+        {
+            g: sorted((list(item) for item in items), key=lambda i: [str(x) for x in i])[
+                :EXTERNAL_SHOWN
+            ]
+            for g, items in external.items()
+        },
+    )
 
 
 # --------------------------------------------------------------------------- page data
@@ -506,12 +557,20 @@ def _parts(group: _Group, runs: dict[str, int]) -> dict[str, Any]:
         ends.append(end if isinstance(end, str) else None)
         run_id = _step(record).get("run_id") or member.node.run_id
         run_ids.append(runs.setdefault(run_id, len(runs)) if isinstance(run_id, str) else -1)
-        suffix = member.node.ref[len(group.ref):].lstrip("/") \
-            if member.node.ref.startswith(group.ref) else member.node.ref
+        suffix = (
+            member.node.ref[len(group.ref) :].lstrip("/")
+            if member.node.ref.startswith(group.ref)
+            else member.node.ref
+        )
         refs.append(suffix)
         show_refs = show_refs or suffix not in ("", member.key)
-    parts: dict[str, Any] = {"key": keys, "version": versions, "status": "".join(statuses),
-                             "end": ends, "run": run_ids}
+    parts: dict[str, Any] = {
+        "key": keys,
+        "version": versions,
+        "status": "".join(statuses),
+        "end": ends,
+        "run": run_ids,
+    }
     if show_refs:
         parts["ref"] = refs
     return parts
@@ -557,39 +616,48 @@ def page_data(graph: LineageGraph) -> dict[str, Any]:
         counts = Counter(m.status for m in group.members)
         keys = sorted({m.key for m in group.members})
         focus = group.index == focus_group
-        partitioned = any(_step(m.record).get("partition") for m in group.members) \
+        partitioned = (
+            any(_step(m.record).get("partition") for m in group.members)
             or len({m.node.ref for m in group.members}) > 1
-        out_groups.append({
-            "id": group.index,
-            "key": "\x1f".join(group.key),
-            "kind": group.kind,
-            "name": group.name,
-            "ref": group.ref,
-            "step": group.step,
-            "role": next((m.node.role for m in group.members if m.node.role), None),
-            "focus": focus,
-            "partitioned": partitioned,
-            "count": len(keys),
-            "members": len(group.members),
-            "range": [keys[0], keys[-1]] if keys else None,
-            "counts": {status: counts[status] for status in STATUSES if counts[status]},
-            "status": _overall(counts),
-            "details": _details(group, graph, focus),
-            "last_run": _last_run(group, graph, focus),
-            "history": _history(group, graph, stored),
-            "columns": columns.get(group.index, []),
-            "external_columns": external.get(group.index, []),
-            "self_reads": self_reads[group.index],
-            "parts": _parts(group, runs),
-        })
-    focus_member = next(i for i, m in enumerate(groups[focus_group].members)
-                        if m.node.id == graph.focus)
+        )
+        out_groups.append(
+            {
+                "id": group.index,
+                "key": "\x1f".join(group.key),
+                "kind": group.kind,
+                "name": group.name,
+                "ref": group.ref,
+                "step": group.step,
+                "role": next((m.node.role for m in group.members if m.node.role), None),
+                "focus": focus,
+                "partitioned": partitioned,
+                "count": len(keys),
+                "members": len(group.members),
+                "range": [keys[0], keys[-1]] if keys else None,
+                "counts": {status: counts[status] for status in STATUSES if counts[status]},
+                "status": _overall(counts),
+                "details": _details(group, graph, focus),
+                "last_run": _last_run(group, graph, focus),
+                "history": _history(group, graph, stored),
+                "columns": columns.get(group.index, []),
+                "external_columns": external.get(group.index, []),
+                "self_reads": self_reads[group.index],
+                "parts": _parts(group, runs),
+            }
+        )
+    focus_member = next(
+        i for i, m in enumerate(groups[focus_group].members) if m.node.id == graph.focus
+    )
     focus_node = nodes[graph.focus]
     return {
         "format": PAGE_FORMAT,
         "title": f"Lineage of {focus_node.ref}",
-        "focus": {"group": focus_group, "member": focus_member, "id": graph.focus,
-                  "ref": focus_node.ref},
+        "focus": {
+            "group": focus_group,
+            "member": focus_member,
+            "id": graph.focus,
+            "ref": focus_node.ref,
+        },
         "snapshot": graph.snapshot,
         "statuses": list(STATUSES),
         "runs": sorted(runs, key=runs.__getitem__),
@@ -611,8 +679,13 @@ def script_json(data: Any) -> str:
     the element (`</script>`) or open a comment (`<!--`). U+2028 and U+2029 are escaped too,
     for readers that take the text as JavaScript."""
     text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 @functools.cache
@@ -629,7 +702,8 @@ def _asset(folder: str, name: str, element: str) -> str:
     if f"</{element}" in lowered or "<!--" in lowered:
         raise PageAssetError(
             f"the lineage page's {folder}/{name} contains '</{element}' or '<!--' and cannot "
-            "be inlined; this is a packaging fault: report it")
+            "be inlined; this is a packaging fault: report it"
+        )
     return text
 
 
@@ -638,45 +712,59 @@ def render_page(graph: LineageGraph) -> str:
     data = page_data(graph)
     title = html.escape(data["title"], quote=True)
     focus = html.escape(data["focus"]["id"], quote=True)
-    snapshot = "" if graph.snapshot is None else (
-        f'<span class="snapshot">from snapshot {html.escape(graph.snapshot, quote=True)}</span>')
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        # Nothing may be fetched: every resource of the page is inline.
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">",
-        f"<title>{title}</title>",
-        f"<style>{_asset(_ASSETS, 'lineage_page.css', 'style')}</style>",
-        "</head>",
-        "<body>",
-        '<header class="top">',
-        f'<h1 title="{focus}">{title}</h1>{snapshot}',
-        '<div class="search"><input id="search" type="search" autocomplete="off" '
-        'placeholder="Find an asset, column or partition" aria-label="Find an asset, column '
-        'or partition"><ol id="results" class="results" role="listbox" hidden></ol></div>',
-        '<div class="tools"><button id="to-focus" type="button" title="Centre the focus">'
-        'Focus</button><button id="fit" type="button" title="Show the whole graph">Fit</button>'
-        '<button id="zoom-out" type="button" title="Zoom out" aria-label="Zoom out">−</button>'
-        '<button id="zoom-in" type="button" title="Zoom in" aria-label="Zoom in">+</button>'
-        "</div>",
-        '<div id="legend" class="legend"></div>',
-        "</header>",
-        '<main class="main">',
-        '<div id="viewport" class="viewport" tabindex="0" aria-label="Lineage graph">'
-        '<div id="canvas" class="canvas"><svg id="edges" class="edges" aria-hidden="true">'
-        "</svg><div id=\"nodes\"></div></div>"
-        f'<noscript><p class="noscript">This page draws {title} with JavaScript, which is '
-        "off. The same lineage is in <code>dws-dagster lineage REF --format json</code> or "
-        "<code>--format text</code>.</p></noscript></div>",
-        '<aside id="panel" class="panel" aria-label="Details"></aside>',
-        "</main>",
-        f'<script type="application/json" id="lineage-data">{script_json(data)}</script>',
-        f"<script>{_asset(_VENDOR, 'dagre.min.js', 'script')}</script>",
-        f"<script>{_asset(_ASSETS, 'lineage_page.js', 'script')}</script>",
-        "</body>",
-        "</html>",
-    ]) + "\n"
+    snapshot = (
+        ""
+        if graph.snapshot is None
+        else (
+            f'<span class="snapshot">from snapshot {html.escape(graph.snapshot, quote=True)}</span>'
+        )
+    )
+    return (
+        "\n".join(
+            [
+                "<!DOCTYPE html>",
+                '<html lang="en">',
+                "<head>",
+                '<meta charset="utf-8">',
+                '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                # Nothing may be fetched: every resource of the page is inline.
+                '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+                "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">",
+                f"<title>{title}</title>",
+                f"<style>{_asset(_ASSETS, 'lineage_page.css', 'style')}</style>",
+                "</head>",
+                "<body>",
+                '<header class="top">',
+                f'<h1 title="{focus}">{title}</h1>{snapshot}',
+                '<div class="search"><input id="search" type="search" autocomplete="off" '
+                'placeholder="Find an asset, column or partition" '
+                'aria-label="Find an asset, column or partition">'
+                '<ol id="results" class="results" role="listbox" hidden></ol></div>',
+                '<div class="tools"><button id="to-focus" type="button" title="Centre the focus">'
+                'Focus</button><button id="fit" type="button" title="Show the whole graph">'
+                "Fit</button>"
+                '<button id="zoom-out" type="button" title="Zoom out" aria-label="Zoom out">'
+                "−</button>"
+                '<button id="zoom-in" type="button" title="Zoom in" aria-label="Zoom in">'
+                "+</button>"
+                "</div>",
+                '<div id="legend" class="legend"></div>',
+                "</header>",
+                '<main class="main">',
+                '<div id="viewport" class="viewport" tabindex="0" aria-label="Lineage graph">'
+                '<div id="canvas" class="canvas"><svg id="edges" class="edges" aria-hidden="true">'
+                '</svg><div id="nodes"></div></div>'
+                f'<noscript><p class="noscript">This page draws {title} with JavaScript, which is '
+                "off. The same lineage is in <code>dws-dagster lineage REF --format json</code> or "
+                "<code>--format text</code>.</p></noscript></div>",
+                '<aside id="panel" class="panel" aria-label="Details"></aside>',
+                "</main>",
+                f'<script type="application/json" id="lineage-data">{script_json(data)}</script>',
+                f"<script>{_asset(_VENDOR, 'dagre.min.js', 'script')}</script>",
+                f"<script>{_asset(_ASSETS, 'lineage_page.js', 'script')}</script>",
+                "</body>",
+                "</html>",
+            ]
+        )
+        + "\n"
+    )

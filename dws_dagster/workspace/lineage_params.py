@@ -40,8 +40,13 @@ class CmdLineParameter(LineageParameter):
         return "--" + self.name.replace("_", "-")
 
     def add_to_arg_parser(self, arg_parser: ArgumentParser) -> None:
-        arg_parser.add_argument(self.get_arg_name(), type=self.type, default=self.default,
-                                help=self.help, dest=self.name)
+        arg_parser.add_argument(
+            self.get_arg_name(),
+            type=self.type,
+            default=self.default,
+            help=self.help,
+            dest=self.name,
+        )
 
     def get_value(self, parsed_args: Namespace) -> Any:
         return getattr(parsed_args, self.name)
@@ -58,26 +63,38 @@ class BooleanParameter(CmdLineParameter):
         return prefix + self.name.replace("_", "-")
 
     def add_to_arg_parser(self, arg_parser: ArgumentParser) -> None:
-        arg_parser.add_argument(self.get_arg_name(), default=self.default, help=self.help,
-                                action="store_false" if self.default else "store_true",
-                                dest=self.name)
+        arg_parser.add_argument(
+            self.get_arg_name(),
+            default=self.default,
+            help=self.help,
+            action="store_false" if self.default else "store_true",
+            dest=self.name,
+        )
 
 
 class ChoiceParameter(CmdLineParameter):
     """A parameter restricted to a set of choices."""
 
-    def __init__(self, name: str, choices: Iterable[Any], default: Any, type: type,
-                 help: str) -> None:
+    def __init__(
+        self, name: str, choices: Iterable[Any], default: Any, type: type, help: str
+    ) -> None:
         super().__init__(name, default, type, help)
         self.choices = list(choices)
         if default not in self.choices:
             raise InvalidParameterError(
                 f"default {default!r} of parameter '{name}' is not among its choices "
-                f"{self.choices!r}: make the default one of them")
+                f"{self.choices!r}: make the default one of them"
+            )
 
     def add_to_arg_parser(self, arg_parser: ArgumentParser) -> None:
-        arg_parser.add_argument(self.get_arg_name(), type=self.type, default=self.default,
-                                choices=self.choices, help=self.help, dest=self.name)
+        arg_parser.add_argument(
+            self.get_arg_name(),
+            type=self.type,
+            default=self.default,
+            choices=self.choices,
+            help=self.help,
+            dest=self.name,
+        )
 
 
 class ConstantParameter(LineageParameter):
@@ -90,12 +107,14 @@ class ConstantParameter(LineageParameter):
         return None
 
 
-def add_lineage_parameters_to_arg_parser(parser: ArgumentParser,
-                                         params: Iterable[LineageParameter]) -> None:
+def add_lineage_parameters_to_arg_parser(
+    parser: ArgumentParser, params: Iterable[LineageParameter]
+) -> None:
     for param in params:
         param.add_to_arg_parser(parser)
 
 
-def get_lineage_parameter_values(params: Iterable[LineageParameter],
-                                 parsed_args: Namespace) -> dict[str, Any]:
+def get_lineage_parameter_values(
+    params: Iterable[LineageParameter], parsed_args: Namespace
+) -> dict[str, Any]:
     return {param.name: param.get_value(parsed_args) for param in params}

@@ -34,8 +34,9 @@ class _Grouped:
         by_pair = group_refs((node.ref, node.step) for node in others)
         self.key: dict[str, GroupKey] = {graph.focus: ("node", graph.focus)}
         self.groups: dict[GroupKey, RefGroup] = {}
-        self.members: dict[GroupKey, list[GraphNode]] = {("node", graph.focus):
-                                                         [self.nodes[graph.focus]]}
+        self.members: dict[GroupKey, list[GraphNode]] = {
+            ("node", graph.focus): [self.nodes[graph.focus]]
+        }
         for node in others:
             group = by_pair[(node.ref, node.step)]
             key = group.key if len(group) > 1 else ("node", node.id)
@@ -56,13 +57,17 @@ class _Grouped:
         focus_ref = self.nodes[graph.focus].ref
         for edge in edges:
             node = self.nodes[edge.source]
-            if edge.source != graph.focus and _refs_overlap(node.ref, focus_ref) \
-                    and self.key[edge.target] != self.key[graph.focus]:
+            if (
+                edge.source != graph.focus
+                and _refs_overlap(node.ref, focus_ref)
+                and self.key[edge.target] != self.key[graph.focus]
+            ):
                 self._link(self.down, self.key[graph.focus], self.key[edge.target], edge.stale)
 
     @staticmethod
-    def _link(table: dict[GroupKey, dict[GroupKey, bool]], here: GroupKey, there: GroupKey,
-              stale: bool) -> None:
+    def _link(
+        table: dict[GroupKey, dict[GroupKey, bool]], here: GroupKey, there: GroupKey, stale: bool
+    ) -> None:
         found = table.setdefault(here, {})
         found[there] = found.get(there, False) or stale
 
@@ -102,8 +107,9 @@ class _Grouped:
         return group_line(group, members, stale=stale, repeated=repeated)
 
 
-def group_line(group: RefGroup, members: list[GraphNode], *, stale: bool = False,
-               repeated: bool = False) -> str:
+def group_line(
+    group: RefGroup, members: list[GraphNode], *, stale: bool = False, repeated: bool = False
+) -> str:
     """`root (N partitions first … last)  <- step  [all ok]`, with what is unusual about
     their versions: several of one ref, not current, none."""
     parts = [group.title()]
@@ -144,8 +150,10 @@ def _tree(grouped: _Grouped, upstream: bool) -> list[str]:
         text = grouped.line(key, lasts, stale, repeated).replace("\n", " ")
         out.append(f"  {prefix}{text}")
     if hidden:
-        out.append(f"  ... {hidden} more line(s) deeper than {MAX_TEXT_DEPTH} levels: see "
-                   "--expand, --format json or html")
+        out.append(
+            f"  ... {hidden} more line(s) deeper than {MAX_TEXT_DEPTH} levels: see "
+            "--expand, --format json or html"
+        )
     return out
 
 
@@ -168,6 +176,8 @@ def render_grouped_text(graph: LineageGraph) -> str:
             out.append(f"  {name + ':':<10}{value_lines[0]}")
             out += [f"  {'':<10}{more}" for more in value_lines[1:]]
     if grouped.groups:
-        out += ["", "Partitions and files of one step or folder are on one line: --expand "
-                "lists each."]
+        out += [
+            "",
+            "Partitions and files of one step or folder are on one line: --expand lists each.",
+        ]
     return "\n".join(out) + "\n"

@@ -67,7 +67,8 @@ class ObjectStore:
         if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
             raise RetentionError(
                 f"{str(digest)[:40]!r} is not a file hash (32 hex digits): the retained "
-                "manifest holding it was edited; restore the store from a backup")
+                "manifest holding it was edited; restore the store from a backup"
+            )
         return self.root / digest[:2] / digest[2:]
 
     def has(self, digest: str) -> bool:
@@ -92,7 +93,8 @@ class ObjectStore:
                 raise RetentionError(
                     f"{source} changed while it was being retained (its bytes no longer have "
                     "the hash just read); nothing was kept: take the snapshot again once "
-                    "nothing writes there")
+                    "nothing writes there"
+                )
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, final)
         except OSError as exc:
@@ -164,8 +166,14 @@ def _try_hardlink(source: str, destination: Path) -> bool:
         os.link(source, destination)
         return True
     except OSError as exc:
-        if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP,
-                         errno.EOPNOTSUPP, errno.EACCES):
+        if exc.errno in (
+            errno.EXDEV,
+            errno.EPERM,
+            errno.EMLINK,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.EACCES,
+        ):
             return False
         raise
 

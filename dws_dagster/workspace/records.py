@@ -45,7 +45,8 @@ def _sanitize(value: Any, path: str, depth: int, active: set[int], what: str) ->
         if int(value) not in _INT_RANGE:
             raise InvalidParameterError(
                 f"{what} '{_shown(path)}' is an integer beyond 64 bits, which JSON readers "
-                "cannot take; pass it as a string (str(value))")
+                "cannot take; pass it as a string (str(value))"
+            )
         return int(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(value)
@@ -59,20 +60,23 @@ def _sanitize(value: Any, path: str, depth: int, active: set[int], what: str) ->
         return redact_text(_text(value.as_posix(), path, what))
     # A ResourceRef is a named tuple, but the list [name, subpath] would not read back as a
     # ref: refused as any other object is, so its string form is what gets recorded.
-    if isinstance(value, ResourceRef) \
-            or not isinstance(value, Mapping | list | tuple | set | frozenset):
+    if isinstance(value, ResourceRef) or not isinstance(
+        value, Mapping | list | tuple | set | frozenset
+    ):
         raise InvalidParameterError(
             f"{what} '{_shown(path)}' is a {type(value).__module__}."
             f"{type(value).__qualname__}, which cannot be recorded as JSON; pass a string, "
-            "number, bool, list or dict (for example str(value))")
+            "number, bool, list or dict (for example str(value))"
+        )
     if id(value) in active:
         raise InvalidParameterError(
-            f"{what} '{_shown(path)}' contains itself (a cycle); pass a value without "
-            "cycles")
+            f"{what} '{_shown(path)}' contains itself (a cycle); pass a value without cycles"
+        )
     if depth >= MAX_PARAMETER_DEPTH:
         raise InvalidParameterError(
             f"{what} '{_shown(path)}' nests deeper than {MAX_PARAMETER_DEPTH} levels of "
-            "dicts and lists; record a path, a ref or a hash of the value instead")
+            "dicts and lists; record a path, a ref or a hash of the value instead"
+        )
     active.add(id(value))
     try:
         if isinstance(value, Mapping):
@@ -81,15 +85,21 @@ def _sanitize(value: Any, path: str, depth: int, active: set[int], what: str) ->
                 if not isinstance(key, str | int | float | bool) or isinstance(key, enum.Enum):
                     raise InvalidParameterError(
                         f"{what} '{_shown(path)}' has a key of type {type(key).__name__}; "
-                        "use string keys")
+                        "use string keys"
+                    )
                 name = _text(str(key), path, what)
                 inner = f"{path}.{name}"
-                out[redact_text(name)] = REDACTED if is_secret_name(name) \
+                out[redact_text(name)] = (
+                    REDACTED
+                    if is_secret_name(name)
                     else _sanitize(item, inner, depth + 1, active, what)
+                )
             return out
         if isinstance(value, list | tuple):
-            return [_sanitize(item, f"{path}[{i}]", depth + 1, active, what)
-                    for i, item in enumerate(value)]
+            return [
+                _sanitize(item, f"{path}[{i}]", depth + 1, active, what)
+                for i, item in enumerate(value)
+            ]
         items = [_sanitize(item, f"{path}[]", depth + 1, active, what) for item in value]
         return sorted(items, key=canonical_json)
     finally:
@@ -103,7 +113,8 @@ def _text(value: str, path: str, what: str = "parameter") -> str:
     except UnicodeEncodeError:
         raise InvalidParameterError(
             f"{what} '{_shown(path)}' holds text that is not valid Unicode (a lone "
-            "surrogate); decode it properly or pass it escaped") from None
+            "surrogate); decode it properly or pass it escaped"
+        ) from None
     return str(value)
 
 
@@ -123,12 +134,14 @@ def as_parameters(parameters: Any, *, what: str = "parameter") -> Mapping[str, A
         raise InvalidParameterError(
             f"{what}s must be a dict of name -> value or an argparse.Namespace, got "
             f"{type(parameters).__module__}.{type(parameters).__qualname__}: pass "
-            f"{{'name': value, ...}}")
+            f"{{'name': value, ...}}"
+        )
     return parameters
 
 
-def sanitize_parameters(parameters: Mapping[str, Any] | None, *,
-                        what: str = "parameter") -> dict[str, Any]:
+def sanitize_parameters(
+    parameters: Mapping[str, Any] | None, *, what: str = "parameter"
+) -> dict[str, Any]:
     """Validate, redact and size-check a step's parameters (or metrics)."""
     if parameters is None:
         return {}
@@ -137,10 +150,12 @@ def sanitize_parameters(parameters: Mapping[str, Any] | None, *,
     for name, value in parameters.items():
         if not isinstance(name, str) or not name:
             raise InvalidParameterError(
-                f"{what} names must be non-empty strings, got {_safe_repr(name)}")
+                f"{what} names must be non-empty strings, got {_safe_repr(name)}"
+            )
         shown = _text(name, "", what)
-        clean[redact_text(shown)] = REDACTED if is_secret_name(name) \
-            else _sanitize(value, name, 0, set(), what)
+        clean[redact_text(shown)] = (
+            REDACTED if is_secret_name(name) else _sanitize(value, name, 0, set(), what)
+        )
     total = 0
     for name, item in clean.items():
         size = len(canonical_json(item))
@@ -198,8 +213,11 @@ class StepInfo:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StepInfo:
         return cls(
-            name=data["name"], kind=data.get("kind", "script"), run_id=data.get("run_id"),
-            partition=data.get("partition"), code_version=data.get("code_version"),
+            name=data["name"],
+            kind=data.get("kind", "script"),
+            run_id=data.get("run_id"),
+            partition=data.get("partition"),
+            code_version=data.get("code_version"),
             git_commit=data.get("git_commit"),
             code=tuple((c["ref"], c["version"]) for c in data.get("code", ())),
             command_line=tuple(data.get("command_line", ())),
@@ -240,12 +258,15 @@ class LineageRecord:
         if not self.start_time or not self.end_time:
             return None
         delta = dt.datetime.fromisoformat(self.end_time) - dt.datetime.fromisoformat(
-            self.start_time)
+            self.start_time
+        )
         return delta.total_seconds()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "format": RECORD_FORMAT, "ref": self.ref, "version": self.version,
+            "format": RECORD_FORMAT,
+            "ref": self.ref,
+            "version": self.version,
             "status": self.status,
             "parameters": dict(self.parameters),
             "inputs": [{"ref": ref, "version": version} for ref, version in self.inputs],
@@ -268,13 +289,18 @@ class LineageRecord:
     def from_json(cls, data: Mapping[str, Any]) -> LineageRecord:
         step = data.get("step")
         return cls(
-            ref=data["ref"], version=data.get("version"), status=data.get("status", "ok"),
+            ref=data["ref"],
+            version=data.get("version"),
+            status=data.get("status", "ok"),
             step=StepInfo.from_json(step) if step else None,
             parameters=data.get("parameters", {}),
             inputs=tuple((i["ref"], i["version"]) for i in data.get("inputs", ())),
             provenance=data.get("provenance", {}),
-            start_time=data.get("start_time"), end_time=data.get("end_time"),
-            metrics=data.get("metrics"), error=data.get("error"), extra=data.get("extra", {}),
+            start_time=data.get("start_time"),
+            end_time=data.get("end_time"),
+            metrics=data.get("metrics"),
+            error=data.get("error"),
+            extra=data.get("extra", {}),
         )
 
     @property
@@ -286,10 +312,16 @@ class LineageRecord:
         """What a snapshot hash covers: versions and how they were made, not when or where."""
         step = self.step
         return {
-            "version": self.version, "status": self.status,
-            "step": None if step is None else {
-                "name": step.name, "kind": step.kind, "partition": step.partition,
-                "code_version": step.code_version, "git_commit": step.git_commit,
+            "version": self.version,
+            "status": self.status,
+            "step": None
+            if step is None
+            else {
+                "name": step.name,
+                "kind": step.kind,
+                "partition": step.partition,
+                "code_version": step.code_version,
+                "git_commit": step.git_commit,
                 "code": [list(c) for c in step.code],
             },
             "parameters": dict(self.parameters),
@@ -301,20 +333,24 @@ class LineageRecord:
         return replace(self, status=status, error=error)
 
 
-
 def record_identity(record: Mapping[str, Any]) -> dict[str, Any]:
     """`LineageRecord.from_json(record).identity()`, read straight from the JSON record: what
     makes two records the same materialization (never when, where or by whom)."""
     step = record.get("step")
     metrics = record.get("metrics")
     return {
-        "version": record.get("version"), "status": record.get("status", "ok"),
+        "version": record.get("version"),
+        "status": record.get("status", "ok"),
         "step": {
-            "name": step["name"], "kind": step.get("kind", "script"),
-            "partition": step.get("partition"), "code_version": step.get("code_version"),
+            "name": step["name"],
+            "kind": step.get("kind", "script"),
+            "partition": step.get("partition"),
+            "code_version": step.get("code_version"),
             "git_commit": step.get("git_commit"),
             "code": [[c["ref"], c["version"]] for c in step.get("code", ())],
-        } if step else None,
+        }
+        if step
+        else None,
         "parameters": dict(record.get("parameters", {})),
         "inputs": [[i["ref"], i["version"]] for i in record.get("inputs", ())],
         "metrics": None if metrics is None else dict(metrics),

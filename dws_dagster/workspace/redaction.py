@@ -53,12 +53,37 @@ REDACTED = "***REDACTED***"
 MIN_REPEATED = 3
 
 #: Name words that mark a parameter, key or flag as a credential (whole words of the name).
-_SECRET_WORDS = frozenset({
-    "password", "passwd", "pass", "pwd", "passphrase", "secret", "secrets", "token",
-    "credential", "credentials", "creds", "auth", "authorization", "cookie", "signature",
-    "apikey", "privatekey", "secretkey", "accesskey", "sessionkey", "clientsecret",
-    "authtoken", "accountkey", "sig", "sas", "jwt", "bearer",
-})
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "passphrase",
+        "secret",
+        "secrets",
+        "token",
+        "credential",
+        "credentials",
+        "creds",
+        "auth",
+        "authorization",
+        "cookie",
+        "signature",
+        "apikey",
+        "privatekey",
+        "secretkey",
+        "accesskey",
+        "sessionkey",
+        "clientsecret",
+        "authtoken",
+        "accountkey",
+        "sig",
+        "sas",
+        "jwt",
+        "bearer",
+    }
+)
 #: Further names that are credentials as URI query parameters (`?key=...` is an API key).
 _QUERY_WORDS = frozenset({"key", "code", "sig"})
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -85,26 +110,32 @@ def _is_secret_query_name(name: str) -> bool:
 # ----------------------------------------------------------------------------- patterns
 
 _PEM = re.compile(
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*-----|\Z)",
-    re.DOTALL)
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*-----|\Z)", re.DOTALL
+)
 #: A URI up to where text around it resumes (whitespace, quotes, brackets of prose).
-_URI = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://"
-                  r"(?P<rest>[^\s'\"<>`\\]*)")
+_URI = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://"
+    r"(?P<rest>[^\s'\"<>`\\]*)"
+)
 _PORT_AFTER_COLON = re.compile(r"\d*(?:[/?#]|$)")
 _QUERY_PAIR = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#;?]+)=(?P<value>[^&#;]*)")
-_KNOWN_TOKENS = re.compile("|".join((
-    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b",  # AWS key ids
-    r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}\b",                          # GitHub
-    r"\bgithub_pat_[A-Za-z0-9_]{20,255}\b",
-    r"\bglpat-[A-Za-z0-9_-]{20,}\b",                                             # GitLab
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",                                        # Slack
-    r"\bhooks\.slack\.com/services/[A-Za-z0-9/_-]+",
-    r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b",                          # Stripe
-    r"\bsk-[A-Za-z0-9_-]{20,}\b",                                                # API keys
-    r"\bAIza[0-9A-Za-z_-]{35}\b",                                                # Google
-    r"\bnpm_[A-Za-z0-9]{36}\b",
-    r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",            # JWT
-)))
+_KNOWN_TOKENS = re.compile(
+    "|".join(
+        (
+            r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b",  # AWS key ids
+            r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}\b",  # GitHub
+            r"\bgithub_pat_[A-Za-z0-9_]{20,255}\b",
+            r"\bglpat-[A-Za-z0-9_-]{20,}\b",  # GitLab
+            r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",  # Slack
+            r"\bhooks\.slack\.com/services/[A-Za-z0-9/_-]+",
+            r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b",  # Stripe
+            r"\bsk-[A-Za-z0-9_-]{20,}\b",  # API keys
+            r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google
+            r"\bnpm_[A-Za-z0-9]{36}\b",
+            r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",  # JWT
+        )
+    )
+)
 _AUTH_SCHEME = r"(?:Bearer|bearer|BEARER|Basic|basic|BASIC|Digest|Token|Bot|Negotiate|NTLM)"
 _BEARER = re.compile(r"\b(?:Bearer|bearer|BEARER|Basic|BASIC)\s+(?P<value>[A-Za-z0-9._~+/=-]+)")
 #: A quoted value (the quote itself may be escaped, as in JSON inside a string), or a bare one
@@ -112,17 +143,20 @@ _BEARER = re.compile(r"\b(?:Bearer|bearer|BEARER|Basic|BASIC)\s+(?P<value>[A-Za-
 _VALUE = re.compile(
     r"[bru]{0,2}\\(?P<eq>[\"'])(?P<ev>[\s\S]{0,4096}?)\\(?P=eq)"
     r"|[bru]{0,2}(?P<q>[\"'])(?P<qv>(?:\\[\s\S]|(?!(?P=q))[^\\]){0,4096})(?P=q)"
-    rf"|\\?[\"']?(?P<bv>(?:{_AUTH_SCHEME}\s+)?[^\s'\"`]+)")
+    rf"|\\?[\"']?(?P<bv>(?:{_AUTH_SCHEME}\s+)?[^\s'\"`]+)"
+)
 #: `key = value`, `key: value`, `"key": "value"`, `--flag=value` up to the value (the key is
 #: checked by name, then the value read from there: a value that is not a secret is scanned
 #: for further keys, `user=a;password=b`).
 _KEY = re.compile(
     r"(?<![\w.-])(?P<kq>\\?[\"']?)(?P<key>-{0,2}[A-Za-z_][\w.-]*)(?P=kq)"
-    r"[ \t]*(?:=>?|:)[ \t]*(?!//)")
+    r"[ \t]*(?:=>?|:)[ \t]*(?!//)"
+)
 #: `--flag value` and `'--flag', 'value'` (a list's repr, as in subprocess errors).
 _FLAG = re.compile(
     r"(?<![\w.-])(?P<kq>\\?[\"']?)(?P<key>--?[A-Za-z][\w.-]*)"
-    r"(?:(?P=kq)\s*,\s*|\s+)(?!-)")
+    r"(?:(?P=kq)\s*,\s*|\s+)(?!-)"
+)
 
 
 # ----------------------------------------------------------------------------- public API
@@ -138,8 +172,9 @@ def redact_text(text: str, known: Iterable[str] = ()) -> str:
     return _redact_repeats(out, found.union(known))
 
 
-def redact_command_line(argv: Iterable[str], known: Iterable[str] = (), *,
-                        found: set[str] | None = None) -> list[str]:
+def redact_command_line(
+    argv: Iterable[str], known: Iterable[str] = (), *, found: set[str] | None = None
+) -> list[str]:
     """A command line to record: the value after (or attached to) a credential flag is
     redacted (`--db-password VALUE`, `--db-password=VALUE`, `-p VALUE`, `-pVALUE`), every
     argument goes through `redact_text`, and a redacted value is removed from every argument
@@ -159,11 +194,14 @@ def redact_command_line(argv: Iterable[str], known: Iterable[str] = (), *,
             name, eq, value = arg.partition("=")
             # `-pVALUE` unless the whole is a credential word (`-password`, `-pwd`): else
             # a value could pass for a flag name and stay
-            attached = arg[:2] in _SHORT_SECRET_FLAGS and len(arg) > 2 \
+            attached = (
+                arg[:2] in _SHORT_SECRET_FLAGS
+                and len(arg) > 2
                 and arg[1:].lower() not in _SECRET_WORDS
+            )
             if attached:
                 sep = "=" if arg[2] == "=" else ""
-                found.add(arg[2 + len(sep):])
+                found.add(arg[2 + len(sep) :])
                 out.append(f"{arg[:2]}{sep}{REDACTED}")
                 continue
             if is_secret_name(name) or name in _SHORT_SECRET_FLAGS:
@@ -236,8 +274,7 @@ class RedactingFilter(logging.Filter):
         if clean != message or record.args:
             record.msg, record.args = clean, ()
         if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
-            record.exc_text = redact_text(
-                logging.Formatter().formatException(record.exc_info))
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
         return True
 
 
@@ -272,8 +309,9 @@ def _redact_positions(text: str, found: set[str]) -> str:
 
 
 def _redact_repeats(text: str, secrets: Iterable[str]) -> str:
-    candidates = {s for s in secrets
-                  if isinstance(s, str) and len(s) >= MIN_REPEATED and s not in REDACTED}
+    candidates = {
+        s for s in secrets if isinstance(s, str) and len(s) >= MIN_REPEATED and s not in REDACTED
+    }
     variants = set(candidates)
     for secret in candidates:
         variants.add(unquote(secret))
@@ -294,7 +332,7 @@ def _hide_group(match: re.Match[str], group: str, found: set[str]) -> str:
     start, end = match.span(group)
     base = match.start()
     whole = match.group(0)
-    return whole[: start - base] + _hide(match.group(group), found) + whole[end - base:]
+    return whole[: start - base] + _hide(match.group(group), found) + whole[end - base :]
 
 
 def _redact_pairs(keys: re.Pattern[str], text: str, found: set[str]) -> str:
@@ -337,14 +375,14 @@ def split_userinfo(rest: str) -> tuple[str | None, str]:
     authority = rest[:end]
     at = authority.rfind("@")
     if at != -1:
-        return authority[:at], rest[at + 1:]
+        return authority[:at], rest[at + 1 :]
     colon = authority.find(":")
     if colon == -1 or authority.startswith("[") or _PORT_AFTER_COLON.match(rest, colon + 1):
         return None, rest
     at = rest.find("@", colon)
     if at == -1 or "?" in rest[colon:at] or "#" in rest[colon:at]:
         return None, rest
-    return rest[:at], rest[at + 1:]
+    return rest[:at], rest[at + 1 :]
 
 
 def _redact_uri_match(match: re.Match[str], found: set[str]) -> str:

@@ -17,8 +17,11 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 def validate_resource_name(name: Any) -> str:
     """Return `name` if it is a valid resource name, else raise InvalidResourceRefError."""
-    if not isinstance(name, str) or not RESOURCE_NAME_PATTERN.fullmatch(name) \
-            or name in (".", ".."):
+    if (
+        not isinstance(name, str)
+        or not RESOURCE_NAME_PATTERN.fullmatch(name)
+        or name in (".", "..")
+    ):
         raise InvalidResourceRefError(
             f"invalid resource name {name!r}: use 1-128 letters, digits, '_', '-' or '.', "
             "starting with a letter, digit or '_'"
@@ -188,8 +191,7 @@ class ResourceRef(_ResourceRefFields):
         same ref counts too (claims, overlaps), use `covers_or_equals`.
         """
         mine, theirs = self.parts, other.parts
-        return (self.name == other.name and len(theirs) > len(mine)
-                and theirs[: len(mine)] == mine)
+        return self.name == other.name and len(theirs) > len(mine) and theirs[: len(mine)] == mine
 
     def covers_or_equals(self, other: ResourceRef) -> bool:
         """True when `other` is this ref or lies inside it: `covers(other) or self == other`.
@@ -209,8 +211,9 @@ class ResourceRef(_ResourceRefFields):
         relative_norm = normalize_subpath(relative, resource=self.name)
         if relative_norm is None:
             return self
-        return ResourceRef(self.name, relative_norm if self.subpath is None
-                           else f"{self.subpath}/{relative_norm}")
+        return ResourceRef(
+            self.name, relative_norm if self.subpath is None else f"{self.subpath}/{relative_norm}"
+        )
 
     def ancestors(self) -> list[ResourceRef]:
         """Refs that strictly cover this one, nearest last: `r`, `r/a` for `r/a/b`."""

@@ -83,22 +83,25 @@ def kept_location(uri: str, subpath: str | None, version: str) -> str:
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
         raise InvalidResourceRefError(
             f"version {str(version)[:80]!r} cannot name a kept copy in {uri}: a version is one "
-            "file name; the record or marker it came from was edited: restore it from a backup")
+            "file name; the record or marker it came from was edited: restore it from a backup"
+        )
     return f"{kept_folder(uri, subpath)}/{KEPT_MARK}{version}"
 
 
 def kept_versions(remote: RemoteData, uri: str, subpath: str | None) -> list[str]:
     """Versions kept for a remote ref, oldest first (names that are not versions are left
     alone: they are not ours)."""
-    found = [(mtime, name[len(KEPT_MARK):])
-             for name, mtime in remote.kept(kept_folder(uri, subpath))
-             if name.startswith(KEPT_MARK) and _VERSION.fullmatch(name[len(KEPT_MARK):])]
+    found = [
+        (mtime, name[len(KEPT_MARK) :])
+        for name, mtime in remote.kept(kept_folder(uri, subpath))
+        if name.startswith(KEPT_MARK) and _VERSION.fullmatch(name[len(KEPT_MARK) :])
+    ]
     return [version for _, version in sorted(found)]
 
 
 def prunable(kept: list[str], referenced: Iterable[str], keep: int) -> list[str]:
     """Which of `kept` (oldest first) may go: not referenced by a snapshot, and not among the
     newest `keep` (the writer's policy for versions no snapshot references)."""
-    policy = set(kept[max(0, len(kept) - keep):]) if keep > 0 else set()
+    policy = set(kept[max(0, len(kept) - keep) :]) if keep > 0 else set()
     needed = set(referenced) | policy
     return [version for version in kept if version not in needed]

@@ -44,8 +44,12 @@ def _placeholder(node_id: str) -> GraphNode:
     ref, sep, version = node_id.rpartition("@")
     if not sep:
         ref, version = node_id, ""
-    return GraphNode(id=node_id, ref=ref, version=version if version not in ("", "None") else None,
-                     status="missing")
+    return GraphNode(
+        id=node_id,
+        ref=ref,
+        version=version if version not in ("", "None") else None,
+        status="missing",
+    )
 
 
 def _all_nodes(graph: LineageGraph) -> dict[str, GraphNode]:
@@ -225,8 +229,10 @@ def _text_tree(nodes: dict[str, GraphNode], lines: list[_TreeLine]) -> list[str]
         text = _text_line(nodes[line.node_id], line).replace("\n", " ")
         out.append(f"  {prefix}{text}")
     if hidden:
-        out.append(f"  ... {hidden} more node(s) deeper than {MAX_TEXT_DEPTH} levels: see "
-                   "--format json or html")
+        out.append(
+            f"  ... {hidden} more node(s) deeper than {MAX_TEXT_DEPTH} levels: see "
+            "--format json or html"
+        )
     return out
 
 
@@ -313,8 +319,7 @@ def render_dot(graph: LineageGraph) -> str:
 def _mermaid_escape(text: str) -> str:
     """Text safe inside a Mermaid `"..."` label: entity codes for `#`, quotes and markup."""
     text = text.replace("#", "#35;")
-    for raw, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("&", "#amp;"),
-                      ("`", "#96;")):
+    for raw, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("&", "#amp;"), ("`", "#96;")):
         text = text.replace(raw, code)
     return text.replace("\r", " ").replace("\n", " ")
 

@@ -70,6 +70,7 @@ from .versions import DataNotFoundError, is_ignored_name, short
 
 INTENT_FILE = RESTORE_INTENT_FILE
 _VERSION = re.compile(VERSION_PATTERN)
+_DIRTY = ", with uncommitted changes"
 _INTENT_FORMAT = 1
 
 
@@ -91,10 +92,15 @@ class _Plan:
     remote: bool = False
 
 
-def restore_snapshot(ws: Workspace, name: str,
-                     progress: Callable[[str], None] | None = None, *,
-                     partial: bool = False, code: bool = False,
-                     remote: RemoteData | None = None) -> RestoreReport:
+def restore_snapshot(
+    ws: Workspace,
+    name: str,
+    progress: Callable[[str], None] | None = None,
+    *,
+    partial: bool = False,
+    code: bool = False,
+    remote: RemoteData | None = None,
+) -> RestoreReport:
     """Make a snapshot's lineage and data current again.
 
     Data comes back from the snapshot's retained files, from kept versions (`.dws/versions/`
@@ -120,8 +126,9 @@ def restore_snapshot(ws: Workspace, name: str,
             finish_interrupted_restore(ws, remote)
             current = store.refs()
             rows = _rows(ws, info, manifest)
-            plans, missing = _plan_all(ws, info, rows, lineage, hashes, objects, report,
-                                       progress, code, remote)
+            plans, missing = _plan_all(
+                ws, info, rows, lineage, hashes, objects, report, progress, code, remote
+            )
             if missing and not partial:
                 raise SnapshotRestoreError(_refusal(info, missing))
             report.not_restored = list(missing)
@@ -149,11 +156,18 @@ def _rows(ws: Workspace, info: SnapshotInfo, manifest: dict[str, Any]) -> list[D
     return rows
 
 
-def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
-              lineage: dict[str, str | None],
-              hashes: FileHashCache, objects: ObjectStore, report: RestoreReport,
-              progress: Callable[[str], None] | None, code: bool, remote: RemoteData | None
-              ) -> tuple[list[_Plan], list[tuple[str, str]]]:
+def _plan_all(
+    ws: Workspace,
+    info: SnapshotInfo,
+    rows: list[DataRow],
+    lineage: dict[str, str | None],
+    hashes: FileHashCache,
+    objects: ObjectStore,
+    report: RestoreReport,
+    progress: Callable[[str], None] | None,
+    code: bool,
+    remote: RemoteData | None,
+) -> tuple[list[_Plan], list[tuple[str, str]]]:
     plans: list[_Plan] = []
     missing: list[tuple[str, str]] = []
     preload(ws, hashes)
@@ -168,14 +182,26 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
             plans.append(plan)
             continue
         plan = _plan(ws, info, row, hashes, objects, remote)
-        if plan.problem is None and row.kind == CODE and not code and not plan.unchanged \
-                and info.resources is not None and row.ref in info.resources:
+        if (
+            plan.problem is None
+            and row.kind == CODE
+            and not code
+            and not plan.unchanged
+            and info.resources is not None
+            and row.ref in info.resources
+        ):
             commit = info.resources[row.ref]["git_commit"]
-            report.code_left.append((row.ref, (
-                f"code is in git and differs from the snapshot's (commit {commit[:12]}"
-                f"{', with uncommitted changes' if info.resources[row.ref]['dirty'] else ''}): "
-                f"check that commit out, or restore with code=True (`--code`) to put the "
-                "snapshot's files back")))
+            report.code_left.append(
+                (
+                    row.ref,
+                    (
+                        f"code is in git and differs from the snapshot's (commit {commit[:12]}"
+                        f"{_DIRTY if info.resources[row.ref]['dirty'] else ''}): "
+                        f"check that commit out, or restore with code=True (`--code`) to put the "
+                        "snapshot's files back"
+                    ),
+                )
+            )
             continue
         if plan.problem is not None:
             owner = lineage.get(row.ref)
@@ -185,8 +211,14 @@ def _plan_all(ws: Workspace, info: SnapshotInfo, rows: list[DataRow],
     return plans, missing
 
 
-def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache,
-          objects: ObjectStore, remote: RemoteData | None) -> _Plan:
+def _plan(
+    ws: Workspace,
+    info: SnapshotInfo,
+    row: DataRow,
+    hashes: FileHashCache,
+    objects: ObjectStore,
+    remote: RemoteData | None,
+) -> _Plan:
     """Where `row`'s data stands and where its version may come from; touches nothing."""
     plan = _Plan(row)
     parsed = as_ref(row.ref)
@@ -227,8 +259,11 @@ def _plan(ws: Workspace, info: SnapshotInfo, row: DataRow, hashes: FileHashCache
                     plan.sources.append(("results", path))
     if not plan.sources:
         where = f"data is now at {short(plan.now)}" if plan.now else "its data is missing"
-        lost = " (its retained files are missing from .dataworkspace/objects)" \
-            if kept is not None else ""
+        lost = (
+            " (its retained files are missing from .dataworkspace/objects)"
+            if kept is not None
+            else ""
+        )
         plan.problem = f"version {short(row.version)} was not kept{lost} ({where})"
     return plan
 
@@ -240,13 +275,17 @@ def _plan_remote(ws: Workspace, plan: _Plan, remote: RemoteData | None) -> _Plan
     resource = ws.resource(parsed.name)
     plan.remote = True
     if resource.is_local:  # was remote when the snapshot was taken: its data was not kept here
-        plan.problem = (f"resource '{parsed.name}' was remote when the snapshot was taken and "
-                        "is local now: its kept versions are where it used to be")
+        plan.problem = (
+            f"resource '{parsed.name}' was remote when the snapshot was taken and "
+            "is local now: its kept versions are where it used to be"
+        )
         return plan
     if remote is None:
-        plan.problem = ("remote data needs Spark to be checked and moved back: restore with "
-                        "'dws-dagster restore' (it starts Spark for remote refs), or pass "
-                        "remote=dws_dagster.spark.remote_data.hadoop_data()")
+        plan.problem = (
+            "remote data needs Spark to be checked and moved back: restore with "
+            "'dws-dagster restore' (it starts Spark for remote refs), or pass "
+            "remote=dws_dagster.spark.remote_data.hadoop_data()"
+        )
         return plan
     plan.now = remote.version(ws.location(parsed))
     if row.version is None or row.kind == MISSING:
@@ -259,8 +298,10 @@ def _plan_remote(ws: Workspace, plan: _Plan, remote: RemoteData | None) -> _Plan
     source = kept_location(str(resource.uri), parsed.subpath, row.version)
     if remote.version(source) != row.version:
         where = f"data is now at {short(plan.now)}" if plan.now else "its data is missing"
-        plan.problem = (f"version {short(row.version)} was not kept at {source} ({where}); "
-                        "remote versions are kept by the Spark IO manager when it replaces them")
+        plan.problem = (
+            f"version {short(row.version)} was not kept at {source} ({where}); "
+            "remote versions are kept by the Spark IO manager when it replaces them"
+        )
         return plan
     plan.sources.append(("remote", source))
     return plan
@@ -269,18 +310,27 @@ def _plan_remote(ws: Workspace, plan: _Plan, remote: RemoteData | None) -> _Plan
 def _refusal(info: SnapshotInfo, missing: list[tuple[str, str]]) -> str:
     shown = "; ".join(f"{ref}: {why}" for ref, why in missing[:5])
     more = f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
-    return (f"cannot restore snapshot {info.name} ({info.hash[:12]}): the data of "
-            f"{len(missing)} ref(s) cannot be brought back ({shown}{more}); nothing was "
-            "changed. Restore with partial=True (`dws-dagster restore --partial`) to restore "
-            "the rest and mark these unknown until their steps run again (or, for source "
-            "data, until 'dws-dagster observe REF' records its data as it is)")
+    return (
+        f"cannot restore snapshot {info.name} ({info.hash[:12]}): the data of "
+        f"{len(missing)} ref(s) cannot be brought back ({shown}{more}); nothing was "
+        "changed. Restore with partial=True (`dws-dagster restore --partial`) to restore "
+        "the rest and mark these unknown until their steps run again (or, for source "
+        "data, until 'dws-dagster observe REF' records its data as it is)"
+    )
 
 
 # ----------------------------------------------------------------------------- stage
 
 
-def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: ObjectStore,
-               report: RestoreReport, lineage: dict[str, str | None], partial: bool) -> list[_Plan]:
+def _stage_all(
+    ws: Workspace,
+    info: SnapshotInfo,
+    plans: list[_Plan],
+    objects: ObjectStore,
+    report: RestoreReport,
+    lineage: dict[str, str | None],
+    partial: bool,
+) -> list[_Plan]:
     """Stage every plan's data beside its ref; on a refusal or any error every staged copy
     goes and nothing else was touched."""
     staged: list[_Plan] = []
@@ -319,9 +369,15 @@ def _stage_all(ws: Workspace, info: SnapshotInfo, plans: list[_Plan], objects: O
             continue
         # Partial: the resource stays as it is, and so does what lies inside it.
         owner = lineage.get(ref)
-        report.not_restored.append((ref, (
-            f"version {short(plan.row.version)} was not kept (nor its resource '{root}', "
-            f"which holds it); {recovery_advice(ref, owner)}")))
+        report.not_restored.append(
+            (
+                ref,
+                (
+                    f"version {short(plan.row.version)} was not kept (nor its resource '{root}', "
+                    f"which holds it); {recovery_advice(ref, owner)}"
+                ),
+            )
+        )
     report.data_restored = sorted([*(plan.row.ref for plan in staged), *back])
     return staged
 
@@ -357,32 +413,53 @@ def _stage(ws: Workspace, plan: _Plan, objects: ObjectStore) -> str | None:
             plan.staging = staging
             return None
         _remove_path(staging)
-    return (f"no kept copy of version {short(plan.row.version)} has that version any more "
-            "(a damaged copy)")
+    return (
+        f"no kept copy of version {short(plan.row.version)} has that version any more "
+        "(a damaged copy)"
+    )
 
 
 # ------------------------------------------------------------------------------ swap
 
 
-def _swap_all(ws: Workspace, snapshot_hash: str, staged: list[_Plan], unknown: list[str],
-              remote: RemoteData | None) -> None:
+def _swap_all(
+    ws: Workspace,
+    snapshot_hash: str,
+    staged: list[_Plan],
+    unknown: list[str],
+    remote: RemoteData | None,
+) -> None:
     """Put every staged copy in place. What each replaces is kept as a version of its ref
     (`.dws/versions/`) unless a snapshot retained that version already: a restore never
     loses data, and never keeps it twice. (Remote data is always kept where it lies: it is
     how a remote version is retained.)"""
     retained = snapshot_data.retained(
-        ws, ((plan.row.ref, plan.now) for plan in staged if plan.now is not None))
+        ws, ((plan.row.ref, plan.now) for plan in staged if plan.now is not None)
+    )
     swaps: list[dict[str, Any]] = []
     for plan in staged:
         if plan.remote:
-            swaps.append({"ref": plan.row.ref, "remote": True,
-                          "version": None if plan.remove else plan.row.version})
+            swaps.append(
+                {
+                    "ref": plan.row.ref,
+                    "remote": True,
+                    "version": None if plan.remove else plan.row.version,
+                }
+            )
             continue
-        swaps.append({"ref": plan.row.ref,
-                      "staging": plan.staging.name if plan.staging is not None else None,
-                      "keep": None if (plan.row.ref, plan.now) in retained else plan.now})
-    intent = {"format": _INTENT_FORMAT, "snapshot": snapshot_hash, "unknown": unknown,
-              "swaps": swaps}
+        swaps.append(
+            {
+                "ref": plan.row.ref,
+                "staging": plan.staging.name if plan.staging is not None else None,
+                "keep": None if (plan.row.ref, plan.now) in retained else plan.now,
+            }
+        )
+    intent = {
+        "format": _INTENT_FORMAT,
+        "snapshot": snapshot_hash,
+        "unknown": unknown,
+        "swaps": swaps,
+    }
     path = ws.meta_dir / INTENT_FILE
     atomic_write_json(path, intent)
     _finish(ws, intent, remote)
@@ -427,7 +504,8 @@ def _finish_remote(ws: Workspace, swap: dict[str, Any], remote: RemoteData | Non
     if resource.is_local or remote is None:
         raise SnapshotRestoreError(
             f"an interrupted restore has remote data to put back at {swap['ref']}, which needs "
-            "Spark: run 'dws-dagster status' (it finishes the restore), then check the result")
+            "Spark: run 'dws-dagster status' (it finishes the restore), then check the result"
+        )
     uri, target, wanted = str(resource.uri), ws.location(parsed), swap["version"]
     now = remote.version(target)
     if now == wanted:
@@ -463,23 +541,30 @@ def finish_interrupted_restore(ws: Workspace, remote: RemoteData | None = None) 
 def _checked_intent(raw: bytes, path: Path) -> dict[str, Any]:
     bad = WorkspaceConfigError(
         f"{path} is damaged (it is not what an interrupted restore leaves); nothing was "
-        "changed. Remove it, then run the restore again")
+        "changed. Remove it, then run the restore again"
+    )
     try:
         intent = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise bad from None
-    if type(intent) is not dict or intent.get("format") != _INTENT_FORMAT \
-            or type(intent.get("snapshot")) is not str or type(intent.get("swaps")) is not list \
-            or type(intent.get("unknown")) is not list \
-            or not all(type(ref) is str for ref in intent["unknown"]):
+    if (
+        type(intent) is not dict
+        or intent.get("format") != _INTENT_FORMAT
+        or type(intent.get("snapshot")) is not str
+        or type(intent.get("swaps")) is not list
+        or type(intent.get("unknown")) is not list
+        or not all(type(ref) is str for ref in intent["unknown"])
+    ):
         raise bad
     for swap in intent["swaps"]:
         if type(swap) is not dict or type(swap.get("ref")) is not str:
             raise bad
         if "remote" in swap:
             version = swap.get("version")
-            if swap["remote"] is not True or (version is not None and (
-                    type(version) is not str or not _VERSION.fullmatch(version))):
+            if swap["remote"] is not True or (
+                version is not None
+                and (type(version) is not str or not _VERSION.fullmatch(version))
+            ):
                 raise bad
             try:
                 as_ref(swap["ref"])
@@ -491,11 +576,12 @@ def _checked_intent(raw: bytes, path: Path) -> dict[str, Any]:
             name = as_ref(swap["ref"]).parts[-1] if as_ref(swap["ref"]).subpath else None
         except InvalidResourceRefError:
             raise bad from None
-        if staging is not None and (type(staging) is not str or "/" in staging
-                                    or not staging.startswith(STAGING_PREFIX)
-                                    or (name is not None
-                                        and not staging.startswith(
-                                            f"{STAGING_PREFIX}{name}-"))):
+        if staging is not None and (
+            type(staging) is not str
+            or "/" in staging
+            or not staging.startswith(STAGING_PREFIX)
+            or (name is not None and not staging.startswith(f"{STAGING_PREFIX}{name}-"))
+        ):
             raise bad
         if keep is not None and type(keep) is not str:
             raise bad
@@ -507,8 +593,9 @@ def _carry_over_unversioned(target: Path, staging: Path) -> None:
     hidden files the snapshot did not have) into the staged copy, so swapping the root does
     not take them away."""
     for entry in list(target.iterdir()):
-        if (is_ignored_name(entry.name) or entry.name == RESULTS_SNAPSHOT_DIR) \
-                and not (staging / entry.name).exists():
+        if (is_ignored_name(entry.name) or entry.name == RESULTS_SNAPSHOT_DIR) and not (
+            staging / entry.name
+        ).exists():
             os.replace(entry, staging / entry.name)
 
 

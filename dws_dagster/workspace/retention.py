@@ -48,7 +48,13 @@ from .versions import (
 
 #: Kinds of data a snapshot row records (see schema.snapshot_data).
 LINEAGE, DRIFT, MISSING, RESOURCE, CODE, REMOTE = (
-    "lineage", "drift", "missing", "resource", "code", "remote")
+    "lineage",
+    "drift",
+    "missing",
+    "resource",
+    "code",
+    "remote",
+)
 KINDS = (LINEAGE, DRIFT, MISSING, RESOURCE, CODE, REMOTE)
 #: Roles whose resources a snapshot captures as a whole, beside the refs with lineage in them.
 WHOLE_ROLES = ("source-data", "code")
@@ -93,8 +99,12 @@ class DataRow:
 # ------------------------------------------------------------------------------ scan
 
 
-def scan(ws: Workspace, ref: ResourceRef | str, hashes: FileHashCache,
-         on_skip: SkipReporter | None = None) -> DataScan:
+def scan(
+    ws: Workspace,
+    ref: ResourceRef | str,
+    hashes: FileHashCache,
+    on_skip: SkipReporter | None = None,
+) -> DataScan:
     """The data of local `ref` now, versioned as `ws.version_of` would version it.
 
     Plain strings for paths, and the marker found by the folder's own listing: a snapshot
@@ -108,8 +118,9 @@ def scan(ws: Workspace, ref: ResourceRef | str, hashes: FileHashCache,
         return DataScan(str(parsed), Path(where), None)
     hashes.load(where if kind == "dir" else os.path.dirname(where))
     listing = resource.versioning == "listing"
-    exclude: tuple[str, ...] = (RESULTS_SNAPSHOT_DIR,) \
-        if resource.role == "results" and parsed.subpath is None else ()
+    exclude: tuple[str, ...] = (
+        (RESULTS_SNAPSHOT_DIR,) if resource.role == "results" and parsed.subpath is None else ()
+    )
     skipped: list[tuple[str, str]] = []
     sidecars: list[tuple[str, str]] = []
     data = _data_files(where, exclude, kind, skipped=skipped, sidecars=sidecars)
@@ -129,38 +140,39 @@ def scan(ws: Workspace, ref: ResourceRef | str, hashes: FileHashCache,
             continue
         info, digest, size = found
         entries.append(FileEntry(rel, size, digest))
-        files.append(RetainedFile(rel, size, digest, info.st_mtime_ns,
-                                  stat.S_IMODE(info.st_mode)))
+        files.append(RetainedFile(rel, size, digest, info.st_mtime_ns, stat.S_IMODE(info.st_mode)))
         if listing:
-            listing_lines.append(os.fsencode(rel) + f"\0{info.st_size}\0{info.st_mtime_ns}\n"
-                                 .encode())
+            listing_lines.append(
+                os.fsencode(rel) + f"\0{info.st_size}\0{info.st_mtime_ns}\n".encode()
+            )
     for rel, absolute in sidecars:
         found = _hashed(absolute, hashes)
         if found is not None:
             info, digest, size = found
-            files.append(RetainedFile(rel, size, digest, info.st_mtime_ns,
-                                      stat.S_IMODE(info.st_mode)))
+            files.append(
+                RetainedFile(rel, size, digest, info.st_mtime_ns, stat.S_IMODE(info.st_mode))
+            )
     _report_skipped(path, skipped, on_skip)
     if listing:
-        version = LISTING_PREFIX + xxhash.xxh3_128_hexdigest(b"listing\n"
-                                                             + b"".join(listing_lines))
+        version = LISTING_PREFIX + xxhash.xxh3_128_hexdigest(b"listing\n" + b"".join(listing_lines))
     else:
         version = version_of_manifest(entries, single_file=kind == "file")
         if marker:
             version = marked_version(path, version)
     files.sort()
-    return DataScan(str(parsed), path, version, files, single_file=kind == "file",
-                    link=marker and not listing)
+    return DataScan(
+        str(parsed), path, version, files, single_file=kind == "file", link=marker and not listing
+    )
 
 
-def _split(found: list[tuple[str, str]], names: tuple[str, ...]
-           ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def _split(
+    found: list[tuple[str, str]], names: tuple[str, ...]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     kept = [item for item in found if item[0] not in names]
     return kept, [item for item in found if item[0] in names]
 
 
-def _hashed(absolute: str, hashes: FileHashCache
-            ) -> tuple[os.stat_result, str, int] | None:
+def _hashed(absolute: str, hashes: FileHashCache) -> tuple[os.stat_result, str, int] | None:
     """(stat, hash, size) of a regular file, the hash from the cache while the file is
     unchanged; None when it is gone or no longer a regular file."""
     try:
@@ -188,9 +200,12 @@ def _hashed(absolute: str, hashes: FileHashCache
 # --------------------------------------------------------------------------- capture
 
 
-def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: FileHashCache,
-            on_skip: SkipReporter | None = None
-            ) -> tuple[list[DataRow], dict[str, DataScan]]:
+def capture(
+    ws: Workspace,
+    recorded: Iterable[tuple[str, str | None]],
+    hashes: FileHashCache,
+    on_skip: SkipReporter | None = None,
+) -> tuple[list[DataRow], dict[str, DataScan]]:
     """The data rows of a snapshot of the workspace now: every ref with lineage (`recorded`:
     ref and the version its record says), and every source-data and code resource as a whole
     (a step that read one file of a source folder leaves the others there, and they are data
@@ -212,11 +227,13 @@ def capture(ws: Workspace, recorded: Iterable[tuple[str, str | None]], hashes: F
             rows.append(DataRow(ref, MISSING, None))
             continue
         scans[ref] = found
-        rows.append(DataRow(ref, LINEAGE if found.version == version else DRIFT,
-                            found.version))
+        rows.append(DataRow(ref, LINEAGE if found.version == version else DRIFT, found.version))
     for resource in ws.resources.values():
-        if not resource.is_local or resource.name in with_lineage \
-                or resource.role not in WHOLE_ROLES:
+        if (
+            not resource.is_local
+            or resource.name in with_lineage
+            or resource.role not in WHOLE_ROLES
+        ):
             continue
         found = scan(ws, resource.name, hashes, on_skip)
         kind = CODE if resource.role == "code" else RESOURCE
@@ -277,8 +294,9 @@ class RetentionReport:
     copied: int = 0
 
 
-def retain(objects: ObjectStore, found: DataScan, hashes: FileHashCache,
-           report: RetentionReport) -> list[list[Any]]:
+def retain(
+    objects: ObjectStore, found: DataScan, hashes: FileHashCache, report: RetentionReport
+) -> list[list[Any]]:
     """Put the files of `found` into the object store; returns the manifest's rows."""
     for entry in found.files:
         absolute = found.path if found.single_file else found.path / entry.relpath
@@ -308,31 +326,36 @@ def manifest_files(ref: str, version: str, raw: Any) -> list[RetainedFile]:
     where = f"retained version {version[:12]} of {ref}"
     try:
         rows = orjson.loads(raw)
-        files = [RetainedFile(str(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]))
-                 for r in rows]
+        files = [RetainedFile(str(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows]
     except (orjson.JSONDecodeError, TypeError, ValueError, IndexError, KeyError):
         raise WorkspaceConfigError(
             f"{where} is damaged in the workspace store (its file list is not what "
             "dws_dagster writes); delete the snapshots that hold it, or restore the store "
-            "from a backup") from None
+            "from a backup"
+        ) from None
     for entry in files:
         if entry.relpath and not _safe_relpath(entry.relpath):
             raise WorkspaceConfigError(
                 f"{where} names the file {entry.relpath[:80]!r}, which would lie outside the "
-                "ref; nothing was changed. The store was edited: restore it from a backup")
+                "ref; nothing was changed. The store was edited: restore it from a backup"
+            )
     if (len(files) == 1 and files[0].relpath == "") or all(f.relpath for f in files):
         return files
-    raise WorkspaceConfigError(f"{where} mixes a single file with a folder's files; "
-                               "restore the store from a backup")
+    raise WorkspaceConfigError(
+        f"{where} mixes a single file with a folder's files; restore the store from a backup"
+    )
 
 
 def _safe_relpath(relpath: str) -> bool:
     if "\x00" in relpath or "\\" in relpath:
         return False
     parts = PurePosixPath(relpath).parts
-    return bool(parts) and not relpath.startswith("/") and all(
-        part not in ("", ".", "..") for part in parts) and \
-        len(parts) == len(relpath.split("/"))
+    return (
+        bool(parts)
+        and not relpath.startswith("/")
+        and all(part not in ("", ".", "..") for part in parts)
+        and len(parts) == len(relpath.split("/"))
+    )
 
 
 # ----------------------------------------------------------------------------- stage
@@ -357,6 +380,8 @@ def missing_objects(objects: ObjectStore, files: list[RetainedFile]) -> list[str
 
 
 def describe(report: RetentionReport) -> str:
-    return (f"{report.new_versions} new version(s), {report.files_added} file(s) added "
-            f"({report.linked} linked, {report.cloned} cloned, {report.copied} copied), "
-            f"{report.bytes_added} bytes")
+    return (
+        f"{report.new_versions} new version(s), {report.files_added} file(s) added "
+        f"({report.linked} linked, {report.cloned} cloned, {report.copied} copied), "
+        f"{report.bytes_added} bytes"
+    )

@@ -80,8 +80,11 @@ def results_folder_ok(value: Any) -> bool:
     if type(value) is not str:
         return False
     head, slash, name = value.partition("/")
-    return head == "snapshots" and bool(slash) and (
-        SHORT_HASH.fullmatch(name) is not None or is_tag(name))
+    return (
+        head == "snapshots"
+        and bool(slash)
+        and (SHORT_HASH.fullmatch(name) is not None or is_tag(name))
+    )
 
 
 # ----------------------------------------------------------------- lineage records
@@ -110,7 +113,8 @@ def ref_sizes_ok(value: str) -> bool:
     if len(encoded) <= MAX_COMPONENT_BYTES:
         return True
     return len(encoded) <= MAX_SUBPATH_BYTES and all(
-        len(part) <= MAX_COMPONENT_BYTES for part in encoded.split(b"/"))
+        len(part) <= MAX_COMPONENT_BYTES for part in encoded.split(b"/")
+    )
 
 
 def _text(value: Any) -> bool:
@@ -121,8 +125,11 @@ def _pairs_ok(items: Any) -> bool:
     if type(items) is not list:
         return False
     for item in items:
-        if type(item) is not dict or type(item.get("version")) is not str \
-                or not ref_ok(item.get("ref")):
+        if (
+            type(item) is not dict
+            or type(item.get("version")) is not str
+            or not ref_ok(item.get("ref"))
+        ):
             return False
     return True
 
@@ -133,8 +140,12 @@ def _step_ok(step: Any) -> bool:
     get = step.get
     if type(get("name")) is not str or get("kind", "script") not in _STEP_KINDS:
         return False
-    if not (_text(get("run_id")) and _text(get("partition")) and _text(get("code_version"))
-            and _text(get("git_commit"))):
+    if not (
+        _text(get("run_id"))
+        and _text(get("partition"))
+        and _text(get("code_version"))
+        and _text(get("git_commit"))
+    ):
         return False
     if "code" in step and not _pairs_ok(step["code"]):
         return False
@@ -153,9 +164,13 @@ def record_ok(record: Any) -> bool:
     if not ref_ok(get("ref")):
         return False
     version = record["version"]
-    if version is not None and (type(version) is not str or not 0 < len(version) <= 254
-                                or not version.isprintable() or "/" in version
-                                or "\\" in version):
+    if version is not None and (
+        type(version) is not str
+        or not 0 < len(version) <= 254
+        or not version.isprintable()
+        or "/" in version
+        or "\\" in version
+    ):
         return False  # stricter than VERSION_PATTERN: isprintable refuses some other spaces
     fmt = get("format", 1)
     if type(fmt) is not int or fmt != 1 or get("status", "ok") not in _STATUSES:
@@ -177,7 +192,8 @@ def record_ok(record: Any) -> bool:
         return False
     return not provenance or (
         (_GOOD_REFS.issuperset(provenance) or all(map(ref_ok, provenance)))
-        and set(map(type, provenance.values())) <= _STR_ONLY)
+        and set(map(type, provenance.values())) <= _STR_ONLY
+    )
 
 
 def states_ok(refs: Any) -> bool:
@@ -188,8 +204,9 @@ def states_ok(refs: Any) -> bool:
         if type(state) is not dict or not ref_ok(ref):
             return False
         owner = state.get("owner")
-        if (owner is not None and type(owner) is not str) \
-                or type(state.get("unknown", False)) is not bool:
+        if (owner is not None and type(owner) is not str) or type(
+            state.get("unknown", False)
+        ) is not bool:
             return False
         record = state.get("record")
         if record is not None and not record_ok(record):
@@ -220,8 +237,11 @@ def ops_ok(ops: list[Any]) -> bool:
                 return False
         elif kind == "reset":
             unknown = op.get("unknown", [])
-            if not is_snapshot_hash(op.get("snapshot")) or type(unknown) is not list \
-                    or not all(map(ref_ok, unknown)):
+            if (
+                not is_snapshot_hash(op.get("snapshot"))
+                or type(unknown) is not list
+                or not all(map(ref_ok, unknown))
+            ):
                 return False
         else:
             return False
@@ -240,8 +260,11 @@ def _format_ok(data: Any) -> bool:
 
 
 def _position_ok(position: Any) -> bool:
-    return type(position) is dict and _int(position.get("segment"), 1) \
+    return (
+        type(position) is dict
+        and _int(position.get("segment"), 1)
         and _int(position.get("offset"), 0)
+    )
 
 
 def config_ok(data: Any) -> bool:
@@ -249,11 +272,18 @@ def config_ok(data: Any) -> bool:
 
 
 def _resource_ok(item: Any) -> bool:
-    if type(item) is not dict or type(item.get("name")) is not str \
-            or type(item.get("role")) is not str:
+    if (
+        type(item) is not dict
+        or type(item.get("name")) is not str
+        or type(item.get("role")) is not str
+    ):
         return False
-    return _text(item.get("path")) and _text(item.get("uri")) \
-        and type(item.get("versioning", "")) is str and type(item.get("description", "")) is str
+    return (
+        _text(item.get("path"))
+        and _text(item.get("uri"))
+        and type(item.get("versioning", "")) is str
+        and type(item.get("description", "")) is str
+    )
 
 
 def resources_ok(data: Any) -> bool:
@@ -262,14 +292,19 @@ def resources_ok(data: Any) -> bool:
 
 
 def current_shell_ok(data: Any) -> bool:
-    return _format_ok(data) and _position_ok(data.get("position")) \
-        and type(data.get("refs")) is dict
+    return (
+        _format_ok(data) and _position_ok(data.get("position")) and type(data.get("refs")) is dict
+    )
 
 
 def manifest_shell_ok(data: Any) -> bool:
     resources = data.get("resources", []) if _format_ok(data) else None
-    return type(resources) is list and all(map(_resource_ok, resources)) \
-        and is_snapshot_hash(data.get("hash")) and type(data.get("refs")) is dict
+    return (
+        type(resources) is list
+        and all(map(_resource_ok, resources))
+        and is_snapshot_hash(data.get("hash"))
+        and type(data.get("refs")) is dict
+    )
 
 
 def _entry_ok(entry: Any) -> bool:
@@ -277,13 +312,19 @@ def _entry_ok(entry: Any) -> bool:
         return False
     tags, results = entry.get("tags", []), entry.get("results", [])
     metrics = entry.get("metrics")
-    if type(tags) is not list or not all(map(is_tag, tags)) or type(results) is not list \
-            or type(entry.get("message", "")) is not str \
-            or type(entry.get("created", "")) is not str \
-            or (metrics is not None and type(metrics) is not dict):
+    if (
+        type(tags) is not list
+        or not all(map(is_tag, tags))
+        or type(results) is not list
+        or type(entry.get("message", "")) is not str
+        or type(entry.get("created", "")) is not str
+        or (metrics is not None and type(metrics) is not dict)
+    ):
         return False
-    return all(type(item) is dict and ref_ok(item.get("ref"))
-               and results_folder_ok(item.get("folder")) for item in results)
+    return all(
+        type(item) is dict and ref_ok(item.get("ref")) and results_folder_ok(item.get("folder"))
+        for item in results
+    )
 
 
 def index_ok(data: Any) -> bool:
@@ -292,35 +333,50 @@ def index_ok(data: Any) -> bool:
 
 
 def _pair_ok(pair: Any) -> bool:
-    return type(pair) is list and len(pair) == 2 and type(pair[0]) is str \
-        and type(pair[1]) is str
+    return type(pair) is list and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str
 
 
 def marker_ok(data: Any) -> bool:
-    if type(data) is not dict or type(data.get("scheme")) is not str \
-            or type(data.get("format", 1)) is not int:
+    if (
+        type(data) is not dict
+        or type(data.get("scheme")) is not str
+        or type(data.get("format", 1)) is not int
+    ):
         return False
     version, columns, rows = data.get("version"), data.get("columns"), data.get("rows")
     lineage = data.get("lineage")
-    return type(version) is str and re.fullmatch(VERSION_PATTERN, version) is not None \
-        and (rows is None or type(rows) is int) \
-        and _text(data.get("content")) and _text(data.get("file_format")) \
-        and _text(data.get("versioning")) \
-        and (columns is None or (type(columns) is list and all(map(_pair_ok, columns)))) \
+    return (
+        type(version) is str
+        and re.fullmatch(VERSION_PATTERN, version) is not None
+        and (rows is None or type(rows) is int)
+        and _text(data.get("content"))
+        and _text(data.get("file_format"))
+        and _text(data.get("versioning"))
+        and (columns is None or (type(columns) is list and all(map(_pair_ok, columns))))
         and (lineage is None or type(lineage) is dict)
+    )
 
 
 def outbox_state_ok(data: Any) -> bool:
-    return _format_ok(data) and _position_ok(data.get("position")) \
-        and _int(data.get("delivered", 0), 0) and _int(data.get("attempts", 0), 0) \
-        and _text(data.get("next_attempt_at")) and _text(data.get("last_error")) \
-        and _text(data.get("last_error_at")) and _text(data.get("last_delivery_at"))
+    return (
+        _format_ok(data)
+        and _position_ok(data.get("position"))
+        and _int(data.get("delivered", 0), 0)
+        and _int(data.get("attempts", 0), 0)
+        and _text(data.get("next_attempt_at"))
+        and _text(data.get("last_error"))
+        and _text(data.get("last_error_at"))
+        and _text(data.get("last_delivery_at"))
+    )
 
 
 def outbox_keys_ok(data: Any) -> bool:
     keys = data.get("keys") if _format_ok(data) else None
-    return _int(data.get("bytes") if type(data) is dict else None, 0) \
-        and type(keys) is list and all(map(_pair_ok, keys))
+    return (
+        _int(data.get("bytes") if type(data) is dict else None, 0)
+        and type(keys) is list
+        and all(map(_pair_ok, keys))
+    )
 
 
 #: kind -> (quick check, name of the schema's TypeAdapter in `formats`).
@@ -338,8 +394,15 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def checked(kind: str, data: Any, path: Path | str, *, what: str = "", advice: str = RESTORE,
-            prefix: str = "") -> Any:
+def checked(
+    kind: str,
+    data: Any,
+    path: Path | str,
+    *,
+    what: str = "",
+    advice: str = RESTORE,
+    prefix: str = "",
+) -> Any:
     """`data` (parsed from `path`) if it has the shape of a `kind` file, else
     `WorkspaceConfigError` naming the file, the field and what to do (from `formats`)."""
     quick, schema = _KINDS[kind]
@@ -347,24 +410,39 @@ def checked(kind: str, data: Any, path: Path | str, *, what: str = "", advice: s
         return data
     from . import formats
 
-    return formats.check(getattr(formats, schema), data, path, what=what, advice=advice,
-                         prefix=prefix)
+    return formats.check(
+        getattr(formats, schema), data, path, what=what, advice=advice, prefix=prefix
+    )
 
 
-def check_states(refs: Any, path: Path | str, *, what: str = "", advice: str = RESTORE
-                 ) -> dict[str, Any]:
+def check_states(
+    refs: Any, path: Path | str, *, what: str = "", advice: str = RESTORE
+) -> dict[str, Any]:
     """The `{ref: state}` part of `current.json` or a manifest, checked."""
-    return checked("states", refs, path, what=what, advice=advice,  # type: ignore[no-any-return]
-                   prefix="refs")
+    return checked(
+        "states",
+        refs,
+        path,
+        what=what,
+        advice=advice,  # type: ignore[no-any-return]
+        prefix="refs",
+    )
 
 
-def check_ops(ops: list[Any], path: Path | str, where: Callable[[int], str]
-              ) -> list[dict[str, Any]]:
+def check_ops(
+    ops: list[Any], path: Path | str, where: Callable[[int], str]
+) -> list[dict[str, Any]]:
     """Journal operations parsed from `path`, checked; `where(index)` names a line."""
     if ops_ok(ops):
         return ops
     from . import formats
 
-    return formats.check(formats.JOURNAL, ops, path, where=where, what="lineage journal",
-                         advice="restore the lineage folder from git or a backup (or move "
-                                "that line out of the file)")
+    return formats.check(
+        formats.JOURNAL,
+        ops,
+        path,
+        where=where,
+        what="lineage journal",
+        advice="restore the lineage folder from git or a backup (or move "
+        "that line out of the file)",
+    )

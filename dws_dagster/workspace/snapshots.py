@@ -83,17 +83,28 @@ class SnapshotInfo:
         return self.tags[0] if self.tags else self.hash[:12]
 
     def to_json(self) -> dict[str, Any]:
-        data = {"hash": self.hash, "tags": self.tags, "message": self.message,
-                "created": self.created, "metrics": self.metrics, "results": self.results}
+        data = {
+            "hash": self.hash,
+            "tags": self.tags,
+            "message": self.message,
+            "created": self.created,
+            "metrics": self.metrics,
+            "results": self.results,
+        }
         if self.resources is not None:  # absent: a snapshot of lineage only (before 0002)
             data["resources"] = self.resources
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotInfo:
-        return cls(hash=data["hash"], tags=list(data.get("tags", [])),
-                   message=data.get("message", ""), created=data.get("created", ""),
-                   metrics=data.get("metrics"), results=list(data.get("results", [])))
+        return cls(
+            hash=data["hash"],
+            tags=list(data.get("tags", [])),
+            message=data.get("message", ""),
+            created=data.get("created", ""),
+            metrics=data.get("metrics"),
+            results=list(data.get("results", [])),
+        )
 
 
 @dataclass
@@ -172,29 +183,54 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     ws_id = store.workspace_id
     with store.reading() as connection:
         rows = connection.execute(
-            select(_SNAPSHOTS.c.hash, _SNAPSHOTS.c.message, _SNAPSHOTS.c.created,
-                   _SNAPSHOTS.c.metrics, _SNAPSHOTS.c.results, _SNAPSHOTS.c.resources)
-            .where(_SNAPSHOTS.c.workspace_id == ws_id).order_by(_SNAPSHOTS.c.position)).all()
+            select(
+                _SNAPSHOTS.c.hash,
+                _SNAPSHOTS.c.message,
+                _SNAPSHOTS.c.created,
+                _SNAPSHOTS.c.metrics,
+                _SNAPSHOTS.c.results,
+                _SNAPSHOTS.c.resources,
+            )
+            .where(_SNAPSHOTS.c.workspace_id == ws_id)
+            .order_by(_SNAPSHOTS.c.position)
+        ).all()
         tag_rows = connection.execute(
-            select(_TAGS.c.hash, _TAGS.c.tag).where(_TAGS.c.workspace_id == ws_id)
-            .order_by(_TAGS.c.position, _TAGS.c.tag)).all()
+            select(_TAGS.c.hash, _TAGS.c.tag)
+            .where(_TAGS.c.workspace_id == ws_id)
+            .order_by(_TAGS.c.position, _TAGS.c.tag)
+        ).all()
     tags: dict[str, list[str]] = {}
     for digest, tag in tag_rows:
         tags.setdefault(digest, []).append(tag)
     where = _index_where(ws)
-    entries = [{"hash": digest, "tags": tags.pop(digest, []), "message": message,
-                "created": created, "metrics": _json(metrics, where, digest, "metrics"),
-                "results": _json(results, where, digest, "results")}
-               for digest, message, created, metrics, results, _ in rows]
-    states = {digest: _resource_states(_json(raw, where, digest, "resources"), where, digest)
-              for digest, *_, raw in rows}
+    entries = [
+        {
+            "hash": digest,
+            "tags": tags.pop(digest, []),
+            "message": message,
+            "created": created,
+            "metrics": _json(metrics, where, digest, "metrics"),
+            "results": _json(results, where, digest, "results"),
+        }
+        for digest, message, created, metrics, results, _ in rows
+    ]
+    states = {
+        digest: _resource_states(_json(raw, where, digest, "resources"), where, digest)
+        for digest, *_, raw in rows
+    }
     if tags:
         orphan = next(iter(tags))
         raise WorkspaceConfigError(
             f"{where} is corrupt: tag {tags[orphan][0]!r} names snapshot {orphan[:12]}, which "
-            "is not in the index; restore the store from a backup")
-    data = shapes.checked("index", {"format": INDEX_FORMAT, "snapshots": entries}, where,
-                          what="snapshot index", advice="restore the store from a backup")
+            "is not in the index; restore the store from a backup"
+        )
+    data = shapes.checked(
+        "index",
+        {"format": INDEX_FORMAT, "snapshots": entries},
+        where,
+        what="snapshot index",
+        advice="restore the store from a backup",
+    )
     infos = [SnapshotInfo.from_json(item) for item in data["snapshots"]]
     for info in infos:
         info.resources = states[info.hash]
@@ -205,13 +241,17 @@ def _resource_states(value: Any, where: str, digest: str) -> dict[str, dict[str,
     if value is None:
         return None
     if type(value) is dict and all(
-            type(name) is str and type(state) is dict
-            and type(state.get("git_commit")) is str and type(state.get("dirty")) is bool
-            for name, state in value.items()):
+        type(name) is str
+        and type(state) is dict
+        and type(state.get("git_commit")) is str
+        and type(state.get("dirty")) is bool
+        for name, state in value.items()
+    ):
         return value
     raise WorkspaceConfigError(
         f"{where} is corrupt: snapshot {str(digest)[:12]}: resources is not what "
-        "dws_dagster writes; restore the store from a backup")
+        "dws_dagster writes; restore the store from a backup"
+    )
 
 
 def _json(text: Any, where: str, digest: str, column: str) -> Any:
@@ -222,22 +262,31 @@ def _json(text: Any, where: str, digest: str, column: str) -> Any:
     except (orjson.JSONDecodeError, TypeError):
         raise WorkspaceConfigError(
             f"{where} is corrupt: snapshot {str(digest)[:12]}: {column} is not JSON; restore "
-            "the store from a backup") from None
+            "the store from a backup"
+        ) from None
 
 
 def _add_snapshot(ws: Workspace, info: SnapshotInfo) -> None:
     store = ws.store
     ws_id = store.workspace_id
     with store.locked() as connection:
-        position = connection.execute(select(func.coalesce(func.max(_SNAPSHOTS.c.position), 0))
-                                      .where(_SNAPSHOTS.c.workspace_id == ws_id)).scalar()
-        connection.execute(insert(_SNAPSHOTS).values(
-            workspace_id=ws_id, hash=info.hash, position=_next(ws, position, "snapshot"),
-            message=info.message, created=info.created,
-            metrics=None if info.metrics is None else orjson.dumps(info.metrics).decode(),
-            results=orjson.dumps(info.results).decode(),
-            resources=None if info.resources is None
-            else orjson.dumps(info.resources).decode()))
+        position = connection.execute(
+            select(func.coalesce(func.max(_SNAPSHOTS.c.position), 0)).where(
+                _SNAPSHOTS.c.workspace_id == ws_id
+            )
+        ).scalar()
+        connection.execute(
+            insert(_SNAPSHOTS).values(
+                workspace_id=ws_id,
+                hash=info.hash,
+                position=_next(ws, position, "snapshot"),
+                message=info.message,
+                created=info.created,
+                metrics=None if info.metrics is None else orjson.dumps(info.metrics).decode(),
+                results=orjson.dumps(info.results).decode(),
+                resources=None if info.resources is None else orjson.dumps(info.resources).decode(),
+            )
+        )
         for tag in info.tags:
             _add_tag(ws, info.hash, tag)
 
@@ -246,10 +295,16 @@ def _add_tag(ws: Workspace, digest: str, tag: str) -> None:
     store = ws.store
     ws_id = store.workspace_id
     with store.locked() as connection:
-        position = connection.execute(select(func.coalesce(func.max(_TAGS.c.position), 0))
-                                      .where(_TAGS.c.workspace_id == ws_id)).scalar()
-        connection.execute(insert(_TAGS).values(workspace_id=ws_id, tag=tag, hash=digest,
-                                                position=_next(ws, position, "tag")))
+        position = connection.execute(
+            select(func.coalesce(func.max(_TAGS.c.position), 0)).where(
+                _TAGS.c.workspace_id == ws_id
+            )
+        ).scalar()
+        connection.execute(
+            insert(_TAGS).values(
+                workspace_id=ws_id, tag=tag, hash=digest, position=_next(ws, position, "tag")
+            )
+        )
 
 
 def _next(ws: Workspace, last: Any, what: str) -> int:
@@ -258,33 +313,42 @@ def _next(ws: Workspace, last: Any, what: str) -> int:
     if type(last) is not int:
         raise WorkspaceConfigError(
             f"{_index_where(ws)} is corrupt: a {what} position is {str(last)[:40]!r}, not a "
-            "number; restore the store from a backup")
+            "number; restore the store from a backup"
+        )
     return last + 1
 
 
 def _remove_tag(ws: Workspace, tag: str) -> None:
     store = ws.store
     with store.locked() as connection:
-        connection.execute(delete(_TAGS).where(_TAGS.c.workspace_id == store.workspace_id,
-                                               _TAGS.c.tag == tag))
+        connection.execute(
+            delete(_TAGS).where(_TAGS.c.workspace_id == store.workspace_id, _TAGS.c.tag == tag)
+        )
 
 
 def _remove_snapshot(ws: Workspace, digest: str) -> None:
     store = ws.store
     ws_id = store.workspace_id
     with store.locked() as connection:
-        connection.execute(delete(_TAGS).where(_TAGS.c.workspace_id == ws_id,
-                                               _TAGS.c.hash == digest))
-        connection.execute(delete(_SNAPSHOTS).where(_SNAPSHOTS.c.workspace_id == ws_id,
-                                                    _SNAPSHOTS.c.hash == digest))
+        connection.execute(
+            delete(_TAGS).where(_TAGS.c.workspace_id == ws_id, _TAGS.c.hash == digest)
+        )
+        connection.execute(
+            delete(_SNAPSHOTS).where(
+                _SNAPSHOTS.c.workspace_id == ws_id, _SNAPSHOTS.c.hash == digest
+            )
+        )
         store.drop_snapshot(digest)
         snapshot_data.delete_rows(ws, digest)
 
 
 def snapshot_manifest(ws: Workspace, digest: str) -> dict[str, Any]:
     """A snapshot's lineage as the manifest `graph.SnapshotView` reads."""
-    return {"format": INDEX_FORMAT, "hash": digest,
-            "refs": {ref: state.to_json() for ref, state in ws.store.snapshot_items(digest)}}
+    return {
+        "format": INDEX_FORMAT,
+        "hash": digest,
+        "refs": {ref: state.to_json() for ref, state in ws.store.snapshot_items(digest)},
+    }
 
 
 def resolve_snapshot(ws: Workspace, name: str) -> SnapshotInfo:
@@ -302,11 +366,13 @@ def _resolve(infos: list[SnapshotInfo], name: str) -> SnapshotInfo:
     if len(matches) > 1:
         raise SnapshotNotFoundError(
             f"snapshot prefix {name!r} is ambiguous: it matches "
-            f"{', '.join(m.hash[:16] for m in matches)}; give more characters")
+            f"{', '.join(m.hash[:16] for m in matches)}; give more characters"
+        )
     known = ", ".join(i.name for i in infos[-5:]) or "none yet"
     raise SnapshotNotFoundError(
         f"no snapshot is tagged {name!r} or has a hash starting with it (recent: {known}); "
-        "see 'dws-dagster history'")
+        "see 'dws-dagster history'"
+    )
 
 
 def validate_tag(tag: str) -> str:
@@ -314,61 +380,82 @@ def validate_tag(tag: str) -> str:
     anything is written. A tag names a results folder, and its staging copy
     `.dws-staging-<tag>-<32 hex>` too: file names hold 255 bytes, so a tag holds 200 (UTF-8)."""
     max_bytes = 200
-    if not isinstance(tag, str) or not tag or len(tag) > 128 or any(
-            c.isspace() or c in "/\\\x00" or not c.isprintable() for c in tag) \
-            or tag in (".", "..", CURRENT):
-        raise SnapshotError(f"invalid tag {tag!r}: use 1-128 printable characters without "
-                            f"spaces or slashes, other than '{CURRENT}'")
+    if (
+        not isinstance(tag, str)
+        or not tag
+        or len(tag) > 128
+        or any(c.isspace() or c in "/\\\x00" or not c.isprintable() for c in tag)
+        or tag in (".", "..", CURRENT)
+    ):
+        raise SnapshotError(
+            f"invalid tag {tag!r}: use 1-128 printable characters without "
+            f"spaces or slashes, other than '{CURRENT}'"
+        )
     size = len(tag.encode("utf-8"))
     if size > max_bytes:
         raise SnapshotError(
             f"tag {tag[:20]!r}... is {size} bytes in UTF-8; a tag names a folder, so it may "
-            f"hold at most {max_bytes} bytes: choose a shorter tag")
+            f"hold at most {max_bytes} bytes: choose a shorter tag"
+        )
     if _HEXISH.match(tag):
-        raise SnapshotError(f"tag {tag!r} looks like a snapshot hash; choose a tag that does "
-                            "not (for example 'v-{tag}')")
+        raise SnapshotError(
+            f"tag {tag!r} looks like a snapshot hash; choose a tag that does "
+            "not (for example 'v-{tag}')"
+        )
     return tag
 
 
 # --------------------------------------------------------------------------- taking
 
 
-def snapshot_hash(ws: Workspace, states: dict[str, RefState], data: list[DataRow],
-                  code: dict[str, dict[str, Any]]) -> str:
+def snapshot_hash(
+    ws: Workspace, states: dict[str, RefState], data: list[DataRow], code: dict[str, dict[str, Any]]
+) -> str:
     """Deterministic, portable hash of a workspace state: no paths, hosts or timestamps."""
     try:
-        rows = [(ref, state.status,
-                 None if state.record is None else identity_digest(state.record))
-                for ref, state in sorted(states.items())]
+        rows = [
+            (ref, state.status, None if state.record is None else identity_digest(state.record))
+            for ref, state in sorted(states.items())
+        ]
     except orjson.JSONEncodeError as exc:
-        raise WorkspaceConfigError(too_deep(f"workspace store {ws.store.shown}", exc)) \
-            from None
+        raise WorkspaceConfigError(too_deep(f"workspace store {ws.store.shown}", exc)) from None
     return hash_of_rows(ws, rows, data, code)
 
 
-def hash_of_rows(ws: Workspace, rows: list[tuple[str, str, str | None]],
-                 data: list[DataRow], code: dict[str, dict[str, Any]]) -> str:
+def hash_of_rows(
+    ws: Workspace,
+    rows: list[tuple[str, str, str | None]],
+    data: list[DataRow],
+    code: dict[str, dict[str, Any]],
+) -> str:
     """The snapshot hash of (ref, status, identity digest of its record) rows sorted by ref
     (what the store gives without reading any record), the data found on disk (each ref's
     kind and version, sorted by ref) and the code resources' git state: two snapshots differ
     whenever the workspace's lineage, data or code differ."""
-    body = {"resources": sorted([r.name, r.role] for r in ws.resources.values()),
-            "refs": rows, "data": [[row.ref, row.kind, row.version] for row in data],
-            "code": code}
+    body = {
+        "resources": sorted([r.name, r.role] for r in ws.resources.values()),
+        "refs": rows,
+        "data": [[row.ref, row.kind, row.version] for row in data],
+        "code": code,
+    }
     return xxhash.xxh3_128_hexdigest(canonical_json(body))
 
 
 def _results_refs(ws: Workspace, refs: list[str]) -> list[str]:
     """The refs (with a good record) of results resources, in the resources' order."""
     # Stored refs are normalised, so the resource is the text before the first slash.
-    order = {name: i for i, (name, resource) in enumerate(ws.resources.items())
-             if resource.role == "results"}
+    order = {
+        name: i
+        for i, (name, resource) in enumerate(ws.resources.items())
+        if resource.role == "results"
+    }
     chosen = [ref for ref in refs if ref.split("/", 1)[0] in order]
     return sorted(chosen, key=lambda r: (order[r.split("/", 1)[0]], r))
 
 
-def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "", *,
-                  remote: RemoteData | None = None) -> SnapshotOutcome:
+def take_snapshot(
+    ws: Workspace, tag: str | None = None, message: str = "", *, remote: RemoteData | None = None
+) -> SnapshotOutcome:
     """Snapshot the workspace: its lineage, the data of every ref and of source-data and code
     resources (retained, so the snapshot restores while it exists), code's git state; results
     get a per-snapshot copy with `lineage.json`. A restore a crash interrupted is finished
@@ -425,22 +512,34 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "", *,
                 _add_tag(ws, existing.hash, tag)
                 return SnapshotOutcome(existing, created=False, tag_added=True)
 
-            info = SnapshotInfo(hash=digest, tags=[tag] if tag else [],
-                                message=redact_text(message or ""),
-                                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                                resources=code)
-            outcome = SnapshotOutcome(info, created=True, warnings=warnings,
-                                      drift=[row.ref for row in data if row.kind == DRIFT])
+            info = SnapshotInfo(
+                hash=digest,
+                tags=[tag] if tag else [],
+                message=redact_text(message or ""),
+                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                resources=code,
+            )
+            outcome = SnapshotOutcome(
+                info,
+                created=True,
+                warnings=warnings,
+                drift=[row.ref for row in data if row.kind == DRIFT],
+            )
             outcome.retention = _retain(ws, objects, scans, hashes, copied, record=True)
             # Only the results refs' records are read: the rest is references to records.
-            results_refs = _results_refs(ws, [ref for ref, _status, identity in rows
-                                              if identity is not None])
+            results_refs = _results_refs(
+                ws, [ref for ref, _status, identity in rows if identity is not None]
+            )
             states = store.states_in(None, results_refs)
             info.metrics = snapshot_metrics(
-                ws, results_refs, {ref: states[ref].record for ref in results_refs},
-                outcome.warnings)
-            placed = _archive_results(ws, info, states, results_refs, outcome,
-                                      _folder_name(info, infos))
+                ws,
+                results_refs,
+                {ref: states[ref].record for ref in results_refs},
+                outcome.warnings,
+            )
+            placed = _archive_results(
+                ws, info, states, results_refs, outcome, _folder_name(info, infos)
+            )
             # In the transaction `store.locked()` holds: the manifest and the index entry
             # commit together when the block ends, or not at all.
             store.save_snapshot(digest)
@@ -458,13 +557,21 @@ def take_snapshot(ws: Workspace, tag: str | None = None, message: str = "", *,
 def _check_tag(infos: list[SnapshotInfo], tag: str | None, digest: str) -> None:
     owner = next((i for i in infos if tag is not None and tag in i.tags), None)
     if owner is not None and owner.hash != digest:
-        raise SnapshotError(f"tag {tag!r} already names snapshot {owner.hash[:12]}; "
-                            "choose another tag, or delete that snapshot first")
+        raise SnapshotError(
+            f"tag {tag!r} already names snapshot {owner.hash[:12]}; "
+            "choose another tag, or delete that snapshot first"
+        )
 
 
-def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
-            hashes: FileHashCache, report: RetentionReport, *, record: bool
-            ) -> RetentionReport:
+def _retain(
+    ws: Workspace,
+    objects: ObjectStore,
+    scans: dict[str, DataScan],
+    hashes: FileHashCache,
+    report: RetentionReport,
+    *,
+    record: bool,
+) -> RetentionReport:
     """Retain every scanned version no earlier snapshot retained already: its files into the
     object store (counted in `report`; a file there already costs one `stat`) and, when
     `record` (under the store's lock), its manifest into the store."""
@@ -477,8 +584,7 @@ def _retain(ws: Workspace, objects: ObjectStore, scans: dict[str, DataScan],
     for ref, found in scans.items():
         if found.version is None or (ref, found.version) in have:
             continue
-        manifests.append((ref, found.version, found.link,
-                          retain(objects, found, hashes, report)))
+        manifests.append((ref, found.version, found.link, retain(objects, found, hashes, report)))
     if record:
         report.new_versions = len(manifests)
         snapshot_data.save_manifests(ws, manifests)
@@ -493,9 +599,14 @@ def _folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:
     return info.name if f"{RESULTS_SNAPSHOT_DIR}/{info.name}" not in taken else info.hash[:12]
 
 
-def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefState],
-                     results_refs: list[str], outcome: SnapshotOutcome, name: str
-                     ) -> list[Path]:
+def _archive_results(
+    ws: Workspace,
+    info: SnapshotInfo,
+    states: dict[str, RefState],
+    results_refs: list[str],
+    outcome: SnapshotOutcome,
+    name: str,
+) -> list[Path]:
     """Copy each results ref with its lineage.json into `<resource>/snapshots/<name>/`. The
     snapshot is the current lineage (the caller holds the store's lock), so the lineage of
     each results ref is read from the store itself."""
@@ -512,28 +623,31 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
                 continue
             source = ws.local_path(parsed)
             if not source.exists():
-                outcome.warnings.append(f"results ref {ref} has no data at {source}; "
-                                        "not archived")
+                outcome.warnings.append(f"results ref {ref} has no data at {source}; not archived")
                 continue
             if states[ref].unknown or ws.version_of(parsed) != states[ref].version:
                 outcome.warnings.append(
                     f"results ref {ref}: its data is not the version its lineage records "
-                    f"({short(states[ref].version)}); not archived — re-run its step")
+                    f"({short(states[ref].version)}); not archived — re-run its step"
+                )
                 continue
             root = ws.resource_root(resource)
             final = root / RESULTS_SNAPSHOT_DIR / name
             if final.exists():
-                raise SnapshotError(f"{final} already exists; move it away or choose another "
-                                    "tag")
+                raise SnapshotError(f"{final} already exists; move it away or choose another tag")
             stage = staged.get(parsed.name)
             if stage is None:
                 stage = staging_path(final)
                 stage.mkdir(parents=True)
                 staged[parsed.name] = stage
             target = stage / parsed.subpath if parsed.subpath else stage
-            lineage = {"format": INDEX_FORMAT, "snapshot": info.hash, "ref": ref,
-                       "version": states[ref].version,
-                       "records": upstream_records(view, ref, known)}
+            lineage = {
+                "format": INDEX_FORMAT,
+                "snapshot": info.hash,
+                "ref": ref,
+                "version": states[ref].version,
+                "records": upstream_records(view, ref, known),
+            }
             # Named by where the copy goes, not by the staging folder the user never sees.
             with writing(final, action="copy results into"):
                 if source.is_dir():
@@ -543,7 +657,8 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(source, target)
                     target.with_name(target.name + ".lineage.json").write_bytes(
-                        pretty_json(lineage))
+                        pretty_json(lineage)
+                    )
             info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{name}"})
         for resource_name, stage in staged.items():
             final = ws.resource_root(resource_name) / RESULTS_SNAPSHOT_DIR / name
@@ -561,22 +676,30 @@ def _archive_results(ws: Workspace, info: SnapshotInfo, states: dict[str, RefSta
 def _copy_results_dir(source: Path, target: Path) -> None:
     """Copy what the results' version covers: pipes, sockets and devices are not data (a
     pipe would block the copy), the snapshot archives are not part of a snapshot."""
+
     def ignore(directory: str, names: list[str]) -> set[str]:
         top = Path(directory) == source
         skipped = special_names(directory)
-        skipped.update(n for n in names
-                       if is_ignored_name(n) or (top and n == RESULTS_SNAPSHOT_DIR))
+        skipped.update(
+            n for n in names if is_ignored_name(n) or (top and n == RESULTS_SNAPSHOT_DIR)
+        )
         return skipped
+
     shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
 
 
 # -------------------------------------------------------------------------- restore
 
 
-def restore_snapshot(ws: Workspace, name: str,
-                     progress: Callable[[str], None] | None = None, *,
-                     partial: bool = False, code: bool = False,
-                     remote: RemoteData | None = None) -> RestoreReport:
+def restore_snapshot(
+    ws: Workspace,
+    name: str,
+    progress: Callable[[str], None] | None = None,
+    *,
+    partial: bool = False,
+    code: bool = False,
+    remote: RemoteData | None = None,
+) -> RestoreReport:
     """Make a snapshot's lineage and data current again: see `restore.restore_snapshot`
     (imported when called: restoring builds on this module)."""
     from .restore import restore_snapshot as restore
@@ -596,33 +719,40 @@ def diff_lineage(ws: Workspace, before: str, after: str) -> list[RefChange]:
     store = ws.store
     with store.reading():
         refs = store.differing_refs(a and a.hash, b and b.hash)
-        changes = diff_states(store.states_in(a and a.hash, refs),
-                              store.states_in(b and b.hash, refs))
+        changes = diff_states(
+            store.states_in(a and a.hash, refs), store.states_in(b and b.hash, refs)
+        )
     data_a, code_a, files_a = _data_side(ws, a)
     data_b, code_b, files_b = _data_side(ws, b)
     if data_a is None or data_b is None:  # a snapshot from before data was captured
         return changes
-    return _merge(changes, diff_data(data_a, data_b, files_a, files_b)
-                  + diff_code(code_a or {}, code_b or {}))
+    return _merge(
+        changes, diff_data(data_a, data_b, files_a, files_b) + diff_code(code_a or {}, code_b or {})
+    )
 
 
 FileLister = Callable[[str, str], "dict[str, str] | None"]
 
 
-def _data_side(ws: Workspace, info: SnapshotInfo | None
-               ) -> tuple[dict[str, DataRow] | None, dict[str, dict[str, Any]] | None,
-                          FileLister]:
+def _data_side(
+    ws: Workspace, info: SnapshotInfo | None
+) -> tuple[dict[str, DataRow] | None, dict[str, dict[str, Any]] | None, FileLister]:
     """A side's data rows by ref, code state, and a way to list a captured resource's files:
     a snapshot's as recorded (and retained), or the workspace's now (versioned from the
     stat-keyed hash cache, so only changed files are read)."""
     if info is not None:
+
         def retained_files(ref: str, version: str) -> dict[str, str] | None:
             found = snapshot_data.manifest(ws, ref, version)
             return None if found is None else {f.relpath: f.digest for f in found[1]}
+
         if info.resources is None:
             return None, None, retained_files
-        return ({row.ref: row for row in snapshot_data.rows_of(ws, info.hash)}, info.resources,
-                retained_files)
+        return (
+            {row.ref: row for row in snapshot_data.rows_of(ws, info.hash)},
+            info.resources,
+            retained_files,
+        )
     hashes = FileHashCache.of_workspace(ws.meta_dir)
     try:
         rows, scans = capture(ws, ws.store.recorded_versions(), hashes)
@@ -634,6 +764,7 @@ def _data_side(ws: Workspace, info: SnapshotInfo | None
         if found is None or found.version != version:
             return None
         return {f.relpath: f.digest for f in found.files}
+
     return {row.ref: row for row in rows}, resource_states(ws), scanned_files
 
 
@@ -648,9 +779,12 @@ def current_data(ws: Workspace) -> tuple[list[DataRow], dict[str, dict[str, Any]
     return rows, resource_states(ws)
 
 
-def diff_data(before: dict[str, DataRow], after: dict[str, DataRow],
-              files_before: FileLister | None = None, files_after: FileLister | None = None
-              ) -> list[RefChange]:
+def diff_data(
+    before: dict[str, DataRow],
+    after: dict[str, DataRow],
+    files_before: FileLister | None = None,
+    files_after: FileLister | None = None,
+) -> list[RefChange]:
     """Data that differs beyond what the lineage says: drift, missing data, source-data and
     code resources (a ref whose data is its record's version on both sides is the lineage
     diff's). A resource captured whole names the files that differ, where both sides' file
@@ -667,23 +801,50 @@ def diff_data(before: dict[str, DataRow], after: dict[str, DataRow],
             assert row is not None
             if row.kind in (RESOURCE, CODE):
                 before, after = (None, row.version) if a is None else (row.version, None)
-                changes.append(_change(ref, "added" if a is None else "removed", [ChangeDetail(
-                    f"{_KIND_WORDS[row.kind]} {short(row.version)}", "data",
-                    _KIND_WORDS[row.kind], before, after)]))
+                changes.append(
+                    _change(
+                        ref,
+                        "added" if a is None else "removed",
+                        [
+                            ChangeDetail(
+                                f"{_KIND_WORDS[row.kind]} {short(row.version)}",
+                                "data",
+                                _KIND_WORDS[row.kind],
+                                before,
+                                after,
+                            )
+                        ],
+                    )
+                )
             continue
         found = []
         if b.kind in (DRIFT, MISSING) or a.kind in (DRIFT, MISSING):
-            found.append(ChangeDetail(f"{_KIND_WORDS[b.kind]}: data {short(a.version)} -> "
-                                      f"{short(b.version)}", "data", _KIND_WORDS[b.kind],
-                                      a.version, b.version))
+            found.append(
+                ChangeDetail(
+                    f"{_KIND_WORDS[b.kind]}: data {short(a.version)} -> {short(b.version)}",
+                    "data",
+                    _KIND_WORDS[b.kind],
+                    a.version,
+                    b.version,
+                )
+            )
         elif a.version != b.version:
-            found.append(ChangeDetail(
-                f"{_KIND_WORDS[b.kind]} {short(a.version)} -> {short(b.version)}", "data",
-                _KIND_WORDS[b.kind], a.version, b.version))
-            if files_before is not None and files_after is not None \
-                    and a.version is not None and b.version is not None:
-                found += _file_changes(files_before(ref, a.version),
-                                       files_after(ref, b.version))
+            found.append(
+                ChangeDetail(
+                    f"{_KIND_WORDS[b.kind]} {short(a.version)} -> {short(b.version)}",
+                    "data",
+                    _KIND_WORDS[b.kind],
+                    a.version,
+                    b.version,
+                )
+            )
+            if (
+                files_before is not None
+                and files_after is not None
+                and a.version is not None
+                and b.version is not None
+            ):
+                found += _file_changes(files_before(ref, a.version), files_after(ref, b.version))
         if found:
             changes.append(_change(ref, "changed", found))
     return changes
@@ -694,36 +855,60 @@ def _file_changes(a: dict[str, str] | None, b: dict[str, str] | None) -> list[Ch
     if a is None or b is None:
         return []
     parts = []
-    for word, names in (("changed", [n for n in sorted(a) if n in b and a[n] != b[n]]),
-                        ("added", [n for n in sorted(b) if n not in a]),
-                        ("removed", [n for n in sorted(a) if n not in b])):
+    for word, names in (
+        ("changed", [n for n in sorted(a) if n in b and a[n] != b[n]]),
+        ("added", [n for n in sorted(b) if n not in a]),
+        ("removed", [n for n in sorted(a) if n not in b]),
+    ):
         if names:
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-            parts.append(ChangeDetail(f"files {word}: {', '.join(names[:5])}{more}", "files",
-                                      word, None, names))
+            parts.append(
+                ChangeDetail(
+                    f"files {word}: {', '.join(names[:5])}{more}", "files", word, None, names
+                )
+            )
     return parts
 
 
 _KIND_WORDS = {
-    LINEAGE: "data as its lineage says", DRIFT: "changed outside any step (drift)",
-    MISSING: "data missing", RESOURCE: "source data", CODE: "code", REMOTE: "remote data"}
+    LINEAGE: "data as its lineage says",
+    DRIFT: "changed outside any step (drift)",
+    MISSING: "data missing",
+    RESOURCE: "source data",
+    CODE: "code",
+    REMOTE: "remote data",
+}
 
 
-def diff_code(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
-              ) -> list[RefChange]:
+def diff_code(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> list[RefChange]:
     """Code resources whose git commit or cleanliness differ."""
     changes = []
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name) or {}, after.get(name) or {}
         found = []
         if a.get("git_commit") != b.get("git_commit"):
-            found.append(ChangeDetail(f"git commit {str(a.get('git_commit'))[:12]} -> "
-                                      f"{str(b.get('git_commit'))[:12]}", "git_commit", None,
-                                      a.get("git_commit"), b.get("git_commit")))
+            found.append(
+                ChangeDetail(
+                    f"git commit {str(a.get('git_commit'))[:12]} -> "
+                    f"{str(b.get('git_commit'))[:12]}",
+                    "git_commit",
+                    None,
+                    a.get("git_commit"),
+                    b.get("git_commit"),
+                )
+            )
         if a.get("dirty") != b.get("dirty"):
-            found.append(ChangeDetail(
-                "uncommitted changes " + ("appeared" if b.get("dirty") else "gone"), "dirty",
-                None, a.get("dirty"), b.get("dirty")))
+            found.append(
+                ChangeDetail(
+                    "uncommitted changes " + ("appeared" if b.get("dirty") else "gone"),
+                    "dirty",
+                    None,
+                    a.get("dirty"),
+                    b.get("dirty"),
+                )
+            )
         if found:
             changes.append(_change(name, "changed", found))
     return changes
@@ -757,13 +942,30 @@ def diff_states(before: dict[str, RefState], after: dict[str, RefState]) -> list
     for ref in sorted(set(before) | set(after)):
         a, b = before.get(ref), after.get(ref)
         if a is None:
-            changes.append(_change(ref, "added", [ChangeDetail(
-                f"version {short(b.version)}" if b else "", "version", None, None,
-                b.version if b else None)]))
+            changes.append(
+                _change(
+                    ref,
+                    "added",
+                    [
+                        ChangeDetail(
+                            f"version {short(b.version)}" if b else "",
+                            "version",
+                            None,
+                            None,
+                            b.version if b else None,
+                        )
+                    ],
+                )
+            )
             continue
         if b is None:
-            changes.append(_change(ref, "removed", [ChangeDetail(
-                f"version {short(a.version)}", "version", None, a.version, None)]))
+            changes.append(
+                _change(
+                    ref,
+                    "removed",
+                    [ChangeDetail(f"version {short(a.version)}", "version", None, a.version, None)],
+                )
+            )
             continue
         if a.record == b.record and a.status == b.status:
             continue  # most refs of two snapshots: nothing below could differ
@@ -776,43 +978,84 @@ def diff_states(before: dict[str, RefState], after: dict[str, RefState]) -> list
 def _record_changes(a: RefState, b: RefState) -> list[ChangeDetail]:
     found = []
     if a.version != b.version:
-        found.append(ChangeDetail(f"version {short(a.version)} -> {short(b.version)}",
-                                  "version", None, a.version, b.version))
+        found.append(
+            ChangeDetail(
+                f"version {short(a.version)} -> {short(b.version)}",
+                "version",
+                None,
+                a.version,
+                b.version,
+            )
+        )
     if a.status != b.status:
-        found.append(ChangeDetail(f"status {a.status} -> {b.status}", "status", None,
-                                  a.status, b.status))
+        found.append(
+            ChangeDetail(f"status {a.status} -> {b.status}", "status", None, a.status, b.status)
+        )
     ra, rb = a.record or {}, b.record or {}
     sa, sb = ra.get("step") or {}, rb.get("step") or {}
     if sa.get("name") != sb.get("name"):
-        found.append(ChangeDetail(f"step {sa.get('name')} -> {sb.get('name')}", "step", None,
-                                  sa.get("name"), sb.get("name")))
+        found.append(
+            ChangeDetail(
+                f"step {sa.get('name')} -> {sb.get('name')}",
+                "step",
+                None,
+                sa.get("name"),
+                sb.get("name"),
+            )
+        )
     pa, pb = ra.get("parameters") or {}, rb.get("parameters") or {}
     for key in sorted(set(pa) | set(pb)):
         if pa.get(key) != pb.get(key):
-            found.append(ChangeDetail(
-                f"parameter {key}: {_show(pa.get(key))} -> {_show(pb.get(key))}", "parameter",
-                key, pa.get(key), pb.get(key)))
+            found.append(
+                ChangeDetail(
+                    f"parameter {key}: {_show(pa.get(key))} -> {_show(pb.get(key))}",
+                    "parameter",
+                    key,
+                    pa.get(key),
+                    pb.get(key),
+                )
+            )
     for key in ("code_version", "git_commit"):
         if sa.get(key) != sb.get(key):
-            found.append(ChangeDetail(
-                f"{key.replace('_', ' ')} {sa.get(key)} -> {sb.get(key)}", key, None,
-                sa.get(key), sb.get(key)))
+            found.append(
+                ChangeDetail(
+                    f"{key.replace('_', ' ')} {sa.get(key)} -> {sb.get(key)}",
+                    key,
+                    None,
+                    sa.get(key),
+                    sb.get(key),
+                )
+            )
     ca = {c["ref"]: c["version"] for c in sa.get("code", ())}
     cb = {c["ref"]: c["version"] for c in sb.get("code", ())}
     for ref in sorted(set(ca) | set(cb)):
         if ca.get(ref) != cb.get(ref):
-            found.append(ChangeDetail(f"code {ref} {short(ca.get(ref))} -> {short(cb.get(ref))}",
-                                      "code", ref, ca.get(ref), cb.get(ref)))
+            found.append(
+                ChangeDetail(
+                    f"code {ref} {short(ca.get(ref))} -> {short(cb.get(ref))}",
+                    "code",
+                    ref,
+                    ca.get(ref),
+                    cb.get(ref),
+                )
+            )
     ia = {i["ref"]: i["version"] for i in ra.get("inputs", ())}
     ib = {i["ref"]: i["version"] for i in rb.get("inputs", ())}
     for ref in sorted(set(ia) | set(ib)):
         if ia.get(ref) != ib.get(ref):
-            found.append(ChangeDetail(
-                f"input {ref} {short(ia.get(ref))} -> {short(ib.get(ref))}", "input", ref,
-                ia.get(ref), ib.get(ref)))
+            found.append(
+                ChangeDetail(
+                    f"input {ref} {short(ia.get(ref))} -> {short(ib.get(ref))}",
+                    "input",
+                    ref,
+                    ia.get(ref),
+                    ib.get(ref),
+                )
+            )
     if ra.get("metrics") != rb.get("metrics"):
-        found.append(ChangeDetail("metrics changed", "metrics", None, ra.get("metrics"),
-                                  rb.get("metrics")))
+        found.append(
+            ChangeDetail("metrics changed", "metrics", None, ra.get("metrics"), rb.get("metrics"))
+        )
     return found
 
 
@@ -849,8 +1092,7 @@ class SnapshotDeletion:
         return self.info.name
 
 
-def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False
-                    ) -> SnapshotDeletion:
+def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False) -> SnapshotDeletion:
     """Delete a tag, or a snapshot. A tag of a snapshot that has others goes alone; the
     snapshot (manifest, index entry, and its results copies if asked) goes with its last tag,
     or when named by its hash.
@@ -866,9 +1108,15 @@ def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False
             info.tags.remove(name)
             _remove_tag(ws, name)
             return SnapshotDeletion(info, removed_tag=name)
-        folders = [folder for number in range(len(info.results))
-                   if (folder := _results_folder(ws, info, number)) is not None] \
-            if remove_results else []
+        folders = (
+            [
+                folder
+                for number in range(len(info.results))
+                if (folder := _results_folder(ws, info, number)) is not None
+            ]
+            if remove_results
+            else []
+        )
         _remove_snapshot(ws, info.hash)
     # Folders go once the snapshot is gone from the store (committed): a crash between leaves
     # a results copy nobody names, never an index entry whose copy is missing.
@@ -891,7 +1139,8 @@ def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | No
         raise WorkspaceConfigError(
             f"{path} is corrupt: {field_name}.ref: {entry['ref']!r} is not in a "
             f"results resource ('{parsed.name}' holds {resource.role}); restore the store from "
-            "a backup")
+            "a backup"
+        )
     root = ws.resource_root(resource)
     folder = root / entry["folder"]  # the format checked it is `snapshots/<name>`
     real_root = os.path.realpath(root)
@@ -900,5 +1149,6 @@ def _results_folder(ws: Workspace, info: SnapshotInfo, number: int) -> Path | No
         raise WorkspaceConfigError(
             f"{path}: {field_name}.folder: {folder} leads to {real}, outside "
             f"results resource '{resource.name}' ({real_root}); nothing was changed. Replace "
-            f"the symlink on the way with a folder, or restore the store from a backup")
+            f"the symlink on the way with a folder, or restore the store from a backup"
+        )
     return folder

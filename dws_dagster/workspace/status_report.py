@@ -29,16 +29,25 @@ Row = dict[str, Any]
 #: `dws-dagster observe` commands listed before `and N more`.
 MAX_OBSERVE = 10
 
-_KIND_WORDS = {"unknown": "unknown", "failed": "failed", "missing": "data missing",
-               "drift": "data changed"}
-_WHY = {"unknown": "data may be partial", "failed": "the step failed",
-        "missing": "data missing", "drift": "data changed outside the step",
-        "read": "read source data that changed"}
+_KIND_WORDS = {
+    "unknown": "unknown",
+    "failed": "failed",
+    "missing": "data missing",
+    "drift": "data changed",
+}
+_WHY = {
+    "unknown": "data may be partial",
+    "failed": "the step failed",
+    "missing": "data missing",
+    "drift": "data changed outside the step",
+    "read": "read source data that changed",
+}
 _RESTORE = "or bring back a snapshot's data with 'dws-dagster restore SNAPSHOT'"
 
 
-def source_rows(read: Mapping[str, tuple[str, Sequence[tuple[str, str | None]]]],
-                recorded: Sequence[str]) -> list[Row]:
+def source_rows(
+    read: Mapping[str, tuple[str, Sequence[tuple[str, str | None]]]], recorded: Sequence[str]
+) -> list[Row]:
     """Status rows of the refs steps read that have no lineage of their own
     (`LineageStore.read_without_lineage`), leaving out those nested in or around a ref with
     lineage (`recorded`): a folder read around written partitions is not source data."""
@@ -47,9 +56,16 @@ def source_rows(read: Mapping[str, tuple[str, Sequence[tuple[str, str | None]]]]
     for ref, (version, readers) in read.items():
         if overlapping(ref, ordered):
             continue
-        rows.append({"ref": ref, "version": version, "status": "source", "step": None,
-                     "finished": None,
-                     "read_by": [{"ref": reader, "step": step} for reader, step in readers]})
+        rows.append(
+            {
+                "ref": ref,
+                "version": version,
+                "status": "source",
+                "step": None,
+                "finished": None,
+                "read_by": [{"ref": reader, "step": step} for reader, step in readers],
+            }
+        )
     return rows
 
 
@@ -88,30 +104,36 @@ def _problem(row: Row) -> Problem | None:
     observed = step is None and "read_by" not in row
     readers = _readers(row)
     if status == "unknown":
-        return Problem(ref, "unknown", step, str(row.get("attention") or ""), observed,
-                       readers)
+        return Problem(ref, "unknown", step, str(row.get("attention") or ""), observed, readers)
     if row["version"] is None:  # claimed by a step still running: no version to compare
         data = None
     if data == "missing":
         if step is not None:
-            note = f"its data is missing (lineage says {recorded}); re-run '{step}' to write " \
-                   f"it again, {_RESTORE}"
+            note = (
+                f"its data is missing (lineage says {recorded}); re-run '{step}' to write "
+                f"it again, {_RESTORE}"
+            )
         else:
-            note = f"its source data is missing (lineage says {recorded}); put it back, " \
-                   f"{_RESTORE}"
+            note = f"its source data is missing (lineage says {recorded}); put it back, {_RESTORE}"
         return Problem(ref, "missing", step, note, observed, readers)
     if data == "changed":
         if step is not None:
-            note = f"its data changed outside step '{step}' (lineage says {recorded}, found " \
-                   f"{found}); re-run '{step}' to rewrite it, {_RESTORE}"
+            note = (
+                f"its data changed outside step '{step}' (lineage says {recorded}, found "
+                f"{found}); re-run '{step}' to rewrite it, {_RESTORE}"
+            )
         elif observed:
-            note = f"its source data changed since it was observed ({recorded}, found " \
-                   f"{found}); record it as found with 'dws-dagster observe {ref}', then " \
-                   "re-run the steps that read it"
+            note = (
+                f"its source data changed since it was observed ({recorded}, found "
+                f"{found}); record it as found with 'dws-dagster observe {ref}', then "
+                "re-run the steps that read it"
+            )
         else:
             steps, pronoun = _reader_steps(readers)
-            note = f"its source data changed since {steps} read it ({recorded}, found " \
-                   f"{found}); re-run {pronoun} to read it as it is"
+            note = (
+                f"its source data changed since {steps} read it ({recorded}, found "
+                f"{found}); re-run {pronoun} to read it as it is"
+            )
         return Problem(ref, "drift", step, note, observed, readers)
     if status == "failed":
         return Problem(ref, "failed", step, str(row.get("attention") or ""), observed, readers)
@@ -122,8 +144,11 @@ def _group_note(kind: str, problems: Sequence[Problem]) -> str:
     """What happened to several refs of one group, without what differs between them."""
     step = problems[0].step
     if kind == "unknown":
-        return f"their data may be partial after step '{step}' failed" if step else \
-            "a restore could not bring back their versions (marked unknown)"
+        return (
+            f"their data may be partial after step '{step}' failed"
+            if step
+            else "a restore could not bring back their versions (marked unknown)"
+        )
     if kind == "failed":
         return f"step '{step}' failed; their last good versions are still the ones read"
     if kind == "missing":
@@ -145,8 +170,9 @@ class StatusReport:
         self.verified = verified
         self.groups = group_refs((row["ref"], row["step"]) for row in self.rows)
         self.problems = [p for p in (_problem(row) for row in self.rows) if p is not None]
-        self._unchecked = [(row["ref"], row["step"]) for row in self.rows
-                           if row.get("data") == "unchecked"]
+        self._unchecked = [
+            (row["ref"], row["step"]) for row in self.rows if row.get("data") == "unchecked"
+        ]
         self.unchecked = [ref for ref, _ in self._unchecked]
 
     # ------------------------------------------------------------------ grouping
@@ -185,14 +211,21 @@ class StatusReport:
             names = self.describe(self._unchecked)
             unchecked = f"; {len(self.unchecked)} could not be checked ({names})"
         if count:
-            again = "'dws-dagster status --verify'" if self.verified else \
-                "'dws-dagster status' (--verify also compares the data)"
-            return (f"{count} ref{'s' if count != 1 else ''} need{'' if count != 1 else 's'} "
-                    f"attention: run what is listed above, then {again} again{unchecked}")
+            again = (
+                "'dws-dagster status --verify'"
+                if self.verified
+                else "'dws-dagster status' (--verify also compares the data)"
+            )
+            return (
+                f"{count} ref{'s' if count != 1 else ''} need{'' if count != 1 else 's'} "
+                f"attention: run what is listed above, then {again} again{unchecked}"
+            )
         if self.verified:
-            return (f"Verified {len(self.rows) - len(self.unchecked)} ref(s): the data of "
-                    f"every one is the version its lineage says; nothing needs attention"
-                    f"{unchecked}")
+            return (
+                f"Verified {len(self.rows) - len(self.unchecked)} ref(s): the data of "
+                f"every one is the version its lineage says; nothing needs attention"
+                f"{unchecked}"
+            )
         return "Nothing needs attention ('dws-dagster status --verify' also compares the data)"
 
     def to_run(self) -> list[str]:
@@ -203,7 +236,8 @@ class StatusReport:
         for problem in self.problems:
             if problem.step is not None:
                 rerun.setdefault((problem.step, problem.kind), []).append(
-                    (problem.ref, problem.step))
+                    (problem.ref, problem.step)
+                )
                 continue
             if problem.kind == "missing":
                 put_back.append(problem.ref)
@@ -213,16 +247,22 @@ class StatusReport:
             for reader, step in problem.readers:
                 if step is not None:
                     rerun.setdefault((step, "read"), []).append((reader, step))
-        lines = [f"re-run step '{step}' for {self.describe(dict.fromkeys(refs))} ({_WHY[why]})"
-                 for (step, why), refs in sorted(rerun.items())]
+        lines = [
+            f"re-run step '{step}' for {self.describe(dict.fromkeys(refs))} ({_WHY[why]})"
+            for (step, why), refs in sorted(rerun.items())
+        ]
         for ref in observe[:MAX_OBSERVE]:
             lines.append(f"dws-dagster observe {ref}   (records its source data as found)")
         if len(observe) > MAX_OBSERVE:
-            lines.append(f"... and 'dws-dagster observe' each of "
-                         f"{len(observe) - MAX_OBSERVE} more source ref(s) listed above")
+            lines.append(
+                f"... and 'dws-dagster observe' each of "
+                f"{len(observe) - MAX_OBSERVE} more source ref(s) listed above"
+            )
         if put_back:
-            lines.append(f"put back the source data of "
-                         f"{self.describe((ref, None) for ref in put_back)}, {_RESTORE}")
+            lines.append(
+                f"put back the source data of "
+                f"{self.describe((ref, None) for ref in put_back)}, {_RESTORE}"
+            )
         return lines
 
     # ------------------------------------------------------------------ text
@@ -242,10 +282,13 @@ class StatusReport:
             else:
                 index[group.key] = len(entries)
                 entries.append((f"{group.root} ({len(group)} {group.noun})", [row]))
-        cells = [(label, self._version(rows), rows[0]["step"] or "-", rows)
-                 for label, rows in entries]
-        widths = [max(minimum, *(len(cell[i]) for cell in cells))
-                  for i, minimum in ((0, 10), (1, 12), (2, 20))]
+        cells = [
+            (label, self._version(rows), rows[0]["step"] or "-", rows) for label, rows in entries
+        ]
+        widths = [
+            max(minimum, *(len(cell[i]) for cell in cells))
+            for i, minimum in ((0, 10), (1, 12), (2, 20))
+        ]
         return [self._line(cell, widths) for cell in cells]
 
     @staticmethod
@@ -268,16 +311,27 @@ class StatusReport:
             extra += f"  {count_summary(statuses)}"
         data = [row["data"] for row in rows if "data" in row]
         if data:
-            extra += f"  data {data[0]}" if len(rows) == 1 else \
-                f"  data {count_summary('match' if d == 'matches' else d for d in data)}"
-        readers = sorted({item["step"] for row in rows for item in row.get("read_by", ())
-                          if item["step"] is not None})
+            extra += (
+                f"  data {data[0]}"
+                if len(rows) == 1
+                else f"  data {count_summary('match' if d == 'matches' else d for d in data)}"
+            )
+        readers = sorted(
+            {
+                item["step"]
+                for row in rows
+                for item in row.get("read_by", ())
+                if item["step"] is not None
+            }
+        )
         if readers:
             extra += f"  read by {', '.join(readers)}"
         if len(rows) == 1 and first.get("error"):
             extra += f"  error: {first['error']}"
-        return (f"  {label:<{widths[0]}}  {version:<{widths[1]}}  {status:<8} "
-                f"{step:<{widths[2]}} {finished or '-'}{extra}")
+        return (
+            f"  {label:<{widths[0]}}  {version:<{widths[1]}}  {status:<8} "
+            f"{step:<{widths[2]}} {finished or '-'}{extra}"
+        )
 
     def attention_lines(self, *, expand: bool) -> list[str]:
         """`N ref(s) need attention: ...` and a line for each ref or group of them."""
@@ -322,7 +376,11 @@ class StatusReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"verified": self.verified, "verdict": self.verdict,
-                "attention": [problem.to_json() for problem in self.problems],
-                "to_run": self.to_run() if self.problems else [],
-                "unchecked": self.unchecked, "summary": self.summary()}
+        return {
+            "verified": self.verified,
+            "verdict": self.verdict,
+            "attention": [problem.to_json() for problem in self.problems],
+            "to_run": self.to_run() if self.problems else [],
+            "unchecked": self.unchecked,
+            "summary": self.summary(),
+        }

@@ -71,8 +71,7 @@ __all__ = [
 
 #: Refs per statement when a list of refs is sent as parameters (SQLite allows 32,766).
 _CHUNK = 500
-_ADVICE = ("restore the store from a backup, or 'dws-dagster forget' the ref and re-run its "
-           "step")
+_ADVICE = "restore the store from a backup, or 'dws-dagster forget' the ref and re-run its step"
 
 
 @contextmanager
@@ -178,8 +177,12 @@ class RefState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RefState:
-        return cls(data.get("owner"), data.get("record"), data.get("attempt"),
-                   bool(data.get("unknown", False)))
+        return cls(
+            data.get("owner"),
+            data.get("record"),
+            data.get("attempt"),
+            bool(data.get("unknown", False)),
+        )
 
 
 @dataclass(frozen=True)
@@ -211,33 +214,54 @@ _RECORDS = schema.records
 def _states_select(table: Any) -> Any:
     """(ref, owner, record id and body, attempt id and body, unknown) of a workspace's refs in
     `table` (the current lineage, or snapshots')."""
-    return (select(table.c.ref, table.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body,
-                   table.c.unknown)
-            .select_from(table.outerjoin(_R, _R.c.id == table.c.record_id)
-                         .outerjoin(_A, _A.c.id == table.c.attempt_id))
-            .where(table.c.workspace_id == bindparam("ws")))
+    return (
+        select(table.c.ref, table.c.owner, _R.c.id, _R.c.body, _A.c.id, _A.c.body, table.c.unknown)
+        .select_from(
+            table.outerjoin(_R, _R.c.id == table.c.record_id).outerjoin(
+                _A, _A.c.id == table.c.attempt_id
+            )
+        )
+        .where(table.c.workspace_id == bindparam("ws"))
+    )
 
 
 # Statements built once, with bound parameters: building and caching a statement costs five
 # times executing it, and the sensor and every step run the same few thousands of times.
 _GET_STATE = _states_select(_REFS).where(_REFS.c.ref == bindparam("ref"))
 _STATES_IN = _states_select(_REFS).where(_REFS.c.ref.in_(bindparam("refs", expanding=True)))
-_FIND_RECORD = (select(_RECORDS.c.id, _RECORDS.c.body)
-                .where(_RECORDS.c.workspace_id == bindparam("ws"),
-                       _RECORDS.c.ref == bindparam("ref"),
-                       _RECORDS.c.version == bindparam("version"), _RECORDS.c.good)
-                .order_by(_RECORDS.c.id.desc()).limit(1))
-_RECORD_BY_DIGEST = select(_RECORDS.c.id).where(_RECORDS.c.workspace_id == bindparam("ws"),
-                                                _RECORDS.c.digest == bindparam("digest"))
-_RANKED = (select(_RECORDS.c.id, func.row_number().over(
-    partition_by=_RECORDS.c.ref, order_by=_RECORDS.c.id.desc()).label("rank"))
-    .where(_RECORDS.c.workspace_id == bindparam("ws"),
-           _RECORDS.c.ref.in_(bindparam("refs", expanding=True)))
-    .subquery("ranked"))
-_REF_HISTORY = (select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.body)
-                .select_from(_RANKED.join(_RECORDS, _RECORDS.c.id == _RANKED.c.id))
-                .where(_RANKED.c.rank <= bindparam("most"))
-                .order_by(_RECORDS.c.ref, _RECORDS.c.id.desc()))
+_FIND_RECORD = (
+    select(_RECORDS.c.id, _RECORDS.c.body)
+    .where(
+        _RECORDS.c.workspace_id == bindparam("ws"),
+        _RECORDS.c.ref == bindparam("ref"),
+        _RECORDS.c.version == bindparam("version"),
+        _RECORDS.c.good,
+    )
+    .order_by(_RECORDS.c.id.desc())
+    .limit(1)
+)
+_RECORD_BY_DIGEST = select(_RECORDS.c.id).where(
+    _RECORDS.c.workspace_id == bindparam("ws"), _RECORDS.c.digest == bindparam("digest")
+)
+_RANKED = (
+    select(
+        _RECORDS.c.id,
+        func.row_number()
+        .over(partition_by=_RECORDS.c.ref, order_by=_RECORDS.c.id.desc())
+        .label("rank"),
+    )
+    .where(
+        _RECORDS.c.workspace_id == bindparam("ws"),
+        _RECORDS.c.ref.in_(bindparam("refs", expanding=True)),
+    )
+    .subquery("ranked")
+)
+_REF_HISTORY = (
+    select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.body)
+    .select_from(_RANKED.join(_RECORDS, _RECORDS.c.id == _RANKED.c.id))
+    .where(_RANKED.c.rank <= bindparam("most"))
+    .order_by(_RECORDS.c.ref, _RECORDS.c.id.desc())
+)
 _INSERT_INPUTS = insert(schema.record_inputs)
 _INSERT_OPERATION = insert(schema.operations)
 
@@ -250,12 +274,14 @@ def _overlapping_select(depth: int) -> Any:
     against rule (a) reads its state next. Two selects in a UNION ALL, each searching the
     (workspace, ref) key: joined by OR, both databases' planners fell back to reading every
     ref of the workspace."""
-    named = _states_select(_REFS).where(
-        _REFS.c.ref.in_([bindparam(f"a{i}") for i in range(depth)]))
-    inside = select(_REFS.c.ref, _REFS.c.owner, null(), null(), null(), null(),
-                    _REFS.c.unknown).where(
+    named = _states_select(_REFS).where(_REFS.c.ref.in_([bindparam(f"a{i}") for i in range(depth)]))
+    inside = select(
+        _REFS.c.ref, _REFS.c.owner, null(), null(), null(), null(), _REFS.c.unknown
+    ).where(
         _REFS.c.workspace_id == bindparam("ws"),
-        _REFS.c.ref > bindparam("low"), _REFS.c.ref < bindparam("high"))
+        _REFS.c.ref > bindparam("low"),
+        _REFS.c.ref < bindparam("high"),
+    )
     return union_all(named, inside)
 
 
@@ -266,14 +292,27 @@ def _find_records_select(size: int) -> Any:
     workspace for `(ref, version) IN (...)`, and a query by ref reads every version of a ref
     materialized thousands of times. One statement per size, built and compiled once (a
     VALUES list of literal pairs is compiled again at every execution)."""
-    asked = values(column("ref", Text), column("version", Text), name="asked").data(
-        [(bindparam(f"r{i}", type_=Text), bindparam(f"v{i}", type_=Text))
-         for i in range(size)]).cte("asked")
-    return (select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.version, _RECORDS.c.body)
-            .select_from(asked.join(_RECORDS, and_(
-                _RECORDS.c.workspace_id == bindparam("ws"), _RECORDS.c.ref == asked.c.ref,
-                _RECORDS.c.version == asked.c.version)))
-            .where(_RECORDS.c.good))
+    asked = (
+        values(column("ref", Text), column("version", Text), name="asked")
+        .data(
+            [(bindparam(f"r{i}", type_=Text), bindparam(f"v{i}", type_=Text)) for i in range(size)]
+        )
+        .cte("asked")
+    )
+    return (
+        select(_RECORDS.c.id, _RECORDS.c.ref, _RECORDS.c.version, _RECORDS.c.body)
+        .select_from(
+            asked.join(
+                _RECORDS,
+                and_(
+                    _RECORDS.c.workspace_id == bindparam("ws"),
+                    _RECORDS.c.ref == asked.c.ref,
+                    _RECORDS.c.version == asked.c.version,
+                ),
+            )
+        )
+        .where(_RECORDS.c.good)
+    )
 
 
 def _dialect_insert(dialect: str) -> Any:
@@ -295,7 +334,8 @@ def _upsert_ref(dialect: str, columns: frozenset[str]) -> Any:
     statement = _dialect_insert(dialect)(_REFS)
     return statement.on_conflict_do_update(
         index_elements=[_REFS.c.workspace_id, _REFS.c.ref],
-        set_={name: statement.excluded[name] for name in sorted(columns)})
+        set_={name: statement.excluded[name] for name in sorted(columns)},
+    )
 
 
 @functools.cache
@@ -303,7 +343,8 @@ def _insert_new_record(dialect: str) -> Any:
     """INSERT a record unless its digest is stored, giving its id when it was new."""
     statement = _dialect_insert(dialect)(_RECORDS)
     return statement.on_conflict_do_nothing(
-        index_elements=[_RECORDS.c.workspace_id, _RECORDS.c.digest]).returning(_RECORDS.c.id)
+        index_elements=[_RECORDS.c.workspace_id, _RECORDS.c.digest]
+    ).returning(_RECORDS.c.id)
 
 
 class LineageStore:
@@ -367,8 +408,7 @@ class LineageStore:
         ref, owner, record_id, record_body, attempt_id, attempt_body, unknown = row
         self._checked_ref(ref, where)
         record = None if record_body is None else self._body(record_body, record_id, ref, where)
-        attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref,
-                                                               where)
+        attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref, where)
         return RefState(self._owner(ref, owner, where), record, attempt, bool(unknown))
 
     def _checked_ref(self, ref: Any, where: str) -> str:
@@ -376,18 +416,19 @@ class LineageStore:
         type) is named as damage here, not refused later as a ref, elsewhere."""
         if type(ref) is str and shapes.ref_ok(ref):
             return ref
-        shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where,
-                            advice=_ADVICE)
+        shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where, advice=_ADVICE)
         # The schema coerces bytes to text: what it let through is still not a ref.
         raise WorkspaceConfigError(
-            f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {_ADVICE}")
+            f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {_ADVICE}"
+        )
 
     def _owner(self, ref: str, owner: Any, where: str) -> str | None:
         """An owner read back: a step name, or None (a database column can hold anything)."""
         if owner is not None and type(owner) is not str:
             raise WorkspaceConfigError(
                 f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r:.80} is "
-                f"not a step name; {_ADVICE}")
+                f"not a step name; {_ADVICE}"
+            )
         return owner  # type: ignore[no-any-return]
 
     def _body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
@@ -404,10 +445,11 @@ class LineageStore:
             raise WorkspaceConfigError(f"{prefix} is not a JSON record; {_ADVICE}")
         if isinstance(data, dict) and data.get("ref") != ref:
             raise WorkspaceConfigError(
-                f"{prefix} is the record of another ref ({str(data.get('ref'))[:80]!r}); "
-                f"{_ADVICE}")
-        shapes.check_states({ref: {"record": data}}, f"workspace store {self.shown}",
-                            what=where, advice=_ADVICE)
+                f"{prefix} is the record of another ref ({str(data.get('ref'))[:80]!r}); {_ADVICE}"
+            )
+        shapes.check_states(
+            {ref: {"record": data}}, f"workspace store {self.shown}", what=where, advice=_ADVICE
+        )
         raise WorkspaceConfigError(f"{prefix} is not a lineage record; {_ADVICE}")
 
     def get(self, ref: ResourceRef | str) -> RefState | None:
@@ -442,9 +484,14 @@ class LineageStore:
     def refs(self) -> list[str]:
         """Every ref with lineage, sorted, without reading records."""
         with self.reading() as connection:
-            return [self._checked_ref(ref, "current lineage") for ref in connection.scalars(
-                select(_REFS.c.ref).where(_REFS.c.workspace_id == self.workspace_id)
-                .order_by(_REFS.c.ref))]
+            return [
+                self._checked_ref(ref, "current lineage")
+                for ref in connection.scalars(
+                    select(_REFS.c.ref)
+                    .where(_REFS.c.workspace_id == self.workspace_id)
+                    .order_by(_REFS.c.ref)
+                )
+            ]
 
     def overlapping(self, ref: ResourceRef) -> list[str]:
         """Refs with lineage that are `ref`, contain it, or lie inside it."""
@@ -459,9 +506,15 @@ class LineageStore:
         where = "current lineage"
         with self.reading() as connection:
             # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
-            rows = connection.execute(_overlapping_select(len(around)), {
-                "ws": self.workspace_id, "low": text + "/", "high": text + "0",
-                **{f"a{i}": name for i, name in enumerate(around)}}).all()
+            rows = connection.execute(
+                _overlapping_select(len(around)),
+                {
+                    "ws": self.workspace_id,
+                    "low": text + "/",
+                    "high": text + "0",
+                    **{f"a{i}": name for i, name in enumerate(around)},
+                },
+            ).all()
             found: list[tuple[str, str | None]] = []
             states: dict[str, RefState | None] = dict.fromkeys(around)
             for row in rows:
@@ -482,8 +535,9 @@ class LineageStore:
             memo = self._record_memo(key, version)
             if cache is not None and memo in cache:
                 return cache[memo]  # type: ignore[no-any-return]
-            row = connection.execute(_FIND_RECORD, {"ws": self.workspace_id, "ref": key,
-                                                    "version": version}).first()
+            row = connection.execute(
+                _FIND_RECORD, {"ws": self.workspace_id, "ref": key, "version": version}
+            ).first()
             found = None if row is None else self._body(row[1], row[0], key, "history")
             if cache is not None:
                 cache[memo] = found
@@ -498,8 +552,7 @@ class LineageStore:
         if cache is None:
             return
         self._states_of(list(refs))
-        pairs = [pair for pair in dict.fromkeys(records)
-                 if self._record_memo(*pair) not in cache]
+        pairs = [pair for pair in dict.fromkeys(records) if self._record_memo(*pair) not in cache]
         found = self.find_records(pairs)
         cache.update((self._record_memo(*pair), found.get(pair)) for pair in pairs)
 
@@ -507,22 +560,24 @@ class LineageStore:
         """The transaction cache's key of `find_record(ref, version)`."""
         return ("record", self.workspace_id, ref, version)
 
-    def find_records(self, wanted: Iterable[tuple[str, str]]
-                     ) -> dict[tuple[str, str], dict[str, Any]]:
+    def find_records(
+        self, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, Any]]:
         """`find_record` of many (ref, version) pairs, a few hundred per query: the lineage of
         a thousand results is thousands of records, each a round trip when read one by one."""
         pairs = list(dict.fromkeys(wanted))
         found: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
         with self.reading() as connection:
             for start in range(0, len(pairs), _CHUNK):
-                chunk = pairs[start:start + _CHUNK]
+                chunk = pairs[start : start + _CHUNK]
                 size = 1 << (len(chunk) - 1).bit_length()  # a few statements, each cached
                 chunk += chunk[-1:] * (size - len(chunk))
                 params: dict[str, Any] = {"ws": self.workspace_id}
                 for i, (ref, version) in enumerate(chunk):
                     params[f"r{i}"], params[f"v{i}"] = ref, version
                 for record_id, ref, version, body in connection.execute(
-                        _find_records_select(size), params):
+                    _find_records_select(size), params
+                ):
                     key = (ref, version)
                     if key not in found or found[key][0] < record_id:  # the latest, as one by one
                         found[key] = (record_id, self._body(body, record_id, ref, "history"))
@@ -536,24 +591,46 @@ class LineageStore:
         around = [str(a) for a in as_ref(ref).ancestors()] + [ref]
 
         def reading(condition: Any) -> Any:
-            return (select(_REFS.c.ref, _REFS.c.owner, _R.c.id, _R.c.body, _A.c.id,
-                           _A.c.body, _REFS.c.unknown, inputs.c.ref, inputs.c.version)
-                    .select_from(inputs.join(_REFS, and_(
-                        _REFS.c.workspace_id == inputs.c.workspace_id,
-                        _REFS.c.record_id == inputs.c.record_id))
-                        .outerjoin(_R, _R.c.id == _REFS.c.record_id)
-                        .outerjoin(_A, _A.c.id == _REFS.c.attempt_id))
-                    .where(inputs.c.workspace_id == self.workspace_id, condition))
+            return (
+                select(
+                    _REFS.c.ref,
+                    _REFS.c.owner,
+                    _R.c.id,
+                    _R.c.body,
+                    _A.c.id,
+                    _A.c.body,
+                    _REFS.c.unknown,
+                    inputs.c.ref,
+                    inputs.c.version,
+                )
+                .select_from(
+                    inputs.join(
+                        _REFS,
+                        and_(
+                            _REFS.c.workspace_id == inputs.c.workspace_id,
+                            _REFS.c.record_id == inputs.c.record_id,
+                        ),
+                    )
+                    .outerjoin(_R, _R.c.id == _REFS.c.record_id)
+                    .outerjoin(_A, _A.c.id == _REFS.c.attempt_id)
+                )
+                .where(inputs.c.workspace_id == self.workspace_id, condition)
+            )
 
         # Two selects, each searching the (workspace, ref) index of the inputs (see
         # `_overlapping_select` for why not one with OR).
         with self.reading() as connection:
-            rows = [*connection.execute(reading(inputs.c.ref.in_(around))).all(),
-                    *connection.execute(reading(and_(inputs.c.ref > ref + "/",
-                                                     inputs.c.ref < ref + "0"))).all()]
+            rows = [
+                *connection.execute(reading(inputs.c.ref.in_(around))).all(),
+                *connection.execute(
+                    reading(and_(inputs.c.ref > ref + "/", inputs.c.ref < ref + "0"))
+                ).all(),
+            ]
         rows.sort(key=lambda row: (row[0], row[7]))
-        return [(row[0], self._state_of(row[:7], "current lineage"),
-                 {"ref": row[7], "version": row[8]}) for row in rows]
+        return [
+            (row[0], self._state_of(row[:7], "current lineage"), {"ref": row[7], "version": row[8]})
+            for row in rows
+        ]
 
     def ref_history(self, refs: Sequence[str], most: int) -> dict[str, list[dict[str, Any]]]:
         """Up to `most` records of each of `refs`, good materializations and failed attempts,
@@ -563,9 +640,10 @@ class LineageStore:
         wanted = list(found)
         with self.reading() as connection:
             for start in range(0, len(wanted), _CHUNK):
-                for record_id, ref, body in connection.execute(_REF_HISTORY, {
-                        "ws": self.workspace_id, "refs": wanted[start:start + _CHUNK],
-                        "most": most}):
+                for record_id, ref, body in connection.execute(
+                    _REF_HISTORY,
+                    {"ws": self.workspace_id, "refs": wanted[start : start + _CHUNK], "most": most},
+                ):
                     found[ref].append(self._body(body, record_id, ref, "history"))
         return found
 
@@ -577,12 +655,22 @@ class LineageStore:
         while True:
             with self.reading() as connection:
                 rows = connection.execute(
-                    select(ops.c.id, ops.c.op, ops.c.ref, ops.c.detail, ops.c.at,
-                           schema.records.c.id, schema.records.c.body)
-                    .select_from(ops.outerjoin(schema.records,
-                                               schema.records.c.id == ops.c.record_id))
+                    select(
+                        ops.c.id,
+                        ops.c.op,
+                        ops.c.ref,
+                        ops.c.detail,
+                        ops.c.at,
+                        schema.records.c.id,
+                        schema.records.c.body,
+                    )
+                    .select_from(
+                        ops.outerjoin(schema.records, schema.records.c.id == ops.c.record_id)
+                    )
                     .where(ops.c.workspace_id == self.workspace_id, ops.c.id > after)
-                    .order_by(ops.c.id).limit(1000)).all()
+                    .order_by(ops.c.id)
+                    .limit(1000)
+                ).all()
             for row in rows:
                 yield self._operation(row)
             if len(rows) < 1000:
@@ -598,7 +686,8 @@ class LineageStore:
         if not isinstance(extra, dict):
             raise WorkspaceConfigError(
                 f"workspace store {self.shown}: history entry {_id} ({kind} of {ref}) has a "
-                f"corrupt detail; {_ADVICE}")
+                f"corrupt detail; {_ADVICE}"
+            )
         op: dict[str, Any] = {"op": kind, **extra, "at": at}
         if ref is not None and kind != "record" and kind != "fail":
             op["ref"] = ref
@@ -617,42 +706,77 @@ class LineageStore:
         digest = xxhash.xxh3_128_hexdigest(body, seed=1 if good else 0)
         ws_id = self.workspace_id
         step = data.get("step") or {}
-        record_id = connection.execute(_insert_new_record(self.settings.dialect), {
-            "workspace_id": ws_id, "ref": data["ref"], "version": data.get("version"),
-            "run_id": step.get("run_id"), "end_time": data.get("end_time"), "good": good,
-            "digest": digest, "identity": identity_digest(data),
-            "body": body.decode()}).scalar()
+        record_id = connection.execute(
+            _insert_new_record(self.settings.dialect),
+            {
+                "workspace_id": ws_id,
+                "ref": data["ref"],
+                "version": data.get("version"),
+                "run_id": step.get("run_id"),
+                "end_time": data.get("end_time"),
+                "good": good,
+                "digest": digest,
+                "identity": identity_digest(data),
+                "body": body.decode(),
+            },
+        ).scalar()
         if record_id is None:  # stored already (a record applied again)
-            return int(connection.execute(_RECORD_BY_DIGEST,
-                                          {"ws": ws_id, "digest": digest}).scalar_one())
-        inputs = {item["ref"]: item["version"] for item in data.get("inputs", ())
-                  if isinstance(item, dict) and isinstance(item.get("ref"), str)
-                  and isinstance(item.get("version"), str)}
+            return int(
+                connection.execute(_RECORD_BY_DIGEST, {"ws": ws_id, "digest": digest}).scalar_one()
+            )
+        inputs = {
+            item["ref"]: item["version"]
+            for item in data.get("inputs", ())
+            if isinstance(item, dict)
+            and isinstance(item.get("ref"), str)
+            and isinstance(item.get("version"), str)
+        }
         if inputs:
-            connection.execute(_INSERT_INPUTS, [
-                {"record_id": record_id, "ref": ref, "version": version, "workspace_id": ws_id}
-                for ref, version in inputs.items()])
+            connection.execute(
+                _INSERT_INPUTS,
+                [
+                    {"record_id": record_id, "ref": ref, "version": version, "workspace_id": ws_id}
+                    for ref, version in inputs.items()
+                ],
+            )
         cache = self.db.transaction_cache()
         if good and cache is not None:  # the latest record of its version now
             cache[self._record_memo(data["ref"], data.get("version"))] = orjson.loads(body)
         return int(record_id)
 
-    def _log(self, connection: Connection, op: str, ref: str | None, *,
-             record_id: int | None = None, detail: dict[str, Any] | None = None,
-             at: str | None = None) -> None:
-        connection.execute(_INSERT_OPERATION, {
-            "workspace_id": self.workspace_id, "op": op, "ref": ref, "record_id": record_id,
-            "detail": orjson.dumps(detail).decode() if detail else None,
-            "at": at or now_iso()})
+    def _log(
+        self,
+        connection: Connection,
+        op: str,
+        ref: str | None,
+        *,
+        record_id: int | None = None,
+        detail: dict[str, Any] | None = None,
+        at: str | None = None,
+    ) -> None:
+        connection.execute(
+            _INSERT_OPERATION,
+            {
+                "workspace_id": self.workspace_id,
+                "op": op,
+                "ref": ref,
+                "record_id": record_id,
+                "detail": orjson.dumps(detail).decode() if detail else None,
+                "at": at or now_iso(),
+            },
+        )
 
     def _put(self, connection: Connection, ref: str, **values: Any) -> None:
         """Set columns of `ref`'s row, creating it when missing."""
         self._forget_cached(ref)
-        connection.execute(_upsert_ref(self.settings.dialect, frozenset(values)),
-                           {"workspace_id": self.workspace_id, "ref": ref, **values})
+        connection.execute(
+            _upsert_ref(self.settings.dialect, frozenset(values)),
+            {"workspace_id": self.workspace_id, "ref": ref, **values},
+        )
 
-    def _write_record(self, connection: Connection, data: dict[str, Any],
-                      state: RefState | None) -> None:
+    def _write_record(
+        self, connection: Connection, data: dict[str, Any], state: RefState | None
+    ) -> None:
         """A good record becomes `ref`'s lineage; an observation keeps the ref's owner."""
         ref = data["ref"]
         step = data.get("step") or {}
@@ -661,25 +785,33 @@ class LineageStore:
         else:
             owner = step.get("name")
         record_id = self._record_id(connection, data, good=True)
-        self._put(connection, ref, owner=owner, record_id=record_id, attempt_id=None,
-                  unknown=False)
+        self._put(connection, ref, owner=owner, record_id=record_id, attempt_id=None, unknown=False)
         self._log(connection, "record", ref, record_id=record_id)
 
-    def _write_failure(self, connection: Connection, data: dict[str, Any],
-                       state: RefState | None, unknown: bool) -> None:
+    def _write_failure(
+        self, connection: Connection, data: dict[str, Any], state: RefState | None, unknown: bool
+    ) -> None:
         ref = data["ref"]
         owner = (data.get("step") or {}).get("name", state.owner if state else None)
         attempt_id = self._record_id(connection, data, good=False)
         self._put(connection, ref, owner=owner, attempt_id=attempt_id, unknown=unknown)
-        self._log(connection, "fail", ref, record_id=attempt_id,
-                  detail={"unknown": True} if unknown else None)
+        self._log(
+            connection,
+            "fail",
+            ref,
+            record_id=attempt_id,
+            detail={"unknown": True} if unknown else None,
+        )
 
     # ------------------------------------------------------------------ rules
 
     def conflicts(self, step: str, ref: ResourceRef) -> list[tuple[str, str]]:
         """(ref, owner) of refs that overlap `ref` and belong to another step (rule (a))."""
-        return [(other, owner) for other, owner in self._overlapping(ref)
-                if owner is not None and owner != step]
+        return [
+            (other, owner)
+            for other, owner in self._overlapping(ref)
+            if owner is not None and owner != step
+        ]
 
     def _refuse_conflicts(self, step: str, ref: ResourceRef) -> None:
         clashes = self.conflicts(step, ref)
@@ -696,11 +828,16 @@ class LineageStore:
         All or nothing: one ref refused, none is claimed."""
         self.begin_step(step, claims=refs)
 
-    def begin_step(self, step: str, *, claims: Iterable[ResourceRef | str] = (),
-                   inputs: Collection[tuple[ResourceRef | str, str]] = (),
-                   observe: Iterable[tuple[ResourceRef | str, str]] = (),
-                   outputs: Iterable[ResourceRef | str] = (), lock: bool = False
-                   ) -> InputCheck:
+    def begin_step(
+        self,
+        step: str,
+        *,
+        claims: Iterable[ResourceRef | str] = (),
+        inputs: Collection[tuple[ResourceRef | str, str]] = (),
+        observe: Iterable[tuple[ResourceRef | str, str]] = (),
+        outputs: Iterable[ResourceRef | str] = (),
+        lock: bool = False,
+    ) -> InputCheck:
         """Check a step, then claim its outputs and observe its source inputs: all or nothing.
 
         Every ref of `claims` is checked against other steps (rule (a)) and every input of
@@ -726,8 +863,7 @@ class LineageStore:
         with self.locked() as connection:
             check = self._check_step(step, wanted, inputs, outputs)
             # () when nothing is left to write (a writer that asked for the lock all the same)
-            claims_now, observations = self._pending_step_writes(step, wanted, seen) \
-                or ((), ())
+            claims_now, observations = self._pending_step_writes(step, wanted, seen) or ((), ())
             at = now_iso()
             for ref, _state in claims_now:
                 self._put(connection, ref, owner=step)
@@ -736,26 +872,43 @@ class LineageStore:
                 self._write_record(connection, _observation(ref, version), state)
         return check
 
-    def _check_step(self, step: str, claims: list[ResourceRef],
-                    inputs: Collection[tuple[ResourceRef | str, str]],
-                    outputs: Iterable[ResourceRef | str]) -> InputCheck:
+    def _check_step(
+        self,
+        step: str,
+        claims: list[ResourceRef],
+        inputs: Collection[tuple[ResourceRef | str, str]],
+        outputs: Iterable[ResourceRef | str],
+    ) -> InputCheck:
         for ref in claims:
             self._refuse_conflicts(step, ref)
-        return self.check_inputs(step, inputs, outputs=[*outputs, *claims]) if inputs \
+        return (
+            self.check_inputs(step, inputs, outputs=[*outputs, *claims])
+            if inputs
             else InputCheck({})
+        )
 
-    def _pending_step_writes(self, step: str, claims: list[ResourceRef],
-                             observe: dict[str, str]) -> Any:
+    def _pending_step_writes(
+        self, step: str, claims: list[ResourceRef], observe: dict[str, str]
+    ) -> Any:
         """The claims not on record yet, and the observations of source data at a version not
         seen before (refs claimed now are not sources)."""
         del step
         states = self._states_of([str(ref) for ref in claims] + list(observe))
-        claims_now = [(str(ref), states.get(str(ref))) for ref in claims
-                      if (state := states.get(str(ref))) is None or state.owner is None]
+        claims_now = [
+            (str(ref), states.get(str(ref)))
+            for ref in claims
+            if (state := states.get(str(ref))) is None or state.owner is None
+        ]
         claimed = {str(ref) for ref in claims}
-        observations = [(key, version, states.get(key)) for key, version in observe.items()
-                        if key not in claimed and ((state := states.get(key)) is None or (
-                            state.owner is None and state.version != version))]
+        observations = [
+            (key, version, states.get(key))
+            for key, version in observe.items()
+            if key not in claimed
+            and (
+                (state := states.get(key)) is None
+                or (state.owner is None and state.version != version)
+            )
+        ]
         return claims_now, observations
 
     def _states_of(self, refs: Sequence[str]) -> dict[str, RefState]:
@@ -774,21 +927,28 @@ class LineageStore:
                 else:
                     wanted.append(ref)
             for start in range(0, len(wanted), _CHUNK):
-                chunk = wanted[start:start + _CHUNK]
+                chunk = wanted[start : start + _CHUNK]
                 read: dict[str, RefState | None] = dict.fromkeys(chunk)
                 # One ref (a step's usual input) by equality: an expanding IN is rebuilt at
                 # every execution.
-                rows = connection.execute(_GET_STATE, {"ws": ws_id, "ref": chunk[0]}) \
-                    if len(chunk) == 1 else \
-                    connection.execute(_STATES_IN, {"ws": ws_id, "refs": chunk})
+                rows = (
+                    connection.execute(_GET_STATE, {"ws": ws_id, "ref": chunk[0]})
+                    if len(chunk) == 1
+                    else connection.execute(_STATES_IN, {"ws": ws_id, "refs": chunk})
+                )
                 for row in rows:
                     state = read[row[0]] = self._state_of(row, "current lineage")
                     found[row[0]] = state
                 self._remember(read)
         return found
 
-    def check_inputs(self, step: str, inputs: Collection[tuple[ResourceRef | str, str]],
-                     *, outputs: Iterable[ResourceRef | str] = ()) -> InputCheck:
+    def check_inputs(
+        self,
+        step: str,
+        inputs: Collection[tuple[ResourceRef | str, str]],
+        *,
+        outputs: Iterable[ResourceRef | str] = (),
+    ) -> InputCheck:
         """Provenance closure of a step's inputs, refusing unknown refs and mixed versions.
 
         Raises UnknownRefStateError for an input whose data may be partial, and
@@ -808,17 +968,18 @@ class LineageStore:
                 closure = {key: version}
                 record = None
                 if state is not None:
-                    record = state.record if state.version == version \
-                        else self.find_record(key, version)
+                    record = (
+                        state.record if state.version == version else self.find_record(key, version)
+                    )
                 if record is not None:
                     closure.update(record.get("provenance", {}))
-                elif state is not None and state.version is not None \
-                        and state.owner is not None:
+                elif state is not None and state.version is not None and state.owner is not None:
                     warnings.append(
                         f"input {key} is at version {short(version)}, but its lineage says "
                         f"{short(state.version)} (written by step '{state.owner}'): the data "
                         "changed outside any recorded step; re-run that step to bring its "
-                        "lineage back")
+                        "lineage back"
+                    )
                 for dep_ref, dep_version in closure.items():
                     if any(o.overlaps(as_ref(dep_ref)) for o in own):
                         continue
@@ -827,19 +988,22 @@ class LineageStore:
             for dep_ref, versions in carriers.items():
                 if len(versions) > 1:
                     raise LineageConsistencyError(
-                        self._consistency_message(step, dep_ref, versions,
-                                                  direct.get(dep_ref)))
+                        self._consistency_message(step, dep_ref, versions, direct.get(dep_ref))
+                    )
         provenance = {ref: next(iter(versions)) for ref, versions in sorted(carriers.items())}
         return InputCheck(provenance, warnings)
 
-    def _consistency_message(self, step: str, ref: str, versions: dict[str, list[str]],
-                             read_directly: str | None) -> str:
+    def _consistency_message(
+        self, step: str, ref: str, versions: dict[str, list[str]], read_directly: str | None
+    ) -> str:
         state = self.get(ref)
         # The version read directly is the data as it is now; else trust the lineage.
         current = read_directly or (state.version if state is not None else None)
         described = "; ".join(
             f"{short(v)}{' (current)' if v == current else ''} through input(s) "
-            f"{', '.join(sorted(set(carriers)))}" for v, carriers in versions.items())
+            f"{', '.join(sorted(set(carriers)))}"
+            for v, carriers in versions.items()
+        )
         stale_steps: list[str] = []
         for version, carriers in versions.items():
             if version == current:
@@ -849,16 +1013,23 @@ class LineageStore:
                     if name not in stale_steps:
                         stale_steps.append(name)
         if current is not None and stale_steps:
-            advice = (f"re-run, in this order, {', '.join(repr(s) for s in stale_steps)} so that "
-                      f"they read {ref}@{short(current)}, then re-run '{step}'")
+            advice = (
+                f"re-run, in this order, {', '.join(repr(s) for s in stale_steps)} so that "
+                f"they read {ref}@{short(current)}, then re-run '{step}'"
+            )
         else:
-            advice = (f"re-run the steps that read an older version of {ref} so every input is "
-                      f"built from the same version, then re-run '{step}'")
-        return (f"step '{step}' would read two versions of ref {ref}: {described}. Mixing "
-                f"versions of one input is refused; {advice}")
+            advice = (
+                f"re-run the steps that read an older version of {ref} so every input is "
+                f"built from the same version, then re-run '{step}'"
+            )
+        return (
+            f"step '{step}' would read two versions of ref {ref}: {described}. Mixing "
+            f"versions of one input is refused; {advice}"
+        )
 
-    def _steps_built_from(self, ref: str, stale_ref: str, stale_version: str,
-                          seen: set[str]) -> list[str]:
+    def _steps_built_from(
+        self, ref: str, stale_ref: str, stale_version: str, seen: set[str]
+    ) -> list[str]:
         """Steps between `stale_ref@stale_version` and `ref`, upstream first."""
         if ref in seen:
             return []
@@ -915,13 +1086,15 @@ class LineageStore:
             known = self.find_record(record.ref, record.version) if record.version else None
             if known is not None and (known.get("step") or {}).get("run_id") == run_id:
                 same_run_is_current = (
-                    state is not None and state.attempt is None and current is not None
+                    state is not None
+                    and state.attempt is None
+                    and current is not None
                     and current.get("version") == record.version
-                    and (current.get("step") or {}).get("run_id") == run_id)
+                    and (current.get("step") or {}).get("run_id") == run_id
+                )
                 if not same_run_is_current:
                     return False
-            elif current is not None and (current.get("end_time") or "") > \
-                    (record.end_time or ""):
+            elif current is not None and (current.get("end_time") or "") > (record.end_time or ""):
                 return False
             self._refuse_writer_conflicts(record)
             self._write_record(connection, data, state)
@@ -945,9 +1118,15 @@ class LineageStore:
             self._write_failure(connection, record.to_json(), state, unknown)
             return True
 
-    def observe(self, ref: ResourceRef | str, version: str,
-                extra: dict[str, Any] | None = None, *, at: str | None = None,
-                recover: bool = False) -> bool:
+    def observe(
+        self,
+        ref: ResourceRef | str,
+        version: str,
+        extra: dict[str, Any] | None = None,
+        *,
+        at: str | None = None,
+        recover: bool = False,
+    ) -> bool:
         """Record the version of data no step wrote (source data); False if already known.
 
         `recover`: the data was versioned just now (not an event replayed from the past), so
@@ -958,14 +1137,18 @@ class LineageStore:
             state = self.get(key)
             if state is not None and state.owner is not None:
                 return False  # a step writes this ref: drift is reported, not adopted
-            if state is not None and state.version == version \
-                    and not (recover and state.unknown):
+            if state is not None and state.version == version and not (recover and state.unknown):
                 return False
             self._write_record(connection, _observation(key, version, extra, at), state)
             return True
 
-    def observe_source(self, ref: ResourceRef | str, version: str | None = None, *,
-                       extra: dict[str, Any] | None = None) -> Observed:
+    def observe_source(
+        self,
+        ref: ResourceRef | str,
+        version: str | None = None,
+        *,
+        extra: dict[str, Any] | None = None,
+    ) -> Observed:
         """Record source data's version now as its lineage, clearing `unknown` (what
         `dws-dagster observe REF` does): the way back for a source ref a partial restore could
         not bring back, once its data is what steps should read.
@@ -980,8 +1163,12 @@ class LineageStore:
         with self.locked():
             state = self._refuse_owned(key)
             recorded = self.observe(key, version, extra, recover=True)
-            return Observed(ref=key, version=version, recorded=recorded,
-                            was_unknown=state is not None and state.unknown)
+            return Observed(
+                ref=key,
+                version=version,
+                recorded=recorded,
+                was_unknown=state is not None and state.unknown,
+            )
 
     def _refuse_owned(self, ref: str) -> RefState | None:
         state = self.get(ref)
@@ -989,7 +1176,8 @@ class LineageStore:
             raise LineageConflictError(
                 f"ref {ref} is written by step '{state.owner}', so its lineage comes from that "
                 f"step, not from an observation: re-run '{state.owner}' to rewrite {ref} and "
-                f"its lineage{' (that clears unknown)' if state.unknown else ''}")
+                f"its lineage{' (that clears unknown)' if state.unknown else ''}"
+            )
         return state
 
     def _version_now(self, ref: str) -> str:
@@ -1009,16 +1197,18 @@ class LineageStore:
         partial = {str(as_ref(ref)) for ref in unknown}
         with self.locked() as connection:
             for record in records:
-                self._write_failure(connection, record.to_json(), self.get(record.ref),
-                                    record.ref in partial)
+                self._write_failure(
+                    connection, record.to_json(), self.get(record.ref), record.ref in partial
+                )
 
     def forget(self, ref: ResourceRef | str) -> bool:
         """Drop a ref's lineage (and its owner), e.g. to hand the ref to another step."""
         key = str(as_ref(ref))
         with self.locked() as connection:
             self._forget_cached(key)
-            gone = connection.execute(delete(_REFS).where(
-                _REFS.c.workspace_id == self.workspace_id, _REFS.c.ref == key)).rowcount
+            gone = connection.execute(
+                delete(_REFS).where(_REFS.c.workspace_id == self.workspace_id, _REFS.c.ref == key)
+            ).rowcount
             if not gone:
                 return False
             self._log(connection, "forget", key)
@@ -1029,31 +1219,50 @@ class LineageStore:
     def _side(self, snapshot_hash: str | None) -> Any:
         """The rows of the current lineage (None) or of a snapshot, as one selectable."""
         if snapshot_hash is None:
-            return (select(_REFS.c.ref, _REFS.c.owner, _REFS.c.record_id, _REFS.c.attempt_id,
-                           _REFS.c.unknown)
-                    .where(_REFS.c.workspace_id == self.workspace_id).subquery())
-        return (select(_SNAP.c.ref, _SNAP.c.owner, _SNAP.c.record_id, _SNAP.c.attempt_id,
-                       _SNAP.c.unknown)
-                .where(_SNAP.c.workspace_id == self.workspace_id,
-                       _SNAP.c.hash == snapshot_hash).subquery())
+            return (
+                select(
+                    _REFS.c.ref,
+                    _REFS.c.owner,
+                    _REFS.c.record_id,
+                    _REFS.c.attempt_id,
+                    _REFS.c.unknown,
+                )
+                .where(_REFS.c.workspace_id == self.workspace_id)
+                .subquery()
+            )
+        return (
+            select(
+                _SNAP.c.ref, _SNAP.c.owner, _SNAP.c.record_id, _SNAP.c.attempt_id, _SNAP.c.unknown
+            )
+            .where(_SNAP.c.workspace_id == self.workspace_id, _SNAP.c.hash == snapshot_hash)
+            .subquery()
+        )
 
-    def identity_rows(self, snapshot_hash: str | None = None
-                      ) -> list[tuple[str, str, str | None]]:
+    def identity_rows(self, snapshot_hash: str | None = None) -> list[tuple[str, str, str | None]]:
         """(ref, status, identity digest of its record) of every ref, sorted: what a snapshot
         hash covers, read from indexed columns without parsing any record."""
         side = self._side(snapshot_hash)
         records = schema.records
-        query = (select(side.c.ref, side.c.owner, records.c.identity, side.c.attempt_id,
-                        side.c.unknown)
-                 .select_from(side.outerjoin(records, records.c.id == side.c.record_id))
-                 .order_by(side.c.ref))
+        query = (
+            select(side.c.ref, side.c.owner, records.c.identity, side.c.attempt_id, side.c.unknown)
+            .select_from(side.outerjoin(records, records.c.id == side.c.record_id))
+            .order_by(side.c.ref)
+        )
         where = "current lineage" if snapshot_hash is None else f"snapshot {snapshot_hash[:12]}"
         with self.reading() as connection, gc_paused():
-            return [(self._checked_ref(ref, where),
-                     _status(self._owner(ref, owner, where), identity is not None,
-                             attempt is not None, bool(unknown)),
-                     self._column(ref, "record identity", identity, where))
-                    for ref, owner, identity, attempt, unknown in connection.execute(query)]
+            return [
+                (
+                    self._checked_ref(ref, where),
+                    _status(
+                        self._owner(ref, owner, where),
+                        identity is not None,
+                        attempt is not None,
+                        bool(unknown),
+                    ),
+                    self._column(ref, "record identity", identity, where),
+                )
+                for ref, owner, identity, attempt, unknown in connection.execute(query)
+            ]
 
     def owners(self, snapshot_hash: str | None = None) -> list[tuple[str, str | None]]:
         """(ref, step that writes it or None) of every ref of the current lineage (None) or
@@ -1061,9 +1270,12 @@ class LineageStore:
         side = self._side(snapshot_hash)
         where = "current lineage" if snapshot_hash is None else f"snapshot {snapshot_hash[:12]}"
         with self.reading() as connection:
-            return [(self._checked_ref(ref, where), self._owner(ref, owner, where))
-                    for ref, owner in connection.execute(
-                        select(side.c.ref, side.c.owner).order_by(side.c.ref))]
+            return [
+                (self._checked_ref(ref, where), self._owner(ref, owner, where))
+                for ref, owner in connection.execute(
+                    select(side.c.ref, side.c.owner).order_by(side.c.ref)
+                )
+            ]
 
     def read_without_lineage(self) -> dict[str, tuple[str, list[tuple[str, str | None]]]]:
         """Refs the current records read that have no lineage of their own (source data a
@@ -1073,14 +1285,22 @@ class LineageStore:
         apart."""
         inputs = schema.record_inputs
         own = _REFS.alias("own")
-        query = (select(inputs.c.ref, inputs.c.version, inputs.c.record_id, _REFS.c.ref,
-                        _REFS.c.owner)
-                 .select_from(inputs.join(_REFS, and_(
-                     _REFS.c.workspace_id == inputs.c.workspace_id,
-                     _REFS.c.record_id == inputs.c.record_id))
-                     .outerjoin(own, and_(own.c.workspace_id == inputs.c.workspace_id,
-                                          own.c.ref == inputs.c.ref)))
-                 .where(inputs.c.workspace_id == self.workspace_id, own.c.ref.is_(None)))
+        query = (
+            select(inputs.c.ref, inputs.c.version, inputs.c.record_id, _REFS.c.ref, _REFS.c.owner)
+            .select_from(
+                inputs.join(
+                    _REFS,
+                    and_(
+                        _REFS.c.workspace_id == inputs.c.workspace_id,
+                        _REFS.c.record_id == inputs.c.record_id,
+                    ),
+                ).outerjoin(
+                    own,
+                    and_(own.c.workspace_id == inputs.c.workspace_id, own.c.ref == inputs.c.ref),
+                )
+            )
+            .where(inputs.c.workspace_id == self.workspace_id, own.c.ref.is_(None))
+        )
         newest: dict[str, tuple[int, str]] = {}
         readers: dict[str, list[tuple[str, str | None]]] = {}
         where = "current lineage"
@@ -1100,28 +1320,36 @@ class LineageStore:
         reads them all)."""
         operations = schema.operations
         with self.reading() as connection:
-            return connection.execute(select(func.max(operations.c.id)).where(
-                operations.c.workspace_id == self.workspace_id)).scalar()
+            return connection.execute(
+                select(func.max(operations.c.id)).where(
+                    operations.c.workspace_id == self.workspace_id
+                )
+            ).scalar()
 
     def recorded_versions(self) -> list[tuple[str, str | None]]:
         """(ref, version its good record says, None without one) of every ref, sorted: what
         a snapshot compares the data on disk with, from indexed columns."""
         records = schema.records
-        query = (select(_REFS.c.ref, records.c.version)
-                 .select_from(_REFS.outerjoin(records, records.c.id == _REFS.c.record_id))
-                 .where(_REFS.c.workspace_id == self.workspace_id).order_by(_REFS.c.ref))
+        query = (
+            select(_REFS.c.ref, records.c.version)
+            .select_from(_REFS.outerjoin(records, records.c.id == _REFS.c.record_id))
+            .where(_REFS.c.workspace_id == self.workspace_id)
+            .order_by(_REFS.c.ref)
+        )
         where = "current lineage"
         with self.reading() as connection:
-            return [(self._checked_ref(ref, where),
-                     self._column(ref, "version", version, where))
-                    for ref, version in connection.execute(query)]
+            return [
+                (self._checked_ref(ref, where), self._column(ref, "version", version, where))
+                for ref, version in connection.execute(query)
+            ]
 
     def _column(self, ref: str, name: str, value: Any, where: str) -> Any:
         """A text column read back: text or NULL, else damage named here."""
         if value is not None and type(value) is not str:
             raise WorkspaceConfigError(
                 f"workspace store {self.shown}: {where} of ref {ref}: the {name} "
-                f"{value!r:.80} is not text; {_ADVICE}")
+                f"{value!r:.80} is not text; {_ADVICE}"
+            )
         return value
 
     def summaries(self) -> list[RefSummary]:
@@ -1130,12 +1358,25 @@ class LineageStore:
         records = schema.records
         good = records.alias("good")
         tried = records.alias("tried")
-        query = (select(_REFS.c.ref, _REFS.c.owner, good.c.version, good.c.end_time,
-                        tried.c.end_time, _REFS.c.record_id, _REFS.c.attempt_id,
-                        _REFS.c.unknown)
-                 .select_from(_REFS.outerjoin(good, good.c.id == _REFS.c.record_id)
-                              .outerjoin(tried, tried.c.id == _REFS.c.attempt_id))
-                 .where(_REFS.c.workspace_id == self.workspace_id).order_by(_REFS.c.ref))
+        query = (
+            select(
+                _REFS.c.ref,
+                _REFS.c.owner,
+                good.c.version,
+                good.c.end_time,
+                tried.c.end_time,
+                _REFS.c.record_id,
+                _REFS.c.attempt_id,
+                _REFS.c.unknown,
+            )
+            .select_from(
+                _REFS.outerjoin(good, good.c.id == _REFS.c.record_id).outerjoin(
+                    tried, tried.c.id == _REFS.c.attempt_id
+                )
+            )
+            .where(_REFS.c.workspace_id == self.workspace_id)
+            .order_by(_REFS.c.ref)
+        )
         with self.reading() as connection, gc_paused():
             rows = connection.execute(query).all()
             attention = [row[0] for row in rows if row[6] is not None or row[7]]
@@ -1144,14 +1385,20 @@ class LineageStore:
         where = "current lineage"
         for ref, owner, version, end, tried_end, record_id, attempt_id, unknown in rows:
             self._checked_ref(ref, where)
-            found.append(RefSummary(
-                ref=ref, owner=self._owner(ref, owner, where),
-                version=self._column(ref, "version", version, where),
-                status=_status(owner, record_id is not None, attempt_id is not None,
-                               bool(unknown)),
-                finished=self._column(ref, "end time",
-                                      tried_end if attempt_id is not None else end, where),
-                state=states.get(ref)))
+            found.append(
+                RefSummary(
+                    ref=ref,
+                    owner=self._owner(ref, owner, where),
+                    version=self._column(ref, "version", version, where),
+                    status=_status(
+                        owner, record_id is not None, attempt_id is not None, bool(unknown)
+                    ),
+                    finished=self._column(
+                        ref, "end time", tried_end if attempt_id is not None else end, where
+                    ),
+                    state=states.get(ref),
+                )
+            )
         return found
 
     def differing_refs(self, before: str | None, after: str | None) -> list[str]:
@@ -1159,20 +1406,25 @@ class LineageStore:
         snapshot hash), found by comparing record ids in the database: a diff reads only the
         records of what changed."""
         a, b = self._side(before), self._side(after)
-        same = and_(a.c.owner.is_not_distinct_from(b.c.owner),
-                    a.c.record_id.is_not_distinct_from(b.c.record_id),
-                    a.c.attempt_id.is_not_distinct_from(b.c.attempt_id),
-                    a.c.unknown == b.c.unknown)
-        changed = select(a.c.ref).select_from(a.outerjoin(b, a.c.ref == b.c.ref)).where(
-            or_(b.c.ref.is_(None), ~same))
-        added = select(b.c.ref).select_from(b.outerjoin(a, a.c.ref == b.c.ref)).where(
-            a.c.ref.is_(None))
+        same = and_(
+            a.c.owner.is_not_distinct_from(b.c.owner),
+            a.c.record_id.is_not_distinct_from(b.c.record_id),
+            a.c.attempt_id.is_not_distinct_from(b.c.attempt_id),
+            a.c.unknown == b.c.unknown,
+        )
+        changed = (
+            select(a.c.ref)
+            .select_from(a.outerjoin(b, a.c.ref == b.c.ref))
+            .where(or_(b.c.ref.is_(None), ~same))
+        )
+        added = (
+            select(b.c.ref).select_from(b.outerjoin(a, a.c.ref == b.c.ref)).where(a.c.ref.is_(None))
+        )
         with self.reading() as connection:
             found = set(connection.scalars(changed)) | set(connection.scalars(added))
         return sorted(found)
 
-    def states_in(self, snapshot_hash: str | None, refs: Sequence[str]
-                  ) -> dict[str, RefState]:
+    def states_in(self, snapshot_hash: str | None, refs: Sequence[str]) -> dict[str, RefState]:
         """The states of `refs` in the current lineage (None) or in a snapshot."""
         if snapshot_hash is None:
             return self._states_of(refs)
@@ -1180,9 +1432,12 @@ class LineageStore:
         wanted = list(dict.fromkeys(refs))
         with self.reading() as connection:
             for start in range(0, len(wanted), _CHUNK):
-                rows = connection.execute(self._states_query(_SNAP).where(
-                    _SNAP.c.hash == snapshot_hash,
-                    _SNAP.c.ref.in_(wanted[start:start + _CHUNK]))).all()
+                rows = connection.execute(
+                    self._states_query(_SNAP).where(
+                        _SNAP.c.hash == snapshot_hash,
+                        _SNAP.c.ref.in_(wanted[start : start + _CHUNK]),
+                    )
+                ).all()
                 for row in rows:
                     found[row[0]] = self._state_of(row, f"snapshot {snapshot_hash[:12]}")
         return found
@@ -1194,28 +1449,43 @@ class LineageStore:
         records, not copies); the caller holds the lock and adds the index entry."""
         with self.locked() as connection:
             ws_id = self.workspace_id
-            exists = connection.execute(select(func.count()).select_from(_SNAP).where(
-                _SNAP.c.workspace_id == ws_id, _SNAP.c.hash == snapshot_hash)).scalar()
+            exists = connection.execute(
+                select(func.count())
+                .select_from(_SNAP)
+                .where(_SNAP.c.workspace_id == ws_id, _SNAP.c.hash == snapshot_hash)
+            ).scalar()
             if exists:
                 return
-            connection.execute(insert(_SNAP).from_select(
-                ["workspace_id", "hash", "ref", "owner", "record_id", "attempt_id", "unknown"],
-                select(_REFS.c.workspace_id, literal(snapshot_hash), _REFS.c.ref,
-                       _REFS.c.owner, _REFS.c.record_id, _REFS.c.attempt_id, _REFS.c.unknown)
-                .where(_REFS.c.workspace_id == ws_id)))
+            connection.execute(
+                insert(_SNAP).from_select(
+                    ["workspace_id", "hash", "ref", "owner", "record_id", "attempt_id", "unknown"],
+                    select(
+                        _REFS.c.workspace_id,
+                        literal(snapshot_hash),
+                        _REFS.c.ref,
+                        _REFS.c.owner,
+                        _REFS.c.record_id,
+                        _REFS.c.attempt_id,
+                        _REFS.c.unknown,
+                    ).where(_REFS.c.workspace_id == ws_id),
+                )
+            )
 
     def snapshot_items(self, snapshot_hash: str) -> list[tuple[str, RefState]]:
         """A snapshot's lineage, sorted by ref."""
         with self.reading() as connection, gc_paused():
-            rows = connection.execute(self._states_query(_SNAP).where(
-                _SNAP.c.hash == snapshot_hash).order_by(_SNAP.c.ref)).all()
-            return [(row[0], self._state_of(row, f"snapshot {snapshot_hash[:12]}"))
-                    for row in rows]
+            rows = connection.execute(
+                self._states_query(_SNAP).where(_SNAP.c.hash == snapshot_hash).order_by(_SNAP.c.ref)
+            ).all()
+            return [(row[0], self._state_of(row, f"snapshot {snapshot_hash[:12]}")) for row in rows]
 
     def drop_snapshot(self, snapshot_hash: str) -> None:
         with self.locked() as connection:
-            connection.execute(delete(_SNAP).where(_SNAP.c.workspace_id == self.workspace_id,
-                                                   _SNAP.c.hash == snapshot_hash))
+            connection.execute(
+                delete(_SNAP).where(
+                    _SNAP.c.workspace_id == self.workspace_id, _SNAP.c.hash == snapshot_hash
+                )
+            )
 
     def reset(self, snapshot_hash: str, unknown: Iterable[str] = ()) -> None:
         """Make a snapshot's lineage the current lineage (restore), marking `unknown` the refs
@@ -1225,17 +1495,31 @@ class LineageStore:
             self._forget_cached()
             ws_id = self.workspace_id
             connection.execute(delete(_REFS).where(_REFS.c.workspace_id == ws_id))
-            connection.execute(insert(_REFS).from_select(
-                ["workspace_id", "ref", "owner", "record_id", "attempt_id", "unknown"],
-                select(_SNAP.c.workspace_id, _SNAP.c.ref, _SNAP.c.owner, _SNAP.c.record_id,
-                       _SNAP.c.attempt_id, _SNAP.c.unknown)
-                .where(_SNAP.c.workspace_id == ws_id, _SNAP.c.hash == snapshot_hash)))
+            connection.execute(
+                insert(_REFS).from_select(
+                    ["workspace_id", "ref", "owner", "record_id", "attempt_id", "unknown"],
+                    select(
+                        _SNAP.c.workspace_id,
+                        _SNAP.c.ref,
+                        _SNAP.c.owner,
+                        _SNAP.c.record_id,
+                        _SNAP.c.attempt_id,
+                        _SNAP.c.unknown,
+                    ).where(_SNAP.c.workspace_id == ws_id, _SNAP.c.hash == snapshot_hash),
+                )
+            )
             for start in range(0, len(partial), _CHUNK):
-                connection.execute(update(_REFS).where(
-                    _REFS.c.workspace_id == ws_id,
-                    _REFS.c.ref.in_(partial[start:start + _CHUNK])).values(unknown=True))
-            self._log(connection, "reset", None,
-                      detail={"snapshot": snapshot_hash, "unknown": partial})
+                connection.execute(
+                    update(_REFS)
+                    .where(
+                        _REFS.c.workspace_id == ws_id,
+                        _REFS.c.ref.in_(partial[start : start + _CHUNK]),
+                    )
+                    .values(unknown=True)
+                )
+            self._log(
+                connection, "reset", None, detail={"snapshot": snapshot_hash, "unknown": partial}
+            )
 
 
 @dataclass(frozen=True)
@@ -1261,24 +1545,36 @@ def _status(owner: str | None, has_record: bool, has_attempt: bool, unknown: boo
     return "pending"
 
 
-def _observation(ref: str, version: str, extra: dict[str, Any] | None = None,
-                 at: str | None = None) -> dict[str, Any]:
-    record = LineageRecord(ref=ref, version=version,
-                           step=StepInfo(name="observation", kind="observation"),
-                           start_time=at or now_iso(), end_time=at or now_iso(),
-                           extra=extra or {})
+def _observation(
+    ref: str, version: str, extra: dict[str, Any] | None = None, at: str | None = None
+) -> dict[str, Any]:
+    record = LineageRecord(
+        ref=ref,
+        version=version,
+        step=StepInfo(name="observation", kind="observation"),
+        start_time=at or now_iso(),
+        end_time=at or now_iso(),
+        extra=extra or {},
+    )
     return record.to_json()
 
 
 def conflict_message(step: str, ref: ResourceRef, clashes: list[tuple[str, str]]) -> str:
     parts = []
     for other, owner in clashes:
-        relation = ("the same ref" if other == str(ref)
-                    else "which contains it" if as_ref(other).covers(ref) else "inside it")
+        relation = (
+            "the same ref"
+            if other == str(ref)
+            else "which contains it"
+            if as_ref(other).covers(ref)
+            else "inside it"
+        )
         parts.append(f"step '{owner}' writes {other} ({relation})")
-    return (f"step '{step}' may not write ref {ref}: {'; '.join(parts)}. Two steps writing one "
-            "ref, or nested refs, would make its lineage ambiguous: give this output its own "
-            f"subpath, or hand the ref over with 'dws-dagster forget {clashes[0][0]}'")
+    return (
+        f"step '{step}' may not write ref {ref}: {'; '.join(parts)}. Two steps writing one "
+        "ref, or nested refs, would make its lineage ambiguous: give this output its own "
+        f"subpath, or hand the ref over with 'dws-dagster forget {clashes[0][0]}'"
+    )
 
 
 def recovery_advice(ref: str, owner: str | None) -> str:
@@ -1286,9 +1582,11 @@ def recovery_advice(ref: str, owner: str | None) -> str:
     source data (no step writes it) a new observation of the data as it is."""
     if owner is not None:
         return f"re-run its step '{owner}' to rewrite {ref}"
-    return (f"it is source data (no step writes it): once its data is what steps should read, "
-            f"record that as its lineage with 'dws-dagster observe {ref}' "
-            "(LineageStore.observe_source)")
+    return (
+        f"it is source data (no step writes it): once its data is what steps should read, "
+        f"record that as its lineage with 'dws-dagster observe {ref}' "
+        "(LineageStore.observe_source)"
+    )
 
 
 def attention_note(ref: str, state: RefState) -> str:
@@ -1299,27 +1597,33 @@ def attention_note(ref: str, state: RefState) -> str:
     if state.unknown and (state.owner is None or attempt is None):
         # Only a restore marks a source unknown (a source has no step to fail), and a failed
         # step always leaves its attempt.
-        return (f"a snapshot restore could not bring back its version{good}, so its data may "
-                f"not match its lineage (marked unknown); {recovery_advice(ref, state.owner)}")
+        return (
+            f"a snapshot restore could not bring back its version{good}, so its data may "
+            f"not match its lineage (marked unknown); {recovery_advice(ref, state.owner)}"
+        )
     attempt = attempt or {}
     writer = (attempt.get("step") or {}).get("name") or state.owner
     when = attempt.get("end_time") or attempt.get("start_time") or "an earlier run"
     if state.unknown:
         last = f" (its last good version was{good})" if good else ""
-        return (f"its data may be partial after step '{writer}' failed ({when}){last}; re-run "
-                f"'{writer}' to rewrite {ref}")
+        return (
+            f"its data may be partial after step '{writer}' failed ({when}){last}; re-run "
+            f"'{writer}' to rewrite {ref}"
+        )
     kept = f"; version{good} is still the one read" if good else ""
     return f"step '{writer}' failed ({when}){kept}; re-run '{writer}' to bring {ref} up to date"
 
 
 def _unknown_message(step: str, ref: str, state: RefState) -> str:
-    return (f"step '{step}' may not read ref {ref}: {attention_note(ref, state)}, then "
-            f"re-run '{step}'")
+    return (
+        f"step '{step}' may not read ref {ref}: {attention_note(ref, state)}, then re-run '{step}'"
+    )
 
 
 def too_deep(where: Path | str, exc: Exception) -> str:
     """The message for lineage that cannot be encoded: values nested deeper than JSON encoding
     allows (orjson stops at 255 levels) can only come from an edited store or file."""
-    return (f"the lineage in {where} holds a record whose parameters, metrics or extra "
-            f"values nest too deeply to be written again ({exc}); restore it from a backup")
-
+    return (
+        f"the lineage in {where} holds a record whose parameters, metrics or extra "
+        f"values nest too deeply to be written again ({exc}); restore it from a backup"
+    )

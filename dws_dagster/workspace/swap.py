@@ -84,8 +84,9 @@ def swap_into_place(staging: Path, target: Path, *, keep_old_as: Path | None = N
     except OSError as exc:
         if had_old and not target.exists() and old.exists():
             os.replace(old, target)
-        raise SwapError(f"could not put new data at {target}: {exc}; the previous data is "
-                        "unchanged") from exc
+        raise SwapError(
+            f"could not put new data at {target}: {exc}; the previous data is unchanged"
+        ) from exc
     fsync_dir(target.parent)
     if had_old:
         if keep_old_as is not None and not keep_old_as.exists():
@@ -107,8 +108,7 @@ def copy_data(source: Path, destination: Path) -> None:
         shutil.copytree(source, destination, ignore=_not_copied)
     except OSError as exc:  # shutil.Error (copytree's errors of its files) is one too
         _remove_quietly(destination)
-        raise write_error(_for_message(destination), exc, action=f"copy {source} to"
-                          ) from exc
+        raise write_error(_for_message(destination), exc, action=f"copy {source} to") from exc
     except BaseException:
         _remove_quietly(destination)
         raise
@@ -127,7 +127,7 @@ def _for_message(path: Path) -> Path:
     """A staging path as the path it stages (what the user knows)."""
     name = path.name
     if name.startswith(STAGING_PREFIX) and len(name) > len(STAGING_PREFIX) + 33:
-        return path.with_name(name[len(STAGING_PREFIX):-33])
+        return path.with_name(name[len(STAGING_PREFIX) : -33])
     return path
 
 
@@ -149,7 +149,8 @@ def kept_version_path(resource_root: Path, subpath: str | None, version: str) ->
         raise InvalidResourceRefError(
             f"version {str(version)[:80]!r} cannot name a kept copy in {resource_root}: a "
             "version is one file name (no '/', backslash or control character); the lineage "
-            "file it came from was edited: restore it from git or a backup")
+            "file it came from was edited: restore it from git or a backup"
+        )
     folder = resource_root / KEPT_DIR
     return (folder / subpath if subpath else folder) / f"{KEPT_MARK}{version}"
 
@@ -161,8 +162,10 @@ def kept_versions(resource_root: Path, subpath: str | None) -> list[str]:
     if not folder.is_dir():
         return []
     entries = [p for p in folder.iterdir() if p.name.startswith(KEPT_MARK)]
-    return [p.name[len(KEPT_MARK):]
-            for p in sorted(entries, key=lambda p: (p.stat().st_mtime_ns, p.name))]
+    return [
+        p.name[len(KEPT_MARK) :]
+        for p in sorted(entries, key=lambda p: (p.stat().st_mtime_ns, p.name))
+    ]
 
 
 def keep_copy(resource_root: Path, subpath: str | None, version: str, data: Path) -> Path:

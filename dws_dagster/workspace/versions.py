@@ -79,15 +79,18 @@ def warn_skipped(message: str) -> None:
     warnings.warn(SpecialFileWarning(message), stacklevel=4)
 
 
-def _report_skipped(path: Path, skipped: list[tuple[str, str]],
-                    on_skip: SkipReporter | None) -> None:
+def _report_skipped(
+    path: Path, skipped: list[tuple[str, str]], on_skip: SkipReporter | None
+) -> None:
     if not skipped:
         return
     shown = ", ".join(f"{rel or path.name} ({what})" for rel, what in skipped[:_SHOWN_SKIPPED])
     more = len(skipped) - _SHOWN_SKIPPED
-    message = (f"skipped {len(skipped)} file(s) under {path} that are not data: {shown}"
-               f"{f' and {more} more' if more > 0 else ''}; they are not part of its version "
-               "(move or delete them to silence this)")
+    message = (
+        f"skipped {len(skipped)} file(s) under {path} that are not data: {shown}"
+        f"{f' and {more} more' if more > 0 else ''}; they are not part of its version "
+        "(move or delete them to silence this)"
+    )
     (on_skip or warn_skipped)(message)
 
 
@@ -168,8 +171,9 @@ def stable_name(name: str) -> str:
     return f"part-*{match.group('ext') or ''}" if match else name
 
 
-def iter_data_files(path: Path, *, exclude_top: Iterable[str] = (),
-                    on_skip: SkipReporter | None = None) -> list[tuple[str, Path]]:
+def iter_data_files(
+    path: Path, *, exclude_top: Iterable[str] = (), on_skip: SkipReporter | None = None
+) -> list[tuple[str, Path]]:
     """(relative path, absolute path) of every data file under `path`, sorted, symlinks followed
     only for files."""
     skipped: list[tuple[str, str]] = []
@@ -192,10 +196,14 @@ def _kind(path: str | os.PathLike[str]) -> str | None:
     return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 
-def _data_files(path: str | os.PathLike[str], exclude_top: Iterable[str],
-                kind: str | None = "?", *,
-                skipped: list[tuple[str, str]],
-                sidecars: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+def _data_files(
+    path: str | os.PathLike[str],
+    exclude_top: Iterable[str],
+    kind: str | None = "?",
+    *,
+    skipped: list[tuple[str, str]],
+    sidecars: list[tuple[str, str]] | None = None,
+) -> list[tuple[str, str]]:
     """`iter_data_files` on plain strings: a walk of many small files spends its time on
     per-file overhead, so no Path object is made per file. `kind` is `_kind(path)` if known.
     What is not data is added to `skipped` as (relative path, what it is); `sidecars`, if
@@ -208,7 +216,8 @@ def _data_files(path: str | os.PathLike[str], exclude_top: Iterable[str],
     if kind == "other":
         raise DataNotFoundError(
             f"{path} is a {_describe_special(os.fspath(path))}, not a data file or folder, so "
-            "it has no version; replace it with the data")
+            "it has no version; replace it with the data"
+        )
     if kind != "dir":
         raise DataNotFoundError(f"{path} does not exist, so it has no version")
     found: list[tuple[str, str]] = []
@@ -216,9 +225,14 @@ def _data_files(path: str | os.PathLike[str], exclude_top: Iterable[str],
     return found
 
 
-def _walk(folder: str, prefix: str, excluded: frozenset[str],
-          found: list[tuple[str, str]], skipped: list[tuple[str, str]],
-          sidecars: list[tuple[str, str]] | None = None) -> None:
+def _walk(
+    folder: str,
+    prefix: str,
+    excluded: frozenset[str],
+    found: list[tuple[str, str]],
+    skipped: list[tuple[str, str]],
+    sidecars: list[tuple[str, str]] | None = None,
+) -> None:
     """Files of `folder` (sorted), then its subfolders in name order, as `os.walk` visits
     them: unreadable folders are skipped and symlinked folders are not entered; what is
     neither a regular file nor a folder (following links) goes to `skipped`. Entries of a
@@ -284,8 +298,7 @@ def _open_regular(path: str) -> int | None:
     return fd
 
 
-def _hash_and_size(path: str, progress: Callable[[int], None] | None
-                   ) -> tuple[str, int] | None:
+def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[str, int] | None:
     """xxh3-128 of a file's bytes and how many bytes that was, in one pass; None if `path` is
     not a regular file when opened.
 
@@ -343,10 +356,14 @@ def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
     return got[0]
 
 
-def content_manifest(path: Path, *, exclude_top: Iterable[str] = (),
-                     progress: Callable[[int], None] | None = None,
-                     kind: str | None = "?", on_skip: SkipReporter | None = None
-                     ) -> list[FileEntry]:
+def content_manifest(
+    path: Path,
+    *,
+    exclude_top: Iterable[str] = (),
+    progress: Callable[[int], None] | None = None,
+    kind: str | None = "?",
+    on_skip: SkipReporter | None = None,
+) -> list[FileEntry]:
     """The hashed entries a content version is made of (the size is the bytes hashed)."""
     entries = []
     skipped: list[tuple[str, str]] = []
@@ -373,20 +390,29 @@ def version_of_manifest(entries: Iterable[FileEntry], *, single_file: bool) -> s
     return CONTENT_PREFIX + xxhash.xxh3_128_hexdigest(head + b"".join(lines))
 
 
-def content_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
-                    progress: Callable[[int], None] | None = None,
-                    on_skip: SkipReporter | None = None) -> str:
+def content_version(
+    path: str | os.PathLike[str],
+    *,
+    exclude_top: Iterable[str] = (),
+    progress: Callable[[int], None] | None = None,
+    on_skip: SkipReporter | None = None,
+) -> str:
     """The content version of the file or folder at `path`."""
     target = Path(path)
     kind = _kind(target)
-    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind,
-                               on_skip=on_skip)
+    entries = content_manifest(
+        target, exclude_top=exclude_top, progress=progress, kind=kind, on_skip=on_skip
+    )
     return version_of_manifest(entries, single_file=kind == "file")
 
 
-def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
-                      progress: Callable[[int], None] | None = None,
-                      on_skip: SkipReporter | None = None) -> str:
+def effective_version(
+    path: str | os.PathLike[str],
+    *,
+    exclude_top: Iterable[str] = (),
+    progress: Callable[[int], None] | None = None,
+    on_skip: SkipReporter | None = None,
+) -> str:
     """The version of the data at `path`: the version recorded in its marker while the files
     are byte for byte those the marker describes, else the byte content version."""
     target = Path(path)
@@ -397,8 +423,9 @@ def effective_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str
         # results.json / lineage.json describe Spark-written data (the lineage sensor and
         # snapshots put them beside it); they are not part of it.
         exclude_top = (*exclude_top, *DESCRIPTION_FILES)
-    entries = content_manifest(target, exclude_top=exclude_top, progress=progress, kind=kind,
-                               on_skip=on_skip)
+    entries = content_manifest(
+        target, exclude_top=exclude_top, progress=progress, kind=kind, on_skip=on_skip
+    )
     version = version_of_manifest(entries, single_file=kind == "file")
     return marked_version(target, version) if has_marker else version
 
@@ -428,8 +455,9 @@ def _read_regular(path: str) -> bytes:
         os.close(fd)
 
 
-def _stat_files(path: Path, exclude_top: Iterable[str], on_skip: SkipReporter | None
-                ) -> list[tuple[str, os.stat_result]]:
+def _stat_files(
+    path: Path, exclude_top: Iterable[str], on_skip: SkipReporter | None
+) -> list[tuple[str, os.stat_result]]:
     """(relative path, stat) of the data files under `path`; a file gone or no longer regular
     since the listing is skipped like any other non-data file."""
     skipped: list[tuple[str, str]] = []
@@ -471,8 +499,12 @@ def checked_marker(data: Any) -> dict[str, Any] | None:
     return marker
 
 
-def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
-                    on_skip: SkipReporter | None = None) -> str:
+def listing_version(
+    path: str | os.PathLike[str],
+    *,
+    exclude_top: Iterable[str] = (),
+    on_skip: SkipReporter | None = None,
+) -> str:
     """A cheaper version from names, sizes and modification times only (no bytes read).
 
     Meant for object stores where reading everything is costly; any rewrite changes it, even of
@@ -484,8 +516,12 @@ def listing_version(path: str | os.PathLike[str], *, exclude_top: Iterable[str] 
     return LISTING_PREFIX + hasher.hexdigest()
 
 
-def data_size(path: str | os.PathLike[str], *, exclude_top: Iterable[str] = (),
-              on_skip: SkipReporter | None = None) -> int:
+def data_size(
+    path: str | os.PathLike[str],
+    *,
+    exclude_top: Iterable[str] = (),
+    on_skip: SkipReporter | None = None,
+) -> int:
     """Bytes of data under `path` that a version covers."""
     return sum(info.st_size for _, info in _stat_files(Path(path), exclude_top, on_skip))
 
@@ -494,5 +530,6 @@ def short(version: str | None) -> str:
     """Version shortened for display."""
     if not version:
         return "-"
-    return version[: len(LISTING_PREFIX) + 12] if version.startswith(LISTING_PREFIX) \
-        else version[:12]
+    return (
+        version[: len(LISTING_PREFIX) + 12] if version.startswith(LISTING_PREFIX) else version[:12]
+    )

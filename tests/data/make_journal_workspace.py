@@ -45,8 +45,10 @@ def _old_code() -> None:
             read_snapshot_manifest,
         )
     except ImportError:
-        sys.exit("this script must run with dws_dagster at commit 60b9e85 (the journal "
-                 "store) on PYTHONPATH; see its docstring")
+        sys.exit(
+            "this script must run with dws_dagster at commit 60b9e85 (the journal "
+            "store) on PYTHONPATH; see its docstring"
+        )
 
 
 def write(path: Path, text: str) -> None:
@@ -54,15 +56,27 @@ def write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def step(ws: Any, name: str, inputs: list[str], outputs: dict[str, str], *,
-         parameters: dict[str, Any] | None = None, results: dict[str, Any] | None = None,
-         results_dir: str | None = None, fail_after_writing: bool = False,
-         run_id: str | None = None) -> None:
+def step(
+    ws: Any,
+    name: str,
+    inputs: list[str],
+    outputs: dict[str, str],
+    *,
+    parameters: dict[str, Any] | None = None,
+    results: dict[str, Any] | None = None,
+    results_dir: str | None = None,
+    fail_after_writing: bool = False,
+    run_id: str | None = None,
+) -> None:
     """A script step through the lineage API: read `inputs`, write `outputs` (ref -> text)."""
     from dws_dagster import LineageBuilder
 
-    builder = LineageBuilder().with_step_name(name).with_parameters(parameters or {}) \
+    builder = (
+        LineageBuilder()
+        .with_step_name(name)
+        .with_parameters(parameters or {})
         .with_workspace_directory(ws.root)
+    )
     builder = builder.with_input_refs(inputs) if inputs else builder.with_no_inputs()
     if run_id is not None:
         builder = builder.with_run_id(run_id)
@@ -99,12 +113,14 @@ class FlakyTransport:
 
 def ol_event(run_id: str, event_type: str, time: str, job: str) -> dict[str, Any]:
     return {
-        "eventType": event_type, "eventTime": time,
+        "eventType": event_type,
+        "eventTime": time,
         "producer": "https://github.com/dws-dagster/fixture",
         "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
         "run": {"runId": run_id, "facets": {}},
         "job": {"namespace": "dws-fixture", "name": job, "facets": {}},
-        "inputs": [], "outputs": [{"namespace": "dws-fixture", "name": job}],
+        "inputs": [],
+        "outputs": [{"namespace": "dws-fixture", "name": job}],
     }
 
 
@@ -121,20 +137,46 @@ def build(root: Path) -> None:
 
     # Segment 1 of the journal: everything up to the restore.
     write(root / "data/src/trips.csv", "a\n1\n")
-    step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n1\n"}, parameters={"scale": 2},
-         run_id="run-prep-1")
+    step(
+        ws,
+        "prep",
+        ["src/trips.csv"],
+        {"inter/prep": "A\n1\n"},
+        parameters={"scale": 2},
+        run_id="run-prep-1",
+    )
     step(ws, "feat", ["inter/prep"], {"inter/feat": "F\n1\n"}, run_id="run-feat-1")
-    step(ws, "train", ["inter/feat"], {}, parameters={"gamma": 0.1}, results={"mae": 1.5},
-         results_dir="results/exp", run_id="run-train-1")
+    step(
+        ws,
+        "train",
+        ["inter/feat"],
+        {},
+        parameters={"gamma": 0.1},
+        results={"mae": 1.5},
+        results_dir="results/exp",
+        run_id="run-train-1",
+    )
     take_snapshot(ws, "v1", "first model")
     take_snapshot(ws, "baseline")  # the same lineage: a second tag of the same snapshot
     step(ws, "old", ["src/trips.csv"], {"inter/old": "O\n"}, run_id="run-old-1")
     store.forget("inter/old")
     write(root / "data/src/trips.csv", "a\n2\n")
-    step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n2\n"}, parameters={"scale": 3},
-         run_id="run-prep-2")
-    step(ws, "feat", ["inter/prep"], {"inter/feat": "F\n2\n"}, run_id="run-feat-2",
-         fail_after_writing=True)  # a failure that leaves inter/feat unknown
+    step(
+        ws,
+        "prep",
+        ["src/trips.csv"],
+        {"inter/prep": "A\n2\n"},
+        parameters={"scale": 3},
+        run_id="run-prep-2",
+    )
+    step(
+        ws,
+        "feat",
+        ["inter/prep"],
+        {"inter/feat": "F\n2\n"},
+        run_id="run-feat-2",
+        fail_after_writing=True,
+    )  # a failure that leaves inter/feat unknown
     store.claim("later", ["inter/later"])
     take_snapshot(ws, None, "before the restore")
     # Nothing of v1 but the results was kept: a partial restore marks the rest unknown, and
@@ -143,19 +185,38 @@ def build(root: Path) -> None:
 
     # Segment 2, the tail after current.json.
     store.observe_source("src/trips.csv")
-    step(ws, "prep", ["src/trips.csv"], {"inter/prep": "A\n2\n"}, parameters={"scale": 3},
-         run_id="run-prep-3")
-    step(ws, "feat", ["inter/prep"], {"inter/feat": "F\n3\n"}, run_id="run-feat-3",
-         fail_after_writing=True)
+    step(
+        ws,
+        "prep",
+        ["src/trips.csv"],
+        {"inter/prep": "A\n2\n"},
+        parameters={"scale": 3},
+        run_id="run-prep-3",
+    )
+    step(
+        ws,
+        "feat",
+        ["inter/prep"],
+        {"inter/feat": "F\n3\n"},
+        run_id="run-feat-3",
+        fail_after_writing=True,
+    )
     store.claim("tail", ["inter/tail"])
     step(ws, "gone", ["src/trips.csv"], {"inter/gone": "G\n"}, run_id="run-gone-1")
     store.forget("inter/gone")
 
     # The outbox: small segments, three events delivered, then the catalog went down.
     outbox = Outbox(ws, segment_bytes=700)
-    events = [ol_event(f"00000000-0000-4000-8000-00000000000{n}", kind,
-                       f"2026-05-0{n}T10:00:00+00:00", f"job{n}")
-              for n in range(1, 5) for kind in ("START", "COMPLETE")]
+    events = [
+        ol_event(
+            f"00000000-0000-4000-8000-00000000000{n}",
+            kind,
+            f"2026-05-0{n}T10:00:00+00:00",
+            f"job{n}",
+        )
+        for n in range(1, 5)
+        for kind in ("START", "COMPLETE")
+    ]
     outbox.spool(events[:5])
     report = outbox.deliver(FlakyTransport(accept=3))
     assert report.sent == 3 and report.failed == 1, report
@@ -173,8 +234,9 @@ def expected(root: Path) -> dict[str, Any]:
     ws = Workspace.open(root)
     store = ws.store
     history = list(store.history())
-    good = sorted({(op["record"]["ref"], op["record"]["version"]) for op in history
-                   if op["op"] == "record"})
+    good = sorted(
+        {(op["record"]["ref"], op["record"]["version"]) for op in history if op["op"] == "record"}
+    )
     outbox = Outbox(ws)
     state = outbox._read_state()
     status = outbox.status().to_json()
@@ -185,11 +247,11 @@ def expected(root: Path) -> dict[str, Any]:
         "state": {ref: value.to_json() for ref, value in store.items()},
         "statuses": {ref: value.status for ref, value in store.items()},
         "history": history,
-        "find_record": [[ref, version, store.find_record(ref, version)]
-                        for ref, version in good],
+        "find_record": [[ref, version, store.find_record(ref, version)] for ref, version in good],
         "snapshots": [info.to_json() for info in list_snapshots(ws)],
-        "manifests": {info.hash: read_snapshot_manifest(ws, info.hash)["refs"]
-                      for info in list_snapshots(ws)},
+        "manifests": {
+            info.hash: read_snapshot_manifest(ws, info.hash)["refs"] for info in list_snapshots(ws)
+        },
         "outbox": {
             "events": list(outbox.events()),
             "pending": [event for event, *_ in outbox._pending_events(state)],
@@ -210,10 +272,14 @@ def main() -> None:
     for path in sorted(TARGET.rglob("*")):  # reading takes locks again
         if path.is_file() and path.name.endswith("lock"):
             path.unlink()
-    EXPECTED.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
-                         + b"\n")
-    leaked = [str(path.relative_to(TARGET)) for path in [EXPECTED, *TARGET.rglob("*")]
-              if path.is_file() and str(HERE).encode() in path.read_bytes()]
+    EXPECTED.write_bytes(
+        orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    )
+    leaked = [
+        str(path.relative_to(TARGET))
+        for path in [EXPECTED, *TARGET.rglob("*")]
+        if path.is_file() and str(HERE).encode() in path.read_bytes()
+    ]
     if leaked:
         sys.exit(f"absolute paths were written into {leaked}; fix the fixture")
     print(f"wrote {TARGET} and {EXPECTED}")

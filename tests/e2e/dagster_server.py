@@ -40,8 +40,14 @@ class DagsterServerError(RuntimeError):
     """`dg dev` did not start, or stopped unexpectedly."""
 
 
-def poll(check: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.5,
-         on_timeout: Callable[[], str] | None = None) -> T:
+def poll(
+    check: Callable[[], T | None],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.5,
+    on_timeout: Callable[[], str] | None = None,
+) -> T:
     """Call `check` until it returns something other than None (or False), at most `timeout`
     seconds; raise `TimeoutError` naming `what` (and `on_timeout()`'s details) otherwise."""
     deadline = time.monotonic() + timeout
@@ -51,8 +57,10 @@ def poll(check: Callable[[], T | None], *, timeout: float, what: str, interval: 
             return value
         if time.monotonic() >= deadline:
             details = on_timeout() if on_timeout is not None else ""
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}"
-                               + (f"\n{details}" if details else ""))
+            raise TimeoutError(
+                f"timed out after {timeout:.0f} s waiting for {what}"
+                + (f"\n{details}" if details else "")
+            )
         time.sleep(interval)
 
 
@@ -108,8 +116,9 @@ class DagsterServer:
     def check_running(self) -> None:
         code = self.process.poll()
         if code is not None:
-            raise DagsterServerError(f"dg dev exited with code {code}; log "
-                                     f"{self.log_path}:\n{self.log_tail()}")
+            raise DagsterServerError(
+                f"dg dev exited with code {code}; log {self.log_path}:\n{self.log_tail()}"
+            )
 
     def http_ok(self, path: str = "/server_info", timeout: float = 2.0) -> bool:
         try:
@@ -120,18 +129,27 @@ class DagsterServer:
 
     def wait_until_up(self, timeout: float = 120.0) -> None:
         """Poll the webserver's `/server_info` until it answers (or the process dies)."""
+
         def answered() -> bool:
             self.check_running()
             return self.http_ok()
-        poll(answered, timeout=timeout, what=f"the Dagster webserver at {self.url}",
-             interval=0.25, on_timeout=self.log_tail)
 
-    def graphql(self, query: str, variables: Mapping[str, Any] | None = None,
-                timeout: float = 30.0) -> dict[str, Any]:
+        poll(
+            answered,
+            timeout=timeout,
+            what=f"the Dagster webserver at {self.url}",
+            interval=0.25,
+            on_timeout=self.log_tail,
+        )
+
+    def graphql(
+        self, query: str, variables: Mapping[str, Any] | None = None, timeout: float = 30.0
+    ) -> dict[str, Any]:
         """POST a GraphQL query to the webserver; its `data`, or an error with its `errors`."""
         body = json.dumps({"query": query, "variables": dict(variables or {})}).encode()
-        request = urllib.request.Request(self.url + "/graphql", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + "/graphql", data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             payload = json.loads(response.read())
         if payload.get("errors"):
@@ -140,8 +158,9 @@ class DagsterServer:
 
     def served_url(self) -> str | None:
         """Where the webserver said it serves (its log's "Serving dagster-webserver on URL")."""
-        found = re.search(r"Serving dagster-webserver on (http://\S+?)(?: in process|\s|$)",
-                          self.log_tail(400))
+        found = re.search(
+            r"Serving dagster-webserver on (http://\S+?)(?: in process|\s|$)", self.log_tail(400)
+        )
         return found[1] if found else None
 
     def instance_info(self) -> str:
@@ -179,13 +198,19 @@ class DagsterServer:
                 if error and error["__typename"] == "PythonError":
                     raise DagsterServerError(
                         f"code location {entry['name']} failed to load: {error['message']}\n"
-                        + "".join(error.get("stack") or []))
+                        + "".join(error.get("stack") or [])
+                    )
             if all(e["loadStatus"] == "LOADED" and e["locationOrLoadError"] for e in entries):
                 return [e["name"] for e in entries]
             return None
 
-        return poll(loaded, timeout=timeout, what="the code locations to load", interval=0.5,
-                    on_timeout=self.log_tail)
+        return poll(
+            loaded,
+            timeout=timeout,
+            what="the code locations to load",
+            interval=0.5,
+            on_timeout=self.log_tail,
+        )
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM the whole process group, wait for it to go, SIGKILL what is left after
@@ -206,22 +231,35 @@ class DagsterServer:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        poll(lambda: not _group_alive(pgid), timeout=10,
-             what=f"process group {pgid} to die after SIGKILL")
+        poll(
+            lambda: not _group_alive(pgid),
+            timeout=10,
+            what=f"process group {pgid} to die after SIGKILL",
+        )
         return None
 
 
 def dg_command() -> list[str]:
     """`dg` (dagster-dg-cli) from this interpreter's environment."""
     script = Path(sys.executable).with_name("dg")
-    return [str(script)] if script.is_file() else [
-        sys.executable, "-c", "from dagster_dg_cli.cli import main; main()"]
+    return (
+        [str(script)]
+        if script.is_file()
+        else [sys.executable, "-c", "from dagster_dg_cli.cli import main; main()"]
+    )
 
 
-def start_dg_dev(repo_root: Path, *, home: Path, workspace_dir: Path, log_dir: Path,
-                 port: int | None = None, extra_env: Mapping[str, str] | None = None,
-                 workspace_file: str = "workspace.yaml",
-                 startup_timeout: float = 120.0) -> DagsterServer:
+def start_dg_dev(
+    repo_root: Path,
+    *,
+    home: Path,
+    workspace_dir: Path,
+    log_dir: Path,
+    port: int | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    workspace_file: str = "workspace.yaml",
+    startup_timeout: float = 120.0,
+) -> DagsterServer:
     """Start `dg dev -w workspace.yaml -h 127.0.0.1 -p PORT` in `repo_root` with
     DAGSTER_HOME=`home` (a `dagster.yaml` with telemetry disabled is written there),
     DWS_EXAMPLE_WORKSPACE=`workspace_dir` and SPARK_LOCAL_IP=127.0.0.1; its output goes to
@@ -241,14 +279,28 @@ def start_dg_dev(repo_root: Path, *, home: Path, workspace_dir: Path, log_dir: P
     # Keep this interpreter's environment first on PATH (dg dev starts `python`,
     # the code servers and the daemon, by sys.executable, but Spark looks for `java`).
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    command = [*dg_command(), "dev", "-w", workspace_file, "-h", "127.0.0.1",
-               "-p", str(port)]
-    return launch(command, cwd=repo_root, env=env, port=port, home=home,
-                  log_path=log_dir / "dg-dev.log", startup_timeout=startup_timeout)
+    command = [*dg_command(), "dev", "-w", workspace_file, "-h", "127.0.0.1", "-p", str(port)]
+    return launch(
+        command,
+        cwd=repo_root,
+        env=env,
+        port=port,
+        home=home,
+        log_path=log_dir / "dg-dev.log",
+        startup_timeout=startup_timeout,
+    )
 
 
-def launch(command: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], port: int,
-           home: Path, log_path: Path, startup_timeout: float = 120.0) -> DagsterServer:
+def launch(
+    command: Sequence[str] | str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    port: int,
+    home: Path,
+    log_path: Path,
+    startup_timeout: float = 120.0,
+) -> DagsterServer:
     """Start a dev server's `command` (a shell command line, if a string) serving on `port`
     and its instance in `home`, in a new session with SIGINT and SIGTERM at their defaults;
     its output goes to `log_path`. Returns once the webserver answers HTTP."""
@@ -259,9 +311,15 @@ def launch(command: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], p
         log.write(f"$ {shown}  (cwd {cwd})\n".encode())
         log.flush()
         process = subprocess.Popen(
-            argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=_restore_default_signals)
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_restore_default_signals,
+        )
     server = DagsterServer(process=process, port=port, home=home, log_path=log_path, env=env)
     try:
         server.wait_until_up(startup_timeout)

@@ -46,9 +46,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 FORECAST_REF = f"results/{FORECAST_ASSET}"
 #: What the UI materializes: the forecast with every upstream asset it reads by default (the
@@ -126,11 +132,15 @@ query E2ESensorTicks($selector: SensorSelector!) {
 """
 #: What a tick of the lineage sensor says it did (`TickOutcome.tick_text`), once the backfill's
 #: events are applied and their OpenLineage events written to the events file.
-APPLIED_TICK = re.compile(r"Applied \d+ events?: \d+ lineage records? \(\d+ new to the "
-                          r"store\).*\. OpenLineage: \d+ events? spooled, \d+ delivered, "
-                          r"0 pending\.")
-IDLE_TICK = re.compile(r"No new events\. OpenLineage: 0 events spooled, 0 delivered, "
-                       r"0 pending\.")
+APPLIED_TICK = re.compile(
+    r"Applied \d+ events?: \d+ lineage records? \(\d+ new to the "
+    r"store\).*\. OpenLineage: \d+ events? spooled, \d+ delivered, "
+    r"0 pending\."
+)
+IDLE_TICK = re.compile(
+    r"No new events\. OpenLineage: 0 events spooled, 0 delivered, "
+    r"0 pending\."
+)
 LINEAGE_TABLE_COLUMNS = ["output column", "input asset", "input column", "kind"]
 
 
@@ -146,12 +156,17 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="module")
 def sync_playwright() -> Any:
     if importlib.util.find_spec("playwright") is None:
-        _unavailable("Playwright for Python is not installed: pip install 'playwright>=1.40' "
-                     "(it is in the test extra)")
+        _unavailable(
+            "Playwright for Python is not installed: pip install 'playwright>=1.40' "
+            "(it is in the test extra)"
+        )
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        _unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (this test uses "
-                     "the system browser and never runs `playwright install`)")
+        _unavailable(
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (this test uses "
+            "the system browser and never runs `playwright install`)"
+        )
     from playwright.sync_api import sync_playwright
+
     return sync_playwright
 
 
@@ -199,14 +214,14 @@ class Evidence:
 
 
 @contextlib.contextmanager
-def _browser(sync_playwright: Any, server: DagsterServer, artifacts: Path, trace: str
-             ) -> Iterator[tuple[Any, Evidence]]:
+def _browser(
+    sync_playwright: Any, server: DagsterServer, artifacts: Path, trace: str
+) -> Iterator[tuple[Any, Evidence]]:
     """A page of headless Chromium on the server, the first-visit dialog dismissed when it
     shows; a failure leaves a screenshot and the Playwright trace `trace`."""
     show_nux = server.graphql(SHOULD_SHOW_NUX_QUERY)["shouldShowNux"]
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1600, "height": 1100})
         context.set_default_timeout(UI_TIMEOUT_MS)
         context.tracing.start(screenshots=True, snapshots=True)
@@ -242,14 +257,18 @@ def _strip_typenames(value: Any) -> Any:
 
 def _lineage_pairs(lineage: list[dict[str, Any]]) -> dict[str, set[tuple[str, str]]]:
     """{column: {(upstream asset key, upstream column)}} from Dagster's column lineage."""
-    return {entry["columnName"]: {("/".join(dep["assetKey"]["path"]), dep["columnName"])
-                                  for dep in entry["columnDeps"]}
-            for entry in lineage}
+    return {
+        entry["columnName"]: {
+            ("/".join(dep["assetKey"]["path"]), dep["columnName"]) for dep in entry["columnDeps"]
+        }
+        for entry in lineage
+    }
 
 
 def _wait_for_forecast_run(server: DagsterServer, backfill_id: str) -> str:
     """Poll the backfill's runs until the one materializing the forecast succeeded; fail at
     once when a run or the backfill fails. Returns the forecast run's id."""
+
     def forecast_run() -> str | None:
         server.check_running()
         data = server.graphql(BACKFILL_QUERY, {"id": backfill_id})
@@ -265,10 +284,15 @@ def _wait_for_forecast_run(server: DagsterServer, backfill_id: str) -> str:
                 return run["runId"]
         return None
 
-    return poll(forecast_run, timeout=BACKFILL_TIMEOUT, interval=2.0,
-                what=f"backfill {backfill_id} to materialize {FORECAST_ASSET}",
-                on_timeout=lambda: json.dumps(
-                    server.graphql(BACKFILL_QUERY, {"id": backfill_id}), indent=1))
+    return poll(
+        forecast_run,
+        timeout=BACKFILL_TIMEOUT,
+        interval=2.0,
+        what=f"backfill {backfill_id} to materialize {FORECAST_ASSET}",
+        on_timeout=lambda: json.dumps(
+            server.graphql(BACKFILL_QUERY, {"id": backfill_id}), indent=1
+        ),
+    )
 
 
 def _forecast_events(events_file: Path) -> list[dict[str, Any]]:
@@ -318,8 +342,9 @@ class Clock:
         return "; ".join(self.phases) + f"; total {time.monotonic() - self.start:.0f} s"
 
 
-def test_materialize_forecast_from_the_ui(sync_playwright: Any, tmp_path: Path,
-                                          artifacts: Path) -> None:
+def test_materialize_forecast_from_the_ui(
+    sync_playwright: Any, tmp_path: Path, artifacts: Path
+) -> None:
     clock = Clock()
     workspace_dir = tmp_path / "workspace"
     home = tmp_path / "dagster_home"
@@ -345,16 +370,16 @@ def test_materialize_forecast_from_the_ui(sync_playwright: Any, tmp_path: Path,
     print(f"\ne2e: {clock.report()}\nartifacts: {artifacts}")
 
 
-def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, months: int,
-                  clock: Clock) -> Materialized:
+def _drive_the_ui(
+    sync_playwright: Any, server: DagsterServer, artifacts: Path, months: int, clock: Clock
+) -> Materialized:
     from playwright.sync_api import expect
 
     nodes = server.graphql(ASSET_NODES_QUERY)["assetNodes"]
     selected = [n for n in nodes if n["groupName"] in SELECTED_GROUPS]
     assert FORECAST_ASSET in {"/".join(n["assetKey"]["path"]) for n in selected}
 
-    with _browser(sync_playwright, server, artifacts, "playwright-trace.zip") as (
-            page, evidence):
+    with _browser(sync_playwright, server, artifacts, "playwright-trace.zip") as (page, evidence):
         # -- the asset graph, with the forecast and its upstream taxi assets selected
         with evidence.step("asset-graph"):
             query = urllib.parse.quote(SELECTION, safe="")
@@ -368,12 +393,12 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
             materialize.click()
             confirm = page.get_by_role("dialog").filter(has_text="Are you sure?")
             launch = page.get_by_role("dialog").filter(
-                has_text=re.compile(r"Launch runs to materialize \d+ assets"))
+                has_text=re.compile(r"Launch runs to materialize \d+ assets")
+            )
             expect(confirm.or_(launch)).to_be_visible()
             if confirm.is_visible():  # weather_raw, a dependency without data, is empty
                 confirm.get_by_role("button", name="Confirm").click()
-            expect(launch).to_contain_text(f"Launch runs to materialize {len(selected)} "
-                                           "assets")
+            expect(launch).to_contain_text(f"Launch runs to materialize {len(selected)} assets")
             launch.get_by_role("button", name="All", exact=True).click()
             expect(launch).to_contain_text(f"{months} partitions")
             evidence.screenshot("02-launch-dialog")
@@ -397,33 +422,37 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
         entries = _entries(materialization)
         assert entries["dws/ref"]["text"] == FORECAST_REF
         version = entries["dws/version"]["text"]
-        schema = [(c["name"], c["type"])
-                  for c in entries["dagster/column_schema"]["schema"]["columns"]]
+        schema = [
+            (c["name"], c["type"]) for c in entries["dagster/column_schema"]["schema"]["columns"]
+        ]
         lineage = _strip_typenames(entries["dagster/column_lineage"]["lineage"])
         assert schema and lineage
         lineage_table = entries["dws/column_sources"]["table"]
-        assert [c["name"] for c in lineage_table["schema"]["columns"]] \
-            == LINEAGE_TABLE_COLUMNS
-        lineage_rows = [tuple(json.loads(record)[name] for name in LINEAGE_TABLE_COLUMNS)
-                        for record in lineage_table["records"]]
-        assert ("forecast", "training_data", "rides_week_before", "transformation") \
-            in lineage_rows
+        assert [c["name"] for c in lineage_table["schema"]["columns"]] == LINEAGE_TABLE_COLUMNS
+        lineage_rows = [
+            tuple(json.loads(record)[name] for name in LINEAGE_TABLE_COLUMNS)
+            for record in lineage_table["records"]
+        ]
+        assert ("forecast", "training_data", "rides_week_before", "transformation") in lineage_rows
 
         # -- the forecast's asset page: ref, version, column schema
         with evidence.step("asset-page"):
             page.goto(f"{server.url}/assets/{FORECAST_ASSET}")
             ref_row = page.locator("tr", has=page.get_by_text("dws/ref", exact=True)).last
-            version_row = page.locator(
-                "tr", has=page.get_by_text("dws/version", exact=True)).last
+            version_row = page.locator("tr", has=page.get_by_text("dws/version", exact=True)).last
             expect(ref_row).to_contain_text(FORECAST_REF)
             expect(version_row).to_contain_text(version)
             assert ref_row.locator("td").last.inner_text().strip() == FORECAST_REF
             assert version_row.locator("td").last.inner_text().strip() == version
             columns = page.locator("table", has=page.get_by_text("Column name", exact=True))
             expect(columns.locator("tbody tr")).to_have_count(len(schema))
-            shown = [tuple(cell.inner_text().strip().splitlines()[0]
-                           for cell in row.locator("td").all()[:2])
-                     for row in columns.locator("tbody tr").all()]
+            shown = [
+                tuple(
+                    cell.inner_text().strip().splitlines()[0]
+                    for cell in row.locator("td").all()[:2]
+                )
+                for row in columns.locator("tbody tr").all()
+            ]
             assert shown == schema, f"Columns section shows {shown}, expected {schema}"
             evidence.screenshot("03-forecast-asset-page")
             ref_row.scroll_into_view_if_needed()
@@ -431,8 +460,7 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
 
         # -- the column lineage on the asset page, as a table (not behind [Show JSON])
         with evidence.step("column-lineage-table"):
-            entry = page.locator("tr", has=page.get_by_text("dws/column_sources",
-                                                            exact=True)).last
+            entry = page.locator("tr", has=page.get_by_text("dws/column_sources", exact=True)).last
             label, value = entry.locator(":scope > td").first, entry.locator(":scope > td").last
             table = value.locator("table")
             # Scrolled to by its label, at the left: the page scrolls down, not sideways.
@@ -443,13 +471,17 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
             expect(value).not_to_contain_text("[Show JSON]")
             headers = [cell.inner_text().strip() for cell in table.locator("th").all()]
             assert headers == LINEAGE_TABLE_COLUMNS
-            shown = [tuple(cell.inner_text().strip() for cell in row.locator("td").all())
-                     for row in table.locator("tbody tr").all()]
+            shown = [
+                tuple(cell.inner_text().strip() for cell in row.locator("td").all())
+                for row in table.locator("tbody tr").all()
+            ]
             assert shown == lineage_rows, f"the table shows {shown}"
             # Readable as it is: every column whole, none cut off at the page's edge or the
             # metadata panel's (which would need scrolling sideways).
-            for cell in [*table.locator("th").all(), *table.locator("tbody tr").first
-                         .locator("td").all()]:
+            for cell in [
+                *table.locator("th").all(),
+                *table.locator("tbody tr").first.locator("td").all(),
+            ]:
                 expect(cell).to_be_in_viewport(ratio=1)
             evidence.screenshot("05-forecast-column-lineage-table")
 
@@ -458,15 +490,17 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
         with evidence.step("column-lineage"):
             logs = urllib.parse.quote(f"step:{FORECAST_ASSET}|type:ASSET_MATERIALIZATION")
             page.goto(f"{server.url}/runs/{run_id}?logs={logs}")
-            row = page.locator("tr", has=page.get_by_text("dagster/column_lineage",
-                                                             exact=True)).last
+            row = page.locator(
+                "tr", has=page.get_by_text("dagster/column_lineage", exact=True)
+            ).last
             row.get_by_text("[Show JSON]").click()
             dialog = page.get_by_role("dialog").filter(has_text="dagster/column_lineage")
             expect(dialog).to_contain_text("columnDeps")
             evidence.screenshot("06-forecast-column-lineage-json")
             text = dialog.inner_text()
-            shown_lineage = _lineage_pairs(_strip_typenames(
-                json.loads(text[text.index("["):text.rindex("]") + 1])))
+            shown_lineage = _lineage_pairs(
+                _strip_typenames(json.loads(text[text.index("[") : text.rindex("]") + 1]))
+            )
             assert shown_lineage == _lineage_pairs(lineage)
             assert set(shown_lineage) == {name for name, _ in schema}
             # Each forecast comes from the ride count a week before, in training_data.
@@ -475,8 +509,9 @@ def _drive_the_ui(sync_playwright: Any, server: DagsterServer, artifacts: Path, 
     return Materialized(backfill_id, run_id, version, schema)
 
 
-def _check_sensor_output(server: DagsterServer, workspace_dir: Path,
-                         materialized: Materialized) -> None:
+def _check_sensor_output(
+    server: DagsterServer, workspace_dir: Path, materialized: Materialized
+) -> None:
     """The daemon's lineage sensor recorded the forecast: lineage with the metrics (the IO
     manager commits the record at once; only the sensor adds a results ref's metrics),
     `results.json` beside the data and an OpenLineage COMPLETE event. Polled: the sensor ticks
@@ -487,8 +522,12 @@ def _check_sensor_output(server: DagsterServer, workspace_dir: Path,
     results_json = ws.local_path(ResourceRef.parse(FORECAST_REF)) / "results.json"
 
     def completes() -> list[dict[str, Any]]:
-        return [e for e in _forecast_events(events_file) if e["eventType"] == "COMPLETE"
-                and e["run"]["facets"]["parent"]["run"]["runId"] == run_id]
+        return [
+            e
+            for e in _forecast_events(events_file)
+            if e["eventType"] == "COMPLETE"
+            and e["run"]["facets"]["parent"]["run"]["runId"] == run_id
+        ]
 
     def backfill_status() -> str:
         data = server.graphql(BACKFILL_QUERY, {"id": materialized.backfill_id})
@@ -498,16 +537,28 @@ def _check_sensor_output(server: DagsterServer, workspace_dir: Path,
         server.check_running()
         state = ws.store.get(FORECAST_REF)
         record = state.record if state is not None else None
-        return bool(record and record.get("metrics") and results_json.is_file()
-                    and completes() and backfill_status() == "COMPLETED_SUCCESS")
+        return bool(
+            record
+            and record.get("metrics")
+            and results_json.is_file()
+            and completes()
+            and backfill_status() == "COMPLETED_SUCCESS"
+        )
 
     def progress() -> str:
         events = [(e["eventType"], e["run"]["runId"]) for e in _forecast_events(events_file)]
-        return (f"store: {ws.store.get(FORECAST_REF)}\nresults.json: {results_json.is_file()}"
-                f"\nevents: {events}\nbackfill: {backfill_status()}\n{server.log_tail(30)}")
+        return (
+            f"store: {ws.store.get(FORECAST_REF)}\nresults.json: {results_json.is_file()}"
+            f"\nevents: {events}\nbackfill: {backfill_status()}\n{server.log_tail(30)}"
+        )
 
-    poll(done, timeout=SENSOR_TIMEOUT, interval=2.0, on_timeout=progress,
-         what="the lineage sensor to record the forecast (store, results.json, OpenLineage)")
+    poll(
+        done,
+        timeout=SENSOR_TIMEOUT,
+        interval=2.0,
+        on_timeout=progress,
+        what="the lineage sensor to record the forecast (store, results.json, OpenLineage)",
+    )
 
     record = ws.store.get(FORECAST_REF).record
     assert record["status"] == "ok"
@@ -520,8 +571,9 @@ def _check_sensor_output(server: DagsterServer, workspace_dir: Path,
     (complete,) = completes()
     (output,) = complete["outputs"]
     assert output["facets"]["version"]["datasetVersion"] == version
-    assert [(f["name"], f["type"]) for f in output["facets"]["schema"]["fields"]] \
-        == materialized.schema
+    assert [
+        (f["name"], f["type"]) for f in output["facets"]["schema"]["fields"]
+    ] == materialized.schema
     assert "columnLineage" in output["facets"]
 
 
@@ -533,8 +585,11 @@ def _check_sensor_ticks(sync_playwright: Any, server: DagsterServer, artifacts: 
 
     repositories = server.graphql(SENSORS_QUERY)["repositoriesOrError"]["nodes"]
     (repository,) = [r for r in repositories if SENSOR in {s["name"] for s in r["sensors"]}]
-    selector = {"repositoryName": repository["name"],
-                "repositoryLocationName": repository["location"]["name"], "sensorName": SENSOR}
+    selector = {
+        "repositoryName": repository["name"],
+        "repositoryLocationName": repository["location"]["name"],
+        "sensorName": SENSOR,
+    }
     data = server.graphql(SENSOR_TICKS_QUERY, {"selector": selector})["sensorOrError"]
     ticks = data["sensorState"]["ticks"]
     texts = [t["skipReason"] for t in ticks if t["status"] == "SKIPPED"]
@@ -542,13 +597,21 @@ def _check_sensor_ticks(sync_playwright: Any, server: DagsterServer, artifacts: 
     assert all(APPLIED_TICK.fullmatch(t) or IDLE_TICK.fullmatch(t) for t in texts), texts
     assert any(APPLIED_TICK.fullmatch(t) for t in texts), texts
 
-    page_url = (f"{server.url}/locations/{repository['name']}@"
-                f"{repository['location']['name']}/sensors/{SENSOR}")
-    with _browser(sync_playwright, server, artifacts, "playwright-trace-ticks.zip") as (
-            page, evidence), evidence.step("sensor-ticks"):
+    page_url = (
+        f"{server.url}/locations/{repository['name']}@"
+        f"{repository['location']['name']}/sensors/{SENSOR}"
+    )
+    with (
+        _browser(sync_playwright, server, artifacts, "playwright-trace-ticks.zip") as (
+            page,
+            evidence,
+        ),
+        evidence.step("sensor-ticks"),
+    ):
         evidence.goto(page_url)
-        rows = page.locator("table", has=page.get_by_role("columnheader", name="Result")) \
-            .locator("tbody tr")
+        rows = page.locator("table", has=page.get_by_role("columnheader", name="Result")).locator(
+            "tbody tr"
+        )
         expect(rows.first).to_be_visible()
         tooltip = page.get_by_role("tooltip")
         found = None

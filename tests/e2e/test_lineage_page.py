@@ -42,13 +42,19 @@ pytestmark = [pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 WINDOW = {"width": 1400, "height": 900}
 #: Waits for what the page does in a few milliseconds; generous for a loaded machine.
 TIMEOUT_MS = 30_000
-UP_BACKGROUND = "rgb(217, 242, 244)"    # --up-bg
+UP_BACKGROUND = "rgb(217, 242, 244)"  # --up-bg
 DOWN_BACKGROUND = "rgb(243, 229, 245)"  # --down-bg
 
 
@@ -61,16 +67,19 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if importlib.util.find_spec("playwright") is None:
-        _unavailable("Playwright for Python is not installed: pip install 'playwright>=1.40' "
-                     "(it is in the test extra)")
+        _unavailable(
+            "Playwright for Python is not installed: pip install 'playwright>=1.40' "
+            "(it is in the test extra)"
+        )
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        _unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (these tests "
-                     "use the system browser and never run `playwright install`)")
+        _unavailable(
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (these tests "
+            "use the system browser and never run `playwright install`)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                      args=CHROMIUM_ARGS)
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             yield chromium
         finally:
@@ -101,8 +110,9 @@ class Page:
         self.errors: list[str] = []
         self.dialogs: list[str] = []
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-        self.page.on("console", lambda message: message.type == "error"
-                     and self.errors.append(message.text))
+        self.page.on(
+            "console", lambda message: message.type == "error" and self.errors.append(message.text)
+        )
         self.page.on("dialog", self._dialog)
         self.page.goto(path.as_uri())
         self.page.wait_for_selector("html[data-ready=true]")
@@ -129,7 +139,8 @@ class Page:
 
     def node(self, name: str) -> Any:
         return self.page.locator(".node").filter(
-            has=self.page.locator(".title", has_text=re.compile(f"^{re.escape(name)}$")))
+            has=self.page.locator(".title", has_text=re.compile(f"^{re.escape(name)}$"))
+        )
 
     def in_view(self, locator: Any) -> bool:
         """The element's box lies wholly inside the window and the graph's area (not under
@@ -137,22 +148,28 @@ class Page:
         box = locator.bounding_box()
         area = self.page.locator("#viewport").bounding_box()
         assert box is not None and area is not None
-        return (area["x"] <= box["x"] and box["x"] + box["width"] <= area["x"] + area["width"]
-                and area["y"] <= box["y"]
-                and box["y"] + box["height"] <= area["y"] + area["height"]
-                and box["x"] + box["width"] <= WINDOW["width"]
-                and box["y"] + box["height"] <= WINDOW["height"])
+        return (
+            area["x"] <= box["x"]
+            and box["x"] + box["width"] <= area["x"] + area["width"]
+            and area["y"] <= box["y"]
+            and box["y"] + box["height"] <= area["y"] + area["height"]
+            and box["x"] + box["width"] <= WINDOW["width"]
+            and box["y"] + box["height"] <= WINDOW["height"]
+        )
 
     def style(self, locator: Any, prop: str) -> str:
         return locator.evaluate(f"e => getComputedStyle(e).{prop}")
 
     def overlapping_nodes(self) -> list[tuple[str, str]]:
-        boxes = self.page.eval_on_selector_all(".node", """nodes => nodes.map(n => [
+        boxes = self.page.eval_on_selector_all(
+            ".node",
+            """nodes => nodes.map(n => [
             n.querySelector('.title').textContent, n.offsetLeft, n.offsetTop,
-            n.offsetWidth, n.offsetHeight])""")
+            n.offsetWidth, n.offsetHeight])""",
+        )
         found = []
         for i, (a, x1, y1, w1, h1) in enumerate(boxes):
-            for b, x2, y2, w2, h2 in boxes[i + 1:]:
+            for b, x2, y2, w2, h2 in boxes[i + 1 :]:
                 if not (x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1):
                     found.append((a, b))
         return found
@@ -205,8 +222,11 @@ def test_forecast_page_as_a_person_sees_it(ws: Workspace, open_page: Any) -> Non
     panel = p.locator("#panel")
     expect(panel.locator("h2")).to_have_text("forecast")
     expect(panel).to_contain_text("Last run")
-    for name, value in [("use_weather", "true"), ("horizon_days", "7"),
-                        *((k, str(v)) for k, v in FORECAST_METRICS.items())]:
+    for name, value in [
+        ("use_weather", "true"),
+        ("horizon_days", "7"),
+        *((k, str(v)) for k, v in FORECAST_METRICS.items()),
+    ]:
         row = panel.locator("table.kv tr").filter(has=p.locator("td", has_text=name))
         expect(row.first).to_contain_text(value)
     expect(panel).to_contain_text("Code version")
@@ -223,8 +243,11 @@ def test_forecast_page_as_a_person_sees_it(ws: Workspace, open_page: Any) -> Non
     expect(focus.locator(".col.sel .how")).to_have_text("← transformation")
     upstream = {
         "training_data": ["precip_mm", "rides_week_before"],
-        "weather_raw": ["precip_mm"], "rides_hourly": ["rides"],
-        "src/weather/": ["precip_in"], "src/trips/": ["pickup_datetime"]}
+        "weather_raw": ["precip_mm"],
+        "rides_hourly": ["rides"],
+        "src/weather/": ["precip_in"],
+        "src/trips/": ["pickup_datetime"],
+    }
     for name, columns in upstream.items():
         node = page.node(name)
         assert "on-path" in (node.get_attribute("class") or "")
@@ -234,9 +257,11 @@ def test_forecast_page_as_a_person_sees_it(ws: Workspace, open_page: Any) -> Non
             expect(cell).to_be_visible()
             assert page.style(cell, "backgroundColor") == UP_BACKGROUND
     expect(page.node("weather_raw").locator('.col[data-col="precip_mm"] .how')).to_have_text(
-        "← transformation")
+        "← transformation"
+    )
     expect(page.node("training_data").locator('.col[data-col="precip_mm"] .how')).to_have_text(
-        "← aggregation")
+        "← aggregation"
+    )
     expect(page.node("training_data").locator(".rows-note")).to_contain_text("join")
     down = page.node("results/dashboard").locator('.col.down[data-col="error"]')
     expect(down).to_be_visible()
@@ -249,8 +274,7 @@ def test_forecast_page_as_a_person_sees_it(ws: Workspace, open_page: Any) -> Non
     # Following an upstream column from the panel brings its node into view.
     panel.get_by_role("button", name="weather_raw.precip_mm", exact=True).click()
     assert page.in_view(page.node("weather_raw"))
-    expect(page.node("weather_raw").locator(".col.sel")).to_have_attribute(
-        "data-col", "precip_mm")
+    expect(page.node("weather_raw").locator(".col.sel")).to_have_attribute("data-col", "precip_mm")
     page.screenshot("03-upstream-column")
     p.keyboard.press("Escape")
     expect(p.locator(".col.sel")).to_have_count(0)
@@ -329,12 +353,15 @@ def test_a_large_graph_opens_with_the_focus_in_view(open_page: Any) -> None:
     expect(p.locator("#panel .parts-list tbody tr")).to_have_count(200)
     page.screenshot("02-upstream")
     timings = p.evaluate("window.lineagePage.timings")
-    print(f"50 assets x 200 partitions: page script {timings['total']:.0f} ms "
-          f"(layout {timings['layout']:.0f} ms)")
+    print(
+        f"50 assets x 200 partitions: page script {timings['total']:.0f} ms "
+        f"(layout {timings['layout']:.0f} ms)"
+    )
 
 
-def test_the_demos_own_page_as_a_person_sees_it(browser: Any, artifacts: Path,
-                                                tmp_path: Path) -> None:
+def test_the_demos_own_page_as_a_person_sees_it(
+    browser: Any, artifacts: Path, tmp_path: Path
+) -> None:
     """The page `./dev demo` writes, from lineage the Spark IO manager recorded in real
     Dagster runs (not a graph built for the test): the forecast in view, partitions grouped,
     a column of the forecast traced to its upstream columns across assets."""
@@ -344,9 +371,13 @@ def test_the_demos_own_page_as_a_person_sees_it(browser: Any, artifacts: Path,
     from playwright.sync_api import expect
 
     target = tmp_path / "demo"
-    done = subprocess.run([sys.executable, "-m", "dws_dagster.cli", "demo", str(target),
-                           "--small"], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "dws_dagster.cli", "demo", str(target), "--small"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     page = Page(browser, (target / "lineage.html").read_text(encoding="utf-8"), artifacts)
     p = page.page
@@ -367,8 +398,7 @@ def test_the_demos_own_page_as_a_person_sees_it(browser: Any, artifacts: Path,
     expect(selected).to_have_attribute("data-col", "forecast")
     # The name stays readable beside a long derivation (which gives way, cut short).
     name = selected.locator(".name")
-    assert name.evaluate("e => e.scrollWidth <= e.clientWidth") and name.inner_text() \
-        == "forecast"
+    assert name.evaluate("e => e.scrollWidth <= e.clientWidth") and name.inner_text() == "forecast"
     training = page.node("training_data")
     assert "on-path" in (training.get_attribute("class") or "")
     upstream = training.locator(".col.up")

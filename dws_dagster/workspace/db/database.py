@@ -48,9 +48,11 @@ _MIGRATION_LOCK = 0x647773_01
 
 
 #: Built once: every write transaction runs it first.
-_LOCK_WORKSPACE = (update(schema.workspaces)
-                   .where(schema.workspaces.c.id == bindparam("workspace"))
-                   .values(generation=schema.workspaces.c.generation + 1))
+_LOCK_WORKSPACE = (
+    update(schema.workspaces)
+    .where(schema.workspaces.c.id == bindparam("workspace"))
+    .values(generation=schema.workspaces.c.generation + 1)
+)
 
 
 class StoreUnavailableError(DwsError):
@@ -99,19 +101,22 @@ class Database:
         reason = redact_text(reason, [p for p in (self.settings.password,) if p])
         lowered = reason.lower()
         if "disk is full" in lowered or "no space" in lowered:
-            advice = ("No space left on device: free space on the disk that holds it, then "
-                      "try again")
+            advice = "No space left on device: free space on the disk that holds it, then try again"
         elif "readonly" in lowered or "read-only" in lowered:
-            advice = ("make it writable (its file system may be mounted read-only), then try "
-                      "again")
+            advice = "make it writable (its file system may be mounted read-only), then try again"
         elif self.settings.dialect == "sqlite":
-            advice = ("check that the file is the workspace's store and is readable and "
-                      "writable, or restore it from a backup")
+            advice = (
+                "check that the file is the workspace's store and is readable and "
+                "writable, or restore it from a backup"
+            )
         else:
-            advice = ("check that the server is up and reachable from here, the user and "
-                      "password (its environment variable) are right, and the database exists")
+            advice = (
+                "check that the server is up and reachable from here, the user and "
+                "password (its environment variable) are right, and the database exists"
+            )
         return StoreUnavailableError(
-            f"workspace store {self.shown}: could not {action}: {reason}; {advice}")
+            f"workspace store {self.shown}: could not {action}: {reason}; {advice}"
+        )
 
     # ------------------------------------------------------------------ schema
 
@@ -134,8 +139,9 @@ class Database:
     def _revision(self) -> str | None:
         with self.engine.connect() as connection:
             try:
-                row = connection.execute(text(
-                    f"SELECT version_num FROM {self._qualified(VERSION_TABLE)}")).first()
+                row = connection.execute(
+                    text(f"SELECT version_num FROM {self._qualified(VERSION_TABLE)}")
+                ).first()
             except DBAPIError:
                 connection.rollback()
                 return None
@@ -157,11 +163,13 @@ class Database:
             with connection.begin():
                 if self.settings.dialect == "postgresql":
                     # Lock first: CREATE SCHEMA IF NOT EXISTS itself races between sessions.
-                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                                       {"key": _MIGRATION_LOCK})
+                    connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}
+                    )
                     if self.settings.schema:
-                        connection.execute(text(
-                            f'CREATE SCHEMA IF NOT EXISTS "{self.settings.schema}"'))
+                        connection.execute(
+                            text(f'CREATE SCHEMA IF NOT EXISTS "{self.settings.schema}"')
+                        )
                 config.attributes["connection"] = connection
                 config.attributes["schema"] = self.settings.schema
                 try:
@@ -171,7 +179,8 @@ class Database:
                     raise StoreUnavailableError(
                         f"workspace store {self.shown} is at revision {revision!r}, which this "
                         f"version of dws_dagster (revision {HEAD_REVISION}) does not know: a "
-                        "newer dws_dagster upgraded it. Upgrade dws_dagster here too") from None
+                        "newer dws_dagster upgraded it. Upgrade dws_dagster here too"
+                    ) from None
 
     # ------------------------------------------------------------------ workspaces
 
@@ -191,12 +200,17 @@ class Database:
             try:
                 with self.transaction() as connection:
                     connection.execute(insert(table).values(name=name, created=now_iso()))
-                    connection.execute(insert(schema.ol_delivery).from_select(
-                        ["workspace_id"], select(table.c.id).where(table.c.name == name)))
+                    connection.execute(
+                        insert(schema.ol_delivery).from_select(
+                            ["workspace_id"], select(table.c.id).where(table.c.name == name)
+                        )
+                    )
             except IntegrityError:
                 continue  # another process created it meanwhile: read its id
-        raise StoreUnavailableError(f"workspace store {self.shown}: could not register "
-                                    f"workspace {name!r}; check the store's dws_workspaces table")
+        raise StoreUnavailableError(
+            f"workspace store {self.shown}: could not register "
+            f"workspace {name!r}; check the store's dws_workspaces table"
+        )
 
     # ------------------------------------------------------------------ transactions
 
@@ -208,8 +222,10 @@ class Database:
         held: _Held | None = getattr(self._local, "held", None)
         if held is not None:
             if write_for is not None and not held.write:
-                raise RuntimeError("a write to the workspace store inside a read-only "
-                                   "transaction: open the write transaction first")
+                raise RuntimeError(
+                    "a write to the workspace store inside a read-only "
+                    "transaction: open the write transaction first"
+                )
             held.depth += 1
             try:
                 yield held.connection
@@ -259,7 +275,8 @@ class Database:
             return StoreLockError(
                 f"could not lock the workspace store {self.shown} within "
                 f"{LOCK_TIMEOUT_SECONDS:.0f} s: another process holds it (a long snapshot or "
-                "restore?); wait for it and try again")
+                "restore?); wait for it and try again"
+            )
         return self.describe_error(exc, "begin a transaction")
 
     @property
@@ -344,15 +361,19 @@ def _create_engine(settings: StoreSettings) -> Engine:
             return sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False)
 
         # A file database (the URL names the dialect; `creator` opens the file): pooled.
-        engine = create_engine("sqlite://", creator=connect, poolclass=QueuePool,
-                               execution_options=options)
+        engine = create_engine(
+            "sqlite://", creator=connect, poolclass=QueuePool, execution_options=options
+        )
         _sqlite_events(engine)
         return engine
-    return create_engine(_with_driver(settings), pool_pre_ping=True, pool_size=2,
-                         max_overflow=8,
-                         execution_options=options,
-                         connect_args={"connect_timeout": 10,
-                                       "application_name": "dws_dagster"})
+    return create_engine(
+        _with_driver(settings),
+        pool_pre_ping=True,
+        pool_size=2,
+        max_overflow=8,
+        execution_options=options,
+        connect_args={"connect_timeout": 10, "application_name": "dws_dagster"},
+    )
 
 
 def _with_driver(settings: StoreSettings) -> Any:
@@ -363,13 +384,13 @@ def _with_driver(settings: StoreSettings) -> Any:
         return url
     import importlib.util
 
-    for module, driver in (("psycopg", "postgresql+psycopg"),
-                           ("psycopg2", "postgresql+psycopg2")):
+    for module, driver in (("psycopg", "postgresql+psycopg"), ("psycopg2", "postgresql+psycopg2")):
         if importlib.util.find_spec(module) is not None:
             return url.set(drivername=driver)
     raise StoreUnavailableError(
         f"workspace store {settings.shown}: no PostgreSQL driver is installed; "
-        "pip install 'dws_dagster[postgres]' (psycopg2), or psycopg")
+        "pip install 'dws_dagster[postgres]' (psycopg2), or psycopg"
+    )
 
 
 def _enable_wal(cursor: sqlite3.Cursor) -> None:
@@ -409,4 +430,3 @@ def _sqlite_events(engine: Engine) -> None:
     def _begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get("dws_immediate")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-

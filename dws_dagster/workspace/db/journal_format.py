@@ -38,8 +38,9 @@ OUTBOX_DIR = Path("openlineage") / "outbox"
 FOLDERS = (LINEAGE_DIR, SNAPSHOTS_DIR, OUTBOX_DIR)
 
 _RESTORE = "restore it from git or a backup"
-_RESTORE_LINEAGE = "restore the lineage folder from git or a backup (or move that line out " \
-    "of the file)"
+_RESTORE_LINEAGE = (
+    "restore the lineage folder from git or a backup (or move that line out of the file)"
+)
 
 
 def segments(journal_dir: Path) -> list[tuple[int, Path]]:
@@ -57,13 +58,13 @@ def segments(journal_dir: Path) -> list[tuple[int, Path]]:
 def has_journal_files(meta_dir: Path) -> bool:
     """Whether `meta_dir` holds anything of the journal format (a few stat calls when not)."""
     lineage, snaps, outbox = (meta_dir / folder for folder in FOLDERS)
-    if lineage.is_dir() and ((lineage / "current.json").exists()
-                             or segments(lineage / "journal")):
+    if lineage.is_dir() and ((lineage / "current.json").exists() or segments(lineage / "journal")):
         return True
     if snaps.is_dir() and any(name.endswith(".json") for name in os.listdir(snaps)):
         return True
-    return outbox.is_dir() and ((outbox / "state.json").exists()
-                                or bool(segments(outbox / "journal")))
+    return outbox.is_dir() and (
+        (outbox / "state.json").exists() or bool(segments(outbox / "journal"))
+    )
 
 
 def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
@@ -83,8 +84,7 @@ def _read_json(path: Path, what: str) -> Any:
     try:
         return orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise WorkspaceConfigError(f"{what} {path} is not valid JSON ({exc}); {_RESTORE}"
-                                   ) from None
+        raise WorkspaceConfigError(f"{what} {path} is not valid JSON ({exc}); {_RESTORE}") from None
 
 
 # ------------------------------------------------------------------------------ lineage
@@ -111,18 +111,25 @@ class LineageFiles:
                 except orjson.JSONDecodeError:
                     raise WorkspaceConfigError(
                         f"lineage journal {path} is corrupt at byte {start}: not valid JSON; "
-                        f"{_RESTORE_LINEAGE}") from None
+                        f"{_RESTORE_LINEAGE}"
+                    ) from None
 
             def where(index: int, lines: list[tuple[int, int, bytes]] = lines) -> str:
                 return f"byte {lines[index][0]} (line {index + 1})"
 
             checked = shapes.check_ops(ops, path, where)
             in_tail = self._tail_test(number, path, lines)
-            yield path, [(in_tail(start), op)
-                         for (start, _stop, _line), op in zip(lines, checked, strict=True)]
+            yield (
+                path,
+                [
+                    (in_tail(start), op)
+                    for (start, _stop, _line), op in zip(lines, checked, strict=True)
+                ],
+            )
 
-    def _tail_test(self, number: int, path: Path, lines: list[tuple[int, int, bytes]]
-                   ) -> Callable[[int], bool]:
+    def _tail_test(
+        self, number: int, path: Path, lines: list[tuple[int, int, bytes]]
+    ) -> Callable[[int], bool]:
         """Whether the line starting at a byte of segment `number` comes after `current.json`'s
         position (the fold replays it)."""
         segment, offset = self.position
@@ -131,7 +138,8 @@ class LineageFiles:
         if offset and not any(stop == offset for _start, stop, _line in lines):
             raise WorkspaceConfigError(
                 f"current lineage {self.current_path} is corrupt: position: byte {offset} of "
-                f"{path} is not the end of an operation; {_RESTORE}")
+                f"{path} is not the end of an operation; {_RESTORE}"
+            )
         return lambda start: start >= offset
 
 
@@ -141,15 +149,17 @@ def read_lineage(meta_dir: Path) -> LineageFiles:
     current = None
     position = (1, 0)
     if path.exists():
-        data = shapes.checked("current", _read_json(path, "current lineage"), path,
-                              what="current lineage")
+        data = shapes.checked(
+            "current", _read_json(path, "current lineage"), path, what="current lineage"
+        )
         current = shapes.check_states(data["refs"], path, what="current lineage")
         position = (data["position"]["segment"], data["position"]["offset"])
     return LineageFiles(current, position, path, folder / "journal")
 
 
-def fold(state: dict[str, dict[str, Any]], op: dict[str, Any],
-         manifest: Callable[[str], dict[str, Any]]) -> None:
+def fold(
+    state: dict[str, dict[str, Any]], op: dict[str, Any], manifest: Callable[[str], dict[str, Any]]
+) -> None:
     """Apply one operation to `state` ({ref: RefState JSON}) exactly as the journal store did;
     `manifest(hash)` gives a snapshot's refs (for `reset`)."""
     kind = op["op"]
@@ -166,8 +176,10 @@ def fold(state: dict[str, dict[str, Any]], op: dict[str, Any],
         before = state.get(record["ref"]) or {}
         state[record["ref"]] = {
             "owner": (record.get("step") or {}).get("name", before.get("owner")),
-            "record": before.get("record"), "attempt": record,
-            "unknown": bool(op.get("unknown"))}
+            "record": before.get("record"),
+            "attempt": record,
+            "unknown": bool(op.get("unknown")),
+        }
     elif kind == "claim":
         before = state.get(op["ref"]) or {}
         if before.get("owner") is None:
@@ -191,15 +203,15 @@ def read_index(meta_dir: Path) -> list[dict[str, Any]]:
     path = meta_dir / SNAPSHOTS_DIR / "index.json"
     if not path.exists():
         return []
-    data = shapes.checked("index", _read_json(path, "snapshot index"), path,
-                          what="snapshot index")
+    data = shapes.checked("index", _read_json(path, "snapshot index"), path, what="snapshot index")
     seen: dict[str, int] = {}
     for number, entry in enumerate(data["snapshots"]):
         for name in (entry["hash"], *entry.get("tags", ())):
             if seen.setdefault(name, number) != number:
                 raise WorkspaceConfigError(
                     f"snapshot index {path} is corrupt: snapshots[{number}]: {name!r} also "
-                    f"names snapshots[{seen[name]}]; {_RESTORE}, or remove one of them")
+                    f"names snapshots[{seen[name]}]; {_RESTORE}, or remove one of them"
+                )
     return list(data["snapshots"])
 
 
@@ -208,17 +220,24 @@ def read_manifest(meta_dir: Path, snapshot_hash: str) -> dict[str, Any]:
     if not shapes.is_snapshot_hash(snapshot_hash):  # checked before it names a file
         raise WorkspaceConfigError(
             f"{snapshot_hash!r} is not a snapshot hash (32 lowercase hex digits), so it names "
-            f"no manifest; {_RESTORE}")
+            f"no manifest; {_RESTORE}"
+        )
     path = meta_dir / SNAPSHOTS_DIR / f"{snapshot_hash}.json"
     advice = f"{_RESTORE}, or remove that snapshot from snapshots/index.json"
     if not path.exists():
         raise WorkspaceConfigError(f"snapshot manifest {path} is missing; {advice}")
-    data = shapes.checked("manifest", _read_json(path, "snapshot manifest"), path,
-                          what="snapshot manifest", advice=advice)
+    data = shapes.checked(
+        "manifest",
+        _read_json(path, "snapshot manifest"),
+        path,
+        what="snapshot manifest",
+        advice=advice,
+    )
     if data["hash"] != snapshot_hash:
         raise WorkspaceConfigError(
             f"snapshot manifest {path} is corrupt: hash: {data['hash']!r} is the wrong hash "
-            f"(not the one in its file name); {advice}")
+            f"(not the one in its file name); {advice}"
+        )
     return shapes.check_states(data["refs"], path, what="snapshot manifest", advice=advice)
 
 
@@ -270,17 +289,25 @@ def read_outbox(meta_dir: Path, *, max_time: int, max_type: int) -> OutboxFiles:
     state_path = folder / "state.json"
     found = OutboxFiles()
     position = (1, 0)
-    advice = ("restore it from a backup, or delete it to send every archived event again "
-              "(catalogs ignore duplicates)")
+    advice = (
+        "restore it from a backup, or delete it to send every archived event again "
+        "(catalogs ignore duplicates)"
+    )
     if state_path.exists():
-        state = shapes.checked("outbox state", _read_json(state_path, "outbox state"),
-                               state_path, what="outbox state", advice=advice)
+        state = shapes.checked(
+            "outbox state",
+            _read_json(state_path, "outbox state"),
+            state_path,
+            what="outbox state",
+            advice=advice,
+        )
         for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
             value = state.get(name)
             if value is not None and (not _iso_ok(value) or len(value) > max_time):
                 raise WorkspaceConfigError(
                     f"outbox state {state_path} is corrupt: {name}: {value[:40]!r} is not an "
-                    f"ISO time; {advice}")
+                    f"ISO time; {advice}"
+                )
         found.state = state
         position = (state["position"]["segment"], state["position"]["offset"])
     seen: set[tuple[str, str]] = set()
@@ -290,7 +317,8 @@ def read_outbox(meta_dir: Path, *, max_time: int, max_type: int) -> OutboxFiles:
             if number == position[0] and start < position[1] < stop:
                 raise WorkspaceConfigError(
                     f"outbox state {state_path} is corrupt: position: byte {position[1]} of "
-                    f"{path} is inside an event; {advice}")
+                    f"{path} is inside an event; {advice}"
+                )
             key = (event.run_id, event.event_type)
             if key in seen:  # the outbox never spooled a key twice: keep the first
                 continue
@@ -300,8 +328,7 @@ def read_outbox(meta_dir: Path, *, max_time: int, max_type: int) -> OutboxFiles:
     return found
 
 
-def _event(line: bytes, path: Path, start: int, *, max_time: int, max_type: int
-           ) -> OutboxEvent:
+def _event(line: bytes, path: Path, start: int, *, max_time: int, max_type: int) -> OutboxEvent:
     """A journal line checked as the outbox checked events before spooling them."""
     try:
         event = orjson.loads(line)
@@ -314,14 +341,23 @@ def _event(line: bytes, path: Path, start: int, *, max_time: int, max_type: int
     run = event.get("run")
     run_id = run.get("runId") if isinstance(run, dict) else None
     kind, when = event.get("eventType"), _parse_time(event.get("eventTime"))
-    problems = [name for name, ok in (
-        ("run.runId", isinstance(run_id, str) and run_id),
-        ("eventType", isinstance(kind, str) and kind and len(kind) <= max_type),
-        ("eventTime", isinstance(event.get("eventTime"), str) and when is not None
-         and len(time_key(when)) <= max_time),
-    ) if not ok]
+    problems = [
+        name
+        for name, ok in (
+            ("run.runId", isinstance(run_id, str) and run_id),
+            ("eventType", isinstance(kind, str) and kind and len(kind) <= max_type),
+            (
+                "eventTime",
+                isinstance(event.get("eventTime"), str)
+                and when is not None
+                and len(time_key(when)) <= max_time,
+            ),
+        )
+        if not ok
+    ]
     if problems or when is None:
         raise WorkspaceConfigError(
             f"{where}: missing or invalid {', '.join(problems)} (an OpenLineage RunEvent has "
-            f"run.runId, eventType and an ISO-8601 eventTime); {advice}")
+            f"run.runId, eventType and an ISO-8601 eventTime); {advice}"
+        )
     return OutboxEvent(line.rstrip(b"\r\n"), str(run_id), str(kind), time_key(when), False)

@@ -88,17 +88,22 @@ def import_journal_files(store: Any) -> None:
                 if imported is None:
                     _refuse_merge(connection, ws_id, workspace.name, db.shown, meta)
                     counts = _Import(connection, ws_id, meta).run()
-                    connection.execute(update(table).where(table.c.id == ws_id)
-                                       .values(imported=now_iso()))
+                    connection.execute(
+                        update(table).where(table.c.id == ws_id).values(imported=now_iso())
+                    )
     except ImportRefusedError:
         raise
     except (WorkspaceConfigError, OSError) as exc:
-        reason = str(exc) if isinstance(exc, WorkspaceConfigError) else \
-            f"could not read {exc.filename or 'a file'}: {exc.strerror or exc}"
+        reason = (
+            str(exc)
+            if isinstance(exc, WorkspaceConfigError)
+            else f"could not read {exc.filename or 'a file'}: {exc.strerror or exc}"
+        )
         raise WorkspaceConfigError(
             f"cannot import the journal-format files of workspace {workspace.name!r} into the "
             f"workspace store {db.shown}: {reason}. Nothing was imported: fix or restore that "
-            "file, then open the workspace again (it is imported on first open)") from None
+            "file, then open the workspace again (it is imported on first open)"
+        ) from None
     except SQLAlchemyError as exc:
         raise db.describe_error(exc, "import the journal-format files") from None
     backup = meta / IMPORTED_DIR
@@ -108,29 +113,43 @@ def import_journal_files(store: Any) -> None:
             "workspace %r: imported its journal-format lineage into the workspace store %s "
             "(%d records, %d history operations, %d refs, %d snapshots, %d OpenLineage events, "
             "%d pending); the old files are kept as a backup in %s",
-            workspace.name, db.shown, counts.records, counts.operations, counts.refs,
-            counts.snapshots, counts.events, counts.pending, backup)
+            workspace.name,
+            db.shown,
+            counts.records,
+            counts.operations,
+            counts.refs,
+            counts.snapshots,
+            counts.events,
+            counts.pending,
+            backup,
+        )
     elif moved:
-        log.warning("workspace %r: its journal-format files were imported into the workspace "
-                    "store %s before (%s); moved what was left of them to %s",
-                    workspace.name, db.shown, imported, backup)
+        log.warning(
+            "workspace %r: its journal-format files were imported into the workspace "
+            "store %s before (%s); moved what was left of them to %s",
+            workspace.name,
+            db.shown,
+            imported,
+            backup,
+        )
 
 
 class ImportRefusedError(WorkspaceConfigError):
     """The store holds lineage of the workspace already: the journal files are not merged."""
 
 
-def _refuse_merge(connection: Connection, ws_id: int, name: str, shown: str, meta: Path
-                  ) -> None:
+def _refuse_merge(connection: Connection, ws_id: int, name: str, shown: str, meta: Path) -> None:
     for table in (schema.operations, schema.refs, schema.snapshots, schema.ol_events):
-        if connection.execute(select(table.c.workspace_id)
-                              .where(table.c.workspace_id == ws_id).limit(1)).first():
+        if connection.execute(
+            select(table.c.workspace_id).where(table.c.workspace_id == ws_id).limit(1)
+        ).first():
             raise ImportRefusedError(
                 f"the workspace store {shown} already holds lineage of workspace {name!r}, so "
                 f"the journal-format files in {meta} (lineage/, snapshots/, "
                 "openlineage/outbox/) would be a second history: to import them, open the "
                 "workspace with an empty store (DWS_STORE_URL to a new database); to drop "
-                f"them, move those folders out of {meta}")
+                f"them, move those folders out of {meta}"
+            )
 
 
 def _move_away(meta: Path, backup: Path) -> list[Path]:
@@ -155,8 +174,13 @@ def _move_away(meta: Path, backup: Path) -> list[Path]:
         except FileNotFoundError:
             continue  # another process moved it meanwhile
         except OSError as exc:
-            log.warning("could not move %s to %s (%s): it was imported and is not read again; "
-                        "move it yourself", source, target, exc)
+            log.warning(
+                "could not move %s to %s (%s): it was imported and is not read again; "
+                "move it yourself",
+                source,
+                target,
+                exc,
+            )
             continue
         moved.append(target)
     return moved
@@ -192,7 +216,8 @@ class _Import:
             except orjson.JSONEncodeError as exc:
                 raise WorkspaceConfigError(
                     f"{where} holds a record of {data.get('ref')} nested too deeply to be "
-                    f"stored ({exc}); restore it from git or a backup") from None
+                    f"stored ({exc}); restore it from git or a backup"
+                ) from None
             digest = xxhash.xxh3_128_hexdigest(body, seed=1 if good else 0)
             digests.append(digest)
             if digest in self.ids or digest in new:
@@ -201,38 +226,59 @@ class _Import:
             if end is not None and len(end) > _TIME:
                 raise WorkspaceConfigError(
                     f"{where} is corrupt: a record of {data['ref']} has an end_time of "
-                    f"{len(end)} characters, not a time; restore it from git or a backup")
+                    f"{len(end)} characters, not a time; restore it from git or a backup"
+                )
             step = data.get("step") or {}
-            new[digest] = {"workspace_id": self.ws_id, "ref": data["ref"],
-                           "version": data.get("version"), "run_id": step.get("run_id"),
-                           "end_time": end, "good": good, "digest": digest,
-                           "identity": identity_digest(data), "body": body.decode(),
-                           "inputs": data.get("inputs", ())}
+            new[digest] = {
+                "workspace_id": self.ws_id,
+                "ref": data["ref"],
+                "version": data.get("version"),
+                "run_id": step.get("run_id"),
+                "end_time": end,
+                "good": good,
+                "digest": digest,
+                "identity": identity_digest(data),
+                "body": body.decode(),
+                "inputs": data.get("inputs", ()),
+            }
         rows = list(new.values())
         table = schema.records
         for start in range(0, len(rows), _BATCH):
-            batch = rows[start:start + _BATCH]
+            batch = rows[start : start + _BATCH]
             # One executemany, then the ids by digest (unique per workspace): RETURNING in
             # parameter order makes SQLite insert row by row, ten times slower.
-            self.connection.execute(insert(table), [
-                {k: v for k, v in row.items() if k != "inputs"} for row in batch])
-            self.ids.update((digest, int(record_id)) for record_id, digest in
-                            self.connection.execute(select(table.c.id, table.c.digest).where(
-                                table.c.workspace_id == self.ws_id,
-                                table.c.digest.in_([row["digest"] for row in batch]))))
+            self.connection.execute(
+                insert(table), [{k: v for k, v in row.items() if k != "inputs"} for row in batch]
+            )
+            self.ids.update(
+                (digest, int(record_id))
+                for record_id, digest in self.connection.execute(
+                    select(table.c.id, table.c.digest).where(
+                        table.c.workspace_id == self.ws_id,
+                        table.c.digest.in_([row["digest"] for row in batch]),
+                    )
+                )
+            )
             inputs = []
             for row in batch:
                 record_id = self.ids[row["digest"]]
                 pairs = {item["ref"]: item["version"] for item in row["inputs"]}
-                inputs.extend({"record_id": record_id, "ref": ref, "version": version,
-                               "workspace_id": self.ws_id} for ref, version in pairs.items())
+                inputs.extend(
+                    {
+                        "record_id": record_id,
+                        "ref": ref,
+                        "version": version,
+                        "workspace_id": self.ws_id,
+                    }
+                    for ref, version in pairs.items()
+                )
             self._insert(schema.record_inputs, inputs)
         self.counts.records += len(rows)
         return [self.ids[digest] for digest in digests]
 
     def _insert(self, table: Any, rows: list[dict[str, Any]]) -> None:
         for start in range(0, len(rows), _BATCH):
-            self.connection.execute(insert(table), rows[start:start + _BATCH])
+            self.connection.execute(insert(table), rows[start : start + _BATCH])
 
     # ------------------------------------------------------------------ lineage
 
@@ -240,8 +286,11 @@ class _Import:
         files = jf.read_lineage(self.meta)
         state: dict[str, dict[str, Any]] = dict(files.current or {})
         for path, ops in files.history():
-            carried = [(op["record"], op["op"] == "record") for _tail, op in ops
-                       if op["op"] in ("record", "fail")]
+            carried = [
+                (op["record"], op["op"] == "record")
+                for _tail, op in ops
+                if op["op"] in ("record", "fail")
+            ]
             ids = iter(self._record_ids(carried, path))
             rows = []
             for in_tail, op in ops:
@@ -255,8 +304,13 @@ class _Import:
     def _operation(self, op: dict[str, Any], ids: Iterator[int]) -> dict[str, Any]:
         """The `dws_operations` row of a journal operation, as `LineageStore` logs it."""
         kind = op["op"]
-        row: dict[str, Any] = {"workspace_id": self.ws_id, "op": kind, "ref": None,
-                               "record_id": None, "detail": None}
+        row: dict[str, Any] = {
+            "workspace_id": self.ws_id,
+            "op": kind,
+            "ref": None,
+            "record_id": None,
+            "detail": None,
+        }
         detail: dict[str, Any] | None = None
         at = op.get("at")
         if kind in ("record", "fail"):
@@ -283,8 +337,9 @@ class _Import:
             self._manifests[snapshot_hash] = jf.read_manifest(self.meta, snapshot_hash)
         return self._manifests[snapshot_hash]
 
-    def _states(self, table: Any, states: dict[str, dict[str, Any]], where: Path,
-                extra: dict[str, Any]) -> None:
+    def _states(
+        self, table: Any, states: dict[str, dict[str, Any]], where: Path, extra: dict[str, Any]
+    ) -> None:
         """Rows of `dws_refs` or `dws_snapshot_refs` for `{ref: RefState JSON}`."""
         refs = sorted(states)
         carried: list[tuple[dict[str, Any], bool]] = []
@@ -296,11 +351,17 @@ class _Import:
         rows = []
         for ref in refs:
             value = states[ref]
-            rows.append({
-                "workspace_id": self.ws_id, "ref": ref, **extra, "owner": value.get("owner"),
-                "record_id": next(ids) if value.get("record") is not None else None,
-                "attempt_id": next(ids) if value.get("attempt") is not None else None,
-                "unknown": bool(value.get("unknown", False))})
+            rows.append(
+                {
+                    "workspace_id": self.ws_id,
+                    "ref": ref,
+                    **extra,
+                    "owner": value.get("owner"),
+                    "record_id": next(ids) if value.get("record") is not None else None,
+                    "attempt_id": next(ids) if value.get("attempt") is not None else None,
+                    "unknown": bool(value.get("unknown", False)),
+                }
+            )
         self._insert(table, rows)
         if table is schema.refs:
             self.counts.refs = len(rows)
@@ -316,50 +377,82 @@ class _Import:
             if len(created) > _TIME:
                 raise WorkspaceConfigError(
                     f"snapshot index {index} is corrupt: snapshots[{position - 1}].created: "
-                    "not a time; restore it from git or a backup")
+                    "not a time; restore it from git or a backup"
+                )
             metrics = entry.get("metrics")
-            rows.append({"workspace_id": self.ws_id, "hash": entry["hash"],
-                         "position": position, "message": entry.get("message", ""),
-                         "created": created,
-                         "metrics": None if metrics is None else orjson.dumps(metrics).decode(),
-                         "results": orjson.dumps(entry.get("results", [])).decode()})
-            tags.extend({"workspace_id": self.ws_id, "tag": tag, "hash": entry["hash"]}
-                        for tag in entry.get("tags", ()))
+            rows.append(
+                {
+                    "workspace_id": self.ws_id,
+                    "hash": entry["hash"],
+                    "position": position,
+                    "message": entry.get("message", ""),
+                    "created": created,
+                    "metrics": None if metrics is None else orjson.dumps(metrics).decode(),
+                    "results": orjson.dumps(entry.get("results", [])).decode(),
+                }
+            )
+            tags.extend(
+                {"workspace_id": self.ws_id, "tag": tag, "hash": entry["hash"]}
+                for tag in entry.get("tags", ())
+            )
         for position, tag in enumerate(tags, start=1):
             tag["position"] = position
         self._insert(schema.snapshots, rows)
         self._insert(schema.snapshot_tags, tags)
         for entry in entries:
             path = self.meta / jf.SNAPSHOTS_DIR / f"{entry['hash']}.json"
-            self._states(schema.snapshot_refs, self._manifest(entry["hash"]), path,
-                         {"hash": entry["hash"]})
+            self._states(
+                schema.snapshot_refs, self._manifest(entry["hash"]), path, {"hash": entry["hash"]}
+            )
         self.counts.snapshots = len(rows)
 
     # ------------------------------------------------------------------ outbox
 
     def _outbox(self) -> None:
         events = schema.ol_events
-        found = jf.read_outbox(self.meta, max_time=events.c.event_time.type.length,
-                               max_type=events.c.event_type.type.length)
+        found = jf.read_outbox(
+            self.meta,
+            max_time=events.c.event_time.type.length,
+            max_type=events.c.event_type.type.length,
+        )
         # The journal outbox kept no spool time: an event was spooled as it happened, so its
         # eventTime is the nearest time known.
-        self._insert(events, [
-            {"workspace_id": self.ws_id, "run_id": event.run_id,
-             "event_type": event.event_type, "event_time": event.event_time,
-             "body": event.line.decode(), "spooled": event.event_time,
-             "pending": event.pending} for event in found.events])
+        self._insert(
+            events,
+            [
+                {
+                    "workspace_id": self.ws_id,
+                    "run_id": event.run_id,
+                    "event_type": event.event_type,
+                    "event_time": event.event_time,
+                    "body": event.line.decode(),
+                    "spooled": event.event_time,
+                    "pending": event.pending,
+                }
+                for event in found.events
+            ],
+        )
         self.counts.events = len(found.events)
         self.counts.pending = sum(event.pending for event in found.events)
         state = found.state
         if state:
             delivery = schema.ol_delivery
-            counters = {"delivered": state.get("delivered", 0),
-                        "attempts": state.get("attempts", 0),
-                        **{name: state.get(name) for name in (
-                            "next_attempt_at", "last_error", "last_error_at",
-                            "last_delivery_at")}}
-            if not self.connection.execute(update(delivery).where(
-                    delivery.c.workspace_id == self.ws_id).values(**counters)).rowcount:
-                self.connection.execute(insert(delivery).values(workspace_id=self.ws_id,
-                                                                **counters))
-
+            counters = {
+                "delivered": state.get("delivered", 0),
+                "attempts": state.get("attempts", 0),
+                **{
+                    name: state.get(name)
+                    for name in (
+                        "next_attempt_at",
+                        "last_error",
+                        "last_error_at",
+                        "last_delivery_at",
+                    )
+                },
+            }
+            if not self.connection.execute(
+                update(delivery).where(delivery.c.workspace_id == self.ws_id).values(**counters)
+            ).rowcount:
+                self.connection.execute(
+                    insert(delivery).values(workspace_id=self.ws_id, **counters)
+                )

@@ -42,15 +42,18 @@ RefText = Text().with_variant(Text(collation="C"), "postgresql")
 #: rowid (64 bits already), which BIGINT would not be.
 RowId = BigInteger().with_variant(Integer(), "sqlite")
 
-metadata = MetaData(naming_convention={
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-})
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
 
 workspaces = Table(
-    "dws_workspaces", metadata,
+    "dws_workspaces",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("name", RefText, nullable=False, unique=True),
     Column("created", String(40), nullable=False),
@@ -61,7 +64,8 @@ workspaces = Table(
 )
 
 records = Table(
-    "dws_records", metadata,
+    "dws_records",
+    metadata,
     Column("id", RowId, primary_key=True, autoincrement=True),
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), nullable=False),
     Column("ref", RefText, nullable=False),
@@ -79,7 +83,8 @@ records = Table(
 )
 
 record_inputs = Table(
-    "dws_record_inputs", metadata,
+    "dws_record_inputs",
+    metadata,
     Column("record_id", RowId, ForeignKey("dws_records.id"), primary_key=True),
     Column("ref", RefText, primary_key=True),
     Column("version", Text, nullable=False),
@@ -88,7 +93,8 @@ record_inputs = Table(
 )
 
 refs = Table(
-    "dws_refs", metadata,
+    "dws_refs",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     Column("ref", RefText, primary_key=True),
     Column("owner", Text, nullable=True),
@@ -100,7 +106,8 @@ refs = Table(
 )
 
 operations = Table(
-    "dws_operations", metadata,
+    "dws_operations",
+    metadata,
     Column("id", RowId, primary_key=True, autoincrement=True),
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), nullable=False),
     Column("op", String(16), nullable=False),
@@ -113,7 +120,8 @@ operations = Table(
 )
 
 snapshots = Table(
-    "dws_snapshots", metadata,
+    "dws_snapshots",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     Column("hash", String(64), primary_key=True),
     #: Order of creation (history lists snapshots oldest first).
@@ -129,7 +137,8 @@ snapshots = Table(
 )
 
 snapshot_tags = Table(
-    "dws_snapshot_tags", metadata,
+    "dws_snapshot_tags",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     Column("tag", Text, primary_key=True),
     Column("hash", String(64), nullable=False),
@@ -138,7 +147,8 @@ snapshot_tags = Table(
 )
 
 snapshot_refs = Table(
-    "dws_snapshot_refs", metadata,
+    "dws_snapshot_refs",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     Column("hash", String(64), primary_key=True),
     Column("ref", RefText, primary_key=True),
@@ -149,7 +159,8 @@ snapshot_refs = Table(
 )
 
 ol_events = Table(
-    "dws_ol_events", metadata,
+    "dws_ol_events",
+    metadata,
     Column("id", RowId, primary_key=True, autoincrement=True),
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), nullable=False),
     Column("run_id", Text, nullable=False),
@@ -164,7 +175,8 @@ ol_events = Table(
 )
 
 ol_delivery = Table(
-    "dws_ol_delivery", metadata,
+    "dws_ol_delivery",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     #: Who delivers now, and until when (seconds since the epoch): a lease, so a deliverer that
     #: died is replaced once it expires, and nobody holds a transaction while sending.
@@ -179,7 +191,8 @@ ol_delivery = Table(
 )
 
 snapshot_data = Table(
-    "dws_snapshot_data", metadata,
+    "dws_snapshot_data",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     Column("hash", String(64), primary_key=True),
     Column("ref", RefText, primary_key=True),
@@ -192,7 +205,8 @@ snapshot_data = Table(
 )
 
 data_versions = Table(
-    "dws_data_versions", metadata,
+    "dws_data_versions",
+    metadata,
     Column("workspace_id", Integer, ForeignKey("dws_workspaces.id"), primary_key=True),
     Column("ref", RefText, primary_key=True),
     Column("version", Text, primary_key=True),

@@ -74,23 +74,27 @@ def default_settings(meta_dir: Path) -> StoreSettings:
     return StoreSettings(URL.create("sqlite", database=str(path)), None, "default")
 
 
-def resolve(meta_dir: Path, config: Any, *, environ: dict[str, str] | None = None
-            ) -> StoreSettings:
+def resolve(meta_dir: Path, config: Any, *, environ: dict[str, str] | None = None) -> StoreSettings:
     """The store of the workspace whose `.dataworkspace/` is `meta_dir`, with `config` the
     `store` entry of its config.json (None when absent)."""
     env = os.environ if environ is None else environ
     from_env = env.get(ENV_URL)
     if from_env:
-        return StoreSettings(_parse(from_env, f"${ENV_URL}"),
-                             _schema(env.get(ENV_SCHEMA), f"${ENV_SCHEMA}"), ENV_URL)
+        return StoreSettings(
+            _parse(from_env, f"${ENV_URL}"), _schema(env.get(ENV_SCHEMA), f"${ENV_SCHEMA}"), ENV_URL
+        )
     if config is None:
         return default_settings(meta_dir)
     where = f"{meta_dir / 'config.json'}: store"
-    if not isinstance(config, dict) or not set(config) <= {"url", "password", "schema"} \
-            or "url" not in config:
+    if (
+        not isinstance(config, dict)
+        or not set(config) <= {"url", "password", "schema"}
+        or "url" not in config
+    ):
         raise WorkspaceConfigError(
-            f"{where}: expected {{\"url\": ..., \"password\": {{\"env\": VAR}}, \"schema\": "
-            "...}} (url required); fix the file, or run 'dws-dagster init --store URL' again")
+            f'{where}: expected {{"url": ..., "password": {{"env": VAR}}, "schema": '
+            "...}} (url required); fix the file, or run 'dws-dagster init --store URL' again"
+        )
     url_value = config["url"]
     if isinstance(url_value, dict):
         url = _parse(_from_env(url_value, env, f"{where}.url"), f"{where}.url")
@@ -99,32 +103,37 @@ def resolve(meta_dir: Path, config: Any, *, environ: dict[str, str] | None = Non
         if url.password is not None:
             raise WorkspaceConfigError(
                 f"{where}.url holds a password: config.json is kept under version control, so "
-                "it may not. Remove it and give \"password\": {\"env\": \"VAR\"}, or set "
-                f"${ENV_URL}")
+                'it may not. Remove it and give "password": {"env": "VAR"}, or set '
+                f"${ENV_URL}"
+            )
     else:
-        raise WorkspaceConfigError(f"{where}.url: expected a URL or {{\"env\": VAR}}")
+        raise WorkspaceConfigError(f'{where}.url: expected a URL or {{"env": VAR}}')
     if url.get_backend_name() != "postgresql":
         raise WorkspaceConfigError(
             f"{where}.url: a workspace configures only a PostgreSQL store (postgresql://...); "
-            f"SQLite is the default in .dataworkspace/{DEFAULT_FILE}, or set ${ENV_URL}")
+            f"SQLite is the default in .dataworkspace/{DEFAULT_FILE}, or set ${ENV_URL}"
+        )
     password = config.get("password")
     if password is not None:
         url = url.set(password=_from_env(password, env, f"{where}.password"))
     return StoreSettings(url, _schema(config.get("schema"), f"{where}.schema"), "config.json")
 
 
-def store_entry(url: str, *, password_env: str | None = None, schema: str | None = None
-                ) -> dict[str, Any]:
+def store_entry(
+    url: str, *, password_env: str | None = None, schema: str | None = None
+) -> dict[str, Any]:
     """The `store` entry `dws-dagster init --store URL` writes, checked as `resolve` will."""
     parsed = _parse(url, "--store")
     if parsed.password is not None:
         raise WorkspaceConfigError(
             "--store: the URL holds a password, which would be written to config.json (kept "
-            "under version control); give the URL without it and --store-password-env VAR")
+            "under version control); give the URL without it and --store-password-env VAR"
+        )
     if parsed.get_backend_name() != "postgresql":
         raise WorkspaceConfigError(
             "--store: only a PostgreSQL URL (postgresql://user@host:port/db) is configured "
-            f"here; SQLite is the default, in .dataworkspace/{DEFAULT_FILE}")
+            f"here; SQLite is the default, in .dataworkspace/{DEFAULT_FILE}"
+        )
     entry: dict[str, Any] = {"url": parsed.render_as_string(hide_password=False)}
     if password_env:
         entry["password"] = {"env": password_env}
@@ -135,8 +144,14 @@ def store_entry(url: str, *, password_env: str | None = None, schema: str | None
 
 def without_password(url: URL) -> URL:
     """`url` with no password (`URL.set(password=None)` keeps it: None means unchanged)."""
-    return URL.create(url.drivername, username=url.username, host=url.host, port=url.port,
-                      database=url.database, query=url.query)
+    return URL.create(
+        url.drivername,
+        username=url.username,
+        host=url.host,
+        port=url.port,
+        database=url.database,
+        query=url.query,
+    )
 
 
 def _parse(text: str, where: str) -> URL:
@@ -145,34 +160,44 @@ def _parse(text: str, where: str) -> URL:
     except (ArgumentError, ValueError):
         raise WorkspaceConfigError(
             f"{where}: {redact_text(text)[:80]!r} is not a database URL (expected "
-            "postgresql://user@host:port/db or sqlite:///path)") from None
+            "postgresql://user@host:port/db or sqlite:///path)"
+        ) from None
     if url.get_backend_name() not in _DIALECTS:
         raise WorkspaceConfigError(
             f"{where}: the {url.get_backend_name()!r} database is not supported; use "
-            "PostgreSQL (postgresql://...) or SQLite (sqlite:///path)")
+            "PostgreSQL (postgresql://...) or SQLite (sqlite:///path)"
+        )
     if url.get_backend_name() == "sqlite" and not url.database:
-        raise WorkspaceConfigError(f"{where}: an SQLite URL needs a file (sqlite:///path); "
-                                   "an in-memory database would lose the lineage")
+        raise WorkspaceConfigError(
+            f"{where}: an SQLite URL needs a file (sqlite:///path); "
+            "an in-memory database would lose the lineage"
+        )
     return url
 
 
 def _from_env(value: Any, env: Any, where: str) -> str:
     if not isinstance(value, dict) or set(value) != {"env"} or not isinstance(value["env"], str):
-        raise WorkspaceConfigError(f"{where}: expected {{\"env\": \"VARIABLE\"}}")
+        raise WorkspaceConfigError(f'{where}: expected {{"env": "VARIABLE"}}')
     found = env.get(value["env"])
     if not found:
         raise WorkspaceConfigError(
             f"{where}: environment variable {value['env']} is not set; set it where dws_dagster "
-            "runs (the Dagster daemon, code server and run workers)")
+            "runs (the Dagster daemon, code server and run workers)"
+        )
     return found
 
 
 def _schema(value: Any, where: str) -> str | None:
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or len(value) > 63 or not set(value) <= _SCHEMA_CHARS \
-            or value[0].isdigit():
+    if (
+        not isinstance(value, str)
+        or len(value) > 63
+        or not set(value) <= _SCHEMA_CHARS
+        or value[0].isdigit()
+    ):
         raise WorkspaceConfigError(
             f"{where}: {str(value)[:70]!r} is not a schema name (lower-case letters, digits and "
-            "underscores, at most 63, not starting with a digit)")
+            "underscores, at most 63, not starting with a digit)"
+        )
     return value

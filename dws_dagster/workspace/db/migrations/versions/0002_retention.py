@@ -54,8 +54,9 @@ def upgrade() -> None:
             ["dws_workspaces.id"],
             name=op.f("fk_dws_data_versions_workspace_id_dws_workspaces"),
         ),
-        sa.PrimaryKeyConstraint("workspace_id", "ref", "version",
-                                name=op.f("pk_dws_data_versions")),
+        sa.PrimaryKeyConstraint(
+            "workspace_id", "ref", "version", name=op.f("pk_dws_data_versions")
+        ),
     )
 
 

@@ -21,10 +21,17 @@ def _schema() -> str | None:
 
 
 def upgrade() -> None:
-    op.create_index(op.f("ix_dws_snapshot_data_workspace_id_ref_version"), "dws_snapshot_data",
-                    ["workspace_id", "ref", "version"], schema=_schema())
+    op.create_index(
+        op.f("ix_dws_snapshot_data_workspace_id_ref_version"),
+        "dws_snapshot_data",
+        ["workspace_id", "ref", "version"],
+        schema=_schema(),
+    )
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_dws_snapshot_data_workspace_id_ref_version"),
-                  table_name="dws_snapshot_data", schema=_schema())
+    op.drop_index(
+        op.f("ix_dws_snapshot_data_workspace_id_ref_version"),
+        table_name="dws_snapshot_data",
+        schema=_schema(),
+    )
