@@ -16,7 +16,6 @@ from typing import Any
 
 from dagster import AssetKey, DagsterEventType, DataVersion, InputContext, OutputContext
 
-from . import stored_events
 from .errors import DwsError
 
 
@@ -115,8 +114,11 @@ class EventReader:
     ) -> None:
         from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 
+        from . import stored_events  # the sensor's fast path: loaded only by the sensor
+
+        self._events = stored_events
         self.instance = instance
-        self._stored = stored_events.stored_reader(instance)
+        self._stored = sql_event_storage(instance)
         self._run_types = {t for t in event_types if t in EVENT_TYPE_TO_PIPELINE_RUN_STATUS}
         #: Per type: every record up to this storage id is read (buffered or handed out).
         self._read_to = dict.fromkeys(event_types, after_storage_id)
@@ -176,6 +178,7 @@ class EventReader:
                 found = [r for r in found if r.storage_id <= top]
             return found, len(found), found[-1].storage_id if found else None
         before = None if top is None else top + 1
+        stored_events = self._events
         if self._stored is not None and event_type in stored_events.ASSET_EVENT_TYPES:
             return stored_events.read_stored(
                 self._stored,
@@ -213,9 +216,7 @@ class EventReader:
 def _run_status_changes(
     instance: Any, event_type: DagsterEventType, after_storage_id: int, limit: int
 ) -> list[Any]:
-    from dagster._core.storage.event_log.base import EventLogCursor
-
-    cursor = EventLogCursor.from_storage_id(after_storage_id).to_string()
+    cursor = event_log_cursor(after_storage_id)
     return list(
         instance.fetch_run_status_changes(
             event_type, limit=limit, cursor=cursor, ascending=True
@@ -264,3 +265,82 @@ def _aware_time(value: Any) -> Any:
     if isinstance(value, dt.datetime):
         return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
     return dt.datetime.fromtimestamp(float(value), dt.UTC)
+
+
+# ------------------------------------------------------- the event log, read directly
+# The lineage sensor reads asset events from the JSON in Dagster's event-log table
+# (stored_events.py): these are the internals it needs, each tested in test_dagster_compat.py.
+
+
+def event_log_cursor(after_storage_id: int) -> str:
+    """The cursor string `fetch_run_status_changes` takes for "after this storage id"."""
+    from dagster._core.event_api import EventLogCursor
+
+    return EventLogCursor.from_storage_id(after_storage_id).to_string()
+
+
+def deserialize_event_entry(text: str | bytes) -> Any:
+    """An `EventLogEntry` from the JSON Dagster stored (Dagster's own deserializer)."""
+    from dagster._core.events.log import EventLogEntry
+    from dagster_shared.serdes import deserialize_value
+
+    return deserialize_value(text if isinstance(text, str) else text.decode(), EventLogEntry)
+
+
+def pack_value(value: Any) -> Any:
+    """`value` as Dagster's serializer stores it (a JSON-able dict), to learn its format."""
+    from dagster_shared.serdes import pack_value as pack
+
+    return pack(value)
+
+
+def unpack_value(data: Any) -> Any:
+    """A packed value (as `pack_value` gives it) back as Dagster's object."""
+    from dagster_shared.serdes import unpack_value as unpack
+
+    return unpack(data)
+
+
+def sql_event_storage(instance: Any) -> Any | None:
+    """The instance's SQL event-log storage when its asset-event reads are Dagster's plain
+    table query (so reading the table returns what `get_event_records` would), else None."""
+    try:
+        from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+        from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+            SqliteEventLogStorage,
+        )
+    except ImportError:
+        return None
+    storage = getattr(instance, "event_log_storage", None)
+    if not isinstance(storage, SqlEventLogStorage):
+        return None
+    kind = type(storage)
+    # Run-sharded SQLite reads asset events from its index shard with the same query.
+    if (
+        kind.get_event_records
+        not in (SqlEventLogStorage.get_event_records, SqliteEventLogStorage.get_event_records)
+        or kind._get_event_records is not SqlEventLogStorage._get_event_records
+    ):
+        return None
+    return storage
+
+
+def event_log_table() -> Any:
+    """Dagster's event-log table (SQLAlchemy), for selecting stored events directly."""
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+
+    return SqlEventLogStorageTable
+
+
+def beta_warning() -> type[Warning]:
+    """The warning class Dagster raises for beta APIs (silenced where dws_dagster uses one
+    knowingly)."""
+    try:
+        from dagster._utils.warnings import BetaWarning
+    except ImportError:  # gone or renamed: nothing to silence
+        return _NoWarning
+    return BetaWarning
+
+
+class _NoWarning(Warning):
+    """Never raised: the stand-in when Dagster has no beta warning class."""

@@ -16,8 +16,8 @@ from dagster import (
     SourceAsset,
     observable_source_asset,
 )
-from dagster._utils.warnings import BetaWarning
 
+from . import dagster_compat
 from . import metadata_keys as keys
 from .bindings import dws_ref
 from .errors import DwsError
@@ -70,7 +70,7 @@ def dws_source_asset(
     observe.__name__ = f"observe_{'__'.join(key_path)}"
     with warnings.catch_warnings():
         # observable_source_asset is marked beta; it is Dagster's one way to version sources.
-        warnings.simplefilter("ignore", BetaWarning)
+        warnings.simplefilter("ignore", dagster_compat.beta_warning())
         return observable_source_asset(
             key=key_path,
             metadata={**binding, **(metadata or {})},

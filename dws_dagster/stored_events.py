@@ -14,6 +14,7 @@ The tests compare both readings of real runs, field by field.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import orjson
 from dagster import AssetKey, DagsterEventType
 
+from . import dagster_compat
 from .bindings import metadata_value
 from .workspace.redaction import get_logger
 
@@ -108,7 +110,8 @@ def _learn_format() -> tuple[dict[str, str | None], str]:
     samples with Dagster's serializer, so that a renamed class or field sends those values to
     Dagster's deserializer instead of being misread."""
     from dagster import MetadataValue
-    from dagster_shared.serdes.serdes import pack_value
+
+    pack_value = dagster_compat.pack_value
 
     samples: list[tuple[Any, Any]] = [
         (MetadataValue.text("text"), "text"),
@@ -133,7 +136,13 @@ def _learn_format() -> tuple[dict[str, str | None], str]:
     return plain, path_fields[0] if len(path_fields) == 1 else "path"
 
 
-_PLAIN_FIELDS, _KEY_PATH_FIELD = _learn_format()
+@functools.cache
+def _format() -> tuple[dict[str, str | None], str]:
+    """The stored format, learnt once, when the first event is read (importing this module
+    costs nothing and cannot fail on a Dagster that packs values differently)."""
+    return _learn_format()
+
+
 _SERDES_MARKERS = frozenset(
     {"__class__", "__enum__", "__set__", "__frozenset__", "__mapping_items__"}
 )
@@ -158,11 +167,8 @@ def decode(storage_id: int, text: str | bytes) -> AssetEventRecord | None:
         return _decode(storage_id, orjson.loads(text))
     except (_Unfamiliar, orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         pass
-    from dagster._core.events.log import EventLogEntry
-    from dagster._serdes import deserialize_value
-
     try:
-        entry = deserialize_value(text, EventLogEntry)
+        entry = dagster_compat.deserialize_event_entry(text)
     except Exception as exc:  # as Dagster's own reader does: skip the row, say which
         log.warning("event log record %s could not be read and is skipped: %s", storage_id, exc)
         return None
@@ -213,8 +219,9 @@ def _metadata(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             raise _Unfamiliar
         data = entry["entry_data"]
         name = data["__class__"]
-        if name in _PLAIN_FIELDS:
-            field_name = _PLAIN_FIELDS[name]
+        plain = _format()[0]
+        if name in plain:
+            field_name = plain[name]
             value = None if field_name is None else data[field_name]
             if isinstance(value, dict | list) and _has_markers(value):
                 value = _dagster_value(data)  # JSON holding Dagster's own encodings
@@ -226,12 +233,10 @@ def _metadata(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def _dagster_value(data: dict[str, Any]) -> Any:
     """A value of a metadata type read as Dagster reads it, memoized when immutable."""
-    from dagster_shared.serdes.serdes import unpack_value
-
     key = orjson.dumps(data)
     found = _DECODED.get(key)
     if found is None:
-        found = metadata_value(unpack_value(data))
+        found = metadata_value(dagster_compat.unpack_value(data))
         if not isinstance(found, dict | list | set):
             if len(_DECODED) >= _DECODED_LIMIT:
                 _DECODED.clear()
@@ -258,7 +263,7 @@ def _walk_for_markers(value: Any) -> bool:
 def _asset_key(stored: dict[str, Any]) -> AssetKey:
     if stored["__class__"] != "AssetKey":
         raise _Unfamiliar
-    path = tuple(stored[_KEY_PATH_FIELD])
+    path = tuple(stored[_format()[1]])
     found = _ASSET_KEYS.get(path)
     if found is None:
         if not path or not all(isinstance(part, str) for part in path):
@@ -291,27 +296,9 @@ def _number(value: Any) -> float:
 
 
 def stored_reader(instance: Any) -> Any | None:
-    """The instance's SQL event-log storage when its asset-event reads are Dagster's plain
-    table query (so `read_stored` returns what `get_event_records` would), else None."""
-    try:
-        from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
-        from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
-            SqliteEventLogStorage,
-        )
-    except ImportError:
-        return None
-    storage = getattr(instance, "event_log_storage", None)
-    if not isinstance(storage, SqlEventLogStorage):
-        return None
-    kind = type(storage)
-    # Run-sharded SQLite reads asset events from its index shard with the same query.
-    if (
-        kind.get_event_records
-        not in (SqlEventLogStorage.get_event_records, SqliteEventLogStorage.get_event_records)
-        or kind._get_event_records is not SqlEventLogStorage._get_event_records
-    ):
-        return None
-    return storage
+    """The instance's SQL event-log storage when `read_stored` returns what
+    `get_event_records` would, else None (see `dagster_compat.sql_event_storage`)."""
+    return dagster_compat.sql_event_storage(instance)
 
 
 def read_stored(
@@ -327,7 +314,8 @@ def read_stored(
     row's storage id). Rows that cannot be read are skipped but counted, so a caller paging by
     row count never mistakes a skipped row for the end of the log."""
     import sqlalchemy as db
-    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as table
+
+    table = dagster_compat.event_log_table()
 
     query = db.select(table.c.id, table.c.event).where(
         table.c.dagster_event_type == kind.value, table.c.id > after_storage_id

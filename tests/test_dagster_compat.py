@@ -188,3 +188,52 @@ def test_event_reader_reads_every_record_once_in_order(
             pass
         materialize([parent], instance=instance)
         assert len(reader.next(10)) == 2 + 1
+
+
+def test_event_log_internals_the_sensor_reads_directly(tmp_path) -> None:
+    """Each internal the sensor's direct reading of the event log needs, against a real
+    SQLite instance: the table and storage it selects from, Dagster's (de)serializer, the run
+    status cursor, the beta warning class."""
+    import sqlalchemy as db
+    from dagster import DagsterEventType, MetadataValue
+
+    from dws_dagster import dagster_compat as compat
+
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        assert materialize([parent], instance=instance).success
+        storage = compat.sql_event_storage(instance)
+        assert storage is not None  # the default run-sharded SQLite storage qualifies
+        table = compat.event_log_table()
+        with storage.index_connection() as connection:
+            stored_id, text = connection.execute(
+                db.select(table.c.id, table.c.event).where(
+                    table.c.dagster_event_type == DagsterEventType.ASSET_MATERIALIZATION.value
+                )
+            ).one()
+        entry = compat.deserialize_event_entry(text)
+        assert entry.asset_materialization.asset_key == AssetKey("parent")
+        assert compat.deserialize_event_entry(text.encode()).run_id == entry.run_id
+        record = instance.fetch_materializations(AssetKey("parent"), limit=1).records[0]
+        assert record.storage_id == stored_id
+        # The cursor `fetch_run_status_changes` takes: after the run started, its success.
+        after = compat.event_log_cursor(0)
+        changes = instance.fetch_run_status_changes(
+            DagsterEventType.RUN_SUCCESS, limit=5, cursor=after, ascending=True
+        ).records
+        assert [c.event_log_entry.run_id for c in changes] == [entry.run_id]
+        assert (
+            instance.fetch_run_status_changes(
+                DagsterEventType.RUN_SUCCESS,
+                limit=5,
+                cursor=compat.event_log_cursor(changes[0].storage_id),
+                ascending=True,
+            ).records
+            == []
+        )
+    # Anything but Dagster's SQL event-log storage is read through Dagster's API instead.
+    assert compat.sql_event_storage(object()) is None
+    packed = compat.pack_value(MetadataValue.text("x"))
+    assert isinstance(packed, dict) and compat.unpack_value(packed) == MetadataValue.text("x")
+    assert issubclass(compat.beta_warning(), Warning)
+    assert compat.beta_warning().__name__ == "BetaWarning"

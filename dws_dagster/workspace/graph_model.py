@@ -75,9 +75,3 @@ class LineageGraph:
     load_history: HistoryLoader | None = field(default=None, repr=False, compare=False)
     #: True when the graph stopped growing at `build_graph`'s `max_nodes`.
     truncated: bool = False
-
-    def inputs_of(self, node_id: str) -> list[GraphEdge]:
-        return [edge for edge in self.edges if edge.target == node_id]
-
-    def outputs_of(self, node_id: str) -> list[GraphEdge]:
-        return [edge for edge in self.edges if edge.source == node_id]
