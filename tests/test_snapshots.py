@@ -39,6 +39,7 @@ from dws_dagster.workspace.snapshots import (
     RefChange,
     current_data,
     delete_snapshot,
+    diff_lineage,
     diff_states,
     lineage_state,
     list_snapshots,
@@ -1227,3 +1228,22 @@ def test_diff_sees_a_status_change_of_an_unchanged_record(ws: Workspace) -> None
     after = {"inter/a": RefState(owner="s", record=copy.deepcopy(rec), unknown=True)}
     assert diff_states(before, after) == [RefChange("inter/a", "changed", ["status ok -> unknown"])]
     assert diff_states(before, {"inter/a": RefState(owner="s", record=copy.deepcopy(rec))}) == []
+
+
+def test_diff_names_a_resource_added_between_snapshots_and_every_ref_after_it(ws) -> None:
+    """A source-data resource on one side only is named as added; the refs that sort after it
+    are compared as well (the diff once reused its own arguments' names for that row, so the
+    next ref's lookup failed)."""
+    write(ws.local_path("src") / "a.csv", "x\n1\n")
+    write(ws.root / "code" / "m.py", "print(1)\n")
+    take_snapshot(ws, "one")
+    ws.add_resource("aaa", "source-data", path="data/aaa")
+    write(ws.local_path("aaa") / "f.csv", "y\n2\n")
+    rewrite(ws.local_path("src") / "a.csv", "x\n2\n")
+    take_snapshot(ws, "two")
+    changes = {change.ref: change for change in diff_lineage(ws, "one", "two")}
+    assert changes["aaa"].kind == "added"
+    assert changes["src"].kind == "changed"
+    assert {change.ref: change.kind for change in diff_lineage(ws, "two", "one")}[
+        "aaa"
+    ] == "removed"

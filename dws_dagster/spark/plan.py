@@ -118,7 +118,7 @@ class _Node:
     cls: str
     fields: dict[str, Any]
     children: list[_Node] = field(default_factory=list)
-    output: list[tuple[int, str]] = field(default_factory=list)
+    output: list[tuple[int | None, str]] = field(default_factory=list)
 
 
 def _short(class_name: str) -> str:
@@ -157,7 +157,7 @@ class _Analyzer:
     def __init__(self, relations: list[tuple[tuple[str, ...], str | None] | None]) -> None:
         self.relations = relations  # per leaf, in pre-order: (root paths, format) or None
         self.leaf_index = 0
-        self.lineage: dict[int, Sources] = {}
+        self.lineage: dict[int | None, Sources] = {}
         self.dataset: set[ColumnSource] = set()
         self.complete = True
         self.inputs: dict[str, tuple[str | None, list[str]]] = {}
@@ -247,7 +247,9 @@ class _Analyzer:
             self._pass_through_effects(node)
         else:
             self.complete = False
-            declared = [d for e in _exprs(node.fields.get("output")) if (d := self.define(e))]
+            declared: list[tuple[int | None, str]] = [
+                d for e in _exprs(node.fields.get("output")) if (d := self.define(e))
+            ]
             node.output = declared or list(node.children[0].output)
 
     def _leaf(self, node: _Node) -> None:

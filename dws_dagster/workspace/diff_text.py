@@ -137,11 +137,11 @@ def _input_lines(
         done: set[tuple[bool, tuple[str | None, ...]]] = set()
         for ref, same in by_ref.items():
             group, complete = found_in[ref]
-            members = chosen[(complete, group.key)]
-            if len(members) > 1:
+            siblings = chosen[(complete, group.key)]
+            if len(siblings) > 1:
                 if (complete, group.key) not in done:
                     done.add((complete, group.key))
-                    out.append(f"{what}s {group.selection(members, how, complete=complete)}")
+                    out.append(f"{what}s {group.selection(siblings, how, complete=complete)}")
                 continue
             versions = {(d.before, d.after) for d in same}
             text = worded(same[0]) if len(versions) == 1 else f"{what} {ref} {how}"

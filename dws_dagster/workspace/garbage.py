@@ -176,8 +176,8 @@ def _orphan_results_copies(ws: Workspace) -> list[Path]:
     lock, which gc holds: none is being made now."""
     named: set[str] = set()
     for info in list_snapshots(ws):
-        for entry in info.results:
-            named.add(f"{entry['ref'].split('/', 1)[0]}/{entry['folder']}")
+        for copy in info.results:
+            named.add(f"{copy['ref'].split('/', 1)[0]}/{copy['folder']}")
     found = []
     for resource in ws.resources.values():
         if resource.role != "results" or not resource.is_local:

@@ -224,13 +224,15 @@ def _build_graph(
     while frontier and len(graph.nodes) < max_nodes:
         current_ref = frontier.pop()
         for out_ref, out_state, item in view.readers(current_ref):
-            record = out_state.record
-            assert record is not None
+            out_record = out_state.record
+            assert out_record is not None
             read_ref = item["ref"]
-            out_node = _node(out_ref, record.get("version"), record, out_state, role_of(out_ref))
+            out_node = _node(
+                out_ref, out_record.get("version"), out_record, out_state, role_of(out_ref)
+            )
             if out_node.id not in graph.nodes:
                 graph.nodes[out_node.id] = out_node
-                graph.records[out_node.id] = record
+                graph.records[out_node.id] = out_record
                 _note_attempt(graph, out_ref, out_state)
             source_id = f"{read_ref}@{item['version']}"
             if source_id not in graph.nodes:
@@ -251,16 +253,16 @@ def _build_graph(
     if state is None or state.latest is None:
         return graph  # never run: no step writes it
     latest = state.latest
-    record = LineageRecord.from_json(latest)
+    last = LineageRecord.from_json(latest)
     graph.last_run = LastRun(
-        step=record.step_name if not record.is_observation else None,
+        step=last.step_name if not last.is_observation else None,
         status=state.status,
-        run_id=record.step.run_id if record.step else None,
-        start_time=record.start_time,
-        end_time=record.end_time,
-        duration_seconds=record.duration_seconds,
+        run_id=last.step.run_id if last.step else None,
+        start_time=last.start_time,
+        end_time=last.end_time,
+        duration_seconds=last.duration_seconds,
         # Records stored before errors were redacted may still hold one.
-        error=redact_text(record.error) if record.error else None,
+        error=redact_text(last.error) if last.error else None,
     )
     return graph
 

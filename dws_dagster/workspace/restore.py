@@ -241,7 +241,7 @@ def _plan(
     except InvalidResourceRefError as exc:
         plan.problem = str(exc)
         return plan
-    if plan.remove:
+    if plan.remove or row.version is None:
         return plan
     kept = snapshot_data.manifest(ws, row.ref, row.version)
     if kept is not None and not missing_objects(objects, kept[1]):

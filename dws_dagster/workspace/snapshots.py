@@ -718,10 +718,10 @@ def diff_lineage(ws: Workspace, before: str, after: str) -> list[RefChange]:
     b = None if after == CURRENT else _resolve(infos, after)
     store = ws.store
     with store.reading():
-        refs = store.differing_refs(a and a.hash, b and b.hash)
-        changes = diff_states(
-            store.states_in(a and a.hash, refs), store.states_in(b and b.hash, refs)
-        )
+        hash_a = a.hash if a is not None else None
+        hash_b = b.hash if b is not None else None
+        refs = store.differing_refs(hash_a, hash_b)
+        changes = diff_states(store.states_in(hash_a, refs), store.states_in(hash_b, refs))
     data_a, code_a, files_a = _data_side(ws, a)
     data_b, code_b, files_b = _data_side(ws, b)
     if data_a is None or data_b is None:  # a snapshot from before data was captured
@@ -800,7 +800,7 @@ def diff_data(
             row = b or a
             assert row is not None
             if row.kind in (RESOURCE, CODE):
-                before, after = (None, row.version) if a is None else (row.version, None)
+                was, now = (None, row.version) if a is None else (row.version, None)
                 changes.append(
                     _change(
                         ref,
@@ -810,8 +810,8 @@ def diff_data(
                                 f"{_KIND_WORDS[row.kind]} {short(row.version)}",
                                 "data",
                                 _KIND_WORDS[row.kind],
-                                before,
-                                after,
+                                was,
+                                now,
                             )
                         ],
                     )
