@@ -182,6 +182,8 @@ class AssetCatalog:
         nothing: set[AssetKey] = set()
         assets_def = self._assets_def(key)
         try:
+            if assets_def is None:
+                raise LookupError(key)  # no definition here: as below
             keys_by_input = assets_def.keys_by_input_name
             for input_def in assets_def.node_def.input_defs:
                 upstream = keys_by_input.get(input_def.name)
@@ -190,7 +192,9 @@ class AssetCatalog:
         except Exception:  # no definition here, or a graph-backed asset: every parent as data
             node = self.node(key)
             data, nothing = set(node.parent_keys if node is not None else ()), set()
-        return sorted(data, key=lambda k: k.path), sorted(nothing, key=lambda k: k.path)
+        return sorted(data, key=lambda k: tuple(k.path)), sorted(
+            nothing, key=lambda k: tuple(k.path)
+        )
 
     def input_refs(self, key: AssetKey, partition: str | None) -> list[ResourceRef]:
         """The refs a planned (partition of an) asset will read, as far as the definitions

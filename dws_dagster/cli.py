@@ -227,10 +227,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print("\nResources:")
     if not resources:
         print("  (none: add one with 'dws-dagster add')")
-    for res in resources:
+    for shown in resources:
         print(
-            f"  {res['name']:<20} {res['role']:<18} {res.get('path') or res.get('uri')}"
-            f"  [{res['refs']} ref{'s' if res['refs'] != 1 else ''}]"
+            f"  {shown['name']:<20} {shown['role']:<18} {shown.get('path') or shown.get('uri')}"
+            f"  [{shown['refs']} ref{'s' if shown['refs'] != 1 else ''}]"
         )
     print("\nRefs:")
     for line in report.refs_lines(expand=args.expand):

@@ -29,7 +29,7 @@ def check_definitions(defs: Definitions) -> Definitions:
         return defs
     writers: dict[ResourceRef, str] = {}
     graph = defs.resolve_asset_graph()
-    for key in sorted(graph.get_all_asset_keys(), key=lambda k: k.path):
+    for key in sorted(graph.get_all_asset_keys(), key=lambda k: tuple(k.path)):
         node = graph.get(key)
         manager = managers.get(node.io_manager_key)
         if manager is None:

@@ -268,14 +268,14 @@ def run_demo(
                             f"Spark's console output in {spark_log}"
                         ) from exc
                     # What the lineage sensor does on its next tick.
-                    outcome = process_events(
+                    tick = process_events(
                         instance,
                         ws,
                         after_storage_id=cursor,
                         repository_def=repository,
                         snapshot_on_results=True,
                     )
-                    cursor, ol_outcome = outcome.cursor, outcome
+                    cursor, ol_outcome = tick.cursor, tick
                     if step.job == project.FORECAST_JOB:
                         iterations.append(_iteration(ws, step, result.run_id))
                     progress.advance()

@@ -341,13 +341,13 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 input_assets[str(ref)] = loaded.asset
         loaded_refs = [ResourceRef.parse(key) for key in found]
         for item in plan.inputs if plan is not None else ():
-            ref = ws.ref_for_location(item.path)
-            if ref is None or ref.overlaps(output) or any(r.overlaps(ref) for r in loaded_refs):
+            read = ws.ref_for_location(item.path)
+            if read is None or read.overlaps(output) or any(r.overlaps(read) for r in loaded_refs):
                 continue
-            found[str(ref)] = self.current_version(
-                ws, ref, spark, fmt=item.format or "parquet", what=f"asset '{asset}'", log=log
+            found[str(read)] = self.current_version(
+                ws, read, spark, fmt=item.format or "parquet", what=f"asset '{asset}'", log=log
             )
-            loaded_refs.append(ref)
+            loaded_refs.append(read)
         return tuple(sorted(found.items())), input_assets
 
     def _keep_location(
@@ -560,14 +560,16 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         ws: Workspace,
         refs: list[ResourceRef],
         locations: list[str],
-        keys: list[str],
+        keys: list[str] | None,
         spark: SparkSession,
         what: str,
         upstream: str,
     ) -> None:
         missing = [
             key or str(ref)
-            for key, ref, location in zip(keys or [None] * len(refs), refs, locations, strict=True)
+            for key, ref, location in zip(
+                keys if keys else [None] * len(refs), refs, locations, strict=True
+            )
             if not storage.exists(spark, location)
         ]
         if not missing:

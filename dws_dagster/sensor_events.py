@@ -15,7 +15,7 @@ import datetime as dt
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from dagster import AssetKey, DagsterEventType, TableSchema
 
@@ -58,6 +58,14 @@ EVENT_TYPES = (
     DagsterEventType.ASSET_OBSERVATION,
     *RUN_END_TYPES,
 )
+
+
+#: The OpenLineage event type of a Dagster run's end.
+_RUN_END_STATES: dict[DagsterEventType, Literal["COMPLETE", "FAIL", "ABORT"]] = {
+    DagsterEventType.RUN_SUCCESS: "COMPLETE",
+    DagsterEventType.RUN_FAILURE: "FAIL",
+    DagsterEventType.RUN_CANCELED: "ABORT",
+}
 
 
 @dataclass
@@ -362,7 +370,10 @@ class EventApplier:
             self._run_secrets(run_id) if missing and kind != DagsterEventType.RUN_SUCCESS else set()
         )
         for (key, partition), step_key in ((item, planned[item]) for item in missing):
-            message, stack = errors.get(step_key, (None, None))
+            found_error: tuple[str | None, str | None] = (
+                errors.get(step_key, (None, None)) if step_key is not None else (None, None)
+            )
+            message, stack = found_error
             if kind == DagsterEventType.RUN_CANCELED:
                 message = message or f"run {run_id} was cancelled"
             elif kind == DagsterEventType.RUN_SUCCESS:
@@ -435,11 +446,7 @@ class EventApplier:
         if facts is None:
             return
         self._parent_started_before(run_id)
-        state = {
-            DagsterEventType.RUN_SUCCESS: "COMPLETE",
-            DagsterEventType.RUN_FAILURE: "FAIL",
-            DagsterEventType.RUN_CANCELED: "ABORT",
-        }[kind]
+        state = _RUN_END_STATES[kind]
         self.ol_events.append(
             DagsterRunEvent(
                 kind=state,
@@ -844,7 +851,7 @@ class _RunLog:
         self.checks: list[Any] = []
         self.planned: dict[AssetPartition, str | None] = {}
         self.materialized: dict[AssetPartition, ResourceRef | None] = {}
-        self.errors: dict[str, tuple[str, str]] = {}
+        self.errors: dict[str, tuple[str | None, str | None]] = {}
         for entry in entries:
             self.add(entry)
 

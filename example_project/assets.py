@@ -195,9 +195,21 @@ def build_assets(size: ExampleSize) -> list[AssetsDefinition]:
 def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     parts = partitions_for(size)
     one_per_run = BackfillPolicy.multi_run(1)
-    taxi = {"group_name": "taxi", "owners": [DATA_OWNER], "kinds": {"spark", "parquet"}}
-    weather = {"group_name": "weather", "owners": [DATA_OWNER], "kinds": {"spark", "parquet"}}
-    forecast = {"group_name": "forecast", "owners": [FORECAST_OWNER], "kinds": {"spark", "parquet"}}
+    taxi: dict[str, Any] = {
+        "group_name": "taxi",
+        "owners": [DATA_OWNER],
+        "kinds": {"spark", "parquet"},
+    }
+    weather: dict[str, Any] = {
+        "group_name": "weather",
+        "owners": [DATA_OWNER],
+        "kinds": {"spark", "parquet"},
+    }
+    forecast: dict[str, Any] = {
+        "group_name": "forecast",
+        "owners": [FORECAST_OWNER],
+        "kinds": {"spark", "parquet"},
+    }
     trips_ddl = _ddl(TLC_SCHEMA)
     weather_ddl = _ddl(WEATHER_SCHEMA)
 
@@ -364,7 +376,9 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
         (MAE, RMSE). With `use_weather`, the baseline is adjusted by a rain multiplier fitted on
         the weeks before, and weather_raw becomes a recorded input: the lineage of the two
         model iterations differs, not only their parameters."""
-        last_day = training_data.agg(F.max("date")).first()[0]
+        newest = training_data.agg(F.max("date")).first()
+        assert newest is not None  # an aggregation without grouping returns one row
+        last_day = newest[0]
         if last_day is None:
             raise DwsError(
                 "asset 'yellow_rides_hourly_forecast': training_data is empty; "
@@ -436,7 +450,7 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
                 **dws_metrics(metrics),
                 "mae": MetadataValue.float(metrics["mae"]),
                 "rmse": MetadataValue.float(metrics["rmse"]),
-                "hours_scored": MetadataValue.int(metrics["hours_scored"]),
+                "hours_scored": MetadataValue.int(int(metrics["hours_scored"])),
                 "model": MetadataValue.text(model),
                 "horizon_start": MetadataValue.text(horizon_start.isoformat()),
             }
@@ -464,7 +478,9 @@ def _weather_days(
 ) -> DataFrame:
     """weather_raw's days covering the training data, read by path: the IO manager records
     each day read as an input of the forecast, with the lineage behind it."""
-    first, last = training.agg(F.min("date"), F.max("date")).first()
+    span = training.agg(F.min("date"), F.max("date")).first()
+    assert span is not None  # an aggregation without grouping returns one row
+    first, last = span[0], span[1]
     ws = workspace.workspace()
     binding = binding_from_metadata(WEATHER_RAW, what="asset 'weather_raw'")
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]

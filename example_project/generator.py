@@ -388,9 +388,9 @@ def _trip(
         row[2] = _fmt(pickup - dt.timedelta(minutes=rng.randrange(1, 30)))
     row[16] = _money(
         sum(v for v in row[10:16] if v is not None)  # type: ignore[misc]
-        + (row[17] or 0.0)
-        + (row[18] or 0.0)
-    )  # type: ignore[operator]
+        + (row[17] or 0.0)  # type: ignore[operator]
+        + (row[18] or 0.0)  # type: ignore[operator]
+    )
     return row
 
 

@@ -138,7 +138,7 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
             f"event #{index} is a {type(event).__name__}, not an OpenLineage "
             "RunEvent dict; pass the dicts the event builders return"
         )
-    run = event.get("run")
+    run: Any = event.get("run")
     problems = []
     if (
         not isinstance(run, Mapping)
@@ -168,7 +168,7 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
         ) from None
     return {
         "run_id": run["runId"],
-        "event_type": event_type,  # type: ignore[index]
+        "event_type": event_type,
         "event_time": time_key(when),
         "body": body.decode(),
     }
@@ -378,9 +378,10 @@ class Outbox:
         if self._pending_count() == 0:
             return self._report(state, sent=0, failed=0)  # an idle tick writes nothing
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        state = self._take_lease(holder)
-        if state is None:  # another process is sending these very events
+        leased = self._take_lease(holder)
+        if leased is None:  # another process is sending these very events
             return self._report(self._state(), sent=0, failed=0, busy=True)
+        state = leased
         try:
             if self._waiting(state, now) and not ignore_backoff:
                 return self._report(state, sent=0, failed=0)  # it failed just now
@@ -500,12 +501,12 @@ class Outbox:
             if unmarked:
                 self._checkpoint(holder, unmarked, at())
         else:
-            event, exc, when = failure
+            event, error, when = failure
             self._failed(
                 holder,
                 unmarked,
                 event,
-                exc,
+                error,
                 transport,
                 when,
                 succeeded=sent > 0,

@@ -284,7 +284,7 @@ def _remove_local(path: Path) -> None:
 
 
 def _hadoop_fs(spark: SparkSession, location: str) -> tuple[Any, Any]:
-    jvm = spark.sparkContext._jvm  # the Hadoop FileSystem API has no Python face
+    jvm: Any = spark.sparkContext._jvm  # the Hadoop FileSystem API has no Python face
     path = jvm.org.apache.hadoop.fs.Path(location)
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jvm
 

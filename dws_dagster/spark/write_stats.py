@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
@@ -56,7 +57,7 @@ def rows_written(spark: SparkSession, description: str) -> int | None:
     return None
 
 
-def _rows_metric(store, execution) -> int | None:  # type: ignore[no-untyped-def]
+def _rows_metric(store: Any, execution: Any) -> int | None:
     """The row metric of the write command's node: other nodes of the plan (a scan, a range
     sampled for a sort) have row metrics of their own."""
     values = store.executionMetrics(execution.executionId())

@@ -29,7 +29,7 @@ class WorkspaceWriteError(DwsError, OSError):
 
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
-        self.errno = code  # type: ignore[misc]
+        self.errno = code
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
@@ -39,7 +39,7 @@ def _free_space(path: Path) -> str | None:
     """Free space on the disk holding `path` (its nearest existing folder), for a message."""
     for folder in (path, *path.parents):
         try:
-            free = shutil.disk_usage(folder).free
+            free = float(shutil.disk_usage(folder).free)
         except (OSError, ValueError):
             continue
         for unit in ("bytes", "KiB", "MiB", "GiB"):

@@ -296,12 +296,11 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         exc_type: type[BaseException] | None,
         exc_val: BaseException | None,
         exc_tb: TracebackType | None,
-    ) -> bool:
+    ) -> None:
         if exc_type is None:
             self.complete()
         elif self.in_progress:
             self.abort(exc_val)
-        return False
 
 
 class ResultsLineage(Lineage):

@@ -393,32 +393,34 @@ def _history(
             out.append(entry)
         return out[:HISTORY_PER_NODE]
     runs: dict[str, dict[str, Any]] = {}
-    records = [(m.key, m.record) for m in group.members if m.record is not None]
-    records += [
+    made: list[tuple[str, dict[str, Any]]] = [
+        (m.key, m.record) for m in group.members if m.record is not None
+    ]
+    made += [
         (str(_step(a).get("partition") or ref), a)
         for ref, a in sorted(graph.attempts.items())
         if ref in set(refs)
     ]
-    for key, record in records:
-        step = _step(record)
-        run_id = str(step.get("run_id") or "")
-        status = str(record.get("status", "ok"))
-        entry = runs.setdefault(
-            run_id + "\0" + status,
+    for where, made_by in made:
+        step = _step(made_by)
+        run_key = str(step.get("run_id") or "")
+        status = str(made_by.get("status", "ok"))
+        run = runs.setdefault(
+            run_key + "\0" + status,
             {
                 "run_id": step.get("run_id"),
                 "status": status,
                 "count": 0,
-                "first": key,
-                "last": key,
-                "end_time": _when(record),
-                "start_time": record.get("start_time"),
+                "first": where,
+                "last": where,
+                "end_time": _when(made_by),
+                "start_time": made_by.get("start_time"),
             },
         )
-        entry["count"] += 1
-        entry["first"] = min(entry["first"], key)
-        entry["last"] = max(entry["last"], key)
-        entry["end_time"] = max(entry["end_time"], _when(record))
+        run["count"] += 1
+        run["first"] = min(run["first"], where)
+        run["last"] = max(run["last"], where)
+        run["end_time"] = max(run["end_time"], _when(made_by))
     return sorted(runs.values(), key=lambda e: e["end_time"], reverse=True)[:HISTORY_RUNS]
 
 

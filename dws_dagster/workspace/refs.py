@@ -122,7 +122,7 @@ class ResourceRef(_ResourceRefFields):
         return super().__new__(cls, name, normalize_subpath(subpath, resource=name))
 
     @classmethod
-    def _make(cls, iterable: Iterable[Any]) -> Self:
+    def _make(cls, iterable: Iterable[Any]) -> Self:  # type: ignore[override]  # validates
         """Build from `(name, subpath)`, validated (namedtuple's own `_make` skips `__new__`)."""
         values = tuple(iterable)
         if len(values) != len(cls._fields):

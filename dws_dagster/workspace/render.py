@@ -307,8 +307,8 @@ def render_dot(graph: LineageGraph) -> str:
             attrs.append(f'color="{stroke}"')
         out.append(f"  {_dot_quote(node_id)} [{', '.join(attrs)}];")
     for edge in _edges(graph):
-        attrs = f' [style=dashed, color="{_STALE_COLOUR}"]' if edge.stale else ""
-        out.append(f"  {_dot_quote(edge.source)} -> {_dot_quote(edge.target)}{attrs};")
+        style = f' [style=dashed, color="{_STALE_COLOUR}"]' if edge.stale else ""
+        out.append(f"  {_dot_quote(edge.source)} -> {_dot_quote(edge.target)}{style};")
     out.append("}")
     return "\n".join(out) + "\n"
 

@@ -424,7 +424,7 @@ def check_states(
         refs,
         path,
         what=what,
-        advice=advice,  # type: ignore[no-any-return]
+        advice=advice,
         prefix="refs",
     )
 
@@ -438,7 +438,7 @@ def check_ops(
     from . import formats
 
     return formats.check(
-        formats.JOURNAL,
+        formats.JOURNAL,  # type: ignore[arg-type]  # checked models, read as their dicts
         ops,
         path,
         where=where,

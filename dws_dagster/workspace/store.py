@@ -429,7 +429,7 @@ class LineageStore:
                 f"workspace store {self.shown}: {where} of ref {ref}: owner {owner!r:.80} is "
                 f"not a step name; {_ADVICE}"
             )
-        return owner  # type: ignore[no-any-return]
+        return owner
 
     def _body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
         """A record read back, checked like any file of the workspace: a database can be
@@ -439,7 +439,7 @@ class LineageStore:
         except (orjson.JSONDecodeError, TypeError):
             data = None
         if shapes.record_ok(data) and data["ref"] == ref:
-            return data  # type: ignore[no-any-return]
+            return data
         prefix = f"workspace store {self.shown}: {where} of ref {ref} (record {record_id})"
         if data is None:
             raise WorkspaceConfigError(f"{prefix} is not a JSON record; {_ADVICE}")
@@ -534,7 +534,7 @@ class LineageStore:
             cache = self.db.transaction_cache()
             memo = self._record_memo(key, version)
             if cache is not None and memo in cache:
-                return cache[memo]  # type: ignore[no-any-return]
+                return cache[memo]
             row = connection.execute(
                 _FIND_RECORD, {"ws": self.workspace_id, "ref": key, "version": version}
             ).first()
@@ -1045,9 +1045,9 @@ class LineageStore:
             for name in self._steps_built_from(item["ref"], stale_ref, stale_version, seen):
                 if name not in steps:
                     steps.append(name)
-        name = (record.get("step") or {}).get("name")
-        if name and name not in steps:
-            steps.append(name)
+        own = (record.get("step") or {}).get("name")
+        if own and own not in steps:
+            steps.append(own)
         return steps
 
     # ------------------------------------------------------------------ recording

@@ -29,11 +29,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import xxhash
-from sqlalchemy import insert, select, update
+from sqlalchemy import String, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -51,7 +51,15 @@ _BATCH = 1000
 
 log = get_logger("dws_dagster.workspace.import")
 
-_TIME = schema.operations.c.at.type.length
+
+def _length(column: Any) -> int:
+    """The declared length of a String column (what an imported value may not exceed)."""
+    length = cast(String, column.type).length
+    assert isinstance(length, int), column
+    return length
+
+
+_TIME = _length(schema.operations.c.at)
 
 
 @dataclass
@@ -259,7 +267,7 @@ class _Import:
                     )
                 )
             )
-            inputs = []
+            inputs: list[dict[str, Any]] = []
             for row in batch:
                 record_id = self.ids[row["digest"]]
                 pairs = {item["ref"]: item["version"] for item in row["inputs"]}
@@ -371,7 +379,8 @@ class _Import:
     def _snapshots(self) -> None:
         entries = jf.read_index(self.meta)
         index = self.meta / jf.SNAPSHOTS_DIR / "index.json"
-        rows, tags = [], []
+        rows: list[dict[str, Any]] = []
+        tags: list[dict[str, Any]] = []
         for position, entry in enumerate(entries, start=1):
             created = entry.get("created", "")
             if len(created) > _TIME:
@@ -412,8 +421,8 @@ class _Import:
         events = schema.ol_events
         found = jf.read_outbox(
             self.meta,
-            max_time=events.c.event_time.type.length,
-            max_type=events.c.event_type.type.length,
+            max_time=_length(events.c.event_time),
+            max_type=_length(events.c.event_type),
         )
         # The journal outbox kept no spool time: an event was spooled as it happened, so its
         # eventTime is the nearest time known.
