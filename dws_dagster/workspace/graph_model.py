@@ -75,3 +75,24 @@ class LineageGraph:
     load_history: HistoryLoader | None = field(default=None, repr=False, compare=False)
     #: True when the graph stopped growing at `build_graph`'s `max_nodes`.
     truncated: bool = False
+
+    def with_placeholders(self) -> dict[str, GraphNode]:
+        """The nodes, plus a placeholder (status "missing") for each id the focus or an edge
+        names but no node describes, so no renderer drops one; in the graph's own order."""
+        nodes = dict(self.nodes)
+        for node_id in [self.focus, *(end for e in self.edges for end in (e.source, e.target))]:
+            if node_id not in nodes:
+                nodes[node_id] = _placeholder(node_id)
+        return nodes
+
+
+def _placeholder(node_id: str) -> GraphNode:
+    ref, sep, version = node_id.rpartition("@")
+    if not sep:
+        ref, version = node_id, ""
+    return GraphNode(
+        id=node_id,
+        ref=ref,
+        version=version if version not in ("", "None") else None,
+        status="missing",
+    )

@@ -87,28 +87,6 @@ class _Group:
     ref: str = ""
 
 
-def _placeholder(node_id: str) -> GraphNode:
-    """A node for an id the graph references but does not describe (as the other renderers
-    draw it), so nothing is dropped."""
-    ref, sep, version = node_id.rpartition("@")
-    if not sep:
-        ref, version = node_id, ""
-    return GraphNode(
-        id=node_id,
-        ref=ref,
-        version=version if version not in ("", "None") else None,
-        status="missing",
-    )
-
-
-def _all_nodes(graph: LineageGraph) -> dict[str, GraphNode]:
-    nodes = dict(graph.nodes)
-    for node_id in [graph.focus, *(end for e in graph.edges for end in (e.source, e.target))]:
-        if node_id not in nodes:
-            nodes[node_id] = _placeholder(node_id)
-    return nodes
-
-
 def _step(record: Mapping[str, Any] | None) -> Mapping[str, Any]:
     step = record.get("step") if record is not None else None
     return step if type(step) is dict else _NO_STEP
@@ -584,7 +562,7 @@ def _overall(counts: Mapping[str, int]) -> str:
 
 def page_data(graph: LineageGraph) -> dict[str, Any]:
     """Everything the page draws, as plain data (what `render_page` embeds)."""
-    nodes = _all_nodes(graph)
+    nodes = graph.with_placeholders()
     groups = _group_nodes(graph, nodes)
     where = {m.node.id: g.index for g in groups for m in g.members}
     focus_group = where[graph.focus]

@@ -39,26 +39,9 @@ _FOCUS_COLOUR = "#111111"
 # --------------------------------------------------------------------------- shared helpers
 
 
-def _placeholder(node_id: str) -> GraphNode:
-    """A node for an id the graph references but does not describe, so nothing is dropped."""
-    ref, sep, version = node_id.rpartition("@")
-    if not sep:
-        ref, version = node_id, ""
-    return GraphNode(
-        id=node_id,
-        ref=ref,
-        version=version if version not in ("", "None") else None,
-        status="missing",
-    )
-
-
 def _all_nodes(graph: LineageGraph) -> dict[str, GraphNode]:
     """The graph's nodes plus placeholders for the focus or edge ends it lacks, sorted by id."""
-    nodes = dict(graph.nodes)
-    ends = [end for edge in graph.edges for end in (edge.source, edge.target)]
-    for node_id in [graph.focus, *ends]:
-        if node_id not in nodes:
-            nodes[node_id] = _placeholder(node_id)
+    nodes = graph.with_placeholders()
     return {node_id: nodes[node_id] for node_id in sorted(nodes)}
 
 
