@@ -21,9 +21,7 @@ skipped, unless `CI` is set: then it fails.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
-import os
 import re
 import shutil
 import time
@@ -39,22 +37,11 @@ from dws_dagster import ResourceRef, Workspace
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
 
+from .browser import CHROMIUM, CHROMIUM_ARGS, ROOT, sync_playwright_or_skip
 from .dagster_server import DagsterServer, dg_dev, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "e2e"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 FORECAST_REF = f"results/{FORECAST_ASSET}"
 #: What the UI materializes: the forecast with every upstream asset it reads by default (the
@@ -147,35 +134,9 @@ LINEAGE_TABLE_COLUMNS = ["output column", "input asset", "input column", "kind"]
 # ------------------------------------------------------------------------------ helpers
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set, so the end-to-end test must run)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def sync_playwright() -> Any:
-    if importlib.util.find_spec("playwright") is None:
-        _unavailable(
-            "Playwright for Python is not installed: pip install 'playwright>=1.40' "
-            "(it is in the test extra)"
-        )
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        _unavailable(
-            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (this test uses "
-            "the system browser and never runs `playwright install`)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    return sync_playwright
-
-
-@pytest.fixture
-def artifacts(request: pytest.FixtureRequest) -> Path:
-    folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.name)
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    return folder
+    return sync_playwright_or_skip()
 
 
 class Evidence:

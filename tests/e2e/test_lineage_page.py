@@ -13,10 +13,8 @@ view. Screenshots are kept in `test-artifacts/e2e/<test name>/`. Without Playwri
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,21 +34,10 @@ from ..lineage_page_graphs import (
 )
 from ..test_lineage_page import HOSTILE, hostile_graph
 from ..test_render import cycle, diamond, tricky
+from .browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
 
 pytestmark = [pytest.mark.e2e]
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "e2e"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 WINDOW = {"width": 1400, "height": 900}
 #: Waits for what the page does in a few milliseconds; generous for a loaded machine.
 TIMEOUT_MS = 30_000
@@ -58,40 +45,15 @@ UP_BACKGROUND = "rgb(217, 242, 244)"  # --up-bg
 DOWN_BACKGROUND = "rgb(243, 229, 245)"  # --down-bg
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if importlib.util.find_spec("playwright") is None:
-        _unavailable(
-            "Playwright for Python is not installed: pip install 'playwright>=1.40' "
-            "(it is in the test extra)"
-        )
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        _unavailable(
-            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (these tests "
-            "use the system browser and never run `playwright install`)"
-        )
-    from playwright.sync_api import sync_playwright
-
+    sync_playwright = sync_playwright_or_skip()
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             yield chromium
         finally:
             chromium.close()
-
-
-@pytest.fixture
-def artifacts(request: pytest.FixtureRequest) -> Path:
-    folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.name)
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    return folder
 
 
 class Page:
