@@ -34,8 +34,8 @@ from .remote import (
     RemoteData,
     kept_folder,
     kept_location,
-    kept_versions,
     prunable,
+    versions_in,
 )
 from .restore import finish_interrupted_restore
 from .snapshots import list_snapshots
@@ -119,7 +119,7 @@ def _collect_remote(ws: Workspace, report: GcReport, remote: RemoteData | None) 
     referenced = snapshot_data.referenced(ws)
     for resource in resources:
         uri = str(resource.uri)
-        for subpath in _kept_subpaths(remote, uri):
+        for subpath, entries in _kept_folders(remote, uri):
             try:
                 parsed = ResourceRef(resource.name, subpath)
             except InvalidResourceRefError:
@@ -131,30 +131,29 @@ def _collect_remote(ws: Workspace, report: GcReport, remote: RemoteData | None) 
             extra = (state.record or {}).get("extra") if state is not None else None
             keep = extra.get(KEEP_VERSIONS_KEY) if isinstance(extra, dict) else None
             keep = keep if type(keep) is int and keep > 0 else 0
-            for version in prunable(
-                kept_versions(remote, uri, subpath), referenced.get(ref, ()), keep
-            ):
+            for version in prunable(versions_in(entries), referenced.get(ref, ()), keep):
                 report.remote_versions.append((ref, version))
                 if not report.dry_run:
                     remote.delete(kept_location(uri, subpath, version))
 
 
-def _kept_subpaths(remote: RemoteData, uri: str) -> list[str | None]:
+def _kept_folders(remote: RemoteData, uri: str) -> list[tuple[str | None, list[tuple[str, int]]]]:
     """Every subpath with a kept folder under the resource's `.dws/versions/` (refs whose
-    lineage is gone included: their versions are nobody's now)."""
-    found: list[str | None] = []
+    lineage is gone included: their versions are nobody's now), with that folder's entries:
+    each folder is listed once (a request per folder on an object store)."""
+    found: list[tuple[str | None, list[tuple[str, int]]]] = []
     pending: list[str | None] = [None]
     while pending:
         subpath = pending.pop()
-        names = [name for name, _ in remote.kept(kept_folder(uri, subpath))]
-        if any(name.startswith(KEPT_MARK) for name in names):
-            found.append(subpath)
+        entries = remote.kept(kept_folder(uri, subpath))
+        if any(name.startswith(KEPT_MARK) for name, _ in entries):
+            found.append((subpath, entries))
         pending.extend(
             f"{subpath}/{name}" if subpath else name
-            for name in names
+            for name, _ in entries
             if not name.startswith((KEPT_MARK, "."))
         )
-    return sorted(found, key=lambda item: item or "")
+    return sorted(found, key=lambda item: item[0] or "")
 
 
 def _only_named_by(ws: Workspace, versions: list[tuple[str, str]], live: set[str]) -> set[str]:

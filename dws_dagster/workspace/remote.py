@@ -89,11 +89,16 @@ def kept_location(uri: str, subpath: str | None, version: str) -> str:
 
 
 def kept_versions(remote: RemoteData, uri: str, subpath: str | None) -> list[str]:
-    """Versions kept for a remote ref, oldest first (names that are not versions are left
-    alone: they are not ours)."""
+    """Versions kept for a remote ref, oldest first."""
+    return versions_in(remote.kept(kept_folder(uri, subpath)))
+
+
+def versions_in(entries: Iterable[tuple[str, int]]) -> list[str]:
+    """The versions among a kept folder's entries (name, modification time), oldest first;
+    names that are not versions are left alone: they are not ours."""
     found = [
         (mtime, name[len(KEPT_MARK) :])
-        for name, mtime in remote.kept(kept_folder(uri, subpath))
+        for name, mtime in entries
         if name.startswith(KEPT_MARK) and _VERSION.fullmatch(name[len(KEPT_MARK) :])
     ]
     return [version for _, version in sorted(found)]
