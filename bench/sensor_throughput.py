@@ -88,7 +88,7 @@ def build_definitions(per_run: int, sensors: list[Any] | None = None) -> Any:
     )
 
     from dws_dagster import dws_ref
-    from dws_dagster.materialization import column_lineage, column_schema, lineage_metadata
+    from dws_dagster.assets.materialization import column_lineage, column_schema, lineage_metadata
     from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
 
     raw = AssetSpec("raw", metadata=dws_ref(RESOURCE_SRC, "raw"), description="Source rows.")
@@ -316,7 +316,7 @@ def worker_dws(root: Path, per_run: int) -> dict[str, Any]:
 
     from dws_dagster import WorkspaceResource, lineage_sensor
     from dws_dagster.ol.outbox import Outbox
-    from dws_dagster.workspace.config import Workspace
+    from dws_dagster.workspace.workspace import Workspace
 
     ws = Workspace.init(root / "ws", name=WORKSPACE_NAME)
     ws.add_resource(RESOURCE_SRC, "source-data", path="data/src")

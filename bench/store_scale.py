@@ -16,7 +16,7 @@ snapshots 1 % of the refs are rewritten (the old data kept as a version, as the 
 `keep_versions` does), so the timed snapshot is a new one and restore has data to bring back.
 
 Each operation runs as a user runs it: a new `dws-dagster` process (its interpreter start is
-measured alone as `python -c pass`); `lineage` also in-process (`dws_dagster.cli.main`, a fresh
+measured alone as `python -c pass`); `lineage` also in-process (`dws_dagster.cli.main.main`, a fresh
 `Workspace`, output to /dev/null), with the process's peak RSS. Wall and CPU time are both
 shown: the machine is shared, so CPU time is the steadier figure (a PostgreSQL server's CPU is
 not counted: compare its wall times). Floor in the same run: a process that only walks the
@@ -47,10 +47,10 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from dws_dagster import cli
-from dws_dagster.workspace.config import Workspace
+from dws_dagster.cli import main as cli
 from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
 from dws_dagster.workspace.swap import kept_version_path, staging_path, swap_into_place
+from dws_dagster.workspace.workspace import Workspace
 
 GROUP = 10
 #: (name, inputs as indexes into the group) in DAG order; index 0 is observed source data.
@@ -215,7 +215,7 @@ def run_cli(*argv: str) -> None:
         raise SystemExit(f"dws-dagster {' '.join(argv)} failed with {code}")
 
 
-CLI = "import sys; from dws_dagster.cli import main; sys.exit(main())"
+CLI = "import sys; from dws_dagster.cli.main import main; sys.exit(main())"
 
 
 def run_process(*argv: str) -> None:

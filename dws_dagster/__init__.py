@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Workspace": "dws_dagster.workspace.config",
-    "Resource": "dws_dagster.workspace.config",
+    "Workspace": "dws_dagster.workspace.workspace",
+    "Resource": "dws_dagster.workspace.workspace",
     "ResourceRef": "dws_dagster.workspace.refs",
     "LineageBuilder": "dws_dagster.workspace.lineage_api",
     "Lineage": "dws_dagster.workspace.lineage_api",
@@ -34,23 +34,23 @@ _EXPORTS = {
     "WorkspaceConfigError": "dws_dagster.errors",
     "WorkspaceNotFoundError": "dws_dagster.errors",
     "WorkspaceWriteError": "dws_dagster.workspace.files",
-    "StoreUnavailableError": "dws_dagster.workspace.db.database",
-    "StoreLockError": "dws_dagster.workspace.db.database",
-    "NoLineageError": "dws_dagster.workspace.graph",
+    "StoreUnavailableError": "dws_dagster.workspace.store.database",
+    "StoreLockError": "dws_dagster.workspace.store.database",
+    "NoLineageError": "dws_dagster.workspace.views.graph",
     "SpecialFileWarning": "dws_dagster.workspace.versions",
     "TransportConfigError": "dws_dagster.ol.transport",
-    "SparkWorkspaceIOManager": "dws_dagster.io_manager",
-    "OutputTypeError": "dws_dagster.io_manager",
-    "MissingPartitionError": "dws_dagster.io_manager",
-    "SchemaDriftError": "dws_dagster.schema_drift",
-    "WorkspaceResource": "dws_dagster.resources",
-    "dws_ref": "dws_dagster.bindings",
-    "BindingError": "dws_dagster.bindings",
-    "check_definitions": "dws_dagster.definitions_check",
-    "dws_source_asset": "dws_dagster.source_assets",
-    "dws_metrics": "dws_dagster.materialization",
-    "lineage_sensor": "dws_dagster.sensor",
-    "process_events": "dws_dagster.sensor",
+    "SparkWorkspaceIOManager": "dws_dagster.assets.io_manager",
+    "OutputTypeError": "dws_dagster.assets.io_manager",
+    "MissingPartitionError": "dws_dagster.assets.io_manager",
+    "SchemaDriftError": "dws_dagster.assets.schema_drift",
+    "WorkspaceResource": "dws_dagster.assets.resources",
+    "dws_ref": "dws_dagster.assets.bindings",
+    "BindingError": "dws_dagster.assets.bindings",
+    "check_definitions": "dws_dagster.assets.definitions_check",
+    "dws_source_asset": "dws_dagster.assets.source_assets",
+    "dws_metrics": "dws_dagster.assets.materialization",
+    "lineage_sensor": "dws_dagster.sensor.definition",
+    "process_events": "dws_dagster.sensor.definition",
 }
 
 #: Literal, for type checkers and readers; tests/test_public_api.py checks it against
@@ -98,9 +98,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .bindings import BindingError, dws_ref
-    from .definitions_check import check_definitions
-    from .errors import (
+    from dws_dagster.assets.bindings import BindingError, dws_ref
+    from dws_dagster.assets.definitions_check import check_definitions
+    from dws_dagster.assets.io_manager import (
+        MissingPartitionError,
+        OutputTypeError,
+        SparkWorkspaceIOManager,
+    )
+    from dws_dagster.assets.materialization import dws_metrics
+    from dws_dagster.assets.resources import WorkspaceResource
+    from dws_dagster.assets.schema_drift import SchemaDriftError
+    from dws_dagster.assets.source_assets import dws_source_asset
+    from dws_dagster.errors import (
         DwsError,
         InvalidParameterError,
         InvalidResourceRefError,
@@ -116,21 +125,16 @@ if TYPE_CHECKING:
         WorkspaceConfigError,
         WorkspaceNotFoundError,
     )
-    from .io_manager import MissingPartitionError, OutputTypeError, SparkWorkspaceIOManager
-    from .materialization import dws_metrics
-    from .ol.transport import TransportConfigError
-    from .resources import WorkspaceResource
-    from .schema_drift import SchemaDriftError
-    from .sensor import lineage_sensor, process_events
-    from .source_assets import dws_source_asset
-    from .workspace.config import Resource, Workspace
-    from .workspace.db.database import StoreLockError, StoreUnavailableError
-    from .workspace.files import WorkspaceWriteError
-    from .workspace.graph import NoLineageError
-    from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
-    from .workspace.records import LineageRecord
-    from .workspace.refs import ResourceRef
-    from .workspace.versions import SpecialFileWarning
+    from dws_dagster.ol.transport import TransportConfigError
+    from dws_dagster.sensor.definition import lineage_sensor, process_events
+    from dws_dagster.workspace.files import WorkspaceWriteError
+    from dws_dagster.workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
+    from dws_dagster.workspace.records import LineageRecord
+    from dws_dagster.workspace.refs import ResourceRef
+    from dws_dagster.workspace.store.database import StoreLockError, StoreUnavailableError
+    from dws_dagster.workspace.versions import SpecialFileWarning
+    from dws_dagster.workspace.views.graph import NoLineageError
+    from dws_dagster.workspace.workspace import Resource, Workspace
 
 
 def __getattr__(name: str) -> Any:

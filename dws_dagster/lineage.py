@@ -5,8 +5,13 @@ from dws_dagster.lineage import LineageBuilder   # was: from dataworkspaces.line
 
 from __future__ import annotations
 
-from .workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage, infer_step_name
-from .workspace.lineage_params import (
+from dws_dagster.workspace.lineage_api import (
+    Lineage,
+    LineageBuilder,
+    ResultsLineage,
+    infer_step_name,
+)
+from dws_dagster.workspace.lineage_params import (
     BooleanParameter,
     ChoiceParameter,
     CmdLineParameter,
@@ -15,7 +20,7 @@ from .workspace.lineage_params import (
     add_lineage_parameters_to_arg_parser,
     get_lineage_parameter_values,
 )
-from .workspace.refs import ResourceRef
+from dws_dagster.workspace.refs import ResourceRef
 
 __all__ = [
     "BooleanParameter",

@@ -32,19 +32,18 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from dws_dagster import DwsError, WorkspaceResource, dws_metrics, dws_ref
-from dws_dagster.bindings import binding_from_metadata
-from dws_dagster.io_manager import partition_ref
+from dws_dagster.assets.bindings import binding_from_metadata
+from dws_dagster.assets.io_manager import partition_ref
 from dws_dagster.spark import storage
 from dws_dagster.workspace.refs import ResourceRef
-
-from .generator import (
+from example_project.generator import (
     TLC_SCHEMA,
     WEATHER_SCHEMA,
     next_month,
     trip_file_name,
     weather_file_name,
 )
-from .setup_workspace import TRIPS_SUBPATH, WEATHER_SUBPATH, ExampleSize
+from example_project.setup_workspace import TRIPS_SUBPATH, WEATHER_SUBPATH, ExampleSize
 
 DATA_OWNER = "team:data-engineering"
 FORECAST_OWNER = "team:forecasting"

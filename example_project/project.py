@@ -30,9 +30,8 @@ from dws_dagster import (
     check_definitions,
     lineage_sensor,
 )
-
-from .assets import build_assets
-from .setup_workspace import ExampleSize, ExampleWorkspace, ensure_workspace
+from example_project.assets import build_assets
+from example_project.setup_workspace import ExampleSize, ExampleWorkspace, ensure_workspace
 
 TAXI_JOB = "taxi_monthly_job"
 WEATHER_JOB = "weather_daily_job"

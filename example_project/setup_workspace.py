@@ -28,8 +28,15 @@ from filelock import FileLock
 
 from dws_dagster import DwsError, Workspace
 from dws_dagster.workspace.files import atomic_write_json
-
-from .generator import DEFAULT_SEED, ZONES, Landed, days_in, land, month_starts, next_month
+from example_project.generator import (
+    DEFAULT_SEED,
+    ZONES,
+    Landed,
+    days_in,
+    land,
+    month_starts,
+    next_month,
+)
 
 ENV_VAR = "DWS_EXAMPLE_WORKSPACE"
 PACKAGE_DIR = Path(__file__).resolve().parent

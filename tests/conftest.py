@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dws_dagster import LineageBuilder, Workspace
-from dws_dagster.cli import main as cli_main
+from dws_dagster.cli.main import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The database on the session's PostgreSQL server that holds the stores of `both_stores` tests
@@ -60,7 +60,7 @@ def postgres_server() -> Iterator[object]:
 def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which store the test's workspaces use: SQLite (the default), or with `both_stores` also
     PostgreSQL through DWS_STORE_URL, a fresh schema per test (subprocesses inherit it)."""
-    from dws_dagster.workspace.db.database import forget_databases
+    from dws_dagster.workspace.store.database import forget_databases
 
     kind = getattr(request, "param", "sqlite")
     monkeypatch.delenv("DWS_STORE_URL", raising=False)  # not the developer's own store

@@ -16,9 +16,9 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from dws_dagster.workspace.config import Workspace
-from dws_dagster.workspace.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
+from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
+from dws_dagster.workspace.workspace import Workspace
 
 FORECAST_REF = "results/forecast"
 WEATHER_DAYS = [(dt.date(2024, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(62)]

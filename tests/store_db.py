@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import select, text
 
 from dws_dagster import Workspace
-from dws_dagster.workspace.db import schema
-from dws_dagster.workspace.db.database import forget_databases
+from dws_dagster.workspace.store import schema
+from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import tree_state
 
@@ -137,8 +137,8 @@ def sqlite_only(
 def lose_retained(ws: Workspace, ref: str, version: str) -> None:
     """Delete the retained files of `ref@version` by hand, as a user clearing disk space
     might: what a snapshot needs of that version is then gone."""
-    from dws_dagster.workspace import snapshot_data
-    from dws_dagster.workspace.objects import ObjectStore
+    from dws_dagster.workspace.snapshots import snapshot_data
+    from dws_dagster.workspace.snapshots.objects import ObjectStore
 
     found = snapshot_data.manifest(ws, ref, version)
     assert found is not None, f"{ref}@{version} was not retained"

@@ -23,7 +23,8 @@ from dagster._core.definitions.data_version import (
     DATA_VERSION_TAG,
 )
 
-from dws_dagster import dagster_compat, stored_events
+from dws_dagster._compat import dagster as dagster_compat
+from dws_dagster.sensor import stored_events
 
 from .dagster_homes import sqlite_home
 
@@ -127,7 +128,7 @@ def test_event_reader_reads_every_record_once_in_order(
     """Batches of any size, with records kept across batches, add up to exactly the event log
     of those types, in storage order, on both SQLite event log storages (asset events read
     from the table's JSON, run events through Dagster)."""
-    from dws_dagster.sensor_events import EVENT_TYPES
+    from dws_dagster.sensor.events import EVENT_TYPES
 
     with (
         DagsterInstance.from_config(sqlite_home(tmp_path, storage)) as instance,
@@ -197,7 +198,7 @@ def test_event_log_internals_the_sensor_reads_directly(tmp_path) -> None:
     import sqlalchemy as db
     from dagster import DagsterEventType, MetadataValue
 
-    from dws_dagster import dagster_compat as compat
+    from dws_dagster._compat import dagster as compat
 
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     with DagsterInstance.local_temp(str(tmp_path)) as instance:

@@ -21,7 +21,7 @@ from dws_dagster import (
     check_definitions,
     dws_ref,
 )
-from dws_dagster.bindings import Binding, binding_from_metadata, is_hive_style, path_safe
+from dws_dagster.assets.bindings import Binding, binding_from_metadata, is_hive_style, path_safe
 
 from .pipeline import build_assets, io_manager, make_workspace
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from dws_dagster import demo
-from dws_dagster.workspace.config import Workspace
-from dws_dagster.workspace.snapshots import list_snapshots
+from dws_dagster.cli import demo
+from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+from dws_dagster.workspace.workspace import Workspace
 from example_project.setup_workspace import SMALL, ensure_workspace
 
 from .conftest import ROOT
@@ -209,7 +209,7 @@ def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
     log = tmp_path / "spark.log"
     code = (
         "import sys\n"
-        "from dws_dagster.demo import _Progress, _start_spark\n"
+        "from dws_dagster.cli.demo import _Progress, _start_spark\n"
         "from example_project.project import SPARK_CONFIG\n"
         "progress = _Progress(total=2)\n"
         "assert progress.interactive\n"

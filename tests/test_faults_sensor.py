@@ -27,7 +27,7 @@ from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from dws_dagster import Workspace, process_events
 from dws_dagster.ol.outbox import Outbox, event_key
-from dws_dagster.workspace.db.database import forget_databases
+from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import ROOT
 from .ol_parents import check_parents, first_occurrences

@@ -8,7 +8,7 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, asset, materi
 from pyspark.sql import DataFrame
 
 from dws_dagster import Workspace, dws_ref
-from dws_dagster.bindings import BindingError
+from dws_dagster.assets.bindings import BindingError
 from dws_dagster.spark import storage
 from dws_dagster.spark.storage import StorageError
 from dws_dagster.workspace.versions import MARKER_NAME, content_version

@@ -35,10 +35,10 @@ from sqlalchemy.engine import make_url
 
 from dws_dagster import Workspace
 from dws_dagster.errors import WorkspaceConfigError
-from dws_dagster.workspace.db import journal_import, schema
-from dws_dagster.workspace.db.database import database_for, forget_databases
-from dws_dagster.workspace.db.journal_format import FOLDERS, _event
-from dws_dagster.workspace.snapshots import list_snapshots
+from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+from dws_dagster.workspace.store import journal_import, schema
+from dws_dagster.workspace.store.database import database_for, forget_databases
+from dws_dagster.workspace.store.journal_format import FOLDERS, _event
 from tests.conftest import ROOT, tree_state
 
 pytestmark = pytest.mark.both_stores
@@ -514,7 +514,7 @@ _KILLED = """
 import sys, time
 from pathlib import Path
 from dws_dagster import Workspace
-from dws_dagster.workspace.db import journal_import
+from dws_dagster.workspace.store import journal_import
 
 root, marker = sys.argv[1], Path(sys.argv[2])
 original = journal_import._Import._snapshots

@@ -17,7 +17,8 @@ from dagster import (
     materialize,
 )
 
-from dws_dagster import Workspace, WorkspaceResource, dws_ref, lineage_sensor, sensor_events
+from dws_dagster import Workspace, WorkspaceResource, dws_ref, lineage_sensor
+from dws_dagster.sensor import events as sensor_events
 from dws_dagster.workspace import gitinfo
 
 from .conftest import run_python, run_step

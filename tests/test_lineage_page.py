@@ -13,20 +13,20 @@ from typing import Any
 import orjson
 import pytest
 
-from dws_dagster.workspace import lineage_page
-from dws_dagster.workspace.config import Workspace
-from dws_dagster.workspace.graph import SnapshotView, build_graph
-from dws_dagster.workspace.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
-from dws_dagster.workspace.lineage_page import (
+from dws_dagster.workspace.records import LineageRecord, StepInfo
+from dws_dagster.workspace.snapshots.snapshots import snapshot_manifest, take_snapshot
+from dws_dagster.workspace.views import lineage_page
+from dws_dagster.workspace.views.graph import SnapshotView, build_graph
+from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
+from dws_dagster.workspace.views.lineage_page import (
     COLUMN_LINEAGE_KEY,
     PageAssetError,
     page_data,
     render_page,
     script_json,
 )
-from dws_dagster.workspace.records import LineageRecord, StepInfo
-from dws_dagster.workspace.render import render_html
-from dws_dagster.workspace.snapshots import snapshot_manifest, take_snapshot
+from dws_dagster.workspace.views.render import render_html
+from dws_dagster.workspace.workspace import Workspace
 
 from .conftest import run_python
 from .lineage_page_graphs import (
@@ -478,7 +478,7 @@ def test_vendored_dagre_and_page_assets_are_packaged() -> None:
     assert "@dagrejs/dagre 3.1.3" in dagre and "var dagre=" in dagre and "layout:" in dagre
     assert "sourceMappingURL" not in dagre
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.workspace"]
+    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.workspace.views"]
     needed = {
         "page_assets/lineage_page.js",
         "page_assets/lineage_page.css",
@@ -562,7 +562,7 @@ def test_a_graph_without_records_still_shows_the_focus_last_run() -> None:
 def test_the_page_imports_neither_dagster_nor_pyspark(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from dws_dagster.workspace.render import render_html\n"
+        "from dws_dagster.workspace.views.render import render_html\n"
         "from tests.test_render import diamond\n"
         "assert render_html(diamond()).startswith('<!DOCTYPE html>')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark')))"

@@ -134,7 +134,7 @@ def _lineage(ws: Workspace) -> dict[str, Any]:
 @pytest.fixture
 def postgres_store(postgres_server, monkeypatch, request) -> str:
     """DWS_STORE_URL for every process: one PostgreSQL store, a schema of its own."""
-    from dws_dagster.workspace.db.database import forget_databases
+    from dws_dagster.workspace.store.database import forget_databases
 
     monkeypatch.setenv("DWS_STORE_URL", postgres_server.url(STORE_DATABASE))
     schema = f"fleet_{abs(hash(request.node.nodeid)) % 10**12}_{os.getpid()}"

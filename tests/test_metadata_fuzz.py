@@ -31,17 +31,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
-from dws_dagster.cli import main as cli_main
+from dws_dagster.cli.main import main as cli_main
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.ol.transport import make_transport
 from dws_dagster.workspace import formats, shapes
-from dws_dagster.workspace.db.database import StoreUnavailableError, forget_databases
-from dws_dagster.workspace.snapshots import (
+from dws_dagster.workspace.snapshots.snapshots import (
     delete_snapshot,
     list_snapshots,
     restore_snapshot,
     take_snapshot,
 )
+from dws_dagster.workspace.store.database import StoreUnavailableError, forget_databases
 from dws_dagster.workspace.swap import keep_copy
 
 from .conftest import run_step, tree_state, write

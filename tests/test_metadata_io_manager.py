@@ -13,7 +13,7 @@ import pytest
 from dagster import materialize
 
 from dws_dagster import WorkspaceConfigError
-from dws_dagster.workspace.config import Workspace
+from dws_dagster.workspace.workspace import Workspace
 
 from .pipeline import build_assets, io_manager, make_workspace
 from .store_db import damage, db_dump, sql, workspace_state

@@ -19,7 +19,7 @@ import pytest
 
 from dws_dagster import Workspace, WorkspaceConfigError
 from dws_dagster.errors import InvalidResourceRefError
-from dws_dagster.workspace.snapshots import (
+from dws_dagster.workspace.snapshots.snapshots import (
     delete_snapshot,
     list_snapshots,
     resolve_snapshot,

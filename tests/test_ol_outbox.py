@@ -24,7 +24,7 @@ from dws_dagster import Workspace
 from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox, OutboxError, event_key
 from dws_dagster.ol.transport import TransportConfigError, make_transport
-from dws_dagster.workspace.db import schema
+from dws_dagster.workspace.store import schema
 
 from .conftest import ROOT
 from .ol_receiver import Receiver

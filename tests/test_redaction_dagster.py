@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from pyspark.sql import DataFrame
 
 from dws_dagster import InvalidParameterError, Workspace, dws_ref, process_events
-from dws_dagster.cli import main as cli_main
+from dws_dagster.cli.main import main as cli_main
 from dws_dagster.workspace.records import MAX_PARAMETER_DEPTH, REDACTED
 
 from .conftest import tree_state

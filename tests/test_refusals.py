@@ -31,9 +31,9 @@ from dws_dagster import (
     UnknownResourceError,
     Workspace,
 )
-from dws_dagster.workspace.config import Workspace as WorkspaceClass
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.versions import DataNotFoundError
+from dws_dagster.workspace.workspace import Workspace as WorkspaceClass
 
 from .conftest import run_step, tree_state, write
 

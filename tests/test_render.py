@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dws_dagster.workspace import render
-from dws_dagster.workspace.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
-from dws_dagster.workspace.lineage_page import page_data
-from dws_dagster.workspace.render import (
+from dws_dagster.workspace.views import render
+from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
+from dws_dagster.workspace.views.lineage_page import page_data
+from dws_dagster.workspace.views.render import (
     render_dot,
     render_html,
     render_json,
@@ -549,7 +549,8 @@ def test_render_imports_only_stdlib_orjson_and_the_graph_model() -> None:
         if isinstance(item, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in item.names}
         elif isinstance(item, ast.ImportFrom):
-            imported.add("." * item.level + (item.module or "").split(".")[0])
+            module = item.module or ""
+            imported.add(module if module.startswith("dws_dagster") else module.split(".")[0])
     # `render_html` imports the page module (its own dependencies) only when called.
     assert imported <= {
         "__future__",
@@ -558,7 +559,7 @@ def test_render_imports_only_stdlib_orjson_and_the_graph_model() -> None:
         "dataclasses",
         "typing",
         "orjson",
-        ".graph_model",
-        ".lineage_page",
+        "dws_dagster.workspace.views.graph_model",
+        "dws_dagster.workspace.views.lineage_page",
     }
     assert not {"dagster", "pyspark"} & imported

@@ -16,8 +16,11 @@ from hypothesis import strategies as st
 
 from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.workspace.records import REDACTED
-from dws_dagster.workspace.results_metrics import MAX_RESULTS_FILE_BYTES, user_results_metrics
-from dws_dagster.workspace.snapshots import take_snapshot
+from dws_dagster.workspace.snapshots.results_metrics import (
+    MAX_RESULTS_FILE_BYTES,
+    user_results_metrics,
+)
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
 from .conftest import write
 from .store_db import on_store

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.errors import SnapshotRestoreError, WorkspaceConfigError
-from dws_dagster.workspace import retention, snapshot_data
-from dws_dagster.workspace.file_hashes import RACY_SECONDS, FileHashCache
-from dws_dagster.workspace.garbage import collect_garbage
-from dws_dagster.workspace.objects import ObjectStore, protection_holds
-from dws_dagster.workspace.restore import INTENT_FILE
-from dws_dagster.workspace.snapshots import (
+from dws_dagster.workspace.snapshots import retention, snapshot_data
+from dws_dagster.workspace.snapshots.file_hashes import RACY_SECONDS, FileHashCache
+from dws_dagster.workspace.snapshots.garbage import collect_garbage
+from dws_dagster.workspace.snapshots.objects import ObjectStore, protection_holds
+from dws_dagster.workspace.snapshots.restore import INTENT_FILE
+from dws_dagster.workspace.snapshots.snapshots import (
     delete_snapshot,
     diff_lineage,
     restore_snapshot,
@@ -204,7 +204,9 @@ def test_spark_data_is_linked_read_only_so_an_in_place_write_cannot_corrupt_it(
         _linked_scenario(tmp_path / "ws", refused=True)
         return
     if not _runs_as_nobody():
-        monkeypatch.setattr("dws_dagster.workspace.objects.protection_holds", lambda: True)
+        monkeypatch.setattr(
+            "dws_dagster.workspace.snapshots.objects.protection_holds", lambda: True
+        )
         _linked_scenario(tmp_path / "ws", refused=False)
         return
     folder = Path(tempfile.mkdtemp(prefix="dws-nobody-"))
@@ -503,8 +505,8 @@ def _killed_at(ws: Workspace, target: str, count: int, action: str) -> subproces
                 os.kill(os.getpid(), signal.SIGKILL)
             return real(*args, **kwargs)
         setattr(holder, name, dying)
-        from dws_dagster.workspace.snapshots import take_snapshot, restore_snapshot
-        from dws_dagster.workspace.garbage import collect_garbage
+        from dws_dagster.workspace.snapshots.snapshots import take_snapshot, restore_snapshot
+        from dws_dagster.workspace.snapshots.garbage import collect_garbage
         ws = Workspace.open({str(ws.root)!r})
         {action}
     """)
@@ -530,7 +532,7 @@ def test_kill_9_while_taking_a_snapshot_leaves_no_snapshot(tmp_path: Path) -> No
         run_step(ws, step, ["src/trips.csv"], {f"inter/{step}": f"{step}\n"})
     before = workspace_state(ws)
     done = _killed_at(
-        ws, "dws_dagster.workspace.objects:ObjectStore.add", 3, "take_snapshot(ws, 'v1')"
+        ws, "dws_dagster.workspace.snapshots.objects:ObjectStore.add", 3, "take_snapshot(ws, 'v1')"
     )
     assert done.returncode == -9, done.stderr
     fresh = Workspace.open(ws.root)
@@ -546,7 +548,10 @@ def test_kill_9_during_restore_is_finished_by_the_next_command(
 ) -> None:
     ws, seen = _three_versions(tmp_path / "ws")
     done = _killed_at(
-        ws, "dws_dagster.workspace.restore:swap_into_place", point, "restore_snapshot(ws, 'v1')"
+        ws,
+        "dws_dagster.workspace.snapshots.restore:swap_into_place",
+        point,
+        "restore_snapshot(ws, 'v1')",
     )
     assert done.returncode == -9, done.stderr
     assert (ws.meta_dir / INTENT_FILE).exists()
@@ -563,7 +568,9 @@ def test_kill_9_during_restore_is_finished_by_the_next_command(
 def test_kill_9_while_staging_a_restore_changes_nothing(tmp_path: Path) -> None:
     ws, _seen = _three_versions(tmp_path / "ws")
     before = workspace_state(ws)
-    done = _killed_at(ws, "dws_dagster.workspace.retention:stage", 2, "restore_snapshot(ws, 'v1')")
+    done = _killed_at(
+        ws, "dws_dagster.workspace.snapshots.retention:stage", 2, "restore_snapshot(ws, 'v1')"
+    )
     assert done.returncode == -9, done.stderr
     assert not (ws.meta_dir / INTENT_FILE).exists()
     # Only a staged copy beside a ref is left, which nothing reads; the data and the
@@ -583,7 +590,7 @@ def test_kill_9_during_gc_keeps_every_snapshot_restorable(tmp_path: Path) -> Non
     take_snapshot(ws, "v3")
     delete_snapshot(ws, "v2")
     done = _killed_at(
-        ws, "dws_dagster.workspace.objects:ObjectStore.remove", 2, "collect_garbage(ws)"
+        ws, "dws_dagster.workspace.snapshots.objects:ObjectStore.remove", 2, "collect_garbage(ws)"
     )
     assert done.returncode == -9, done.stderr
     fresh = Workspace.open(ws.root)

@@ -23,9 +23,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from dws_dagster import LineageBuilder, Workspace, dws_ref
 from dws_dagster.spark import storage
-from dws_dagster.workspace.garbage import collect_garbage
 from dws_dagster.workspace.records import record_identity
-from dws_dagster.workspace.snapshots import (
+from dws_dagster.workspace.snapshots.garbage import collect_garbage
+from dws_dagster.workspace.snapshots.snapshots import (
     delete_snapshot,
     list_snapshots,
     restore_snapshot,

@@ -23,7 +23,7 @@ from dagster import (
 from pyspark.sql import DataFrame
 
 from dws_dagster import WorkspaceResource, dws_metrics, dws_ref, lineage_sensor, process_events
-from dws_dagster.sensor import SensorConfigError, parse_cursor
+from dws_dagster.sensor.definition import SensorConfigError, parse_cursor
 from tests.pipeline import build_assets, io_manager, make_workspace
 from tests.sensor_ticks import tick_sensors
 from tests.test_io_manager import run
@@ -114,7 +114,7 @@ def test_rebuilding_a_lost_store_from_the_event_log(spark, pipeline_ws, instance
     run(scored_assets(), ws, instance)
     process_events(instance, ws, openlineage=False)
     before = refs_state(ws)
-    from dws_dagster.workspace.db.database import forget_databases
+    from dws_dagster.workspace.store.database import forget_databases
 
     forget_databases()  # no connection of this process holds the old store open
     for path in ws.meta_dir.glob("store.db*"):
@@ -285,7 +285,7 @@ def test_snapshot_on_results_is_taken_once_per_run(spark, pipeline_ws, instance)
     result = run(scored_assets(), ws, instance)
     outcome = process_events(instance, ws, snapshot_on_results=True, openlineage=False)
     assert len(outcome.applied.snapshots) == 1
-    from dws_dagster.workspace.snapshots import list_snapshots
+    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
 
     [snapshot] = list_snapshots(ws)
     assert snapshot.tags == [f"run-{result.run_id[:8]}"]
@@ -402,7 +402,7 @@ def test_tick_text_of_a_sensor_without_openlineage(spark, pipeline_ws, instance)
 
 
 def test_tick_text_shortens_a_long_delivery_error_and_redacts_it():
-    from dws_dagster.sensor import TICK_ERROR_CHARS, TickOutcome
+    from dws_dagster.sensor.definition import TICK_ERROR_CHARS, TickOutcome
 
     error = "sending run x START failed: " + "retrying; " * 200 + "Connection refused"
     text = TickOutcome(cursor=7, pending=3, last_delivery_error=error).tick_text()

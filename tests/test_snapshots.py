@@ -31,11 +31,11 @@ from dws_dagster import (
     Workspace,
     WorkspaceConfigError,
 )
-from dws_dagster.workspace import snapshots as snapshots_module
-from dws_dagster.workspace.garbage import collect_garbage
 from dws_dagster.workspace.records import LineageRecord, StepInfo
-from dws_dagster.workspace.snapshot_data import rows_of
-from dws_dagster.workspace.snapshots import (
+from dws_dagster.workspace.snapshots import snapshots as snapshots_module
+from dws_dagster.workspace.snapshots.garbage import collect_garbage
+from dws_dagster.workspace.snapshots.snapshot_data import rows_of
+from dws_dagster.workspace.snapshots.snapshots import (
     RefChange,
     current_data,
     delete_snapshot,
@@ -49,7 +49,7 @@ from dws_dagster.workspace.snapshots import (
     take_snapshot,
     validate_tag,
 )
-from dws_dagster.workspace.store import RefState
+from dws_dagster.workspace.store.lineage_store import RefState
 from dws_dagster.workspace.swap import keep_copy
 from dws_dagster.workspace.versions import content_version, short
 
@@ -1052,7 +1052,7 @@ RACE = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     from dws_dagster import Workspace
-    from dws_dagster.workspace.snapshots import take_snapshot
+    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
     tag, sync, others = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     ws = Workspace.open('.')
     ws.store.state()

@@ -337,7 +337,7 @@ def test_data_copies_skip_what_versions_skip(tmp_path: Path, unix_socket: Path) 
 def test_a_snapshot_archives_results_past_special_files(ws: Workspace, unix_socket: Path) -> None:
     """The results copy a snapshot keeps leaves special files out, as versions do: copying a
     pipe would block the snapshot forever."""
-    from dws_dagster.workspace.snapshots import take_snapshot
+    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
     write(ws.local_path("src/trips") / "part-0.csv", "a\n1\n")
     run_step(

@@ -24,9 +24,9 @@ from dws_dagster.errors import (
     UnknownRefStateError,
     WorkspaceConfigError,
 )
-from dws_dagster.workspace import store as store_module
-from dws_dagster.workspace.db.database import forget_databases
 from dws_dagster.workspace.records import LineageRecord, StepInfo
+from dws_dagster.workspace.store import lineage_store as store_module
+from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import ROOT, run_python
 from .store_db import (

@@ -14,16 +14,16 @@ from sqlalchemy import inspect, text, update
 
 from dws_dagster import Workspace
 from dws_dagster.errors import DwsError, LineageConflictError, WorkspaceConfigError
-from dws_dagster.workspace.db import schema
-from dws_dagster.workspace.db import settings as store_settings
-from dws_dagster.workspace.db.database import (
+from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
+from dws_dagster.workspace.refs import as_ref
+from dws_dagster.workspace.store import schema
+from dws_dagster.workspace.store import settings as store_settings
+from dws_dagster.workspace.store.database import (
     HEAD_REVISION,
     StoreLockError,
     StoreUnavailableError,
     database_for,
 )
-from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
-from dws_dagster.workspace.refs import as_ref
 
 from .conftest import run_python
 
@@ -114,7 +114,7 @@ def test_alembic_head_is_the_revision_the_code_expects():
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    import dws_dagster.workspace.db.database as database
+    import dws_dagster.workspace.store.database as database
 
     config = Config()
     config.set_main_option("script_location", str(Path(database.__file__).parent / "migrations"))
@@ -248,7 +248,7 @@ def test_an_unreachable_server_is_named_without_its_password(tmp_path, monkeypat
 
 
 def test_a_held_write_lock_times_out_with_a_clear_error(tmp_path, monkeypatch):
-    import dws_dagster.workspace.db.database as database
+    import dws_dagster.workspace.store.database as database
 
     monkeypatch.delenv("DWS_STORE_URL", raising=False)
     ws = Workspace.init(tmp_path / "ws")
@@ -385,7 +385,7 @@ def test_a_store_upgraded_by_a_newer_version_is_refused_clearly(ws, store_backen
     prefix = f'"{db.settings.schema}".' if db.settings.schema else ""
     with db.engine.begin() as connection:
         connection.execute(text(f"UPDATE {prefix}dws_alembic_version SET version_num = '9999'"))
-    from dws_dagster.workspace.db.database import forget_databases
+    from dws_dagster.workspace.store.database import forget_databases
 
     forget_databases()  # a new process: it checks the revision again
     with pytest.raises(StoreUnavailableError, match="revision '9999'.*Upgrade dws_dagster"):

@@ -38,9 +38,10 @@ from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import
 from dagster._serdes import deserialize_value
 from dagster_shared.serdes.serdes import pack_value
 
-from dws_dagster import dagster_compat, stored_events
-from dws_dagster.sensor_events import EVENT_TYPES
-from dws_dagster.stored_events import AssetEventRecord, decode, read_stored, stored_reader
+from dws_dagster._compat import dagster as dagster_compat
+from dws_dagster.sensor import stored_events
+from dws_dagster.sensor.events import EVENT_TYPES
+from dws_dagster.sensor.stored_events import AssetEventRecord, decode, read_stored, stored_reader
 
 from .dagster_homes import sqlite_home
 

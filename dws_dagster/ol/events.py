@@ -60,11 +60,18 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.uuid import generate_static_uuid
 
-from .. import __version__
-from ..errors import DwsError
-from ..workspace.redaction import redact_text
-from .model import AssetRunEvent, DatasetInfo, JobInfo, OutputInfo, PartitionInfo, RunInfo
-from .naming import dataset_name
+from dws_dagster import __version__
+from dws_dagster.errors import DwsError
+from dws_dagster.ol.model import (
+    AssetRunEvent,
+    DatasetInfo,
+    JobInfo,
+    OutputInfo,
+    PartitionInfo,
+    RunInfo,
+)
+from dws_dagster.ol.naming import dataset_name
+from dws_dagster.workspace.redaction import redact_text
 
 __all__ = [
     "INTEGRATION",

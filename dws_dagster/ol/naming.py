@@ -30,8 +30,8 @@ from openlineage.client.naming.dataset import (
     RemoteFileSystem,
 )
 
-from ..errors import DwsError
-from ..workspace.redaction import redact_text, without_credentials
+from dws_dagster.errors import DwsError
+from dws_dagster.workspace.redaction import redact_text, without_credentials
 
 __all__ = ["InvalidLocationError", "dataset_name"]
 

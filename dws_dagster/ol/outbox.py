@@ -46,15 +46,15 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..errors import DwsError
-from ..workspace.db import schema
-from .transport import Emitter, error_text, redact
+from dws_dagster.errors import DwsError
+from dws_dagster.ol.transport import Emitter, error_text, redact
+from dws_dagster.workspace.store import schema
 
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport
 
-    from ..workspace.config import Workspace
-    from ..workspace.db.database import Database
+    from dws_dagster.workspace.store.database import Database
+    from dws_dagster.workspace.workspace import Workspace
 
 BACKOFF_BASE_SECONDS = 1.0
 BACKOFF_CAP_SECONDS = 300.0

@@ -17,9 +17,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import __version__
-from ..workspace.redaction import redact_text
-from .events import (
+from dws_dagster import __version__
+from dws_dagster.ol.events import (
     _ERROR_MESSAGE,
     _JOB_TYPE,
     _PROCESSING_ENGINE,
@@ -31,6 +30,7 @@ from .events import (
     _iso,
     dagster_run_ol_id,
 )
+from dws_dagster.workspace.redaction import redact_text
 
 __all__ = ["DAGSTER_JOB_TYPE", "DagsterRunEvent", "build_dagster_run_event"]
 

@@ -35,11 +35,11 @@ from openlineage.client.transport.file import FileConfig, FileTransport, LocalFi
 from openlineage.client.transport.http import HttpTransport
 from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
 
-from ..errors import DwsError
-from ..workspace.redaction import is_secret_name, redact_text
+from dws_dagster.errors import DwsError
+from dws_dagster.workspace.redaction import is_secret_name, redact_text
 
 if TYPE_CHECKING:
-    from ..workspace.config import Workspace
+    from dws_dagster.workspace.workspace import Workspace
 
 CONFIG_FILE_NAME = "openlineage.yml"
 #: Under the workspace's `.dataworkspace/`: where events go when nothing is configured.

@@ -13,7 +13,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
-from .storage import StorageError, _hadoop_fs, read_marker, remote_listing_version
+from dws_dagster.spark.storage import StorageError, _hadoop_fs, read_marker, remote_listing_version
 
 
 @contextmanager

@@ -30,10 +30,11 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
-from ..errors import DwsError
-from ..workspace.files import atomic_write_json, canonical_json
-from ..workspace.swap import STAGING_PREFIX, recover, swap_into_place
-from ..workspace.versions import (
+from dws_dagster.errors import DwsError
+from dws_dagster.spark.write_stats import described, rows_written
+from dws_dagster.workspace.files import atomic_write_json, canonical_json
+from dws_dagster.workspace.swap import STAGING_PREFIX, recover, swap_into_place
+from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
     MARKER_NAME,
@@ -42,7 +43,6 @@ from ..workspace.versions import (
     content_version,
     data_size,
 )
-from .write_stats import described, rows_written
 
 FORMATS = ("parquet", "csv", "json", "orc")
 VERSIONINGS = ("rows", "files")

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import DwsError, WorkspaceConfigError
+from dws_dagster.errors import DwsError, WorkspaceConfigError
 
 
 class WorkspaceWriteError(DwsError, OSError):

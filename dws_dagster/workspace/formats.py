@@ -32,9 +32,9 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from ..errors import WorkspaceConfigError
-from .refs import MAX_COMPONENT_BYTES, MAX_SUBPATH_BYTES
-from .shapes import (
+from dws_dagster.errors import WorkspaceConfigError
+from dws_dagster.workspace.refs import MAX_COMPONENT_BYTES, MAX_SUBPATH_BYTES
+from dws_dagster.workspace.shapes import (
     DATA_VERSION,
     REF_PATTERN,
     RESTORE,
@@ -210,7 +210,10 @@ JournalOp = Annotated[RecordOp | FailOp | ClaimOp | ForgetOp | ResetOp, Field(di
 
 
 def _tag(value: str) -> str:
-    from .snapshots import SnapshotError, validate_tag  # snapshots imports this module
+    from dws_dagster.workspace.snapshots.snapshots import (  # snapshots imports this module
+        SnapshotError,
+        validate_tag,
+    )
 
     try:
         return validate_tag(value)

@@ -155,7 +155,7 @@ def _git(directory: Path, *args: str) -> str | None:
 @functools.lru_cache(maxsize=32)
 def git_remote_url(directory: Path) -> str | None:
     """The `origin` remote's URL without user-info (tokens in URLs never leave the machine)."""
-    from .redaction import redact_text
+    from dws_dagster.workspace.redaction import redact_text
 
     url = _git(directory, "config", "--get", "remote.origin.url")
     return redact_text(url) if url else None

@@ -21,16 +21,27 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..errors import InvalidParameterError, LineageApiError
-from .config import RemoteDataError, Workspace
-from .files import atomic_write_bytes
-from .gitinfo import git_commit
-from .records import LineageRecord, StepInfo, as_parameters, now_iso, sanitize_parameters
-from .redaction import get_logger, redact_command_line, redact_text, secret_values
-from .refs import ResourceRef, as_ref
-from .results_metrics import RESULTS_FILE
-from .store import LineageStore
-from .versions import DataNotFoundError
+from dws_dagster.errors import InvalidParameterError, LineageApiError
+from dws_dagster.workspace.files import atomic_write_bytes
+from dws_dagster.workspace.gitinfo import git_commit
+from dws_dagster.workspace.records import (
+    LineageRecord,
+    StepInfo,
+    as_parameters,
+    now_iso,
+    sanitize_parameters,
+)
+from dws_dagster.workspace.redaction import (
+    get_logger,
+    redact_command_line,
+    redact_text,
+    secret_values,
+)
+from dws_dagster.workspace.refs import ResourceRef, as_ref
+from dws_dagster.workspace.snapshots.results_metrics import RESULTS_FILE
+from dws_dagster.workspace.store.lineage_store import LineageStore
+from dws_dagster.workspace.versions import DataNotFoundError
+from dws_dagster.workspace.workspace import RemoteDataError, Workspace
 
 log = get_logger("dws_dagster.lineage")
 

@@ -11,7 +11,7 @@ from argparse import ArgumentParser, Namespace
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import InvalidParameterError
+from dws_dagster.errors import InvalidParameterError
 
 
 class LineageParameter(ABC):

@@ -13,10 +13,15 @@ from typing import Any
 
 import xxhash
 
-from ..errors import InvalidParameterError
-from .files import canonical_json
-from .redaction import REDACTED, is_secret_name, redact_command_line, redact_text
-from .refs import ResourceRef
+from dws_dagster.errors import InvalidParameterError
+from dws_dagster.workspace.files import canonical_json
+from dws_dagster.workspace.redaction import (
+    REDACTED,
+    is_secret_name,
+    redact_command_line,
+    redact_text,
+)
+from dws_dagster.workspace.refs import ResourceRef
 
 RECORD_FORMAT = 1
 #: The key of a lineage record's `extra` that holds its column lineage: `{"columns": {output

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Self
 
-from ..errors import InvalidResourceRefError
+from dws_dagster.errors import InvalidResourceRefError
 
 #: Resource names are single path components, safe in file names and in `name/subpath` strings.
 RESOURCE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")

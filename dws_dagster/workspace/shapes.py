@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .refs import MAX_COMPONENT_BYTES, MAX_SUBPATH_BYTES
+from dws_dagster.workspace.refs import MAX_COMPONENT_BYTES, MAX_SUBPATH_BYTES
 
 #: A snapshot hash: xxh3-128 as lowercase hex. Manifest files are named after it.
 SNAPSHOT_HASH_PATTERN = r"^[0-9a-f]{32}$"
@@ -65,7 +65,10 @@ def is_data_version(value: Any) -> bool:
 
 
 def is_tag(value: Any) -> bool:
-    from .snapshots import SnapshotError, validate_tag  # snapshots imports this module
+    from dws_dagster.workspace.snapshots.snapshots import (  # snapshots imports this module
+        SnapshotError,
+        validate_tag,
+    )
 
     try:
         validate_tag(value)
@@ -408,7 +411,7 @@ def checked(
     quick, schema = _KINDS[kind]
     if quick(data):
         return data
-    from . import formats
+    from dws_dagster.workspace import formats
 
     return formats.check(
         getattr(formats, schema), data, path, what=what, advice=advice, prefix=prefix
@@ -435,7 +438,7 @@ def check_ops(
     """Journal operations parsed from `path`, checked; `where(index)` names a line."""
     if ops_ok(ops):
         return ops
-    from . import formats
+    from dws_dagster.workspace import formats
 
     return formats.check(
         formats.JOURNAL,  # type: ignore[arg-type]  # checked models, read as their dicts

@@ -15,10 +15,10 @@ import time
 import uuid
 from pathlib import Path
 
-from ..errors import DwsError, InvalidResourceRefError
-from .files import fsync_dir, write_error, writing
-from .shapes import VERSION_PATTERN
-from .versions import special_names
+from dws_dagster.errors import DwsError, InvalidResourceRefError
+from dws_dagster.workspace.files import fsync_dir, write_error, writing
+from dws_dagster.workspace.shapes import VERSION_PATTERN
+from dws_dagster.workspace.versions import special_names
 
 OLD_PREFIX = ".dws-old-"
 STAGING_PREFIX = ".dws-staging-"

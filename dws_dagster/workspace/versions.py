@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import orjson
 import xxhash
 
-from ..errors import DwsError
+from dws_dagster.errors import DwsError
 
 CONTENT_PREFIX = ""
 #: Written beside Spark output by the storage layer: the version Spark computed for the data
@@ -482,7 +482,9 @@ def checked_marker(data: Any) -> dict[str, Any] | None:
     """A parsed `_dws_version.json` if it matches `formats.MarkerFile` and this scheme, else
     None: a damaged or foreign marker is ignored, so the data is versioned by its bytes. Its
     version names kept copies, so it must be a version as dws_dagster makes them."""
-    from . import shapes  # shapes -> snapshots -> ... -> versions: imported when needed
+    from dws_dagster.workspace import (
+        shapes,  # shapes -> snapshots -> ... -> versions: imported when needed
+    )
 
     try:
         marker = shapes.checked("marker", data, MARKER_NAME)

@@ -40,7 +40,7 @@ WORKSPACE_NAME = "journal-ws"
 
 def _old_code() -> None:
     try:
-        from dws_dagster.workspace.store import (  # noqa: F401  (the journal store's own)
+        from dws_dagster.workspace.store.lineage_store import (  # noqa: F401  (the journal store's own)
             STORE_FORMAT,
             read_snapshot_manifest,
         )
@@ -127,7 +127,7 @@ def ol_event(run_id: str, event_type: str, time: str, job: str) -> dict[str, Any
 def build(root: Path) -> None:
     from dws_dagster import Workspace
     from dws_dagster.ol.outbox import Outbox
-    from dws_dagster.workspace.snapshots import restore_snapshot, take_snapshot
+    from dws_dagster.workspace.snapshots.snapshots import restore_snapshot, take_snapshot
 
     ws = Workspace.init(root, name=WORKSPACE_NAME)
     ws.add_resource("src", "source-data", path="data/src")
@@ -228,8 +228,8 @@ def expected(root: Path) -> dict[str, Any]:
     """What the journal-format code reports about the workspace at `root`."""
     from dws_dagster import Workspace
     from dws_dagster.ol.outbox import Outbox
-    from dws_dagster.workspace.snapshots import list_snapshots
-    from dws_dagster.workspace.store import read_snapshot_manifest
+    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+    from dws_dagster.workspace.store.lineage_store import read_snapshot_manifest
 
     ws = Workspace.open(root)
     store = ws.store

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from dws_dagster.workspace.config import Workspace
-from dws_dagster.workspace.graph import build_graph
-from dws_dagster.workspace.render import render_html
+from dws_dagster.workspace.views.graph import build_graph
+from dws_dagster.workspace.views.render import render_html
+from dws_dagster.workspace.workspace import Workspace
 
 from ..lineage_page_graphs import (
     FAILED_DAY,

@@ -1,0 +1,236 @@
+"""How an asset maps to workspace refs: the `dws_ref` metadata, defaults, partition subpaths.
+
+Kept free of Dagster imports so that bindings can be checked and tested on their own; the IO
+manager and the definitions check feed it plain metadata mappings and partition keys.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from dws_dagster import metadata_keys as keys
+from dws_dagster.errors import DwsError, InvalidResourceRefError
+from dws_dagster.workspace.refs import ResourceRef
+
+FORMATS = ("parquet", "csv", "json", "orc")
+
+META_REF = keys.REF
+META_FORMAT = keys.FORMAT
+META_WRITE_OPTIONS = keys.WRITE_OPTIONS
+META_READ_OPTIONS = keys.READ_OPTIONS
+META_PARTITION_BY = keys.PARTITION_BY
+META_PARTITION_TEMPLATE = keys.PARTITION_TEMPLATE
+META_VERSIONING = keys.VERSIONING
+VERSIONINGS = ("rows", "files")
+
+#: `{partition}` is the partition key made path-safe; multi-dimensional keys default to
+#: `dim=value/...` (Hive style, so Spark finds the dimensions as columns when reading them all).
+DEFAULT_PARTITION_TEMPLATE = "{partition}"
+_SAFE = "-_.=~+@ ,"
+_HIVE_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^=]+")
+
+
+class BindingError(DwsError):
+    """An asset's workspace binding (`dws_ref` metadata) is invalid."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where an asset's data lives in the workspace and how it is stored."""
+
+    ref: ResourceRef
+    format: str = "parquet"
+    write_options: Mapping[str, str] = field(default_factory=dict)
+    read_options: Mapping[str, str] = field(default_factory=dict)
+    partition_by: tuple[str, ...] = ()
+    partition_template: str | None = None
+    explicit: bool = True
+    versioning: str | None = None  # None: the IO manager's setting
+
+    def partition_ref(
+        self,
+        key: str,
+        *,
+        dimensions: Mapping[str, str] | None = None,
+        window: tuple[dt.datetime, dt.datetime] | None = None,
+        what: str = "asset",
+    ) -> ResourceRef:
+        """The ref of one partition: the binding's ref joined with the templated subpath."""
+        template = self.partition_template
+        if template is None:
+            template = (
+                "/".join(f"{dim}={{{dim}}}" for dim in sorted(dimensions))
+                if dimensions
+                else DEFAULT_PARTITION_TEMPLATE
+            )
+        values: dict[str, Any] = {"partition": path_safe(key)}
+        for dim, value in (dimensions or {}).items():
+            values[dim] = path_safe(value)
+        if window is not None:
+            values["start"], values["end"] = window
+        try:
+            relative = template.format(**values)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise BindingError(
+                f"{what}: partition template {template!r} cannot be filled for partition "
+                f"{key!r} ({exc!s}); use {{partition}}, {{start}}, {{end}} or the dimension "
+                "names of a multi-partition"
+            ) from None
+        try:
+            return self.ref.child(relative)
+        except InvalidResourceRefError as exc:
+            raise BindingError(
+                f"{what}: partition {key!r} gives an invalid subpath {relative!r} under "
+                f"{self.ref}: {exc}"
+            ) from None
+
+
+def is_hive_style(base: ResourceRef, partition: ResourceRef) -> bool:
+    """True when the partition's folders below `base` are all named `column=value`, so Spark
+    restores those columns when several partitions are read together (`basePath`)."""
+    relative = partition.parts[len(base.parts) :]
+    return bool(relative) and all(_HIVE_SEGMENT.fullmatch(part) for part in relative)
+
+
+def path_safe(value: str) -> str:
+    """A partition key as one path component: `/`, `:` and other unsafe characters are
+    percent-encoded (as Spark does for partition values), so distinct keys never collide."""
+    if value in (".", ".."):
+        return quote(value, safe="").replace(".", "%2E")
+    return quote(value, safe=_SAFE)
+
+
+def dws_ref(
+    resource: str,
+    subpath: str | None = None,
+    *,
+    format: str = "parquet",
+    write_options: Mapping[str, Any] | None = None,
+    read_options: Mapping[str, Any] | None = None,
+    partition_by: Sequence[str] | None = None,
+    partition_template: str | None = None,
+    versioning: str | None = None,
+) -> dict[str, Any]:
+    """Asset metadata binding an asset to the workspace ref `resource/subpath`.
+
+    Use as `@asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))`; merge with other
+    metadata by `{**dws_ref(...), "owner": ...}`. `partition_template` places each partition
+    below the ref (placeholders `{partition}`, `{start}`, `{end}` for time windows, with
+    strftime specs such as `{start:%Y/%m/%d}`, and dimension names for multi-partitions).
+    `partition_by` names columns Spark partitions the files by (`DataFrameWriter.partitionBy`).
+    `versioning` ("rows" or "files") overrides SparkWorkspaceIOManager.versioning for this asset.
+    """
+    metadata: dict[str, Any] = {META_REF: str(ResourceRef(resource, subpath))}
+    binding = binding_from_metadata(
+        {
+            META_REF: metadata[META_REF],
+            META_FORMAT: format,
+            META_WRITE_OPTIONS: dict(write_options or {}),
+            META_READ_OPTIONS: dict(read_options or {}),
+            META_PARTITION_BY: list(partition_by or ()),
+            META_PARTITION_TEMPLATE: partition_template,
+            META_VERSIONING: versioning,
+        },
+        what=f"dws_ref({resource!r}, {subpath!r})",
+    )
+    metadata[META_FORMAT] = binding.format
+    if binding.write_options:
+        metadata[META_WRITE_OPTIONS] = dict(binding.write_options)
+    if binding.read_options:
+        metadata[META_READ_OPTIONS] = dict(binding.read_options)
+    if binding.partition_by:
+        metadata[META_PARTITION_BY] = list(binding.partition_by)
+    if binding.partition_template is not None:
+        metadata[META_PARTITION_TEMPLATE] = binding.partition_template
+    if binding.versioning is not None:
+        metadata[META_VERSIONING] = binding.versioning
+    return metadata
+
+
+def metadata_value(value: Any) -> Any:
+    """Metadata read back from Dagster arrives wrapped (TextMetadataValue, JsonMetadataValue)."""
+    return getattr(value, "value", value)
+
+
+def binding_from_metadata(
+    metadata: Mapping[str, Any] | None,
+    *,
+    default_ref: ResourceRef | None = None,
+    default_format: str = "parquet",
+    what: str = "asset",
+) -> Binding:
+    """The binding an asset's metadata declares, else the default ref (key path in the IO
+    manager's default resource)."""
+    metadata = metadata or {}
+    raw_ref = metadata_value(metadata.get(META_REF))
+    if raw_ref is None:
+        if default_ref is None:
+            raise BindingError(
+                f"{what} has no workspace ref: add metadata=dws_ref(RESOURCE, SUBPATH), or set "
+                "default_resource on SparkWorkspaceIOManager"
+            )
+        ref, explicit = default_ref, False
+    elif isinstance(raw_ref, str):
+        try:
+            ref, explicit = ResourceRef.parse(raw_ref), True
+        except InvalidResourceRefError as exc:
+            raise BindingError(f"{what}: metadata {META_REF}: {exc}") from None
+    else:
+        raise BindingError(
+            f"{what}: metadata {META_REF} must be a string such as "
+            f"'resource/subpath', got {type(raw_ref).__name__}"
+        )
+    fmt = metadata_value(metadata.get(META_FORMAT)) or default_format
+    if fmt not in FORMATS:
+        raise BindingError(f"{what}: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    template = metadata_value(metadata.get(META_PARTITION_TEMPLATE))
+    if template is not None:
+        _check_template(template, what)
+    partition_by = metadata_value(metadata.get(META_PARTITION_BY)) or ()
+    if isinstance(partition_by, str) or not all(isinstance(c, str) for c in partition_by):
+        raise BindingError(f"{what}: {META_PARTITION_BY} must be a list of column names")
+    versioning = metadata_value(metadata.get(META_VERSIONING))
+    if versioning is not None and versioning not in VERSIONINGS:
+        raise BindingError(
+            f"{what}: unknown versioning {versioning!r}; choose one of {', '.join(VERSIONINGS)}"
+        )
+    return Binding(
+        ref=ref,
+        format=fmt,
+        write_options=_options(metadata.get(META_WRITE_OPTIONS), what),
+        read_options=_options(metadata.get(META_READ_OPTIONS), what),
+        partition_by=tuple(partition_by),
+        partition_template=template,
+        explicit=explicit,
+        versioning=versioning,
+    )
+
+
+def _options(raw: Any, what: str) -> dict[str, str]:
+    raw = metadata_value(raw) or {}
+    if not isinstance(raw, Mapping):
+        raise BindingError(f"{what}: Spark options must be a mapping of name to value")
+    return {str(key): str(value) for key, value in raw.items()}
+
+
+def _check_template(template: Any, what: str) -> None:
+    if not isinstance(template, str) or not template.strip():
+        raise BindingError(f"{what}: partition template must be a non-empty string")
+    fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    if not fields:
+        raise BindingError(
+            f"{what}: partition template {template!r} has no placeholder, so every partition "
+            "would share one subpath; include {partition} (or {start}, or dimension names)"
+        )
+    for name in fields:
+        if not name.isidentifier():
+            raise BindingError(
+                f"{what}: partition template {template!r}: placeholder "
+                f"{{{name}}} is not a plain name"
+            )

@@ -1,0 +1,29 @@
+"""The workspace as a Dagster resource."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+from pydantic import Field, PrivateAttr
+
+from dws_dagster.workspace.workspace import Workspace
+
+
+class WorkspaceResource(ConfigurableResource):
+    """The Data Workspace that assets read and write (a folder holding `.dataworkspace/`).
+
+    Relative roots are resolved from the process's working directory, upwards, the way
+    `dws-dagster` finds a workspace, so one definition works for `dagster dev` and the CLI.
+    """
+
+    root: str = Field(default=".", description="Workspace folder, or a folder inside it.")
+    search_parents: bool = Field(
+        default=True, description="Look for `.dataworkspace/` in the parent folders of root."
+    )
+
+    _workspace: Workspace | None = PrivateAttr(default=None)
+
+    def workspace(self) -> Workspace:
+        """The opened workspace (resources reloaded at most once per resource instance)."""
+        if self._workspace is None:
+            self._workspace = Workspace.open(self.root, search_parents=self.search_parents)
+        return self._workspace

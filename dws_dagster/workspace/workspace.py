@@ -1,0 +1,535 @@
+"""The workspace: `.dataworkspace/` layout, `resources.json`, and path <-> ref resolution."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from filelock import FileLock
+
+from dws_dagster.errors import (
+    DwsError,
+    InvalidResourceRefError,
+    UnknownResourceError,
+    WorkspaceConfigError,
+    WorkspaceNotFoundError,
+)
+from dws_dagster.workspace import shapes
+from dws_dagster.workspace.files import atomic_write_json, read_json_file, writing
+from dws_dagster.workspace.redaction import redact_text, uri_credentials
+from dws_dagster.workspace.refs import ResourceRef, as_ref, validate_resource_name
+from dws_dagster.workspace.versions import (
+    DataNotFoundError,
+    SkipReporter,
+    effective_version,
+    listing_version,
+)
+
+if TYPE_CHECKING:
+    from dws_dagster.workspace.store.lineage_store import LineageStore
+    from dws_dagster.workspace.store.settings import StoreSettings
+
+WORKSPACE_DIR = ".dataworkspace"
+CONFIG_FORMAT = 1
+ROLES = ("source-data", "intermediate-data", "code", "results")
+VERSIONING_MODES = ("content", "listing")
+#: Inside a results resource this folder holds the per-snapshot copies of results.
+RESULTS_SNAPSHOT_DIR = "snapshots"
+#: In `.dataworkspace/` while a restore swaps data in (see restore.py): its presence is what
+#: commands check, cheaply, before loading the code that finishes an interrupted restore.
+RESTORE_INTENT_FILE = "restore-in-progress.json"
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+class RemoteDataError(DwsError):
+    """The workspace layer cannot read data in a remote (object-store) resource."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A named part of the workspace: a local folder (`path`) or an object-store prefix (`uri`)."""
+
+    name: str
+    role: str
+    path: str | None = None
+    uri: str | None = None
+    versioning: str = "content"
+    description: str = ""
+
+    @property
+    def location(self) -> str:
+        return self.uri if self.uri is not None else str(self.path)
+
+    @property
+    def is_local(self) -> bool:
+        return self.uri is None or self.uri.startswith("file://")
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "role": self.role, "versioning": self.versioning}
+        data["uri" if self.uri is not None else "path"] = self.location
+        if self.description:
+            data["description"] = self.description
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: Path) -> Resource:
+        if not isinstance(data, dict) or "name" not in data or "role" not in data:
+            raise WorkspaceConfigError(
+                f"{source}: each resource needs 'name' and 'role', got {data!r}; fix the file"
+            )
+        try:
+            return make_resource(
+                data["name"],
+                data["role"],
+                path=data.get("path"),
+                uri=data.get("uri"),
+                versioning=data.get("versioning", "content"),
+                description=data.get("description", ""),
+            )
+        except (InvalidResourceRefError, WorkspaceConfigError) as exc:
+            raise WorkspaceConfigError(f"{source}: {exc}") from None
+
+
+def make_resource(
+    name: str,
+    role: str,
+    *,
+    path: str | None = None,
+    uri: str | None = None,
+    versioning: str = "content",
+    description: str = "",
+) -> Resource:
+    """Validate the parts of a resource definition and build it."""
+    validate_resource_name(name)
+    if role not in ROLES:
+        raise WorkspaceConfigError(
+            f"resource '{name}': unknown role {role!r}; choose one of {', '.join(ROLES)}"
+        )
+    if (path is None) == (uri is None):
+        raise WorkspaceConfigError(f"resource '{name}': give exactly one of a path or a URI")
+    if versioning not in VERSIONING_MODES:
+        raise WorkspaceConfigError(
+            f"resource '{name}': unknown versioning {versioning!r}; "
+            f"choose one of {', '.join(VERSIONING_MODES)}"
+        )
+    if uri is not None:
+        if not _URI_SCHEME.match(uri):
+            raise WorkspaceConfigError(
+                f"resource '{name}': "
+                + (repr(uri) if "@" not in uri else "the URI given (it holds '@': not shown)")
+                + " is not a URI (expected scheme://...); "
+                "use a path for local folders"
+            )
+        # A user name alone is no credential (`abfss://container@account...` names the
+        # container); a password or a signed query is one, and is never echoed back.
+        credential = uri_credentials(uri)
+        if credential is not None:
+            raise WorkspaceConfigError(
+                f"resource '{name}': the URI carries credentials ({credential}); remove them "
+                "and configure credentials through Spark/Hadoop settings or the environment"
+            )
+        uri = uri.rstrip("/") or uri
+    if path is not None and ("\x00" in path or not path.strip()):
+        raise WorkspaceConfigError(f"resource '{name}': invalid path {path!r}")
+    # Free text typed by a user is stored and printed: no credential it quotes may go with it.
+    return Resource(name, role, path, uri, versioning, redact_text(description))
+
+
+@dataclass
+class Workspace:
+    """A Data Workspace: a root folder with `.dataworkspace/` and its named resources."""
+
+    root: Path
+    name: str
+    resources: dict[str, Resource] = field(default_factory=dict)
+    #: The `store` entry of config.json (None: the default SQLite store), see db/settings.py.
+    store_config: Any = field(default=None, repr=False, compare=False)
+    _store: LineageStore | None = field(default=None, repr=False, compare=False)
+    _store_settings: StoreSettings | None = field(default=None, repr=False, compare=False)
+    #: resource_root by resource: restoring or versioning many refs asks for it per ref
+    _roots: dict[Resource, Path] = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ opening
+
+    @property
+    def meta_dir(self) -> Path:
+        return self.root / WORKSPACE_DIR
+
+    @classmethod
+    def init(
+        cls,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        name: str | None = None,
+        exist_ok: bool = False,
+        store: dict[str, Any] | None = None,
+    ) -> Workspace:
+        """Create `.dataworkspace/` in `directory` (created if needed) and open it.
+
+        `store`: the `store` entry of config.json (`db.settings.store_entry`), for a
+        PostgreSQL store; without it the lineage goes to SQLite in `.dataworkspace/`."""
+        root = Path(directory).absolute()
+        meta = root / WORKSPACE_DIR
+        if (meta / "config.json").exists():
+            if exist_ok:
+                return cls.open(root)
+            raise WorkspaceConfigError(
+                f"{root} is already a workspace ({meta} exists); open it instead"
+            )
+        ws_name = name or root.name or "workspace"
+        if not ws_name.isprintable():  # it is stored as JSON text and printed
+            raise WorkspaceConfigError(
+                f"workspace name {ws_name!r} holds characters that are not printable text (a "
+                "folder name that is not UTF-8?): choose a name with --name"
+            )
+        with writing(root, action="create the workspace folder"):
+            root.mkdir(parents=True, exist_ok=True)
+            meta.mkdir(exist_ok=True)
+        atomic_write_json(meta / "resources.json", {"format": CONFIG_FORMAT, "resources": []})
+        config: dict[str, Any] = {"format": CONFIG_FORMAT, "name": ws_name}
+        if store is not None:
+            config["store"] = store
+        atomic_write_json(meta / "config.json", config)
+        return cls.open(root)
+
+    @classmethod
+    def find_root(cls, start: str | os.PathLike[str] | None = None) -> Path:
+        """The nearest folder at or above `start` (default: the current one) holding a workspace."""
+        here = Path(start if start is not None else os.getcwd()).absolute()
+        for candidate in (here, *here.parents):
+            if (candidate / WORKSPACE_DIR / "config.json").is_file():
+                return candidate
+        raise WorkspaceNotFoundError(
+            f"no {WORKSPACE_DIR}/ found at or above {here}: run 'dws-dagster init' there, "
+            "or pass --workspace DIR"
+        )
+
+    @classmethod
+    def open(
+        cls, directory: str | os.PathLike[str] | None = None, *, search_parents: bool = True
+    ) -> Workspace:
+        """Open the workspace at `directory` (or the nearest one above it)."""
+        if search_parents:
+            root = cls.find_root(directory)
+        else:
+            root = Path(directory or ".").absolute()
+            if not (root / WORKSPACE_DIR / "config.json").is_file():
+                raise WorkspaceNotFoundError(
+                    f"{root} is not a workspace (no {WORKSPACE_DIR}/config.json): "
+                    "run 'dws-dagster init' there"
+                )
+        config_path = root / WORKSPACE_DIR / "config.json"
+        config = shapes.checked(
+            "config",
+            _format_checked(read_json_file(config_path, what="workspace config"), config_path),
+            config_path,
+        )
+        ws = cls(
+            root=root, name=str(config.get("name") or root.name), store_config=config.get("store")
+        )
+        ws.resources = ws._load_resources()
+        return ws
+
+    def _load_resources(self) -> dict[str, Resource]:
+        path = self.meta_dir / "resources.json"
+        data = shapes.checked(
+            "resources", _format_checked(read_json_file(path, what="resources file"), path), path
+        )
+        resources: dict[str, Resource] = {}
+        for item in data["resources"]:
+            resource = Resource.from_json(item, source=path)
+            if resource.name in resources:
+                raise WorkspaceConfigError(
+                    f"{path}: resource '{resource.name}' is defined twice; remove one"
+                )
+            resources[resource.name] = resource
+        return resources
+
+    def _config_lock(self) -> FileLock:
+        return FileLock(str(self.meta_dir / "config.lock"))
+
+    # ---------------------------------------------------------------- resources
+
+    def add_resource(
+        self,
+        name: str,
+        role: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        uri: str | None = None,
+        versioning: str = "content",
+        description: str = "",
+        create: bool = True,
+    ) -> Resource:
+        """Register a resource; a local path is stored relative to the workspace root."""
+        rel_path = None
+        if path is not None:
+            absolute = Path(path)
+            if not absolute.is_absolute():
+                absolute = self.root / absolute
+            rel_path = Path(os.path.relpath(os.path.normpath(absolute), self.root)).as_posix()
+        resource = make_resource(
+            name, role, path=rel_path, uri=uri, versioning=versioning, description=description
+        )
+        lock = self._config_lock()
+        with writing(lock.lock_file, action="lock"):
+            lock.acquire()
+        try:
+            self.resources = self._load_resources()
+            if name in self.resources:
+                raise WorkspaceConfigError(
+                    f"resource '{name}' already exists in workspace {self.root}; "
+                    "choose another name"
+                )
+            if resource.is_local:
+                self._check_no_overlap(resource)
+            if rel_path is not None and create:
+                folder = self.resource_root(resource)
+                with writing(folder, action="create the resource folder"):
+                    folder.mkdir(parents=True, exist_ok=True)
+            resources = {**self.resources, name: resource}
+            atomic_write_json(
+                self.meta_dir / "resources.json",
+                {
+                    "format": CONFIG_FORMAT,
+                    "resources": [r.to_json() for r in resources.values()],
+                },
+            )
+            self.resources = resources
+        finally:
+            lock.release()
+        return resource
+
+    def _check_no_overlap(self, new: Resource) -> None:
+        new_root = os.path.realpath(self.resource_root(new))
+        meta = os.path.realpath(self.meta_dir)
+        if _path_within(meta, new_root) or _path_within(new_root, meta):
+            raise WorkspaceConfigError(
+                f"resource '{new.name}' at {new.location!r} would contain or lie inside "
+                f"{WORKSPACE_DIR}/; give it its own folder"
+            )
+        for other in self.resources.values():
+            if not other.is_local:
+                continue
+            other_root = os.path.realpath(self.resource_root(other))
+            if _path_within(new_root, other_root) or _path_within(other_root, new_root):
+                raise WorkspaceConfigError(
+                    f"resource '{new.name}' at {new.location!r} overlaps resource "
+                    f"'{other.name}' at {other.location!r}; resources may not nest"
+                )
+
+    def resource(self, name: str) -> Resource:
+        try:
+            return self.resources[name]
+        except KeyError:
+            known = ", ".join(sorted(self.resources)) or "none yet"
+            raise UnknownResourceError(
+                f"unknown resource '{name}' in workspace {self.root} (known: {known}); "
+                f"add it with 'dws-dagster add {name} --role ROLE --path PATH'"
+            ) from None
+
+    def resource_root(self, resource: Resource | str) -> Path:
+        """Local folder of a resource (file:// URIs included)."""
+        res = self.resource(resource) if isinstance(resource, str) else resource
+        found = self._roots.get(res)
+        if found is not None:
+            return found
+        if res.uri is not None:
+            if not res.uri.startswith("file://"):
+                raise WorkspaceConfigError(
+                    f"resource '{res.name}' is remote ({res.uri}); it has no local folder"
+                )
+            found = Path(urlsplit(res.uri).path)
+        else:
+            found = (self.root / str(res.path)).absolute()
+        if self.root.is_absolute():  # else the answer depends on the working directory
+            self._roots[res] = found
+        return found
+
+    # ---------------------------------------------------------------------- refs
+
+    def check_ref(self, ref: ResourceRef | str) -> ResourceRef:
+        """Validate a ref against this workspace: its resource exists, its subpath is allowed."""
+        resolved = as_ref(ref)
+        resource = self.resource(resolved.name)
+        if resource.role == "results" and resolved.parts[:1] == (RESULTS_SNAPSHOT_DIR,):
+            raise InvalidResourceRefError(
+                f"ref {resolved} lies in '{RESULTS_SNAPSHOT_DIR}/', which results resource "
+                f"'{resource.name}' keeps for snapshot copies; choose another subpath"
+            )
+        return resolved
+
+    def ref_for_path(self, path: str | os.PathLike[str]) -> ResourceRef:
+        """The ref of a local path that lies inside one of the workspace's resources."""
+        target = os.path.realpath(os.path.abspath(path))
+        for resource in self.resources.values():
+            if not resource.is_local:
+                continue
+            root = os.path.realpath(self.resource_root(resource))
+            if _path_within(target, root):
+                relative = os.path.relpath(target, root)
+                subpath = None if relative == "." else Path(relative).as_posix()
+                return self.check_ref(ResourceRef(resource.name, subpath))
+        raise UnknownResourceError(
+            f"path {os.fspath(path)!r} is not inside any local resource of workspace "
+            f"{self.root}; add its folder with 'dws-dagster add NAME --role ROLE --path PATH'"
+        )
+
+    def ref_for_location(self, location: str) -> ResourceRef | None:
+        """The ref of a local path, file:// URI or remote URI inside one of the resources, or
+        None when no resource holds it (data read from outside the workspace)."""
+        parts = urlsplit(location)
+        if parts.scheme in ("", "file") or (len(parts.scheme) == 1 and os.name == "nt"):
+            path = parts.path if parts.scheme == "file" else location
+            try:
+                return self.ref_for_path(path)
+            except (UnknownResourceError, InvalidResourceRefError):
+                return None
+        for resource in self.resources.values():
+            if resource.uri is None or resource.is_local:
+                continue
+            root = resource.uri.rstrip("/")
+            if location == root or location.startswith(root + "/"):
+                relative = location[len(root) :].strip("/")
+                try:
+                    return self.check_ref(ResourceRef(resource.name, relative or None))
+                except InvalidResourceRefError:
+                    return None
+        return None
+
+    def local_path(self, ref: ResourceRef | str) -> Path:
+        """Local filesystem path of a ref in a local resource."""
+        resolved = self.check_ref(ref)
+        root = self.resource_root(resolved.name)
+        return root if resolved.subpath is None else root / resolved.subpath
+
+    def check_writable(self, ref: ResourceRef | str) -> ResourceRef:
+        """`check_ref`, and for a local resource: the ref must not leave its resource through a
+        symlink inside it. Reading through symlinks is allowed (data linked into a source
+        resource); writing through one would replace or delete files elsewhere."""
+        resolved = self.check_ref(ref)
+        resource = self.resource(resolved.name)
+        if resolved.subpath is None or not resource.is_local:
+            return resolved
+        root = self.resource_root(resource)
+        if not _links_below(root, resolved.subpath):
+            return resolved  # no symlink on the way: the ref is inside its resource
+        real_root = os.path.realpath(root)
+        probe = root / resolved.subpath
+        while probe != root and not os.path.lexists(probe):
+            probe = probe.parent  # the deepest part of the ref that exists decides
+        real = os.path.realpath(probe)
+        if not _path_within(real, real_root):
+            raise InvalidResourceRefError(
+                f"ref {resolved} leaves resource '{resource.name}' through the symlink "
+                f"{probe} (to {real}); writes do not follow symlinks out of a resource: "
+                "replace the symlink with a folder, or add the real location as a resource"
+            )
+        return resolved
+
+    def location(self, ref: ResourceRef | str) -> str:
+        """Where a ref's data lives: a local path, or the resource URI joined with the subpath."""
+        resolved = self.check_ref(ref)
+        resource = self.resource(resolved.name)
+        if resource.uri is not None and not resource.uri.startswith("file://"):
+            if resolved.subpath is None:
+                return resource.uri
+            return f"{resource.uri}/{resolved.subpath}"
+        return str(self.local_path(resolved))
+
+    def version_of(
+        self,
+        ref: ResourceRef | str,
+        *,
+        at: Path | None = None,
+        progress: Callable[[int], None] | None = None,
+        on_skip: SkipReporter | None = None,
+    ) -> str:
+        """The version of a local ref's data now, by its resource's versioning mode.
+
+        `at` versions data staged elsewhere as if it were at the ref (same rules). Files that
+        are not data (pipes, sockets, devices, broken links) are skipped and reported to
+        `on_skip` (default: a `SpecialFileWarning`).
+        """
+        resolved = self.check_ref(ref)
+        resource = self.resource(resolved.name)
+        if not resource.is_local:
+            raise RemoteDataError(
+                f"ref {resolved} lives in remote resource '{resource.name}' ({resource.uri}); "
+                "its version is computed where the data is written (the Spark IO manager)"
+            )
+        path = self.local_path(resolved) if at is None else at
+        exclude = (
+            (RESULTS_SNAPSHOT_DIR,)
+            if resource.role == "results" and resolved.subpath is None
+            else ()
+        )
+        try:
+            if resource.versioning == "listing":
+                return listing_version(path, exclude_top=exclude, on_skip=on_skip)
+            return effective_version(path, exclude_top=exclude, progress=progress, on_skip=on_skip)
+        except DataNotFoundError:
+            raise DataNotFoundError(
+                f"ref {resolved} has no data at {path}: write it first, or check the path"
+            ) from None
+
+    # --------------------------------------------------------------------- store
+
+    @property
+    def store_settings(self) -> StoreSettings:
+        """Which database holds this workspace's lineage (resolved on first use)."""
+        if self._store_settings is None:
+            from dws_dagster.workspace.store.settings import resolve
+
+            self._store_settings = resolve(self.meta_dir, self.store_config)
+        return self._store_settings
+
+    @property
+    def store(self) -> LineageStore:
+        """The lineage store of this workspace (opened on first use)."""
+        if self._store is None:
+            from dws_dagster.workspace.store.lineage_store import LineageStore
+
+            self._store = LineageStore(self)
+        return self._store
+
+
+def _links_below(root: Path, subpath: str) -> bool:
+    """Whether an existing part of `root/subpath` below `root` is a symlink: one `lstat` per
+    part (refs have no `..`), where resolving the whole path costs one per part from `/`."""
+    path = os.fspath(root)
+    for part in subpath.split("/"):
+        path = os.path.join(path, part)
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # nothing deeper exists
+        if stat.S_ISLNK(mode):
+            return True
+    return False
+
+
+def _path_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _format_checked(data: Any, path: Path) -> Any:
+    _check_format(data, path)
+    return data
+
+
+def _check_format(data: Any, path: Path) -> None:
+    if not isinstance(data, dict):
+        raise WorkspaceConfigError(f"{path} must hold a JSON object; fix or restore the file")
+    fmt = data.get("format")
+    if fmt != CONFIG_FORMAT:
+        raise WorkspaceConfigError(
+            f"{path} has format {fmt!r}; this dws_dagster reads format {CONFIG_FORMAT}: "
+            "upgrade dws_dagster or restore the file"
+        )
