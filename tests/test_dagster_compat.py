@@ -24,7 +24,7 @@ from dagster._core.definitions.data_version import (
 )
 
 from dws_dagster._compat import dagster as dagster_compat
-from dws_dagster.sensor import stored_events
+from dws_dagster.sensor import event_reader, stored_events
 
 from .dagster_homes import sqlite_home
 
@@ -125,7 +125,8 @@ def _all_records(instance: DagsterInstance, types: list[DagsterEventType]) -> li
 def test_event_reader_reads_every_record_once_in_order(
     tmp_path: Path, storage: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Batches of any size, with records kept across batches, add up to exactly the event log
+    """The sensor's `EventReader` (built on the internals below): batches of any size, with
+    records kept across batches, add up to exactly the event log
     of those types, in storage order, on both SQLite event log storages (asset events read
     from the table's JSON, run events through Dagster)."""
     from dws_dagster.sensor.events import EVENT_TYPES
@@ -164,7 +165,7 @@ def test_event_reader_reads_every_record_once_in_order(
         for size in (1, 2, 3, 4, 7, 100):
             read_ids.clear()
             stored_ids.clear()
-            reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
+            reader = event_reader.EventReader(instance, EVENT_TYPES, after_storage_id=0)
             got: list[int] = []
             sizes: list[int] = []
             while batch := reader.next(size):
@@ -178,13 +179,13 @@ def test_event_reader_reads_every_record_once_in_order(
             middle = expected[4]
             assert [
                 r.storage_id
-                for r in dagster_compat.read_event_records(
+                for r in event_reader.read_event_records(
                     instance, EVENT_TYPES, after_storage_id=middle, limit=3
                 )
             ] == expected[5:8]
         instance.get_event_records = reading  # type: ignore[method-assign]
         # records logged after the reader ran dry are found by its next call
-        reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
+        reader = event_reader.EventReader(instance, EVENT_TYPES, after_storage_id=0)
         while reader.next(4):
             pass
         materialize([parent], instance=instance)
@@ -238,3 +239,60 @@ def test_event_log_internals_the_sensor_reads_directly(tmp_path) -> None:
     assert isinstance(packed, dict) and compat.unpack_value(packed) == MetadataValue.text("x")
     assert issubclass(compat.beta_warning(), Warning)
     assert compat.beta_warning().__name__ == "BetaWarning"
+
+
+def test_event_log_reads_the_reader_builds_on(tmp_path: Path) -> None:
+    """`run_status_event_types`, `run_status_changes`, `event_records` (the deprecated
+    `get_event_records`, its warning kept inside) and `max_storage_id`, against a real
+    instance."""
+    from dagster import DagsterEventType
+
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        assert dagster_compat.max_storage_id(instance) in (None, 0)
+        assert materialize([parent], instance=instance).success
+        run_types = dagster_compat.run_status_event_types()
+        assert DagsterEventType.RUN_SUCCESS in run_types
+        assert DagsterEventType.ASSET_MATERIALIZATION not in run_types
+        top = dagster_compat.max_storage_id(instance)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing deprecated escapes the compat function
+            found = dagster_compat.event_records(
+                instance,
+                DagsterEventType.ASSET_MATERIALIZATION,
+                after_storage_id=0,
+                before_storage_id=None,
+                limit=10,
+            )
+        assert [r.event_log_entry.asset_materialization.asset_key for r in found] == [
+            AssetKey("parent")
+        ]
+        assert top is not None and top >= found[0].storage_id
+        assert (
+            dagster_compat.event_records(
+                instance,
+                DagsterEventType.ASSET_MATERIALIZATION,
+                after_storage_id=0,
+                before_storage_id=found[0].storage_id,
+                limit=10,
+            )
+            == []
+        )
+        success = dagster_compat.run_status_changes(instance, DagsterEventType.RUN_SUCCESS, 0, 5)
+        assert [r.event_log_entry.run_id for r in success] == [found[0].event_log_entry.run_id]
+        after = success[0].storage_id
+        assert (
+            dagster_compat.run_status_changes(instance, DagsterEventType.RUN_SUCCESS, after, 5)
+            == []
+        )
+    assert dagster_compat.max_storage_id(_NoMaximum()) is None
+
+
+class _NoMaximum:
+    """An instance whose event log cannot tell its highest id (Dagster's base class raises
+    NotImplementedError)."""
+
+    class event_log_storage:
+        @staticmethod
+        def get_maximum_record_id() -> int:
+            raise NotImplementedError

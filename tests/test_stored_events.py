@@ -38,8 +38,8 @@ from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import
 from dagster._serdes import deserialize_value
 from dagster_shared.serdes.serdes import pack_value
 
-from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.sensor import stored_events
+from dws_dagster.sensor.event_reader import EventReader
 from dws_dagster.sensor.events import EVENT_TYPES
 from dws_dagster.sensor.stored_events import AssetEventRecord, decode, read_stored, stored_reader
 
@@ -256,7 +256,7 @@ def test_unreadable_rows_are_skipped_named_and_counted(tmp_path: Path, caplog) -
         broken = last
         assert f"event log record {broken} could not be read" in caplog.text
         # the reader pages past the broken row: a short page is not taken for the end
-        reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=0)
+        reader = EventReader(instance, EVENT_TYPES, after_storage_id=0)
         found = []
         while batch := reader.next(2):
             found += batch

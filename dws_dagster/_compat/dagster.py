@@ -9,7 +9,6 @@ silently losing data versions.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -80,150 +79,61 @@ def op_config(context: InputContext | OutputContext) -> Mapping[str, Any]:
     return {"config": config}
 
 
-def read_event_records(
-    instance: Any, event_types: Sequence[DagsterEventType], *, after_storage_id: int, limit: int
-) -> list[Any]:
-    """The first `limit` event records of any of `event_types` after `after_storage_id`, oldest
-    first, across all assets and runs (one `EventReader` batch; asset events as
-    `AssetEventRecord`s, others as Dagster's `EventLogRecord`s)."""
-    return EventReader(instance, event_types, after_storage_id=after_storage_id).next(limit)
+def run_status_event_types() -> frozenset[DagsterEventType]:
+    """The event types that record a run's status changes (read with
+    `fetch_run_status_changes`, not with the asset-event readers)."""
+    from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+
+    return frozenset(EVENT_TYPE_TO_PIPELINE_RUN_STATUS)
 
 
-class EventReader:
-    """Event records of any of `event_types` after `after_storage_id`, oldest first, across all
-    assets and runs, a batch at a time.
-
-    Asset events are read with the deprecated `get_event_records` (Dagster's `fetch_*` readers
-    need an asset key; this is the one way to read every asset's events in storage order), run
-    status events with `fetch_run_status_changes`; on the default run-sharded SQLite storage
-    both read the index shard, so storage ids are comparable. Each read pass first takes the
-    log's highest storage id and reads no further, then reads each type ascending up to a
-    limit into a buffer of its own: a type that returned less than its limit is complete up to
-    that id, one that filled it up to its last record, so every record up to the lowest of
-    those is known and handed out in storage order. What lies past it stays buffered for the
-    next batch, so no record is read (and deserialized, the bulk of the cost) twice, and a
-    record logged while a pass reads other types is found by the next pass, never skipped.
-
-    Asset events come as `stored_events.AssetEventRecord`s, read from the event-log table's
-    JSON when the storage allows (`stored_events.read_stored`, ten times faster than Dagster
-    rebuilding its objects), else converted from Dagster's records.
-    """
-
-    def __init__(
-        self, instance: Any, event_types: Sequence[DagsterEventType], *, after_storage_id: int
-    ) -> None:
-        from dagster._core.events import EVENT_TYPE_TO_PIPELINE_RUN_STATUS
-
-        from dws_dagster.sensor import (
-            stored_events,  # the sensor's fast path: loaded only by the sensor
-        )
-
-        self._events = stored_events
-        self.instance = instance
-        self._stored = sql_event_storage(instance)
-        self._run_types = {t for t in event_types if t in EVENT_TYPE_TO_PIPELINE_RUN_STATUS}
-        #: Per type: every record up to this storage id is read (buffered or handed out).
-        self._read_to = dict.fromkeys(event_types, after_storage_id)
-        #: Per type: no record up to this storage id remains unread (infinite: none at all,
-        #: when the storage cannot tell its highest id and the type ran dry).
-        self._known_to: dict[DagsterEventType, float] = dict.fromkeys(event_types, after_storage_id)
-        self._buffers: dict[DagsterEventType, list[Any]] = {t: [] for t in event_types}
-        self._ready: list[Any] = []  # known complete, not yet handed out, in storage order
-
-    def next(self, limit: int) -> list[Any]:
-        """The next `limit` records (fewer: the log holds no more yet)."""
-        while len(self._ready) < limit and self._read(limit):
-            pass
-        batch, self._ready = self._ready[:limit], self._ready[limit:]
-        return batch
-
-    def _read(self, limit: int) -> bool:
-        """One read pass; False when it found nothing new."""
-        top = self._top()
-        found_any = False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # deprecation and "use fetch_*" advice
-            for event_type, buffer in self._buffers.items():
-                after = self._read_to[event_type]
-                if len(buffer) >= limit or (top is not None and after >= top):
-                    continue
-                found, rows, last = self._read_type(event_type, after, top, limit)
-                buffer.extend(found)
-                found_any = found_any or rows > 0
-                if last is not None:
-                    self._read_to[event_type] = last
-                if rows >= limit and last is not None:
-                    self._known_to[event_type] = last
-                else:
-                    self._known_to[event_type] = math.inf if top is None else top
-                    self._read_to[event_type] = max(self._read_to[event_type], top or 0)
-        known = min(self._known_to.values())
-        ready = []
-        for event_type, buffer in self._buffers.items():
-            cut = 0
-            while cut < len(buffer) and buffer[cut].storage_id <= known:
-                cut += 1
-            ready.extend(buffer[:cut])
-            self._buffers[event_type] = buffer[cut:]
-        ready.sort(key=lambda record: record.storage_id)
-        self._ready.extend(ready)
-        return found_any or bool(ready)
-
-    def _read_type(
-        self, event_type: DagsterEventType, after: int, top: int | None, limit: int
-    ) -> tuple[list[Any], int, int | None]:
-        """(records, rows read, the last row's storage id): rows the storage could not read
-        are skipped but counted, so a short page means the end of the log."""
-        if event_type in self._run_types:
-            found = _run_status_changes(self.instance, event_type, after, limit)
-            if top is not None:
-                found = [r for r in found if r.storage_id <= top]
-            return found, len(found), found[-1].storage_id if found else None
-        before = None if top is None else top + 1
-        stored_events = self._events
-        if self._stored is not None and event_type in stored_events.ASSET_EVENT_TYPES:
-            return stored_events.read_stored(
-                self._stored,
-                event_type,
-                after_storage_id=after,
-                before_storage_id=before,
-                limit=limit,
-            )
-        from dagster import EventRecordsFilter
-
-        found = list(
-            self.instance.get_event_records(
-                EventRecordsFilter(event_type=event_type, after_cursor=after, before_cursor=before),
-                limit=limit,
-                ascending=True,
-            )
-        )
-        last = found[-1].storage_id if found else None
-        if event_type in stored_events.ASSET_EVENT_TYPES:
-            converted = (
-                stored_events.AssetEventRecord.from_entry(r.storage_id, r.event_log_entry)
-                for r in found
-            )
-            return [r for r in converted if r is not None], len(found), last
-        return found, len(found), last
-
-    def _top(self) -> int | None:
-        """The log's highest storage id now (None: this storage cannot tell)."""
-        try:
-            return self.instance.event_log_storage.get_maximum_record_id()
-        except NotImplementedError:
-            return None
-
-
-def _run_status_changes(
+def run_status_changes(
     instance: Any, event_type: DagsterEventType, after_storage_id: int, limit: int
 ) -> list[Any]:
+    """Up to `limit` records of one run-status event type after `after_storage_id`, oldest
+    first (the cursor is an internal class's string)."""
     cursor = event_log_cursor(after_storage_id)
     return list(
         instance.fetch_run_status_changes(
             event_type, limit=limit, cursor=cursor, ascending=True
         ).records
     )
+
+
+def event_records(
+    instance: Any,
+    event_type: DagsterEventType,
+    *,
+    after_storage_id: int,
+    before_storage_id: int | None,
+    limit: int,
+) -> list[Any]:
+    """Up to `limit` records of `event_type` between two storage ids, oldest first, across all
+    assets and runs. `get_event_records` is deprecated (Dagster 2.0 removes it) but is the one
+    reader not tied to one asset key; its deprecation warning is silenced here only."""
+    from dagster import EventRecordsFilter
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(
+            instance.get_event_records(
+                EventRecordsFilter(
+                    event_type=event_type,
+                    after_cursor=after_storage_id,
+                    before_cursor=before_storage_id,
+                ),
+                limit=limit,
+                ascending=True,
+            )
+        )
+
+
+def max_storage_id(instance: Any) -> int | None:
+    """The event log's highest storage id now (None: this storage cannot tell)."""
+    try:
+        return instance.event_log_storage.get_maximum_record_id()
+    except NotImplementedError:
+        return None
 
 
 def parent_partition_keys(
@@ -271,7 +181,7 @@ def _aware_time(value: Any) -> Any:
 
 # ------------------------------------------------------- the event log, read directly
 # The lineage sensor reads asset events from the JSON in Dagster's event-log table
-# (stored_events.py): these are the internals it needs, each tested in test_dagster_compat.py.
+# (sensor/stored_events.py): these are the internals it needs.
 
 
 def event_log_cursor(after_storage_id: int) -> str:

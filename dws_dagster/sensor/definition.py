@@ -28,10 +28,10 @@ from dagster import (
     sensor,
 )
 
-from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.resources import WorkspaceResource
 from dws_dagster.errors import DwsError
 from dws_dagster.sensor.asset_catalog import AssetCatalog
+from dws_dagster.sensor.event_reader import EventReader
 from dws_dagster.sensor.events import EVENT_TYPES, ApplyReport, EventApplier
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.store.lineage_store import GcSparesOlderObjects
@@ -224,7 +224,7 @@ def _process_events(
         snapshot_on_results=snapshot_on_results,
         read_after=after_storage_id,
     )
-    reader = dagster_compat.EventReader(instance, EVENT_TYPES, after_storage_id=after_storage_id)
+    reader = EventReader(instance, EVENT_TYPES, after_storage_id=after_storage_id)
     while True:
         records = reader.next(batch_size)
         if not records:
