@@ -3,8 +3,9 @@
 
 Same names and behaviour as `dataworkspaces.lineage`, so existing code runs by changing its
 import, writing to the same store that Dagster assets write to. Checks happen before the step's
-work: inputs are versioned and checked for mixed versions (rule (b)) and unknown state when
-they are declared, outputs are claimed against other steps (rule (a)) when they are declared.
+work: inputs are versioned and checked for mixed versions (the one-version rule) and unknown
+state when they are declared, outputs are claimed against other steps (the one-writer rule)
+when they are declared.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         self.add_output_ref(self._resolve(path))
 
     def add_output_ref(self, ref: ResourceRef | str) -> None:
-        """Claim a ref as an output; refused at once if another step writes it (rule (a))."""
+        """Claim a ref as an output; refused at once if another step writes it (the one-writer rule)."""
         self._check_open("add an output")
         self._begin(outputs=[as_ref(ref)])
 
