@@ -152,9 +152,9 @@ def parent_partition_keys(
 
 def runs_job_times(instance: Any, run_ids: Sequence[str]) -> dict[str, tuple[str, Any, Any | None]]:
     """(job name, creation time, start time or None when not started yet), as aware datetimes,
-    of many runs in one query (the sensor meets a hundred runs in a batch, and a query per run
-    cost 5 ms); unknown runs are left out. The start time dates the run's own OpenLineage
-    START."""
+    of many runs in one query (the sensor meets many runs in a batch, and a query per run
+    would dominate its cost); unknown runs are left out. The start time dates the run's own
+    OpenLineage START."""
     from dagster import RunsFilter
 
     found: dict[str, tuple[str, Any, Any | None]] = {}

@@ -11,7 +11,7 @@ read from a file can point a read, write or delete outside the workspace or its 
 The schemas are TypedDicts over plain dicts (what the rest of the code works with), validated
 by pydantic-core; unknown keys are allowed (`extra="allow"`), so a newer writer's additions
 survive a rewrite. Callers go through `shapes.checked`: plain-Python checks at least as strict
-as these schemas accept a good file without importing pydantic (0.1 s for a new process) or
+as these schemas accept a good file without importing pydantic (costly for a new process) or
 rebuilding its dicts; a file they refuse comes here, to be named field by field.
 """
 

@@ -199,7 +199,8 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         self.add_output_ref(self._resolve(path))
 
     def add_output_ref(self, ref: ResourceRef | str) -> None:
-        """Claim a ref as an output; refused at once if another step writes it (the one-writer rule)."""
+        """Claim a ref as an output; refused at once if another step writes it (the one-writer
+        rule)."""
         self._check_open("add an output")
         self._begin(outputs=[as_ref(ref)])
 

@@ -307,7 +307,7 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[s
     one call. Big files are bound by the copy out of the page cache plus the hash. Hashing
     from a memory map skips the copy (faster on big cached files) but was not taken: a file
     truncated by another process while mapped kills this process with SIGBUS, and files
-    written in small pieces and still cached hash slower that way (see README, Performance).
+    written in small pieces and still cached hash slower that way (bench/versioning_throughput.py).
 
     The file was a regular one when listed, but may have been swapped for a pipe or a device
     since. Opened non-blocking, a pipe cannot block the reads; whatever is not read whole in
