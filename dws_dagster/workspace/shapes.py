@@ -5,9 +5,9 @@ plain Python, and the one entry point (`checked`) that callers use.
 naming the file and the field. Importing pydantic and building those schemas costs a new
 process more than a whole `dws-dagster lineage` query, and pydantic rebuilds every dict it
 validates, which would dominate opening a large store. So each file is first checked here by
-loops that build nothing; only a file they refuse goes to `formats`, which names what is wrong (or, if it accepts the file after all, returns it). Every check here is at
-least as strict as its schema: `tests/test_metadata_fuzz.py` checks that what these accept the
-schemas accept too.
+loops that build nothing; only a file they refuse goes to `formats`, which names what is wrong
+(or, if it accepts the file after all, returns it). Every check here is at least as strict as
+its schema: `tests/test_metadata_fuzz.py` checks that what these accept the schemas accept too.
 
 The patterns of names that become file names (refs, versions, snapshot hashes, results
 folders) are defined here, so `formats` and the code building paths share them.
