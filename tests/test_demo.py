@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dws_dagster.cli import demo
+from dws_dagster.cli import demo_report as demo
 from dws_dagster.workspace.snapshots.snapshots import list_snapshots
 from dws_dagster.workspace.workspace import Workspace
 from example_project.setup_workspace import SMALL, ensure_workspace
@@ -209,7 +209,8 @@ def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
     log = tmp_path / "spark.log"
     code = (
         "import sys\n"
-        "from dws_dagster.cli.demo import _Progress, _start_spark\n"
+        "from dws_dagster.cli.demo import _start_spark\n"
+        "from dws_dagster.cli.demo_progress import Progress as _Progress\n"
         "from example_project.project import SPARK_CONFIG\n"
         "progress = _Progress(total=2)\n"
         "assert progress.interactive\n"

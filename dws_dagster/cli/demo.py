@@ -5,12 +5,10 @@ a SQLite Dagster instance in `DIR/.dagster`, OpenLineage to its configured trans
 default the workspace's `events.jsonl`). It lands the synthetic data, materializes every
 partition through the example's own jobs, does the lineage sensor's work after each run
 (`process_events`: lineage, `results.json`, a snapshot per forecast run, OpenLineage events),
-then shows the forecast's lineage and the metrics of its two model iterations.
+then hands what it recorded to `demo_report`, with the progress shown by `demo_progress`.
 
-Progress goes to stderr: a bar on a terminal, else a line per step as it starts (so a log or a
-pipe shows the demo working). Spark's own console output (its start-up warnings) goes to
-`DIR/.dagster/spark.log`, never into the bar. The commands it suggests run as printed: through
-`./dev` when the demo was started by `./dev demo` (`DWS_DEV_SCRIPT`), else as installed.
+Spark's own console output (its start-up warnings) goes to `DIR/.dagster/spark.log`, never
+into the progress bar; Dagster's and py4j's Python logging is kept down to warnings.
 """
 
 from __future__ import annotations
@@ -18,30 +16,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shlex
-import shutil
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from dws_dagster.cli.demo_progress import Progress
+from dws_dagster.cli.demo_report import FORECAST_REF, Iteration, print_report
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.versions import short
 from dws_dagster.workspace.views import render
 from dws_dagster.workspace.views.graph import build_graph
-from dws_dagster.workspace.views.graph_model import GraphNode, LineageGraph
 
-FORECAST_REF = "results/yellow_rides_hourly_forecast"
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
-#: Set by `./dev` to how it was invoked (e.g. `./dev`): the prefix of the commands printed.
-DEV_SCRIPT_ENV = "DWS_DEV_SCRIPT"
-#: Where the printed `dg dev` command serves the Dagster UI.
-UI_HOST, UI_PORT = "127.0.0.1", 3000
 WORKSPACE_YAML = """\
 # Written by `dws-dagster demo`: the example's code location, served by `dg dev -w THIS_FILE`.
 load_from:
@@ -53,18 +40,6 @@ load_from:
 
 class DemoError(DwsError):
     """The demo cannot run as asked."""
-
-
-@dataclass
-class Iteration:
-    """One model iteration of the forecast, as the lineage sensor recorded it."""
-
-    use_weather: bool
-    run_id: str
-    version: str | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    inputs: list[str] = field(default_factory=list)
-    snapshot: str | None = None
 
 
 def _example() -> Any:
@@ -125,58 +100,6 @@ def _stderr_to(path: Path) -> Iterator[None]:
         os.close(saved)
 
 
-class _Progress:
-    """The demo's progress on stderr: a bar on a terminal; else a line per step as it starts,
-    flushed at once (a log file or a pipe shows the demo working, not a minute of silence)."""
-
-    def __init__(self, total: int | None = None) -> None:
-        self.interactive = sys.stderr.isatty()
-        self.total = total
-        self.done = 0
-        self.started = time.monotonic()
-        self.bar = (
-            tqdm(
-                total=total or 1,
-                desc="demo",
-                unit="step",
-                file=sys.stderr,
-                disable=not self.interactive,
-                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}",
-            )
-            if self.interactive
-            else None
-        )
-
-    def step(self, label: str) -> None:
-        """Step `label` starts."""
-        if self.bar is not None:
-            self.bar.set_postfix_str(label)
-            return
-        elapsed = int(time.monotonic() - self.started)
-        count = f"{self.done + 1}/{self.total} " if self.total else ""
-        print(
-            f"demo [{elapsed // 60:02d}:{elapsed % 60:02d}] {count}{label}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def set_total(self, total: int) -> None:
-        self.total = total
-        if self.bar is not None:
-            self.bar.total = total
-            self.bar.refresh()
-
-    def advance(self) -> None:
-        """The current step is done."""
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 @contextmanager
 def _quiet_python_logging() -> Iterator[None]:
     """Dagster's and py4j's Python loggers say every step at INFO/DEBUG; the bar says enough."""
@@ -235,7 +158,7 @@ def run_demo(
         )
     root = directory.expanduser().absolute()
     spark_log = root / ".dagster" / "spark.log"
-    progress = _Progress()  # the number of steps is known once the data has landed
+    progress = Progress()  # the number of steps is known once the data has landed
     try:
         progress.step("landing data")
         example = setup.ensure_workspace(root, size)
@@ -294,7 +217,7 @@ def run_demo(
     html_path = root / "lineage.html"
     html_path.write_text(render.render_html(graph), encoding="utf-8")
     _write_workspace_yaml(root, project)
-    _report(root, example, runs, iterations, outcome, graph, html_path, ol_outcome)
+    print_report(root, example, runs, iterations, outcome, graph, html_path, ol_outcome)
     return 0
 
 
@@ -311,93 +234,6 @@ def _iteration(ws: Any, step: Any, run_id: str) -> Iteration:
     )
 
 
-def _report(
-    root: Path,
-    example: Any,
-    runs: int,
-    iterations: list[Iteration],
-    outcome: Any,
-    graph: LineageGraph,
-    html_path: Path,
-    ol_outcome: Any,
-) -> None:
-    ws = example.workspace
-    landed = example.landed
-    print(f"Workspace:  {root}")
-    print(
-        f"Data:       synthetic NYC yellow-taxi trips and weather, {example.size.describe()}"
-        + (f"; landed {landed.trips:,} trips now" if landed.trips else "")
-    )
-    print(f"Dagster:    {runs} runs in {root / '.dagster'}")
-    print()
-    print(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
-    print(f"  {'model iteration':<24}{'MAE':>9}{'RMSE':>9}{'hours':>8}  {'version':<14}snapshot")
-    for item in iterations:
-        name = "baseline" if not item.use_weather else "use_weather (rain)"
-        metrics = item.metrics
-        print(
-            f"  {name:<24}{_num(metrics.get('mae')):>9}{_num(metrics.get('rmse')):>9}"
-            f"{metrics.get('hours_scored', '-'):>8}  {short(item.version):<14}"
-            f"{item.snapshot or '-'}"
-        )
-    if len(iterations) == 2:
-        print()
-        print("What use_weather changed in the forecast's lineage:")
-        for line in _changes(*iterations):
-            print(f"  {line}")
-    print()
-    print(f"Lineage of {FORECAST_REF} (partitions grouped):")
-    for line in grouped_tree(graph):
-        print(line)
-    print()
-    tags = outcome.info.tags
-    latest = iterations[-1].snapshot if iterations else None
-    snapshot = latest if latest in tags else (tags[-1] if tags else outcome.info.hash[:12])
-    print(
-        f"Snapshot:   {snapshot}"
-        f"{'' if outcome.created else ' (the state the lineage sensor snapshotted last)'}"
-    )
-    print(_openlineage_line(ws, ol_outcome))
-    print(f"Lineage graph:      {html_path}")
-    print()
-    dws, where = command("dws-dagster"), shlex.quote(str(root))
-    print("Try:")
-    print(f"  {dws} status -w {where}")
-    print(f"  {dws} lineage {FORECAST_REF} -w {where}")
-    if len(iterations) == 2 and all(i.snapshot for i in iterations):
-        print(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
-    if ol_outcome is not None and ol_outcome.pending:
-        print(f"  {dws} openlineage deliver -w {where}")
-    print()
-    print(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
-    print(f"  {dg_dev_command(root)}")
-
-
-def command(name: str) -> str:
-    """How the user's shell runs the project's tool `name` (dws-dagster, dagster, dg): through
-    `./dev` as it was invoked when the demo was started by it (`$DWS_DEV_SCRIPT ...`), else
-    bare when PATH finds this environment's script (installed, or an activated virtualenv),
-    else that script's path."""
-    dev = os.environ.get(DEV_SCRIPT_ENV)
-    if dev:
-        return f"{shlex.quote(dev)} {name}"
-    script = Path(sys.executable).parent / name
-    found = shutil.which(name)
-    if not script.exists() or (found is not None and Path(found).resolve() == script.resolve()):
-        return name
-    return shlex.quote(str(script))
-
-
-def dg_dev_command(root: Path) -> str:
-    """`dg dev` serving the demo's Dagster instance and workspace: the code location of
-    `root/workspace.yaml`, the instance in `root/.dagster`, loopback only."""
-    home, where = shlex.quote(str(root / ".dagster")), shlex.quote(str(root))
-    return (
-        f"DAGSTER_HOME={home} DWS_EXAMPLE_WORKSPACE={where} {command('dg')} dev "
-        f"-w {shlex.quote(str(root / 'workspace.yaml'))} -h {UI_HOST} -p {UI_PORT}"
-    )
-
-
 def _write_workspace_yaml(root: Path, project: Any) -> None:
     """`root/workspace.yaml`: the example's code location, loadable from any folder (its
     working directory is the folder the example project was imported from)."""
@@ -410,124 +246,3 @@ def _write_workspace_yaml(root: Path, project: Any) -> None:
 def _yaml_string(text: str) -> str:
     """`text` as a YAML scalar (a JSON string is one)."""
     return json.dumps(text)
-
-
-def _openlineage_line(ws: Any, outcome: Any) -> str:
-    """Where the OpenLineage events went: the events file (the default transport, or any
-    file transport), else the configured transport; and what is still pending."""
-    from openlineage.client.transport.file import FileTransport
-
-    from dws_dagster.ol.transport import make_transport
-
-    transport, description = make_transport(ws)
-    transport.close()
-    pending = outcome.pending if outcome is not None else 0
-    if isinstance(transport, FileTransport) and not pending:
-        events = Path(transport.config.log_file_path)
-        count = 0
-        if events.is_file():
-            with open(events, "rb") as handle:
-                count = sum(1 for _ in handle)
-        return f"OpenLineage events: {events} ({count} events)"
-    if not pending:
-        return f"OpenLineage events: sent to {description}"
-    error = f"; {outcome.last_delivery_error}" if outcome.last_delivery_error else ""
-    return (
-        f"OpenLineage events: {pending} pending in the outbox for {description}{error} "
-        "(the openlineage deliver command below sends them)"
-    )
-
-
-def _num(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, int | float) else "-"
-
-
-def _changes(before: Iteration, after: Iteration) -> list[str]:
-    lines = [
-        f"parameter use_weather: {str(before.use_weather).lower()} -> "
-        f"{str(after.use_weather).lower()}",
-        f"version {short(before.version)} -> {short(after.version)}",
-    ]
-    added = sorted(set(after.inputs) - set(before.inputs))
-    removed = sorted(set(before.inputs) - set(after.inputs))
-    for sign, refs in (("+", added), ("-", removed)):
-        for label in _group_labels(refs):
-            lines.append(f"input {sign} {label}")
-    if "rain_multiplier" in after.metrics:
-        lines.append(
-            f"rain multiplier fitted on the training weeks: {after.metrics['rain_multiplier']}"
-        )
-    return lines
-
-
-def _group_labels(refs: Sequence[str]) -> list[str]:
-    groups: dict[str, list[str]] = {}
-    for ref in refs:
-        parent, _, leaf = ref.rpartition("/")
-        groups.setdefault(parent, []).append(leaf)
-    return [_span(parent, sorted(leaves)) for parent, leaves in groups.items()]
-
-
-def _span(parent: str, leaves: list[str]) -> str:
-    if len(leaves) == 1:
-        return f"{parent}/{leaves[0]}"
-    return f"{parent}/{{{leaves[0]} … {leaves[-1]}}} ({len(leaves)})"
-
-
-# ---------------------------------------------------------------------- grouped tree
-
-
-def grouped_tree(graph: LineageGraph) -> list[str]:
-    """The upstream tree of the focus with the partitions (or files) one step made, or one
-    folder holds, on a single line: the shape of the lineage at a glance. The full tree is
-    `dws-dagster lineage REF`; the HTML graph shows every node."""
-    parents: dict[str, list[str]] = {}
-    for edge in graph.edges:
-        parents.setdefault(edge.target, []).append(edge.source)
-    lines: list[str] = []
-    seen: set[tuple[str | None, str]] = set()
-
-    def group_key(node: GraphNode) -> tuple[str | None, str]:
-        return node.step, node.ref.rpartition("/")[0]
-
-    def walk(group: list[GraphNode], guides: str, last: bool, depth: int) -> None:
-        branch = "" if depth == 0 else ("└── " if last else "├── ")
-        key = group_key(group[0])
-        repeated = depth > 0 and key in seen
-        seen.add(key)
-        lines.append(f"  {guides}{branch}{_group_line(group)}{' (see above)' if repeated else ''}")
-        if repeated:
-            return
-        ids = {node.id for node in group}
-        found: dict[tuple[str | None, str], dict[str, GraphNode]] = {}
-        for node_id in sorted(ids):
-            for source in parents.get(node_id, ()):
-                node = graph.nodes.get(source)
-                if node is not None:
-                    found.setdefault(group_key(node), {})[node.id] = node
-        children = [
-            sorted(nodes.values(), key=lambda n: n.ref)
-            for _, nodes in sorted(found.items(), key=lambda kv: kv[0][1])
-        ]
-        inner = guides + ("" if depth == 0 else ("    " if last else "│   "))
-        for index, child in enumerate(children):
-            walk(child, inner, index == len(children) - 1, depth + 1)
-
-    focus = graph.nodes[graph.focus]
-    walk([focus], "", True, 0)
-    return lines
-
-
-def _group_line(group: list[GraphNode]) -> str:
-    first = group[0]
-    if len(group) == 1:
-        text = f"{first.ref}@{short(first.version)}"
-    else:
-        parent = first.ref.rpartition("/")[0]
-        what = "files" if first.step is None else "partitions"
-        leaves = [node.ref.rpartition("/")[2] for node in group]
-        text = f"{parent}/{{{leaves[0]} … {leaves[-1]}}} ({len(group)} {what})"
-    if first.step is not None:
-        text += f"  <- {first.step}"
-    statuses = sorted({node.status for node in group})
-    return f"{text}  [{', '.join(statuses)}]"

@@ -1,0 +1,104 @@
+"""`openlineage status|deliver|replay`: the outbox of OpenLineage events for catalogs.
+
+The sensor queues events in the workspace store and delivers them with a backoff; these
+commands show that outbox, deliver now, or send the archive again (to a new catalog). The
+OpenLineage client is imported only when one of them runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dws_dagster.cli.context import open_workspace
+from dws_dagster.cli.output import print_json, progress_bar
+from dws_dagster.errors import DwsError
+from dws_dagster.workspace.workspace import Workspace
+
+
+def _ol_transport(ws: Workspace) -> tuple[Any, str]:
+    from dws_dagster.ol.transport import make_transport
+
+    return make_transport(ws)
+
+
+def _when(value: Any) -> str:
+    return "-" if value is None else value.isoformat(timespec="seconds")
+
+
+def cmd_ol_status(args: argparse.Namespace) -> int:
+    from dws_dagster.ol.outbox import Outbox
+
+    ws = open_workspace(args)
+    try:
+        transport, description = _ol_transport(ws)
+        transport.close()
+    except DwsError as exc:  # show the outbox anyway: it is what holds the events
+        description = f"not usable: {exc}"
+    outbox = Outbox(ws)
+    status = outbox.status()
+    if args.format == "json":
+        print_json({"transport": description, **status.to_json()})
+        return 0
+    print(f"OpenLineage outbox (in the workspace store {status.store})")
+    print(f"  transport:  {description}")
+    oldest = f" (oldest event {status.oldest_pending_time})" if status.pending else ""
+    print(f"  pending:    {status.pending}{oldest}")
+    print(f"  delivered:  {status.delivered} (last at {_when(status.last_delivery_at)})")
+    if status.attempts:
+        print(
+            f"  failing:    {status.attempts} attempt(s) in a row; next attempt at "
+            f"{_when(status.next_attempt_at)}"
+        )
+    if status.last_error:
+        print(f"  last error: {status.last_error} (at {_when(status.last_error_at)})")
+    if status.deliverer:
+        print(f"  delivering: {status.deliverer} (lease until {_when(status.lease_until)})")
+    return 0
+
+
+def cmd_ol_deliver(args: argparse.Namespace) -> int:
+    from dws_dagster.ol.outbox import Outbox
+
+    ws = open_workspace(args)
+    transport, description = _ol_transport(ws)
+    try:
+        report = Outbox(ws).deliver(transport, budget_seconds=args.budget, ignore_backoff=True)
+    finally:
+        transport.close()
+    if args.format == "json":
+        print_json({"transport": description, **report.to_json()})
+    elif report.busy:
+        print(f"another process is delivering now; {report.pending} event(s) pending")
+    elif report.paused:
+        print(f"OpenLineage is disabled ({description}); {report.pending} event(s) pending")
+    elif report.failed:
+        print(
+            f"sent {report.sent} event(s) to {description}, then: {report.last_error}; "
+            f"{report.pending} pending, next attempt at {_when(report.next_attempt_at)}"
+        )
+    else:
+        print(f"sent {report.sent} event(s) to {description}; {report.pending} pending")
+    return 1 if report.failed else 0
+
+
+def cmd_ol_replay(args: argparse.Namespace) -> int:
+    from dws_dagster.ol.outbox import Outbox, parse_time
+
+    since = parse_time(args.since, what="--since") if args.since else None
+    ws = open_workspace(args)
+    outbox = Outbox(ws)
+    total = outbox.count(since)
+    scope = f" since {since.isoformat()}" if since else ""
+    if args.dry_run:
+        print(f"would replay {total} archived event(s){scope}")
+        return 0
+    transport, description = _ol_transport(ws)
+    bar = progress_bar(total, "replaying", unit="event")
+    try:
+        sent = outbox.replay(transport, since, progress=lambda event: bar.update(1))
+    finally:
+        bar.close()
+        transport.close()
+    print(f"replayed {sent} archived event(s){scope} to {description}")
+    return 0

@@ -1,0 +1,260 @@
+"""The read-only commands: `status`, `lineage`, `diff`, `history` and `version`.
+
+They show the lineage and the data as they are and change neither (`status` only finishes a
+restore that was interrupted). They are the ones run often and interactively, so nothing
+here imports dagster or pyspark: each command imports the views it renders when it runs.
+`status --verify` exits `EXIT_ATTENTION` when refs need attention (data changed outside
+steps, missing, failed or unknown refs), after printing what to run; 0 when the data is what
+the lineage says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from dws_dagster.cli.context import open_workspace, remote_data
+from dws_dagster.cli.output import print_json, progress_bar
+from dws_dagster.errors import DwsError
+from dws_dagster.workspace.files import writing
+from dws_dagster.workspace.store.lineage_store import attention_note
+from dws_dagster.workspace.versions import DataNotFoundError
+from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, RemoteDataError, Workspace
+
+#: `status --verify` found refs that need attention (drift, missing data, failed, unknown).
+EXIT_ATTENTION = 3
+
+
+def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
+    from dws_dagster.workspace.views.status_report import source_rows
+
+    rows = []
+    items = ws.store.summaries()
+    for item in items:
+        ref, state = item.ref, item.state
+        row: dict[str, Any] = {
+            "ref": ref,
+            "version": item.version,
+            "status": item.status,
+            "step": item.owner,
+            "finished": item.finished,
+        }
+        if state is not None and state.attempt is not None:
+            row["error"] = state.attempt.get("error")
+        if state is not None:
+            row["attention"] = attention_note(ref, state)
+        rows.append(row)
+    rows += source_rows(ws.store.read_without_lineage(), [item.ref for item in items])
+    rows.sort(key=lambda row: row["ref"])
+    if verify:
+        bar = progress_bar(len(rows), "verifying")
+        try:
+            for row in rows:
+                _verify(ws, row)
+                bar.update(1)
+        finally:
+            bar.close()
+    return rows
+
+
+def _verify(ws: Workspace, row: dict[str, Any]) -> None:
+    """`data`: whether the data of the row's ref is the version its lineage says (`matches`),
+    another one (`changed`, with the version `found`), gone (`missing`), or could not be
+    read (`unchecked`). Readers of source data that changed are looked up (`read_by`), to
+    say what to re-run."""
+    try:
+        actual = ws.version_of(row["ref"])
+    except DataNotFoundError:
+        actual = None
+    except (RemoteDataError, DwsError):
+        actual = "unchecked"
+    row["data"] = (
+        "unchecked"
+        if actual == "unchecked"
+        else "missing"
+        if actual is None
+        else "matches"
+        if actual == row["version"]
+        else "changed"
+    )
+    if row["data"] == "changed":
+        row["found"] = actual
+        if row["step"] is None and "read_by" not in row:  # observed source data
+            row["read_by"] = [
+                {"ref": reader, "step": state.owner}
+                for reader, state, _ in ws.store.readers(row["ref"])
+            ]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.views.status_report import StatusReport
+
+    ws = open_workspace(args)
+    if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
+        from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
+
+        if finish_interrupted_restore(ws, remote_data()):
+            print(
+                "finished a restore that was interrupted (see 'dws-dagster history')",
+                file=sys.stderr,
+            )
+    rows = _status_rows(ws, args.verify)
+    report = StatusReport(rows, verified=args.verify)
+    code = EXIT_ATTENTION if args.verify and report.verdict != "clean" else 0
+    resources = []
+    for res in ws.resources.values():
+        count = sum(1 for row in rows if row["ref"].split("/", 1)[0] == res.name)
+        resources.append({**res.to_json(), "refs": count})
+    if args.format == "json":
+        print_json(
+            {
+                "workspace": ws.name,
+                "root": str(ws.root),
+                "store": {"url": ws.store.shown, "from": ws.store_settings.origin},
+                "resources": resources,
+                "refs": rows,
+                **report.to_json(),
+                "exit_code": code,
+            }
+        )
+        return code
+    print(f"Workspace {ws.name} ({ws.root})")
+    print(f"Lineage store: {ws.store.shown} (from {_origin(ws.store_settings.origin)})")
+    print("\nResources:")
+    if not resources:
+        print("  (none: add one with 'dws-dagster add')")
+    for shown in resources:
+        print(
+            f"  {shown['name']:<20} {shown['role']:<18} {shown.get('path') or shown.get('uri')}"
+            f"  [{shown['refs']} ref{'s' if shown['refs'] != 1 else ''}]"
+        )
+    print("\nRefs:")
+    for line in report.refs_lines(expand=args.expand):
+        print(line)
+    lines = report.lines(expand=args.expand)
+    if lines:
+        print()
+    for line in lines:
+        print(line)
+    return code
+
+
+def _origin(origin: str) -> str:
+    return {
+        "default": "the default",
+        "config.json": ".dataworkspace/config.json",
+        "DWS_STORE_URL": "$DWS_STORE_URL",
+    }.get(origin, origin)
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.refs import ResourceRef
+    from dws_dagster.workspace.snapshots.snapshots import resolve_snapshot, snapshot_manifest
+    from dws_dagster.workspace.views import render
+    from dws_dagster.workspace.views.graph import SnapshotView, build_graph
+    from dws_dagster.workspace.views.lineage_text import render_grouped_text
+
+    ws = open_workspace(args)
+    ref = ws.check_ref(ResourceRef.parse(args.ref))
+    roles = {name: res.role for name, res in ws.resources.items()}
+    if args.snapshot:
+        info = resolve_snapshot(ws, args.snapshot)
+        view: Any = SnapshotView(snapshot_manifest(ws, info.hash), ws.store)
+        graph = build_graph(view, ref, roles, snapshot=info.name)
+    else:
+        graph = build_graph(ws.store, ref, roles)
+    renderers: dict[str, Callable[[Any], Any]] = {
+        "text": render.render_text if args.expand else render_grouped_text,
+        "dot": render.render_dot,
+        "mermaid": render.render_mermaid,
+        "html": render.render_html,
+    }
+    if args.format == "json":
+        output = orjson.dumps(render.render_json(graph), option=orjson.OPT_INDENT_2).decode()
+    else:
+        output = renderers[args.format](graph)
+    if args.output:
+        with writing(args.output):
+            Path(args.output).write_text(
+                output + ("" if output.endswith("\n") else "\n"), encoding="utf-8"
+            )
+        print(f"wrote {args.format} lineage of {ref} to {args.output}")
+    else:
+        sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.snapshots.snapshots import CURRENT, diff_lineage, resolve_snapshot
+    from dws_dagster.workspace.views.diff_text import diff_text
+
+    ws = open_workspace(args)
+    changes = diff_lineage(ws, args.a, args.b)
+    if args.format == "json":
+        print_json([{"ref": c.ref, "kind": c.kind, "changes": c.changes} for c in changes])
+        return 0
+    if not changes:
+        print(f"no differences between {args.a} and {args.b}")
+        return 0
+
+    def owners(name: str) -> list[tuple[str, str | None]]:
+        return ws.store.owners(None if name == CURRENT else resolve_snapshot(ws, name).hash)
+
+    for line in diff_text(changes, owners(args.a), owners(args.b), expand=args.expand):
+        print(line)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+
+    ws = open_workspace(args)
+    infos = list(reversed(list_snapshots(ws)))
+    if args.format == "json":
+        print_json([info.to_json() for info in infos])
+        return 0
+    if not infos:
+        print("no snapshots yet: take one with 'dws-dagster snapshot TAG'")
+    for info in infos:
+        tags = ",".join(info.tags) or "-"
+        metrics = " ".join(f"{k}={v}" for k, v in (info.metrics or {}).items())
+        print(
+            f"{info.hash[:12]}  {info.created:<25}  {tags:<16}  {info.message}"
+            f"{'  ' + metrics if metrics else ''}"
+        )
+    return 0
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.refs import ResourceRef
+    from dws_dagster.workspace.versions import data_size
+
+    ws = open_workspace(args)
+    ref = ws.check_ref(ResourceRef.parse(args.ref))
+    path = ws.local_path(ref)
+    # Files that are not data are told once, by the version below.
+    total = data_size(path, on_skip=lambda message: None) if path.exists() else None
+    bar = progress_bar(total, f"hashing {ref}", unit="B", unit_scale=True)
+    try:
+        version = ws.version_of(ref, progress=bar.update)
+    finally:
+        bar.close()
+    state = ws.store.get(ref)
+    recorded = state.version if state is not None else None
+    if args.format == "json":
+        print_json({"ref": str(ref), "version": version, "recorded": recorded})
+    else:
+        note = (
+            ""
+            if recorded is None
+            else (
+                " (matches its lineage)" if recorded == version else f" (lineage says {recorded})"
+            )
+        )
+        print(f"{ref}@{version}{note}")
+    return 0
