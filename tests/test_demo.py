@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dws_dagster.cli import demo_report as demo
+from dws_dagster.cli import demo_report
 from dws_dagster.workspace.snapshots.snapshots import list_snapshots
 from dws_dagster.workspace.workspace import Workspace
 from example_project.setup_workspace import SMALL, ensure_workspace
@@ -84,7 +84,7 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
         "PYTHONPATH": str(ROOT),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PATH": MINIMAL_PATH,
-        demo.DEV_SCRIPT_ENV: "./dev",
+        demo_report.DEV_SCRIPT_ENV: "./dev",
     }
     for name in [k for k in env if k.startswith("OPENLINEAGE")]:
         del env[name]  # the default transport: the workspace's events file
@@ -189,18 +189,18 @@ def _check_the_dagster_ui_command(out: str, target: Path, cwd: Path, fresh: dict
 
 
 def test_printed_commands_go_through_dev_when_it_started_the_demo(monkeypatch):
-    monkeypatch.setenv(demo.DEV_SCRIPT_ENV, "./dev")
-    assert demo.command("dws-dagster") == "./dev dws-dagster"
-    monkeypatch.setenv(demo.DEV_SCRIPT_ENV, "/home/me/my repo/dev")
-    assert demo.command("dg") == "'/home/me/my repo/dev' dg"
-    assert demo.dg_dev_command(Path("/d d")).startswith(
+    monkeypatch.setenv(demo_report.DEV_SCRIPT_ENV, "./dev")
+    assert demo_report.command("dws-dagster") == "./dev dws-dagster"
+    monkeypatch.setenv(demo_report.DEV_SCRIPT_ENV, "/home/me/my repo/dev")
+    assert demo_report.command("dg") == "'/home/me/my repo/dev' dg"
+    assert demo_report.dg_dev_command(Path("/d d")).startswith(
         "DAGSTER_HOME='/d d/.dagster' DWS_EXAMPLE_WORKSPACE='/d d' '/home/me/my repo/dev' dg "
         "dev -w '/d d/workspace.yaml' -h 127.0.0.1 -p 3000"
     )
     # Installed by the user: bare, when the shell finds this environment's script.
-    monkeypatch.delenv(demo.DEV_SCRIPT_ENV)
+    monkeypatch.delenv(demo_report.DEV_SCRIPT_ENV)
     monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), MINIMAL_PATH]))
-    assert demo.command("dws-dagster") == "dws-dagster"
+    assert demo_report.command("dws-dagster") == "dws-dagster"
 
 
 def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
@@ -210,9 +210,9 @@ def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
     code = (
         "import sys\n"
         "from dws_dagster.cli.demo import _start_spark\n"
-        "from dws_dagster.cli.demo_progress import Progress as _Progress\n"
+        "from dws_dagster.cli.demo_progress import Progress\n"
         "from example_project.project import SPARK_CONFIG\n"
-        "progress = _Progress(total=2)\n"
+        "progress = Progress(total=2)\n"
         "assert progress.interactive\n"
         "progress.step('starting Spark')\n"
         f"_start_spark(SPARK_CONFIG, __import__('pathlib').Path({str(log)!r}))\n"
