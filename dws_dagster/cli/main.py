@@ -29,7 +29,8 @@ import orjson
 from dws_dagster.errors import DwsError, WorkspaceConfigError, WorkspaceNotFoundError
 from dws_dagster.workspace.files import first_os_error, write_error, writing
 from dws_dagster.workspace.snapshots.remote import LazyRemoteData, RemoteData
-from dws_dagster.workspace.store.lineage_store import attention_note, gc_paused
+from dws_dagster.workspace.store.gc_pause import gc_paused
+from dws_dagster.workspace.store.messages import attention_note
 from dws_dagster.workspace.versions import DataNotFoundError, short
 from dws_dagster.workspace.workspace import (
     RESTORE_INTENT_FILE,
