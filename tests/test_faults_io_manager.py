@@ -66,7 +66,7 @@ from pyspark.sql import SparkSession, functions as F
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.spark import storage
-from dws_dagster.workspace import store as store_module
+from dws_dagster.workspace.store import lineage_store as store_module
 from dws_dagster.workspace import swap as swap_module
 from tests.pipeline import io_manager
 

@@ -59,7 +59,7 @@ from dagster import DagsterInstance
 
 from dws_dagster import Workspace, process_events
 from dws_dagster.ol import outbox as outbox_module
-from dws_dagster.workspace import store as store_module
+from dws_dagster.workspace.store import lineage_store as store_module
 
 calls = {"spool": 0}
 real_spool = outbox_module.Outbox.spool

@@ -49,7 +49,7 @@ from dws_dagster.workspace.snapshots.snapshots import (
     take_snapshot,
     validate_tag,
 )
-from dws_dagster.workspace.store.lineage_store import RefState
+from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import keep_copy
 from dws_dagster.workspace.versions import content_version, short
 

@@ -25,7 +25,7 @@ from dws_dagster.errors import (
     WorkspaceConfigError,
 )
 from dws_dagster.workspace.records import LineageRecord, StepInfo
-from dws_dagster.workspace.store import lineage_store as store_module
+from dws_dagster.workspace.store import gc_pause as store_module
 from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import ROOT, run_python

@@ -22,7 +22,7 @@ from dws_dagster.cli.context import open_workspace, remote_data
 from dws_dagster.cli.output import print_json, progress_bar
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.files import writing
-from dws_dagster.workspace.store.lineage_store import attention_note
+from dws_dagster.workspace.store.messages import attention_note
 from dws_dagster.workspace.versions import DataNotFoundError
 from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, RemoteDataError, Workspace
 

@@ -34,7 +34,7 @@ from dws_dagster.sensor.asset_catalog import AssetCatalog
 from dws_dagster.sensor.event_reader import EventReader
 from dws_dagster.sensor.events import EVENT_TYPES, ApplyReport, EventApplier
 from dws_dagster.workspace.redaction import redact_text
-from dws_dagster.workspace.store.lineage_store import GcSparesOlderObjects
+from dws_dagster.workspace.store.gc_pause import GcSparesOlderObjects
 from dws_dagster.workspace.workspace import Workspace
 
 DEFAULT_NAME = "dws_lineage_sensor"

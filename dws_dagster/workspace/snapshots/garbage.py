@@ -38,7 +38,7 @@ from dws_dagster.workspace.snapshots.remote import (
 )
 from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
 from dws_dagster.workspace.snapshots.snapshots import list_snapshots
-from dws_dagster.workspace.store.lineage_store import gc_paused
+from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.swap import KEPT_MARK, STAGING_PREFIX
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace
 

@@ -63,7 +63,9 @@ from dws_dagster.workspace.snapshots.snapshots import (
     resolve_snapshot,
     snapshot_manifest,
 )
-from dws_dagster.workspace.store.lineage_store import RefState, gc_paused, recovery_advice
+from dws_dagster.workspace.store.gc_pause import gc_paused
+from dws_dagster.workspace.store.messages import recovery_advice
+from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import (
     STAGING_PREFIX,
     copy_data,

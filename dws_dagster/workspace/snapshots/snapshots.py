@@ -52,7 +52,9 @@ from dws_dagster.workspace.snapshots.retention import (
     retain,
 )
 from dws_dagster.workspace.store import schema
-from dws_dagster.workspace.store.lineage_store import RefState, gc_paused, too_deep
+from dws_dagster.workspace.store.gc_pause import gc_paused
+from dws_dagster.workspace.store.messages import too_deep
+from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import staging_path
 from dws_dagster.workspace.versions import is_ignored_name, short, special_names
 from dws_dagster.workspace.views.graph import prefetch_upstream, upstream_records

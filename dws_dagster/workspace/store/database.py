@@ -3,14 +3,14 @@
 **How writers are serialized.** Every write transaction first takes the lock of its
 workspace's row in `dws_workspaces` (`UPDATE ... SET generation = generation + 1`: a row lock
 on PostgreSQL, held to commit); on SQLite the transaction is `BEGIN IMMEDIATE`, the
-database's one write lock, which is all it needs. Rule (a) is about refs that *overlap* (one
-inside another), including refs that do not exist yet: row locks on the refs involved cannot
-cover rows that are not there, and SERIALIZABLE would need predicate locks on prefix ranges
-plus a retry loop around every step. One lock per workspace, held for the few milliseconds of
-a check-and-commit, gives the same guarantee as the old file lock, on any number of machines,
-and cannot deadlock (there is one lock). Readers never take it: they see the last committed
-state (PostgreSQL's READ COMMITTED statements after the lock see every commit made before it;
-SQLite's WAL readers see the snapshot they began with).
+database's one write lock, which is all it needs. The one-writer rule is about refs that
+*overlap* (one inside another), including refs that do not exist yet: row locks on the refs
+involved cannot cover rows that are not there, and SERIALIZABLE would need predicate locks on
+prefix ranges plus a retry loop around every step. One lock per workspace, held for the few
+milliseconds of a check-and-commit, gives the same guarantee as the old file lock, on any
+number of machines, and cannot deadlock (there is one lock). Readers never take it: they see
+the last committed state (PostgreSQL's READ COMMITTED statements after the lock see every
+commit made before it; SQLite's WAL readers see the snapshot they began with).
 
 A transaction is per thread and re-entrant: code that holds one (`LineageStore.locked()`, the
 sensor's batch) runs every nested store call inside it, so a batch commits as one.

@@ -10,7 +10,9 @@ from dws_dagster.errors import DwsError
 from dws_dagster.workspace.records import LineageRecord
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef, as_ref
-from dws_dagster.workspace.store.lineage_store import LineageStore, RefState, gc_paused
+from dws_dagster.workspace.store.gc_pause import gc_paused
+from dws_dagster.workspace.store.lineage_store import LineageStore
+from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
 
 
