@@ -25,7 +25,7 @@ from dws_dagster.errors import (
     WorkspaceConfigError,
 )
 from dws_dagster.workspace.records import LineageRecord, StepInfo
-from dws_dagster.workspace.store import gc_pause as store_module
+from dws_dagster.workspace.store import gc_pause
 from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import ROOT, run_python
@@ -361,9 +361,9 @@ def test_gc_paused_restores_the_collector_and_leaves_frozen_objects_frozen() -> 
     import gc
 
     assert gc.isenabled()
-    with store_module.gc_paused():
+    with gc_pause.gc_paused():
         assert not gc.isenabled()
-        with store_module.gc_paused():
+        with gc_pause.gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
         built = [{"n": [n]} for n in range(1000)]
@@ -371,7 +371,7 @@ def test_gc_paused_restores_the_collector_and_leaves_frozen_objects_frozen() -> 
     assert all(gc.is_tracked(item) for item in built)
     gc.disable()
     try:
-        with store_module.gc_paused():
+        with gc_pause.gc_paused():
             pass
         assert not gc.isenabled()  # it was off before: stays off
     finally:
@@ -382,7 +382,7 @@ def test_gc_paused_restores_the_collector_and_leaves_frozen_objects_frozen() -> 
         # Counting frozen objects is racy (other threads free frozen objects), so the test
         # asks whether one known frozen object stayed out of the generations unfreeze fills.
         assert not any(item is sentinel for item in gc.get_objects(generation=2))
-        with store_module.gc_paused():
+        with gc_pause.gc_paused():
             pass
         assert gc.get_freeze_count() > 0
         assert not any(item is sentinel for item in gc.get_objects(generation=2))
@@ -404,7 +404,7 @@ def test_gc_spares_older_objects_freezes_them_until_exit() -> None:
     import gc
 
     before = [["made before"]]
-    with store_module.GcSparesOlderObjects() as spares:
+    with gc_pause.GcSparesOlderObjects() as spares:
         assert gc.isenabled()  # young collections still run
         assert not _in_generations(before)
         during = [["made during the pass"]]
@@ -415,7 +415,7 @@ def test_gc_spares_older_objects_freezes_them_until_exit() -> None:
     sentinel = [["frozen by someone else"]]
     gc.freeze()
     try:
-        with store_module.GcSparesOlderObjects() as spares:
+        with gc_pause.GcSparesOlderObjects() as spares:
             made = [["made inside"]]
             spares.spare_survivors()
             assert _in_generations(made)  # not its freeze: it does not extend it
@@ -424,7 +424,7 @@ def test_gc_spares_older_objects_freezes_them_until_exit() -> None:
         gc.unfreeze()
     gc.disable()
     try:
-        with store_module.GcSparesOlderObjects() as spares:
+        with gc_pause.GcSparesOlderObjects() as spares:
             made = [["made with the collector off"]]
             spares.spare_survivors()
             assert _in_generations(made)
