@@ -56,8 +56,9 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from dws_dagster.workspace.views.lineage_page import page_data, script_json
-    from dws_dagster.workspace.views.render import render_html
+    from dws_dagster.workspace.views.lineage_page import script_json
+    from dws_dagster.workspace.views.page_content import page_data
+    from dws_dagster.workspace.views.render_diagram import render_html
     from tests.lineage_page_graphs import synthetic_graph
 
     started = time.perf_counter()

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from dws_dagster import DwsError, WorkspaceResource, dws_metrics, dws_ref
 from dws_dagster.assets.bindings import binding_from_metadata
-from dws_dagster.assets.io_manager import partition_ref
+from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.spark import storage
 from dws_dagster.workspace.refs import ResourceRef
 from example_project.generator import (
@@ -131,7 +131,7 @@ def _own_partition(
     inputs, as they are not a second source of truth."""
     ws = workspace.workspace()
     asset = context.asset_key.to_user_string()
-    ref = partition_ref(
+    ref = partition_key_ref(
         binding_from_metadata(metadata, what=f"asset '{asset}'"),
         context.assets_def.partitions_def,
         context.partition_key,
@@ -485,7 +485,7 @@ def _weather_days(
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
     what = "asset 'yellow_rides_hourly_forecast' reading 'weather_raw'"
     locations = [
-        ws.location(partition_ref(binding, partitions, day.isoformat(), what)) for day in days
+        ws.location(partition_key_ref(binding, partitions, day.isoformat(), what)) for day in days
     ]
     missing = [
         day.isoformat()

@@ -21,7 +21,8 @@ from dws_dagster import (
     check_definitions,
     dws_ref,
 )
-from dws_dagster.assets.bindings import Binding, binding_from_metadata, is_hive_style, path_safe
+from dws_dagster.assets.bindings import Binding, binding_from_metadata
+from dws_dagster.assets.partitions import fill_partition_template, is_hive_style, path_safe
 
 from .pipeline import build_assets, io_manager, make_workspace
 
@@ -119,20 +120,25 @@ def test_dws_ref_refuses_bad_bindings():
 
 def test_partition_subpaths():
     binding = Binding(ResourceRef("inter", "hourly"))
-    assert str(binding.partition_ref("2024-01-01-05:00")) == "inter/hourly/2024-01-01-05%3A00"
-    assert str(binding.partition_ref("a/b")) == "inter/hourly/a%2Fb"
-    assert str(binding.partition_ref("..")) == "inter/hourly/%2E%2E"
-    assert binding.partition_ref("a:b") != binding.partition_ref("a-b")
+    assert (
+        str(fill_partition_template(binding, "2024-01-01-05:00"))
+        == "inter/hourly/2024-01-01-05%3A00"
+    )
+    assert str(fill_partition_template(binding, "a/b")) == "inter/hourly/a%2Fb"
+    assert str(fill_partition_template(binding, "..")) == "inter/hourly/%2E%2E"
+    assert fill_partition_template(binding, "a:b") != fill_partition_template(binding, "a-b")
     dims = {"date": "2024-01-01", "region": "eu"}
-    multi = binding.partition_ref("2024-01-01|eu", dimensions=dims)
+    multi = fill_partition_template(binding, "2024-01-01|eu", dimensions=dims)
     assert str(multi) == "inter/hourly/date=2024-01-01/region=eu"
     assert is_hive_style(binding.ref, multi)
     timed = Binding(ResourceRef("inter", "daily"), partition_template="{start:%Y/%m/%d}")
     window = (dt.datetime(2024, 3, 9), dt.datetime(2024, 3, 10))
-    assert str(timed.partition_ref("2024-03-09", window=window)) == "inter/daily/2024/03/09"
+    assert (
+        str(fill_partition_template(timed, "2024-03-09", window=window)) == "inter/daily/2024/03/09"
+    )
     bad = Binding(ResourceRef("inter", "x"), partition_template="{region}")
     with pytest.raises(BindingError, match="cannot be filled"):
-        bad.partition_ref("k")
+        fill_partition_template(bad, "k")
     assert path_safe("2024-01-01") == "2024-01-01"
 
 

@@ -13,19 +13,14 @@ from typing import Any
 import orjson
 import pytest
 
-from dws_dagster.workspace.records import LineageRecord, StepInfo
+from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots.snapshots import snapshot_manifest, take_snapshot
 from dws_dagster.workspace.views import lineage_page
 from dws_dagster.workspace.views.graph import SnapshotView, build_graph
 from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
-from dws_dagster.workspace.views.lineage_page import (
-    COLUMN_LINEAGE_KEY,
-    PageAssetError,
-    page_data,
-    render_page,
-    script_json,
-)
-from dws_dagster.workspace.views.render import render_html
+from dws_dagster.workspace.views.lineage_page import PageAssetError, render_page, script_json
+from dws_dagster.workspace.views.page_content import page_data
+from dws_dagster.workspace.views.render_diagram import render_html
 from dws_dagster.workspace.workspace import Workspace
 
 from .conftest import run_python
@@ -562,7 +557,7 @@ def test_a_graph_without_records_still_shows_the_focus_last_run() -> None:
 def test_the_page_imports_neither_dagster_nor_pyspark(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from dws_dagster.workspace.views.render import render_html\n"
+        "from dws_dagster.workspace.views.render_diagram import render_html\n"
         "from tests.test_render import diamond\n"
         "assert render_html(diamond()).startswith('<!DOCTYPE html>')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark')))"

@@ -5,21 +5,18 @@ from __future__ import annotations
 import ast
 import random
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
 import orjson
 import pytest
 
-from dws_dagster.workspace.views import render
+from dws_dagster.workspace.views import render_diagram, render_parts, render_report
 from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
-from dws_dagster.workspace.views.lineage_page import page_data
-from dws_dagster.workspace.views.render import (
-    render_dot,
-    render_html,
-    render_json,
-    render_mermaid,
-    render_text,
-)
+from dws_dagster.workspace.views.page_content import page_data
+from dws_dagster.workspace.views.render_diagram import render_dot, render_html, render_mermaid
+from dws_dagster.workspace.views.render_report import render_json, render_text
 
 EVENTS_V = "3f2a1b2c4d5e6f708192a3b4c5d6e7f8"
 USERS_V = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
@@ -137,7 +134,7 @@ def test_text_has_the_three_sections_in_order() -> None:
 def test_text_upstream_is_a_tree_with_shared_nodes_seen_above() -> None:
     assert section(render_text(diamond()), "Upstream") == [
         "  results/report@deadbeefcafe  <- report  [ok]",
-        "  └── intermediate/hourly@ls-9e8d7c6b5  <- aggregate  [ok]",
+        "  └── intermediate/hourly@ls-9e8d7c6b5a49  <- aggregate  [ok]",
         "      ├── intermediate/joined@c0ffee001122  <- join  [ok]",
         "      │   ├── raw/events@3f2a1b2c4d5e  [source]",
         "      │   └── raw/users@0a1b2c3d4e5f  [source] (not current) (stale)",
@@ -439,7 +436,7 @@ def test_dot_escapes_quotes_backslashes_and_newlines() -> None:
 
 def test_dot_quote_helper_is_injective_on_awkward_strings() -> None:
     samples = ["a", 'a"', "a\\", 'a\\"', "a\\n", "a\n", '"', "\\\\"]
-    quoted = [render._dot_quote(s) for s in samples]
+    quoted = [render_diagram._dot_quote(s) for s in samples]
     assert len(set(quoted)) == len(samples)
     assert [dot_unquote(q) for q in quoted] == samples
 
@@ -542,17 +539,27 @@ def test_every_renderer_handles_any_graph(seed: int) -> None:
 # --------------------------------------------------------------------------- module
 
 
-def test_render_imports_only_stdlib_orjson_and_the_graph_model() -> None:
-    source = Path(render.__file__).read_text(encoding="utf-8")
+def _imported(statements: Iterable[ast.AST]) -> set[str]:
     imported: set[str] = set()
-    for item in ast.walk(ast.parse(source)):
+    for item in statements:
         if isinstance(item, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in item.names}
         elif isinstance(item, ast.ImportFrom):
             module = item.module or ""
             imported.add(module if module.startswith("dws_dagster") else module.split(".")[0])
-    # `render_html` imports the page module (its own dependencies) only when called.
-    assert imported <= {
+    return imported
+
+
+@pytest.mark.parametrize(
+    "module",
+    [render_parts, render_report, render_diagram],
+    ids=lambda module: module.__name__.rsplit(".", 1)[-1],
+)
+def test_render_imports_only_stdlib_orjson_and_the_graph_model(module: ModuleType) -> None:
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    at_load = _imported(tree.body)
+    anywhere = _imported(ast.walk(tree))
+    assert at_load <= {
         "__future__",
         "bisect",
         "html",
@@ -560,6 +567,11 @@ def test_render_imports_only_stdlib_orjson_and_the_graph_model() -> None:
         "typing",
         "orjson",
         "dws_dagster.workspace.views.graph_model",
-        "dws_dagster.workspace.views.lineage_page",
+        "dws_dagster.workspace.views.render_parts",
+        "dws_dagster.workspace.views.render_report",
+        # `short`, the one way versions are shortened for display (the CLI's too).
+        "dws_dagster.workspace.versions",
     }
-    assert not {"dagster", "pyspark"} & imported
+    # `render_html` imports the page module (its own dependencies) only when called.
+    assert anywhere - at_load <= {"dws_dagster.workspace.views.lineage_page"}
+    assert not {"dagster", "pyspark"} & anywhere

@@ -1,18 +1,17 @@
-"""How an asset maps to workspace refs: the `dws_ref` metadata, defaults, partition subpaths.
+"""How an asset maps to workspace refs: the `dws_ref` metadata (format, Spark options,
+partition template, versioning) and the default ref of an asset without it. Where each
+partition lives below the ref is `partitions.py`.
 
 Kept free of Dagster imports so that bindings can be checked and tested on their own; the IO
-manager and the definitions check feed it plain metadata mappings and partition keys.
+manager and the definitions check feed it plain metadata mappings.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.errors import DwsError, InvalidResourceRefError
@@ -28,12 +27,6 @@ META_PARTITION_BY = keys.PARTITION_BY
 META_PARTITION_TEMPLATE = keys.PARTITION_TEMPLATE
 META_VERSIONING = keys.VERSIONING
 VERSIONINGS = ("rows", "files")
-
-#: `{partition}` is the partition key made path-safe; multi-dimensional keys default to
-#: `dim=value/...` (Hive style, so Spark finds the dimensions as columns when reading them all).
-DEFAULT_PARTITION_TEMPLATE = "{partition}"
-_SAFE = "-_.=~+@ ,"
-_HIVE_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^=]+")
 
 
 class BindingError(DwsError):
@@ -52,58 +45,6 @@ class Binding:
     partition_template: str | None = None
     explicit: bool = True
     versioning: str | None = None  # None: the IO manager's setting
-
-    def partition_ref(
-        self,
-        key: str,
-        *,
-        dimensions: Mapping[str, str] | None = None,
-        window: tuple[dt.datetime, dt.datetime] | None = None,
-        what: str = "asset",
-    ) -> ResourceRef:
-        """The ref of one partition: the binding's ref joined with the templated subpath."""
-        template = self.partition_template
-        if template is None:
-            template = (
-                "/".join(f"{dim}={{{dim}}}" for dim in sorted(dimensions))
-                if dimensions
-                else DEFAULT_PARTITION_TEMPLATE
-            )
-        values: dict[str, Any] = {"partition": path_safe(key)}
-        for dim, value in (dimensions or {}).items():
-            values[dim] = path_safe(value)
-        if window is not None:
-            values["start"], values["end"] = window
-        try:
-            relative = template.format(**values)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise BindingError(
-                f"{what}: partition template {template!r} cannot be filled for partition "
-                f"{key!r} ({exc!s}); use {{partition}}, {{start}}, {{end}} or the dimension "
-                "names of a multi-partition"
-            ) from None
-        try:
-            return self.ref.child(relative)
-        except InvalidResourceRefError as exc:
-            raise BindingError(
-                f"{what}: partition {key!r} gives an invalid subpath {relative!r} under "
-                f"{self.ref}: {exc}"
-            ) from None
-
-
-def is_hive_style(base: ResourceRef, partition: ResourceRef) -> bool:
-    """True when the partition's folders below `base` are all named `column=value`, so Spark
-    restores those columns when several partitions are read together (`basePath`)."""
-    relative = partition.parts[len(base.parts) :]
-    return bool(relative) and all(_HIVE_SEGMENT.fullmatch(part) for part in relative)
-
-
-def path_safe(value: str) -> str:
-    """A partition key as one path component: `/`, `:` and other unsafe characters are
-    percent-encoded (as Spark does for partition values), so distinct keys never collide."""
-    if value in (".", ".."):
-        return quote(value, safe="").replace(".", "%2E")
-    return quote(value, safe=_SAFE)
 
 
 def dws_ref(

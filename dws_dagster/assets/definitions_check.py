@@ -1,5 +1,6 @@
-"""Definitions-time checks: every workspace-bound asset names a known resource, and no two
-assets write the same ref or refs nested in one another (rule (a), before anything runs)."""
+"""Definitions-time checks: every workspace-bound asset names a known resource, and the
+one-writer rule (no two assets write the same ref or refs nested in one another) holds before
+anything runs."""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ from typing import Any
 from dws_dagster.cli.demo_progress import Progress
 from dws_dagster.cli.demo_report import FORECAST_REF, Iteration, print_report
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.views import render
 from dws_dagster.workspace.views.graph import build_graph
+from dws_dagster.workspace.views.render_diagram import render_html
 
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 WORKSPACE_YAML = """\
@@ -215,7 +215,7 @@ def run_demo(
     outcome = take_snapshot(ws, message="dws-dagster demo")
     graph = build_graph(ws.store, FORECAST_REF, {n: r.role for n, r in ws.resources.items()})
     html_path = root / "lineage.html"
-    html_path.write_text(render.render_html(graph), encoding="utf-8")
+    html_path.write_text(render_html(graph), encoding="utf-8")
     _write_workspace_yaml(root, project)
     print_report(root, example, runs, iterations, outcome, graph, html_path, ol_outcome)
     return 0

@@ -11,6 +11,7 @@ import sys
 
 from dws_dagster.cli.context import open_workspace, remote_data
 from dws_dagster.cli.output import print_json, progress_bar
+from dws_dagster.workspace.versions import short
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -132,7 +133,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
         )
     )
     for ref, version in report.versions[:20]:
-        print(f"  {ref}@{version[:12]}")
+        print(f"  {ref}@{short(version)}")
     if len(report.versions) > 20:
         print(f"  ... and {len(report.versions) - 20} more")
     if report.leftovers:
@@ -151,7 +152,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
             "references (beyond each writer's keep_versions):"
         )
         for ref, version in report.remote_versions[:20]:
-            print(f"  {ref}@{version[:12]}")
+            print(f"  {ref}@{short(version)}")
         if len(report.remote_versions) > 20:
             print(f"  ... and {len(report.remote_versions) - 20} more")
     return 0

@@ -155,9 +155,10 @@ def _origin(origin: str) -> str:
 def cmd_lineage(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.refs import ResourceRef
     from dws_dagster.workspace.snapshots.snapshots import resolve_snapshot, snapshot_manifest
-    from dws_dagster.workspace.views import render
     from dws_dagster.workspace.views.graph import SnapshotView, build_graph
     from dws_dagster.workspace.views.lineage_text import render_grouped_text
+    from dws_dagster.workspace.views.render_diagram import render_dot, render_html, render_mermaid
+    from dws_dagster.workspace.views.render_report import render_json, render_text
 
     ws = open_workspace(args)
     ref = ws.check_ref(ResourceRef.parse(args.ref))
@@ -169,13 +170,13 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     else:
         graph = build_graph(ws.store, ref, roles)
     renderers: dict[str, Callable[[Any], Any]] = {
-        "text": render.render_text if args.expand else render_grouped_text,
-        "dot": render.render_dot,
-        "mermaid": render.render_mermaid,
-        "html": render.render_html,
+        "text": render_text if args.expand else render_grouped_text,
+        "dot": render_dot,
+        "mermaid": render_mermaid,
+        "html": render_html,
     }
     if args.format == "json":
-        output = orjson.dumps(render.render_json(graph), option=orjson.OPT_INDENT_2).decode()
+        output = orjson.dumps(render_json(graph), option=orjson.OPT_INDENT_2).decode()
     else:
         output = renderers[args.format](graph)
     if args.output:

@@ -21,6 +21,7 @@ from dagster import AssetKey, TimeWindowPartitionsDefinition
 from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.bindings import Binding, binding_from_metadata
+from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.gitinfo import git_branch, git_commit, git_remote_url, git_toplevel
 from dws_dagster.workspace.refs import ResourceRef
@@ -107,10 +108,10 @@ class AssetCatalog:
             return None
         return binding
 
-    def partition_ref(self, key: AssetKey, partition: str | None) -> ResourceRef | None:
+    def ref_written_by(self, key: AssetKey, partition: str | None) -> ResourceRef | None:
         """The ref a (partition of an) asset writes: from its definition, else from the
         workspace store (the refs the asset's step claimed), for events of assets this code
-        location does not define."""
+        location does not define; None when neither tells."""
         binding = self.binding(key)
         if binding is None:
             return self._owned_ref(key.to_user_string(), partition)
@@ -119,10 +120,8 @@ class AssetCatalog:
         node = self.node(key)
         if node is None or node.partitions_def is None:
             return None
-        from dws_dagster.assets.io_manager import partition_ref
-
         try:
-            return partition_ref(
+            return partition_key_ref(
                 binding, node.partitions_def, partition, f"asset '{key.to_user_string()}'"
             )
         except DwsError:
@@ -211,7 +210,7 @@ class AssetCatalog:
             )
             if keys and len(keys) <= MAX_LISTED_PARTITIONS:
                 for item in keys:
-                    ref = self.partition_ref(upstream, item)
+                    ref = self.ref_written_by(upstream, item)
                     if ref is not None:
                         refs.append(ref)
                         self._keys_of_refs[ref] = item

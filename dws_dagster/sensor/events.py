@@ -174,7 +174,7 @@ class EventApplier:
             run = self._run_info(event.run_id, key, partition)
             if run is None:
                 continue
-            output = self.catalog.partition_ref(key, partition)
+            output = self.catalog.ref_written_by(key, partition)
             inputs: tuple[DatasetInfo, ...] = ()
             outputs: tuple[OutputInfo, ...] = ()
             if output is not None:
@@ -502,7 +502,7 @@ class EventApplier:
     def _record_failure(
         self, key: AssetKey, partition: str | None, run_id: str, message: str, when: dt.datetime
     ) -> None:
-        ref = self.catalog.partition_ref(key, partition)
+        ref = self.catalog.ref_written_by(key, partition)
         if ref is None:
             return
         asset = key.to_user_string()

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from dws_dagster.workspace.views.graph import build_graph
-from dws_dagster.workspace.views.render import render_html
+from dws_dagster.workspace.views.render_diagram import render_html
 from dws_dagster.workspace.workspace import Workspace
 
 from ..lineage_page_graphs import (

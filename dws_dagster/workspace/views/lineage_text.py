@@ -1,7 +1,7 @@
 """`dws-dagster lineage` as text with partitions grouped: the refs one step wrote (or one
 folder of source data holds) on one line, with their count, labels, statuses and versions.
 
-`render.render_text` is the same report with every node on its own line (`--expand`);
+`render_report.render_text` is the same report with every node on its own line (`--expand`);
 JSON, DOT, Mermaid and HTML always show every node.
 """
 
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dws_dagster.workspace.views.graph_model import GraphNode, LineageGraph
 from dws_dagster.workspace.views.grouping import RefGroup, count_summary, group_refs
-from dws_dagster.workspace.views.render import (
+from dws_dagster.workspace.views.render_parts import (
     MAX_TEXT_DEPTH,
-    _all_nodes,
-    _edges,
-    _last_run_rows,
-    _refs_overlap,
-    _text_line,
-    _TreeLine,
+    TreeLine,
+    all_nodes,
+    last_run_rows,
+    merged_edges,
+    refs_overlap,
 )
+from dws_dagster.workspace.views.render_report import text_line
 
 __all__ = ["render_grouped_text"]
 
@@ -28,7 +28,7 @@ class _Grouped:
     """The graph with each group of two refs or more as one vertex."""
 
     def __init__(self, graph: LineageGraph) -> None:
-        self.nodes = _all_nodes(graph)
+        self.nodes = all_nodes(graph)
         self.focus = graph.focus
         others = [node for node_id, node in self.nodes.items() if node_id != graph.focus]
         by_pair = group_refs((node.ref, node.step) for node in others)
@@ -44,7 +44,7 @@ class _Grouped:
                 self.groups[key] = group
             self.key[node.id] = key
             self.members.setdefault(key, []).append(node)
-        edges = _edges(graph)
+        edges = merged_edges(graph)
         self.up: dict[GroupKey, dict[GroupKey, bool]] = {}
         self.down: dict[GroupKey, dict[GroupKey, bool]] = {}
         for edge in edges:
@@ -59,7 +59,7 @@ class _Grouped:
             node = self.nodes[edge.source]
             if (
                 edge.source != graph.focus
-                and _refs_overlap(node.ref, focus_ref)
+                and refs_overlap(node.ref, focus_ref)
                 and self.key[edge.target] != self.key[graph.focus]
             ):
                 self._link(self.down, self.key[graph.focus], self.key[edge.target], edge.stale)
@@ -103,7 +103,7 @@ class _Grouped:
         members = self.members[key]
         group = self.groups.get(key)
         if group is None:
-            return _text_line(members[0], _TreeLine(members[0].id, lasts, stale, repeated))
+            return text_line(members[0], TreeLine(members[0].id, lasts, stale, repeated))
         return group_line(group, members, stale=stale, repeated=repeated)
 
 
@@ -158,7 +158,8 @@ def _tree(grouped: _Grouped, upstream: bool) -> list[str]:
 
 
 def render_grouped_text(graph: LineageGraph) -> str:
-    """`render.render_text` with the refs one step wrote (or one folder holds) on one line."""
+    """`render_report.render_text` with the refs one step wrote (or one folder holds) on one
+    line."""
     grouped = _Grouped(graph)
     out: list[str] = []
     if graph.snapshot is not None:
@@ -171,7 +172,7 @@ def render_grouped_text(graph: LineageGraph) -> str:
     if graph.last_run is None:
         out.append("  (never run)")
     else:
-        for name, value in _last_run_rows(graph.last_run):
+        for name, value in last_run_rows(graph.last_run):
             value_lines = value.splitlines() or [""]
             out.append(f"  {name + ':':<10}{value_lines[0]}")
             out += [f"  {'':<10}{more}" for more in value_lines[1:]]
