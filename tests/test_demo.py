@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dws_dagster.cli import demo
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+from dws_dagster.workspace.snapshots.history import list_snapshots
 from dws_dagster.workspace.workspace import Workspace
 from example_project.setup_workspace import SMALL, ensure_workspace
 

@@ -33,22 +33,17 @@ from dws_dagster import (
 )
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import snapshots as snapshots_module
+from dws_dagster.workspace.snapshots.diff import RefChange, diff_lineage, diff_states, lineage_state
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
-from dws_dagster.workspace.snapshots.snapshot_data import rows_of
-from dws_dagster.workspace.snapshots.snapshots import (
-    RefChange,
-    current_data,
+from dws_dagster.workspace.snapshots.history import (
     delete_snapshot,
-    diff_lineage,
-    diff_states,
-    lineage_state,
     list_snapshots,
     resolve_snapshot,
-    restore_snapshot,
-    snapshot_hash,
-    take_snapshot,
     validate_tag,
 )
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
+from dws_dagster.workspace.snapshots.snapshot_data import rows_of
+from dws_dagster.workspace.snapshots.snapshots import current_data, snapshot_hash, take_snapshot
 from dws_dagster.workspace.store.lineage_store import RefState
 from dws_dagster.workspace.swap import keep_copy
 from dws_dagster.workspace.versions import content_version, short

@@ -253,7 +253,7 @@ def _origin(origin: str) -> str:
 
 def cmd_lineage(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.refs import ResourceRef
-    from dws_dagster.workspace.snapshots.snapshots import resolve_snapshot, snapshot_manifest
+    from dws_dagster.workspace.snapshots.history import resolve_snapshot, snapshot_manifest
     from dws_dagster.workspace.views import render
     from dws_dagster.workspace.views.graph import SnapshotView, build_graph
     from dws_dagster.workspace.views.lineage_text import render_grouped_text
@@ -331,7 +331,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import restore_snapshot
+    from dws_dagster.workspace.snapshots.restore import restore_snapshot
 
     ws = _open(args)
     bar = _progress(None, "restoring", unit="ref")
@@ -453,7 +453,8 @@ def _bytes(size: int) -> str:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import CURRENT, diff_lineage, resolve_snapshot
+    from dws_dagster.workspace.snapshots.diff import diff_lineage
+    from dws_dagster.workspace.snapshots.history import CURRENT, resolve_snapshot
     from dws_dagster.workspace.views.diff_text import diff_text
 
     ws = _open(args)
@@ -474,7 +475,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+    from dws_dagster.workspace.snapshots.history import list_snapshots
 
     ws = _open(args)
     infos = list(reversed(list_snapshots(ws)))
@@ -494,7 +495,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_delete_snapshot(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import delete_snapshot
+    from dws_dagster.workspace.snapshots.history import delete_snapshot
 
     ws = _open(args)
     done = delete_snapshot(ws, args.snapshot, remove_results=args.remove_results)
