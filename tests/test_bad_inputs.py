@@ -23,11 +23,9 @@ from dws_dagster import (
     WorkspaceConfigError,
 )
 from dws_dagster.workspace.lineage_params import ChoiceParameter
-from dws_dagster.workspace.snapshots.snapshots import (
-    resolve_snapshot,
-    restore_snapshot,
-    take_snapshot,
-)
+from dws_dagster.workspace.snapshots.history import resolve_snapshot
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
 from .conftest import run_step, tree_state, write
 from .store_db import damage, lose_retained, workspace_state

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dws_dagster import Workspace
 from dws_dagster.cli import main as cli_module
 from dws_dagster.errors import SnapshotError
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots, validate_tag
+from dws_dagster.workspace.snapshots.history import list_snapshots, validate_tag
 from dws_dagster.workspace.swap import STAGING_PREFIX
 
 from .conftest import ROOT, write

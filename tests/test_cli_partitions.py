@@ -14,7 +14,7 @@ import pytest
 
 from dws_dagster import Workspace
 from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
-from dws_dagster.workspace.snapshots.snapshots import ChangeDetail, RefChange
+from dws_dagster.workspace.snapshots.diff import ChangeDetail, RefChange
 from dws_dagster.workspace.views.diff_text import diff_text
 from dws_dagster.workspace.views.grouping import group_refs, label_runs
 from dws_dagster.workspace.views.status_report import StatusReport

@@ -23,7 +23,7 @@ from dagster import (
 )
 
 from dws_dagster import SparkWorkspaceIOManager, Workspace, check_definitions, process_events
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+from dws_dagster.workspace.snapshots.history import list_snapshots
 from example_project import generator
 from example_project.assets import LandedFileMissingError
 from example_project.project import (

@@ -32,7 +32,8 @@ from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.spark import storage
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots, take_snapshot
+from dws_dagster.workspace.snapshots.history import list_snapshots
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX
 

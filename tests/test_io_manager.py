@@ -32,7 +32,8 @@ from dws_dagster import (
 from dws_dagster.assets.materialization import column_lineage_table, record_from_metadata
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import LineageRecord, StepInfo
-from dws_dagster.workspace.snapshots.snapshots import restore_snapshot, take_snapshot
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.swap import kept_versions
 
 from .pipeline import build_assets, io_manager, make_workspace, trip_rows, write_sources

@@ -35,7 +35,7 @@ from sqlalchemy.engine import make_url
 
 from dws_dagster import Workspace
 from dws_dagster.errors import WorkspaceConfigError
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+from dws_dagster.workspace.snapshots.history import list_snapshots
 from dws_dagster.workspace.store import journal_import, schema
 from dws_dagster.workspace.store.database import database_for, forget_databases
 from dws_dagster.workspace.store.journal_format import FOLDERS, _event

@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
-from dws_dagster.workspace.snapshots.snapshots import snapshot_manifest, take_snapshot
+from dws_dagster.workspace.snapshots.history import snapshot_manifest
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.views import lineage_page
 from dws_dagster.workspace.views.graph import SnapshotView, build_graph
 from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph

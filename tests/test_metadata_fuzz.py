@@ -35,12 +35,9 @@ from dws_dagster.cli.main import main as cli_main
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.ol.transport import make_transport
 from dws_dagster.workspace import formats, shapes
-from dws_dagster.workspace.snapshots.snapshots import (
-    delete_snapshot,
-    list_snapshots,
-    restore_snapshot,
-    take_snapshot,
-)
+from dws_dagster.workspace.snapshots.history import delete_snapshot, list_snapshots
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.store.database import StoreUnavailableError, forget_databases
 from dws_dagster.workspace.swap import keep_copy
 

@@ -19,13 +19,13 @@ import pytest
 
 from dws_dagster import Workspace, WorkspaceConfigError
 from dws_dagster.errors import InvalidResourceRefError
-from dws_dagster.workspace.snapshots.snapshots import (
+from dws_dagster.workspace.snapshots.history import (
     delete_snapshot,
     list_snapshots,
     resolve_snapshot,
-    restore_snapshot,
-    take_snapshot,
 )
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.swap import kept_version_path
 
 from .conftest import run_step, tree_state, write

@@ -25,13 +25,10 @@ from dws_dagster.assets.materialization import record_from_metadata
 from dws_dagster.errors import SnapshotRestoreError, WorkspaceConfigError
 from dws_dagster.spark.remote_data import HadoopData
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
+from dws_dagster.workspace.snapshots.history import delete_snapshot
 from dws_dagster.workspace.snapshots.remote import LazyRemoteData, kept_versions
-from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
-from dws_dagster.workspace.snapshots.snapshots import (
-    delete_snapshot,
-    restore_snapshot,
-    take_snapshot,
-)
+from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore, restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.versions import MARKER_NAME
 from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE
 

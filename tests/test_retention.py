@@ -21,16 +21,13 @@ from hypothesis import strategies as st
 from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.errors import SnapshotRestoreError, WorkspaceConfigError
 from dws_dagster.workspace.snapshots import retention, snapshot_data
+from dws_dagster.workspace.snapshots.diff import diff_lineage
 from dws_dagster.workspace.snapshots.file_hashes import RACY_SECONDS, FileHashCache
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
+from dws_dagster.workspace.snapshots.history import delete_snapshot
 from dws_dagster.workspace.snapshots.objects import ObjectStore, protection_holds
-from dws_dagster.workspace.snapshots.restore import INTENT_FILE
-from dws_dagster.workspace.snapshots.snapshots import (
-    delete_snapshot,
-    diff_lineage,
-    restore_snapshot,
-    take_snapshot,
-)
+from dws_dagster.workspace.snapshots.restore import INTENT_FILE, restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
 from .conftest import run_step, write
 from .store_db import damage, sql, workspace_state
@@ -505,7 +502,8 @@ def _killed_at(ws: Workspace, target: str, count: int, action: str) -> subproces
                 os.kill(os.getpid(), signal.SIGKILL)
             return real(*args, **kwargs)
         setattr(holder, name, dying)
-        from dws_dagster.workspace.snapshots.snapshots import take_snapshot, restore_snapshot
+        from dws_dagster.workspace.snapshots.restore import restore_snapshot
+        from dws_dagster.workspace.snapshots.snapshots import take_snapshot
         from dws_dagster.workspace.snapshots.garbage import collect_garbage
         ws = Workspace.open({str(ws.root)!r})
         {action}

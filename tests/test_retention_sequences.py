@@ -25,12 +25,9 @@ from dws_dagster import LineageBuilder, Workspace, dws_ref
 from dws_dagster.spark import storage
 from dws_dagster.workspace.records import record_identity
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
-from dws_dagster.workspace.snapshots.snapshots import (
-    delete_snapshot,
-    list_snapshots,
-    restore_snapshot,
-    take_snapshot,
-)
+from dws_dagster.workspace.snapshots.history import delete_snapshot, list_snapshots
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
 from .conftest import run_step, write
 from .pipeline import io_manager

@@ -285,7 +285,7 @@ def test_snapshot_on_results_is_taken_once_per_run(spark, pipeline_ws, instance)
     result = run(scored_assets(), ws, instance)
     outcome = process_events(instance, ws, snapshot_on_results=True, openlineage=False)
     assert len(outcome.applied.snapshots) == 1
-    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+    from dws_dagster.workspace.snapshots.history import list_snapshots
 
     [snapshot] = list_snapshots(ws)
     assert snapshot.tags == [f"run-{result.run_id[:8]}"]

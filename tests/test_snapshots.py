@@ -33,18 +33,14 @@ from dws_dagster import (
 )
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import snapshots as snapshots_module
+from dws_dagster.workspace.snapshots.diff import RefChange, diff_lineage, diff_states, lineage_state
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
+from dws_dagster.workspace.snapshots.history import delete_snapshot, resolve_snapshot
+from dws_dagster.workspace.snapshots.restore import restore_snapshot
 from dws_dagster.workspace.snapshots.snapshot_data import rows_of
 from dws_dagster.workspace.snapshots.snapshots import (
-    RefChange,
     current_data,
-    delete_snapshot,
-    diff_lineage,
-    diff_states,
-    lineage_state,
     list_snapshots,
-    resolve_snapshot,
-    restore_snapshot,
     snapshot_hash,
     take_snapshot,
     validate_tag,

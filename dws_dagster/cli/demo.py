@@ -140,7 +140,8 @@ def run_demo(
     """Build the example in `directory`, run all of it, and report its lineage and metrics."""
     project, setup = _example()
     from dws_dagster.sensor.definition import process_events
-    from dws_dagster.workspace.snapshots.snapshots import list_snapshots, take_snapshot
+    from dws_dagster.workspace.snapshots.history import list_snapshots
+    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
     if small:
         size = (

@@ -57,7 +57,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import restore_snapshot
+    from dws_dagster.workspace.snapshots.restore import restore_snapshot
 
     ws = open_workspace(args)
     bar = progress_bar(None, "restoring", unit="ref")
@@ -167,7 +167,7 @@ def _bytes(size: int) -> str:
 
 
 def cmd_delete_snapshot(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import delete_snapshot
+    from dws_dagster.workspace.snapshots.history import delete_snapshot
 
     ws = open_workspace(args)
     done = delete_snapshot(ws, args.snapshot, remove_results=args.remove_results)

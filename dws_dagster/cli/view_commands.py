@@ -154,7 +154,7 @@ def _origin(origin: str) -> str:
 
 def cmd_lineage(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.refs import ResourceRef
-    from dws_dagster.workspace.snapshots.snapshots import resolve_snapshot, snapshot_manifest
+    from dws_dagster.workspace.snapshots.history import resolve_snapshot, snapshot_manifest
     from dws_dagster.workspace.views.graph import SnapshotView, build_graph
     from dws_dagster.workspace.views.lineage_text import render_grouped_text
     from dws_dagster.workspace.views.render_diagram import render_dot, render_html, render_mermaid
@@ -191,7 +191,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import CURRENT, diff_lineage, resolve_snapshot
+    from dws_dagster.workspace.snapshots.diff import diff_lineage
+    from dws_dagster.workspace.snapshots.history import CURRENT, resolve_snapshot
     from dws_dagster.workspace.views.diff_text import diff_text
 
     ws = open_workspace(args)
@@ -212,7 +213,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+    from dws_dagster.workspace.snapshots.history import list_snapshots
 
     ws = open_workspace(args)
     infos = list(reversed(list_snapshots(ws)))

@@ -47,8 +47,9 @@ from dws_dagster.workspace.files import atomic_write_bytes, pretty_json
 from dws_dagster.workspace.records import LineageRecord, StepInfo, sanitize_parameters
 from dws_dagster.workspace.redaction import get_logger, redact_text, secret_values
 from dws_dagster.workspace.refs import ResourceRef
+from dws_dagster.workspace.snapshots.history import list_snapshots
 from dws_dagster.workspace.snapshots.results_metrics import RESULTS_FILE
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots, take_snapshot
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.versions import MARKER_NAME
 from dws_dagster.workspace.workspace import Workspace
 

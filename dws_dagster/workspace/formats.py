@@ -210,7 +210,7 @@ JournalOp = Annotated[RecordOp | FailOp | ClaimOp | ForgetOp | ResetOp, Field(di
 
 
 def _tag(value: str) -> str:
-    from dws_dagster.workspace.snapshots.snapshots import (  # snapshots imports this module
+    from dws_dagster.workspace.snapshots.history import (  # snapshots imports this module
         SnapshotError,
         validate_tag,
     )

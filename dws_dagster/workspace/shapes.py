@@ -64,7 +64,7 @@ def is_data_version(value: Any) -> bool:
 
 
 def is_tag(value: Any) -> bool:
-    from dws_dagster.workspace.snapshots.snapshots import (  # snapshots imports this module
+    from dws_dagster.workspace.snapshots.history import (  # snapshots imports this module
         SnapshotError,
         validate_tag,
     )

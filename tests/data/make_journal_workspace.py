@@ -127,7 +127,8 @@ def ol_event(run_id: str, event_type: str, time: str, job: str) -> dict[str, Any
 def build(root: Path) -> None:
     from dws_dagster import Workspace
     from dws_dagster.ol.outbox import Outbox
-    from dws_dagster.workspace.snapshots.snapshots import restore_snapshot, take_snapshot
+    from dws_dagster.workspace.snapshots.restore import restore_snapshot
+    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
     ws = Workspace.init(root, name=WORKSPACE_NAME)
     ws.add_resource("src", "source-data", path="data/src")
@@ -228,7 +229,7 @@ def expected(root: Path) -> dict[str, Any]:
     """What the journal-format code reports about the workspace at `root`."""
     from dws_dagster import Workspace
     from dws_dagster.ol.outbox import Outbox
-    from dws_dagster.workspace.snapshots.snapshots import list_snapshots
+    from dws_dagster.workspace.snapshots.history import list_snapshots
     from dws_dagster.workspace.store.lineage_store import read_snapshot_manifest
 
     ws = Workspace.open(root)

@@ -1,7 +1,17 @@
-"""Snapshots of the whole workspace: take, diff, history, delete (`snapshots`), what each
-captures and how data is retained (`retention`, `objects`, `remote`, `file_hashes`,
-`snapshot_data`), restore (`restore`), freeing what no snapshot needs (`garbage`), and the
-metrics a snapshot shows (`results_metrics`).
+"""Snapshots of the whole workspace, one job per module:
+
+- `snapshots`: taking a snapshot (its hash, the data it retains, its index entry);
+- `history`: the snapshot index: listing, finding one by tag or hash, checking tags, deleting;
+- `diff`: what changed between two snapshots, or a snapshot and the workspace now;
+- `results_archive`: the per-snapshot copies of results, each with its `lineage.json`;
+- `results_metrics`: the metrics a snapshot shows (from the lineage or a `results.json`);
+- `restore_plan`: restoring, steps 1 and 2: where each ref's version comes from, staged and
+  checked, touching nothing the workspace reads;
+- `restore`: restoring, step 3: the intent file and the swap into place, and finishing a
+  restore a crash interrupted;
+- `retention`, `objects`, `remote`, `file_hashes`, `snapshot_data`: what each snapshot
+  captures of the data and how it is retained;
+- `garbage`: freeing what no snapshot needs.
 
 Import rule: part of `workspace`, so neither dagster nor pyspark; remote data is reached only
 through the `remote.RemoteData` a caller passes in.

@@ -27,6 +27,7 @@ from pathlib import Path
 from dws_dagster.errors import InvalidResourceRefError
 from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.snapshots import snapshot_data
+from dws_dagster.workspace.snapshots.history import list_snapshots
 from dws_dagster.workspace.snapshots.objects import ObjectStore
 from dws_dagster.workspace.snapshots.remote import (
     KEEP_VERSIONS_KEY,
@@ -37,7 +38,6 @@ from dws_dagster.workspace.snapshots.remote import (
     versions_in,
 )
 from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
-from dws_dagster.workspace.snapshots.snapshots import list_snapshots
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.swap import KEPT_MARK, STAGING_PREFIX
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace

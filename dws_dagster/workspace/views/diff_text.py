@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from dws_dagster.workspace.snapshots.snapshots import ChangeDetail, RefChange
+from dws_dagster.workspace.snapshots.diff import ChangeDetail, RefChange
 from dws_dagster.workspace.versions import short
 from dws_dagster.workspace.views.grouping import RefGroup, group_refs
 
