@@ -52,7 +52,7 @@ secrets_st = st.text(SECRET_CHARS, min_size=8, max_size=24).filter(
 #: URI passwords: as above without `/?#` (RFC 3986 requires them percent-encoded).
 uri_secrets = st.text(
     string.ascii_letters + string.digits + "!$%()*+,.;=@:_~-", min_size=8, max_size=24
-)
+).filter(lambda s: REDACTED not in s and s not in REDACTED)  # e.g. "REDACTED": the mask itself
 hosts = st.sampled_from(
     [
         "db.example.com",
