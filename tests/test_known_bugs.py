@@ -18,7 +18,7 @@ from dagster import (
 )
 
 from dws_dagster import Workspace, WorkspaceResource, dws_ref, lineage_sensor
-from dws_dagster.sensor import events as sensor_events
+from dws_dagster.sensor import apply_lineage as sensor_events
 from dws_dagster.workspace import gitinfo
 
 from .conftest import run_python, run_step
