@@ -129,7 +129,7 @@ def test_event_reader_reads_every_record_once_in_order(
     records kept across batches, add up to exactly the event log
     of those types, in storage order, on both SQLite event log storages (asset events read
     from the table's JSON, run events through Dagster)."""
-    from dws_dagster.sensor.events import EVENT_TYPES
+    from dws_dagster.sensor.apply_lineage import EVENT_TYPES
 
     with (
         DagsterInstance.from_config(sqlite_home(tmp_path, storage)) as instance,

@@ -18,7 +18,7 @@ from dagster import (
 )
 
 from dws_dagster import Workspace, WorkspaceResource, dws_ref, lineage_sensor
-from dws_dagster.sensor import events as sensor_events
+from dws_dagster.sensor import apply_lineage
 from dws_dagster.workspace import gitinfo
 
 from .conftest import run_python, run_step
@@ -180,7 +180,7 @@ def test_a_ref_forgotten_by_another_process_during_a_tick(
     )
     assert materialize([checked, sane], instance=instance).success
 
-    real_replace = sensor_events.replace
+    real_replace = apply_lineage.replace
     forgotten: list[str] = []
 
     def replace_after_a_forget(obj, /, **changes):
@@ -194,7 +194,7 @@ def test_a_ref_forgotten_by_another_process_during_a_tick(
             forgotten.append(done.stdout.strip())
         return real_replace(obj, **changes)
 
-    monkeypatch.setattr(sensor_events, "replace", replace_after_a_forget)
+    monkeypatch.setattr(apply_lineage, "replace", replace_after_a_forget)
     context = build_sensor_context(
         instance=instance, definitions=defs, resources={"workspace": workspace}
     )

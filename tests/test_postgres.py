@@ -26,9 +26,9 @@ from dagster import (
 
 from dws_dagster import Workspace, WorkspaceResource, lineage_sensor, process_events
 from dws_dagster.ol.outbox import Outbox
+from dws_dagster.sensor.apply_lineage import EVENT_TYPES
 from dws_dagster.sensor.definition import parse_cursor
 from dws_dagster.sensor.event_reader import EventReader, read_event_records
-from dws_dagster.sensor.events import EVENT_TYPES
 from dws_dagster.sensor.stored_events import AssetEventRecord, stored_reader
 from tests.lineage_compare import lineage_view, versions
 from tests.pipeline import io_manager, make_workspace

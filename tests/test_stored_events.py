@@ -39,8 +39,8 @@ from dagster._serdes import deserialize_value
 from dagster_shared.serdes.serdes import pack_value
 
 from dws_dagster.sensor import stored_events
+from dws_dagster.sensor.apply_lineage import EVENT_TYPES
 from dws_dagster.sensor.event_reader import EventReader
-from dws_dagster.sensor.events import EVENT_TYPES
 from dws_dagster.sensor.stored_events import AssetEventRecord, decode, read_stored, stored_reader
 
 from .dagster_homes import sqlite_home

@@ -30,9 +30,9 @@ from dagster import (
 
 from dws_dagster.assets.resources import WorkspaceResource
 from dws_dagster.errors import DwsError
+from dws_dagster.sensor.apply_lineage import EVENT_TYPES, ApplyReport, EventApplier
 from dws_dagster.sensor.asset_catalog import AssetCatalog
 from dws_dagster.sensor.event_reader import EventReader
-from dws_dagster.sensor.events import EVENT_TYPES, ApplyReport, EventApplier
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.store.gc_pause import GcSparesOlderObjects
 from dws_dagster.workspace.workspace import Workspace
@@ -229,11 +229,11 @@ def _process_events(
         records = reader.next(batch_size)
         if not records:
             break
-        applier.ol_events.clear()
+        applier.openlineage.events.clear()
         applier.prefetch_runs(records)
         # One transaction per batch, committed before the cursor moves, holding the batch's
         # lineage and its OpenLineage events: a crash leaves both or neither. One hold of the
-        # store's lock per batch (writers wait at most a batch, about a second), except when
+        # store's lock per batch (writers wait at most a batch), except when
         # snapshots are taken per run: a snapshot of large data may take long, and takes the
         # lock itself; then each apply and the spool commit on their own.
         with nullcontext() if snapshot_on_results else ws.store.locked():
@@ -241,7 +241,9 @@ def _process_events(
             for record in records:
                 applier.apply(record)
             if outbox is not None:
-                outcome.spooled += outbox.spool(_render(applier.ol_events, applier.locate))
+                outcome.spooled += outbox.spool(
+                    _render(applier.openlineage.events, applier.openlineage.locate)
+                )
         outcome.cursor = records[-1].storage_id  # lineage stored, events spooled: move on
         outcome.batches += 1
         if save_cursor is not None:

@@ -2,9 +2,8 @@
 
 Dagster turns every stored event back into its object graph: the entry, its event, the
 materialization and, for each metadata entry, a deprecated `MetadataEntry` and its value,
-each validated as it is built. For a materialization carrying the IO manager's metadata that
-is about 25 objects and 0.4 ms, more than half of what the sensor spends per event. The sensor
-uses a few fields and the metadata's plain values, so when the instance keeps its events in
+each validated as it is built, which is most of what the sensor would spend per event. The
+sensor uses a few fields and the metadata's plain values, so when the instance keeps its events in
 Dagster's SQL event-log table (SQLite, Postgres, MySQL), `read_stored` selects the rows the
 way `get_event_records` does and `decode` reads those fields from the JSON. Whatever it does
 not recognise (another shape, a value type it does not know, JSON that is not strictly JSON)
@@ -153,11 +152,9 @@ _EVENT_ITEMS = {
     MATERIALIZED: ("StepMaterializationData", "materialization", "AssetMaterialization"),
     OBSERVED: ("AssetObservationData", "asset_observation", "AssetObservation"),
 }
-_ASSET_KEYS: dict[tuple[str, ...], AssetKey] = {}
-#: Decoded values of other metadata types (table schemas, column lineage...), which repeat
-#: from run to run, by their stored JSON.
-_DECODED: dict[bytes, Any] = {}
-_DECODED_LIMIT = 4096
+#: How many asset keys, and decoded values of other metadata types, are memoized: they repeat
+#: from run to run, and the bound keeps a long-lived process's memory flat.
+_MEMO_SIZE = 4096
 
 
 def decode(storage_id: int, text: str | bytes) -> AssetEventRecord | None:
@@ -232,15 +229,28 @@ def _metadata(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _dagster_value(data: dict[str, Any]) -> Any:
-    """A value of a metadata type read as Dagster reads it, memoized when immutable."""
-    key = orjson.dumps(data)
-    found = _DECODED.get(key)
-    if found is None:
-        found = metadata_value(dagster_compat.unpack_value(data))
-        if not isinstance(found, dict | list | set):
-            if len(_DECODED) >= _DECODED_LIMIT:
-                _DECODED.clear()
-            _DECODED[key] = found
+    """A value of a metadata type (table schemas, column lineage...) read as Dagster reads it:
+    memoized by its stored JSON when immutable; a mutable one is decoded for each reader."""
+    try:
+        return _immutable_value(orjson.dumps(data))
+    except _Mutable as mutable:
+        return mutable.value
+
+
+class _Mutable(Exception):
+    """A decoded value its readers may change: `functools.lru_cache` keeps no exception, so
+    raising it hands the value over without memoizing it."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _immutable_value(stored: bytes) -> Any:
+    found = metadata_value(dagster_compat.unpack_value(orjson.loads(stored)))
+    if isinstance(found, dict | list | set):
+        raise _Mutable(found)
     return found
 
 
@@ -263,15 +273,14 @@ def _walk_for_markers(value: Any) -> bool:
 def _asset_key(stored: dict[str, Any]) -> AssetKey:
     if stored["__class__"] != "AssetKey":
         raise _Unfamiliar
-    path = tuple(stored[_format()[1]])
-    found = _ASSET_KEYS.get(path)
-    if found is None:
-        if not path or not all(isinstance(part, str) for part in path):
-            raise _Unfamiliar
-        if len(_ASSET_KEYS) >= _DECODED_LIMIT:
-            _ASSET_KEYS.clear()
-        found = _ASSET_KEYS[path] = AssetKey(list(path))
-    return found
+    return _asset_key_of(tuple(stored[_format()[1]]))
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _asset_key_of(path: tuple[str, ...]) -> AssetKey:
+    if not path or not all(isinstance(part, str) for part in path):
+        raise _Unfamiliar
+    return AssetKey(list(path))
 
 
 def _text(value: Any) -> str:
