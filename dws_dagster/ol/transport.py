@@ -31,10 +31,16 @@ import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import Transport
 from openlineage.client.transport.composite import CompositeTransport
-from openlineage.client.transport.file import FileConfig, FileTransport, LocalFileHandler
-from openlineage.client.transport.http import HttpTransport
-from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
+from openlineage.client.transport.file import FileTransport
+from openlineage.client.transport.http import HttpConfig, HttpTransport
+from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
+from dws_dagster._compat.openlineage import (
+    file_path_for,
+    local_path,
+    set_http_retry,
+    writes_local_files,
+)
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.redaction import is_secret_name, redact_text
 
@@ -57,6 +63,16 @@ NO_RETRY: dict[str, Any] = {
 }
 _ENV_PREFIX = "OPENLINEAGE__"
 _AUTH_NAMES = {"ApiKey": "API-key", "Jwt": "JWT", "OAuth2ClientCredentials": "OAuth2"}
+#: The file transport used when nothing is configured; every setting given, so that none comes
+#: from a partial configuration (say `OPENLINEAGE__TRANSPORT__DEBUG_MODE` without a type).
+_DEFAULT_FILE: dict[str, Any] = {
+    "type": "file",
+    "append": True,
+    "storage_options": None,
+    "filesystem": None,
+    "fs_kwargs": None,
+    "debug_mode": False,
+}
 _CLIENT_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, AttributeError)
 
 
@@ -65,83 +81,104 @@ class TransportConfigError(DwsError):
 
 
 def make_transport(workspace: Workspace) -> tuple[Transport, str]:
-    """The configured transport for `workspace`, and a one-line description free of secrets."""
+    """The configured transport for `workspace`, and a one-line description free of secrets.
+
+    The client resolves everything itself, from the file `config_file` picks (handed to it as
+    `OPENLINEAGE_CONFIG`) and the environment; only when that configures nothing is it given the
+    workspace's events file as its `config`.
+    """
     env_sources = sorted(k for k in os.environ if k.startswith(_ENV_PREFIX))
-    with _openlineage_environ_kept():
-        client = _WorkspaceClient(workspace, env_sources)
+    config_path = config_file(workspace)
+    if config_path is not None:
+        read_config_file(config_path)  # the client would log a broken file and carry on
+    defaulted = False
+    with _openlineage_environ_kept(config_path):
+        try:
+            # An explicit transport is used as is: this client only merges the configuration.
+            probe = OpenLineageClient(transport=NoopTransport(NoopConfig()))
+            settings = dict(probe.config.transport or {})
+            if _disabled() or settings.get("type") or os.environ.get("OPENLINEAGE_URL"):
+                client = OpenLineageClient()
+            else:
+                defaulted = True
+                path = workspace.meta_dir / DEFAULT_EVENTS_FILE
+                path.parent.mkdir(parents=True, exist_ok=True)
+                default = {**_DEFAULT_FILE, "log_file_path": str(path)}
+                client = OpenLineageClient(config={"transport": default})
+        except _CLIENT_ERRORS as exc:
+            raise TransportConfigError(
+                f"the OpenLineage transport configuration "
+                f"({_sources(config_path, env_sources)}) is invalid: "
+                f"{redact(error_text(exc))}; fix it, or remove it to write events to "
+                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}"
+            ) from None
     transport = client.transport
     settings = dict(client.config.transport or {})
     _tune(transport, settings)
-    if client.defaulted:
+    if defaulted:
         source = "the default: no OpenLineage configuration found"
     elif transport.kind == "noop" and _disabled():
         source = "OPENLINEAGE_DISABLED=true"
     elif not settings.get("type"):
         source = "OPENLINEAGE_URL"
     else:
-        source = _sources(client.config_path, env_sources)
+        source = _sources(config_path, env_sources)
     return transport, redact(f"{describe(transport)}; from {source}", transport)
 
 
-class _WorkspaceClient(OpenLineageClient):
-    """The client's resolution with the workspace's config file and a file default."""
+def config_file(workspace: Workspace) -> str | None:
+    """The OpenLineage config file for `workspace`: the client's documented search order
+    (`OPENLINEAGE_CONFIG`, the current folder, `~/.openlineage/`) with the workspace root's
+    file before the home folder's."""
+    explicit = os.environ.get("OPENLINEAGE_CONFIG")
+    if explicit and not os.path.isfile(explicit):
+        raise TransportConfigError(
+            f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
+            "variable or unset it"
+        )
+    home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
+    found = next(
+        (
+            path
+            for path in (explicit, os.path.join(os.getcwd(), CONFIG_FILE_NAME), home)
+            if path and _readable(path)
+        ),
+        None,
+    )
+    ours = workspace.root / CONFIG_FILE_NAME
+    if (found is None or (found == home and not explicit)) and ours.is_file():
+        found = str(ours)
+    return found
 
-    def __init__(self, workspace: Workspace, env_sources: list[str]) -> None:
-        self._workspace = workspace
-        self.config_path: str | None = None
-        self.defaulted = False
-        try:
-            super().__init__()
-        except _CLIENT_ERRORS as exc:
-            where = _sources(self.config_path, env_sources)
-            raise TransportConfigError(
-                f"the OpenLineage transport configuration ({where}) is invalid: "
-                f"{redact(error_text(exc))}; fix it, or remove it to write events to "
-                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}"
-            ) from None
 
-    def _find_yaml_config_path(self) -> str | None:  # type: ignore[override]
-        explicit = os.environ.get("OPENLINEAGE_CONFIG")
-        if explicit and not os.path.isfile(explicit):
-            raise TransportConfigError(
-                f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
-                "variable or unset it"
-            )
-        found = OpenLineageClient._find_yaml_config_path()
-        home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
-        ours = self._workspace.root / CONFIG_FILE_NAME
-        if (found is None or (found == home and not explicit)) and ours.is_file():
-            found = str(ours)
-        self.config_path = found
-        return found
+def _readable(path: str) -> bool:
+    try:
+        return os.path.isfile(path) and os.access(path, os.R_OK)
+    except (OSError, ValueError):
+        return False
 
-    def _get_config_file_content(self, config_path: str) -> dict[str, Any]:  # type: ignore[override]
-        # The client logs a broken file and carries on unconfigured; we would then silently
-        # write to the default file, so refuse instead.
-        try:
-            with open(config_path, encoding="utf-8") as handle:
-                content = yaml.safe_load(handle)
-        except (OSError, yaml.YAMLError) as exc:
-            raise TransportConfigError(
-                f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix it"
-            ) from None
-        if content is None:
-            return {}
-        if not isinstance(content, dict):
-            raise TransportConfigError(
-                f"OpenLineage config file {config_path} is not a mapping (got "
-                f"{type(content).__name__}); it needs a top-level 'transport:' section"
-            )
-        return content
 
-    def _resolve_transport(self, **kwargs: Any) -> Transport:
-        configured = (self.config.transport or {}).get("type") or os.environ.get("OPENLINEAGE_URL")
-        if _disabled() or configured:
-            return super()._resolve_transport(**kwargs)
-        self.defaulted = True
-        path = self._workspace.meta_dir / DEFAULT_EVENTS_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return FileTransport(FileConfig(log_file_path=str(path), append=True))
+def read_config_file(config_path: str) -> dict[str, Any]:
+    """The content of an OpenLineage config file, refusing one that cannot be used.
+
+    The client logs a broken file and carries on unconfigured; events would then silently go
+    to the default file, so refuse instead.
+    """
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            content = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as exc:
+        raise TransportConfigError(
+            f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix it"
+        ) from None
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise TransportConfigError(
+            f"OpenLineage config file {config_path} is not a mapping (got "
+            f"{type(content).__name__}); it needs a top-level 'transport:' section"
+        )
+    return content
 
 
 def _disabled() -> bool:
@@ -149,14 +186,22 @@ def _disabled() -> bool:
 
 
 @contextmanager
-def _openlineage_environ_kept() -> Iterator[None]:
-    """Undo the client's aliasing of OPENLINEAGE_URL into `OPENLINEAGE__...` variables: left in
+def _openlineage_environ_kept(config_path: str | None) -> Iterator[None]:
+    """`OPENLINEAGE_CONFIG` set to `config_path` while the client resolves, and the client's
+    aliasing of OPENLINEAGE_URL into `OPENLINEAGE__...` variables undone afterwards: left in
     `os.environ` they outlive the URL, leak the API key to child processes, and change what the
     next resolution finds."""
     before = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIX)}
+    explicit = os.environ.get("OPENLINEAGE_CONFIG")
+    if config_path is not None:
+        os.environ["OPENLINEAGE_CONFIG"] = config_path
     try:
         yield
     finally:
+        if explicit is None:
+            os.environ.pop("OPENLINEAGE_CONFIG", None)
+        else:
+            os.environ["OPENLINEAGE_CONFIG"] = explicit
         for key in [k for k in os.environ if k.startswith(_ENV_PREFIX)]:
             if key not in before:
                 del os.environ[key]
@@ -167,13 +212,18 @@ def _openlineage_environ_kept() -> Iterator[None]:
 
 def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
     """One request per delivery attempt: the outbox, not the client, retries."""
-    if isinstance(transport, HttpTransport) and transport.config.retry == DEFAULT_RETRY_CONFIG:
-        transport.config.retry = dict(NO_RETRY)
+    if isinstance(transport, HttpTransport) and transport.config.retry == _default_retry():
+        set_http_retry(transport, dict(NO_RETRY))
     elif isinstance(transport, CompositeTransport):
         if "continue_on_failure" not in settings:
             transport.config.continue_on_failure = False
         for child in transport.transports:
             _tune(child, {})
+
+
+def _default_retry() -> dict[str, Any]:
+    """The retry settings of an HTTP transport whose config sets none."""
+    return HttpConfig.from_dict({"url": "http://localhost"}).retry
 
 
 def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
@@ -201,7 +251,7 @@ class Emitter:
             type(transport) is FileTransport
             and transport.config.append
             and not transport.config.debug_mode
-            and type(transport._file_handler) is LocalFileHandler
+            and writes_local_files(transport)
         )
         self._path: str | None = None
         self._file: Any = None
@@ -216,7 +266,7 @@ class Emitter:
         if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
             text = line if line.endswith(b"\n") else line + b"\n"
             try:
-                file = self._open(self.transport._get_file_path(event))  # type: ignore[attr-defined]
+                file = self._open(file_path_for(self.transport, event))  # type: ignore[arg-type]
                 if file.write(text) == len(text):
                     return
             except Exception:  # the client's own emit() then reports it in its words
@@ -228,7 +278,7 @@ class Emitter:
         """The file `emit()` would append to, kept open while events go to the same one."""
         if path != self._path:
             self.close()
-            self._file = open(LocalFileHandler._to_local_path(path), "ab", buffering=0)  # noqa: SIM115
+            self._file = open(local_path(path), "ab", buffering=0)  # noqa: SIM115
             self._path = path
         return self._file
 
