@@ -6,6 +6,8 @@ what a durable outbox needs:
 
 - an `openlineage.yml` at the workspace root is used when neither `OPENLINEAGE_CONFIG` nor the
   current folder has one (before `~/.openlineage/openlineage.yml`);
+- a config file that cannot be read or is not a mapping is refused, where the client would log
+  it and carry on unconfigured;
 - with no configuration at all, events are appended to
   `.dataworkspace/openlineage/events.jsonl` instead of being logged to the console;
 - an HTTP transport whose config sets no `retry` gets none: the outbox retries across sensor
@@ -14,35 +16,30 @@ what a durable outbox needs:
 - a composite transport whose config does not set `continue_on_failure` stops at the first
   failing transport, so a catalog that is down makes the outbox retry (at-least-once) instead
   of losing the event because another catalog took it.
+
+Only the client's documented means are used: the file is handed over as `OPENLINEAGE_CONFIG`,
+the default as the client's `config`, and `client.config` tells whether anything is configured;
+the one internal (a built HTTP transport's retries) is in `dws_dagster._compat.openlineage`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urljoin, urlsplit
 
-import attr
 import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import Transport
 from openlineage.client.transport.composite import CompositeTransport
-from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
 from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
-from dws_dagster._compat.openlineage import (
-    file_path_for,
-    local_path,
-    set_http_retry,
-    writes_local_files,
-)
+from dws_dagster._compat.openlineage import set_http_retry
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.redaction import is_secret_name, redact_text
+from dws_dagster.ol.transport_text import describe, error_text, redact
 
 if TYPE_CHECKING:
     from dws_dagster.workspace.workspace import Workspace
@@ -62,7 +59,6 @@ NO_RETRY: dict[str, Any] = {
     "allowed_methods": ["HEAD", "POST"],
 }
 _ENV_PREFIX = "OPENLINEAGE__"
-_AUTH_NAMES = {"ApiKey": "API-key", "Jwt": "JWT", "OAuth2ClientCredentials": "OAuth2"}
 #: The file transport used when nothing is configured; every setting given, so that none comes
 #: from a partial configuration (say `OPENLINEAGE__TRANSPORT__DEBUG_MODE` without a type).
 _DEFAULT_FILE: dict[str, Any] = {
@@ -226,201 +222,8 @@ def _default_retry() -> dict[str, Any]:
     return HttpConfig.from_dict({"url": "http://localhost"}).retry
 
 
-def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
-    """`transport.emit(event)`, for an event read back from its spooled JSON `line` (see
-    `Emitter`)."""
-    with Emitter(transport) as emitter:
-        emitter.emit(event, line)
-
-
-class Emitter:
-    """Sends the events of one delivery through a transport.
-
-    The client's file transport appending to one local file opens the file for every event
-    and serializes each with `Serde.to_json`, whose pass removing nulls (and empty objects
-    from lists) and whose pure-Python key sorting cost most of a delivery. An event whose
-    spooled line shows neither (`null`, `[{}`, `,{}`) has nothing to remove, so its spooled
-    line, the same JSON with sorted keys in compact form, is appended as it is, to a file
-    opened once per delivery and unbuffered (each event is written, or fails, on its own).
-    Any other event or transport goes through `transport.emit`.
-    """
-
-    def __init__(self, transport: Transport) -> None:
-        self.transport = transport
-        self._fast = (
-            type(transport) is FileTransport
-            and transport.config.append
-            and not transport.config.debug_mode
-            and writes_local_files(transport)
-        )
-        self._path: str | None = None
-        self._file: Any = None
-
-    def __enter__(self) -> Emitter:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-    def emit(self, event: dict[str, Any], line: bytes) -> None:
-        if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
-            text = line if line.endswith(b"\n") else line + b"\n"
-            try:
-                file = self._open(file_path_for(self.transport, event))  # type: ignore[arg-type]
-                if file.write(text) == len(text):
-                    return
-            except Exception:  # the client's own emit() then reports it in its words
-                pass
-            self.close()
-        self.transport.emit(event)  # type: ignore[arg-type]
-
-    def _open(self, path: str) -> Any:
-        """The file `emit()` would append to, kept open while events go to the same one."""
-        if path != self._path:
-            self.close()
-            self._file = open(local_path(path), "ab", buffering=0)  # noqa: SIM115
-            self._path = path
-        return self._file
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file, self._path = None, None
-
-
 def _sources(config_path: str | None, env_vars: list[str]) -> str:
     parts = [config_path] if config_path else []
     if env_vars:
         parts.append("OPENLINEAGE__ variables")
     return " and ".join(parts) or "the client's defaults"
-
-
-# ---------------------------------------------------------------------- describing
-
-
-def describe(transport: Transport) -> str:
-    """What a transport does, in a few words (redact before showing it)."""
-    if isinstance(transport, HttpTransport):
-        return _describe_http(transport)
-    if isinstance(transport, FileTransport):
-        mode = "append" if transport.config.append else "one file per event"
-        return f"file {transport.config.log_file_path} ({mode})"
-    if isinstance(transport, CompositeTransport):
-        children = "; ".join(describe(child) for child in transport.transports)
-        stop = (
-            "stops at the first failing transport"
-            if not transport.config.continue_on_failure
-            else "fails only when every transport fails"
-        )
-        return f"composite [{children}] ({stop})"
-    if transport.kind == "noop":
-        return "disabled: delivery is paused and events stay pending in the outbox"
-    if transport.kind == "console":
-        return "console (the client's log, at INFO)"
-    if transport.kind == "async_http":
-        url = getattr(getattr(transport, "config", None), "url", "")
-        return (
-            f"async_http {url} (asynchronous: the outbox cannot confirm delivery; prefer type http)"
-        )
-    return str(transport.kind or type(transport).__name__)
-
-
-def _describe_http(transport: HttpTransport) -> str:
-    auth = type(transport.config.auth).__name__.removesuffix("TokenProvider")
-    auth = _AUTH_NAMES.get(auth, auth) or "no"
-    if urlsplit(transport.url).username is not None:
-        # requests turns URL user-info into basic auth, replacing the token provider's header
-        auth = "basic (from the URL)"
-    retry = transport.config.retry
-    retries = (
-        "no client retries" if not retry.get("total") else f"client retries: {retry.get('total')}"
-    )
-    return (
-        f"http {urljoin(transport.url, transport.endpoint)}, {auth} auth, "
-        f"timeout {transport.timeout:g} s, {retries}"
-    )
-
-
-# ---------------------------------------------------------------------- secrets
-
-
-def secrets_of(transport: Transport | None) -> set[str]:
-    """Secret values a transport holds (keys, passwords, tokens, URL user-info), so that text
-    about it can be redacted; the API key variables are included whatever the transport."""
-    found: set[str] = set()
-    if transport is not None:
-        _collect(transport, "", found, 0)
-    for key, value in os.environ.items():
-        if key.startswith("OPENLINEAGE") and (is_secret_name(key) or key.endswith("_URL")):
-            _collect(_maybe_json(value), key if is_secret_name(key) else "", found, 0)
-    return {secret for secret in found if len(secret) >= 3}
-
-
-def redact(text: str, transport: Transport | None = None) -> str:
-    """`text` through `redact_text`, with every secret `transport` holds removed too."""
-    return redact_text(text, secrets_of(transport))
-
-
-def _collect(value: Any, name: str, found: set[str], depth: int) -> None:
-    if depth > 8 or value is None:
-        return
-    if isinstance(value, str):
-        if name and is_secret_name(name):
-            found.add(value)
-        if "://" in value:
-            _collect_userinfo(value, found)
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            _collect(item, str(key), found, depth + 1)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for item in value:
-            _collect(item, name, found, depth + 1)
-    elif isinstance(value, CompositeTransport):
-        for child in value.transports:
-            _collect(child, "", found, depth + 1)
-    elif (
-        isinstance(value, Transport)
-        or attr.has(type(value))
-        or type(value).__module__.startswith("openlineage.")
-    ):
-        for key, item in _attributes(value):
-            _collect(item, key, found, depth + 1)
-
-
-def _attributes(obj: Any) -> list[tuple[str, Any]]:
-    if attr.has(type(obj)):
-        return [(field.name, getattr(obj, field.name, None)) for field in attr.fields(type(obj))]
-    return (
-        [(k, v) for k, v in vars(obj).items() if k != "transports"]
-        if hasattr(obj, "__dict__")
-        else []
-    )
-
-
-def _collect_userinfo(text: str, found: set[str]) -> None:
-    try:
-        parts = urlsplit(text.strip())
-    except ValueError:
-        return
-    if parts.password:
-        found.update({parts.password, unquote(parts.password)})
-    if parts.username and parts.password is None:
-        found.update({parts.username, unquote(parts.username)})  # a token as the user name
-
-
-def _maybe_json(value: str) -> Any:
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if isinstance(parsed, dict | list) else value
-
-
-def error_text(exc: BaseException) -> str:
-    """An exception and its cause on one line (redact before storing or showing it)."""
-    text = f"{type(exc).__name__}: {exc}"
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause) and str(cause) not in text:
-        text += f" (caused by {type(cause).__name__}: {cause})"
-    return " ".join(text.split())
