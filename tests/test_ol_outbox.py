@@ -622,6 +622,7 @@ def test_config_files_workspace_before_home_after_cwd(
     ours = _write_config(ws.root / "openlineage.yml", {"type": "http", "url": receiver.url})
     transport, description = make_transport(ws)
     assert transport.kind == "http" and str(ours) in description
+    assert "OPENLINEAGE_CONFIG" not in os.environ  # handed to the client only while it resolves
     assert transport.config.retry["total"] == 0  # no `retry` configured: none
     outbox = Outbox(ws)
     outbox.spool(runs(1))
@@ -639,6 +640,7 @@ def test_config_files_workspace_before_home_after_cwd(
     )
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(explicit))
     assert str(explicit) in make_transport(ws)[1]
+    assert os.environ["OPENLINEAGE_CONFIG"] == str(explicit)
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(tmp_path / "missing.yml"))
     with pytest.raises(TransportConfigError, match="OPENLINEAGE_CONFIG"):
         make_transport(ws)
@@ -809,7 +811,7 @@ def test_file_delivery_writes_the_events_the_clients_file_transport_writes(tmp_p
     in lists, or the word null in a string, which go through the client."""
     from openlineage.client.transport.file import FileConfig, FileTransport
 
-    from dws_dagster.ol.transport import Emitter, emit
+    from dws_dagster.ol.transport_emit import Emitter, emit
 
     plain = run_event(str(uuid.uuid4()), "COMPLETE")
     plain["run"]["facets"] = {"tags": {"tags": [{"key": "k", "value": "é ✓"}], "n": 1.5}}

@@ -47,7 +47,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from dws_dagster.errors import DwsError
-from dws_dagster.ol.transport import Emitter, error_text, redact
+from dws_dagster.ol.transport_emit import Emitter
+from dws_dagster.ol.transport_text import error_text, redact
 from dws_dagster.workspace.store import schema
 
 if TYPE_CHECKING:

@@ -6,6 +6,8 @@ what a durable outbox needs:
 
 - an `openlineage.yml` at the workspace root is used when neither `OPENLINEAGE_CONFIG` nor the
   current folder has one (before `~/.openlineage/openlineage.yml`);
+- a config file that cannot be read or is not a mapping is refused, where the client would log
+  it and carry on unconfigured;
 - with no configuration at all, events are appended to
   `.dataworkspace/openlineage/events.jsonl` instead of being logged to the console;
 - an HTTP transport whose config sets no `retry` gets none: the outbox retries across sensor
@@ -14,29 +16,30 @@ what a durable outbox needs:
 - a composite transport whose config does not set `continue_on_failure` stops at the first
   failing transport, so a catalog that is down makes the outbox retry (at-least-once) instead
   of losing the event because another catalog took it.
+
+Only the client's documented means are used: the file is handed over as `OPENLINEAGE_CONFIG`,
+the default as the client's `config`, and `client.config` tells whether anything is configured;
+the one internal (a built HTTP transport's retries) is in `dws_dagster._compat.openlineage`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urljoin, urlsplit
 
-import attr
 import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import Transport
 from openlineage.client.transport.composite import CompositeTransport
-from openlineage.client.transport.file import FileConfig, FileTransport, LocalFileHandler
-from openlineage.client.transport.http import HttpTransport
-from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
+from openlineage.client.transport.http import HttpConfig, HttpTransport
+from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
+from dws_dagster._compat.openlineage import set_http_retry
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.redaction import is_secret_name, redact_text
+from dws_dagster.ol.transport_text import describe, error_text, redact
 
 if TYPE_CHECKING:
     from dws_dagster.workspace.workspace import Workspace
@@ -56,7 +59,16 @@ NO_RETRY: dict[str, Any] = {
     "allowed_methods": ["HEAD", "POST"],
 }
 _ENV_PREFIX = "OPENLINEAGE__"
-_AUTH_NAMES = {"ApiKey": "API-key", "Jwt": "JWT", "OAuth2ClientCredentials": "OAuth2"}
+#: The file transport used when nothing is configured; every setting given, so that none comes
+#: from a partial configuration (say `OPENLINEAGE__TRANSPORT__DEBUG_MODE` without a type).
+_DEFAULT_FILE: dict[str, Any] = {
+    "type": "file",
+    "append": True,
+    "storage_options": None,
+    "filesystem": None,
+    "fs_kwargs": None,
+    "debug_mode": False,
+}
 _CLIENT_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, AttributeError)
 
 
@@ -65,83 +77,104 @@ class TransportConfigError(DwsError):
 
 
 def make_transport(workspace: Workspace) -> tuple[Transport, str]:
-    """The configured transport for `workspace`, and a one-line description free of secrets."""
+    """The configured transport for `workspace`, and a one-line description free of secrets.
+
+    The client resolves everything itself, from the file `config_file` picks (handed to it as
+    `OPENLINEAGE_CONFIG`) and the environment; only when that configures nothing is it given the
+    workspace's events file as its `config`.
+    """
     env_sources = sorted(k for k in os.environ if k.startswith(_ENV_PREFIX))
-    with _openlineage_environ_kept():
-        client = _WorkspaceClient(workspace, env_sources)
+    config_path = config_file(workspace)
+    if config_path is not None:
+        read_config_file(config_path)  # the client would log a broken file and carry on
+    defaulted = False
+    with _openlineage_environ_kept(config_path):
+        try:
+            # An explicit transport is used as is: this client only merges the configuration.
+            probe = OpenLineageClient(transport=NoopTransport(NoopConfig()))
+            settings = dict(probe.config.transport or {})
+            if _disabled() or settings.get("type") or os.environ.get("OPENLINEAGE_URL"):
+                client = OpenLineageClient()
+            else:
+                defaulted = True
+                path = workspace.meta_dir / DEFAULT_EVENTS_FILE
+                path.parent.mkdir(parents=True, exist_ok=True)
+                default = {**_DEFAULT_FILE, "log_file_path": str(path)}
+                client = OpenLineageClient(config={"transport": default})
+        except _CLIENT_ERRORS as exc:
+            raise TransportConfigError(
+                f"the OpenLineage transport configuration "
+                f"({_sources(config_path, env_sources)}) is invalid: "
+                f"{redact(error_text(exc))}; fix it, or remove it to write events to "
+                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}"
+            ) from None
     transport = client.transport
     settings = dict(client.config.transport or {})
     _tune(transport, settings)
-    if client.defaulted:
+    if defaulted:
         source = "the default: no OpenLineage configuration found"
     elif transport.kind == "noop" and _disabled():
         source = "OPENLINEAGE_DISABLED=true"
     elif not settings.get("type"):
         source = "OPENLINEAGE_URL"
     else:
-        source = _sources(client.config_path, env_sources)
+        source = _sources(config_path, env_sources)
     return transport, redact(f"{describe(transport)}; from {source}", transport)
 
 
-class _WorkspaceClient(OpenLineageClient):
-    """The client's resolution with the workspace's config file and a file default."""
+def config_file(workspace: Workspace) -> str | None:
+    """The OpenLineage config file for `workspace`: the client's documented search order
+    (`OPENLINEAGE_CONFIG`, the current folder, `~/.openlineage/`) with the workspace root's
+    file before the home folder's."""
+    explicit = os.environ.get("OPENLINEAGE_CONFIG")
+    if explicit and not os.path.isfile(explicit):
+        raise TransportConfigError(
+            f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
+            "variable or unset it"
+        )
+    home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
+    found = next(
+        (
+            path
+            for path in (explicit, os.path.join(os.getcwd(), CONFIG_FILE_NAME), home)
+            if path and _readable(path)
+        ),
+        None,
+    )
+    ours = workspace.root / CONFIG_FILE_NAME
+    if (found is None or (found == home and not explicit)) and ours.is_file():
+        found = str(ours)
+    return found
 
-    def __init__(self, workspace: Workspace, env_sources: list[str]) -> None:
-        self._workspace = workspace
-        self.config_path: str | None = None
-        self.defaulted = False
-        try:
-            super().__init__()
-        except _CLIENT_ERRORS as exc:
-            where = _sources(self.config_path, env_sources)
-            raise TransportConfigError(
-                f"the OpenLineage transport configuration ({where}) is invalid: "
-                f"{redact(error_text(exc))}; fix it, or remove it to write events to "
-                f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}"
-            ) from None
 
-    def _find_yaml_config_path(self) -> str | None:  # type: ignore[override]
-        explicit = os.environ.get("OPENLINEAGE_CONFIG")
-        if explicit and not os.path.isfile(explicit):
-            raise TransportConfigError(
-                f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
-                "variable or unset it"
-            )
-        found = OpenLineageClient._find_yaml_config_path()
-        home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
-        ours = self._workspace.root / CONFIG_FILE_NAME
-        if (found is None or (found == home and not explicit)) and ours.is_file():
-            found = str(ours)
-        self.config_path = found
-        return found
+def _readable(path: str) -> bool:
+    try:
+        return os.path.isfile(path) and os.access(path, os.R_OK)
+    except (OSError, ValueError):
+        return False
 
-    def _get_config_file_content(self, config_path: str) -> dict[str, Any]:  # type: ignore[override]
-        # The client logs a broken file and carries on unconfigured; we would then silently
-        # write to the default file, so refuse instead.
-        try:
-            with open(config_path, encoding="utf-8") as handle:
-                content = yaml.safe_load(handle)
-        except (OSError, yaml.YAMLError) as exc:
-            raise TransportConfigError(
-                f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix it"
-            ) from None
-        if content is None:
-            return {}
-        if not isinstance(content, dict):
-            raise TransportConfigError(
-                f"OpenLineage config file {config_path} is not a mapping (got "
-                f"{type(content).__name__}); it needs a top-level 'transport:' section"
-            )
-        return content
 
-    def _resolve_transport(self, **kwargs: Any) -> Transport:
-        configured = (self.config.transport or {}).get("type") or os.environ.get("OPENLINEAGE_URL")
-        if _disabled() or configured:
-            return super()._resolve_transport(**kwargs)
-        self.defaulted = True
-        path = self._workspace.meta_dir / DEFAULT_EVENTS_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return FileTransport(FileConfig(log_file_path=str(path), append=True))
+def read_config_file(config_path: str) -> dict[str, Any]:
+    """The content of an OpenLineage config file, refusing one that cannot be used.
+
+    The client logs a broken file and carries on unconfigured; events would then silently go
+    to the default file, so refuse instead.
+    """
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            content = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as exc:
+        raise TransportConfigError(
+            f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix it"
+        ) from None
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise TransportConfigError(
+            f"OpenLineage config file {config_path} is not a mapping (got "
+            f"{type(content).__name__}); it needs a top-level 'transport:' section"
+        )
+    return content
 
 
 def _disabled() -> bool:
@@ -149,14 +182,22 @@ def _disabled() -> bool:
 
 
 @contextmanager
-def _openlineage_environ_kept() -> Iterator[None]:
-    """Undo the client's aliasing of OPENLINEAGE_URL into `OPENLINEAGE__...` variables: left in
+def _openlineage_environ_kept(config_path: str | None) -> Iterator[None]:
+    """`OPENLINEAGE_CONFIG` set to `config_path` while the client resolves, and the client's
+    aliasing of OPENLINEAGE_URL into `OPENLINEAGE__...` variables undone afterwards: left in
     `os.environ` they outlive the URL, leak the API key to child processes, and change what the
     next resolution finds."""
     before = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIX)}
+    explicit = os.environ.get("OPENLINEAGE_CONFIG")
+    if config_path is not None:
+        os.environ["OPENLINEAGE_CONFIG"] = config_path
     try:
         yield
     finally:
+        if explicit is None:
+            os.environ.pop("OPENLINEAGE_CONFIG", None)
+        else:
+            os.environ["OPENLINEAGE_CONFIG"] = explicit
         for key in [k for k in os.environ if k.startswith(_ENV_PREFIX)]:
             if key not in before:
                 del os.environ[key]
@@ -167,8 +208,8 @@ def _openlineage_environ_kept() -> Iterator[None]:
 
 def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
     """One request per delivery attempt: the outbox, not the client, retries."""
-    if isinstance(transport, HttpTransport) and transport.config.retry == DEFAULT_RETRY_CONFIG:
-        transport.config.retry = dict(NO_RETRY)
+    if isinstance(transport, HttpTransport) and transport.config.retry == _default_retry():
+        set_http_retry(transport, dict(NO_RETRY))
     elif isinstance(transport, CompositeTransport):
         if "continue_on_failure" not in settings:
             transport.config.continue_on_failure = False
@@ -176,66 +217,9 @@ def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
             _tune(child, {})
 
 
-def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
-    """`transport.emit(event)`, for an event read back from its spooled JSON `line` (see
-    `Emitter`)."""
-    with Emitter(transport) as emitter:
-        emitter.emit(event, line)
-
-
-class Emitter:
-    """Sends the events of one delivery through a transport.
-
-    The client's file transport appending to one local file opens the file for every event
-    and serializes each with `Serde.to_json`, whose pass removing nulls (and empty objects
-    from lists) and whose pure-Python key sorting cost most of a delivery. An event whose
-    spooled line shows neither (`null`, `[{}`, `,{}`) has nothing to remove, so its spooled
-    line, the same JSON with sorted keys in compact form, is appended as it is, to a file
-    opened once per delivery and unbuffered (each event is written, or fails, on its own).
-    Any other event or transport goes through `transport.emit`.
-    """
-
-    def __init__(self, transport: Transport) -> None:
-        self.transport = transport
-        self._fast = (
-            type(transport) is FileTransport
-            and transport.config.append
-            and not transport.config.debug_mode
-            and type(transport._file_handler) is LocalFileHandler
-        )
-        self._path: str | None = None
-        self._file: Any = None
-
-    def __enter__(self) -> Emitter:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-    def emit(self, event: dict[str, Any], line: bytes) -> None:
-        if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
-            text = line if line.endswith(b"\n") else line + b"\n"
-            try:
-                file = self._open(self.transport._get_file_path(event))  # type: ignore[attr-defined]
-                if file.write(text) == len(text):
-                    return
-            except Exception:  # the client's own emit() then reports it in its words
-                pass
-            self.close()
-        self.transport.emit(event)  # type: ignore[arg-type]
-
-    def _open(self, path: str) -> Any:
-        """The file `emit()` would append to, kept open while events go to the same one."""
-        if path != self._path:
-            self.close()
-            self._file = open(LocalFileHandler._to_local_path(path), "ab", buffering=0)  # noqa: SIM115
-            self._path = path
-        return self._file
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file, self._path = None, None
+def _default_retry() -> dict[str, Any]:
+    """The retry settings of an HTTP transport whose config sets none."""
+    return HttpConfig.from_dict({"url": "http://localhost"}).retry
 
 
 def _sources(config_path: str | None, env_vars: list[str]) -> str:
@@ -243,134 +227,3 @@ def _sources(config_path: str | None, env_vars: list[str]) -> str:
     if env_vars:
         parts.append("OPENLINEAGE__ variables")
     return " and ".join(parts) or "the client's defaults"
-
-
-# ---------------------------------------------------------------------- describing
-
-
-def describe(transport: Transport) -> str:
-    """What a transport does, in a few words (redact before showing it)."""
-    if isinstance(transport, HttpTransport):
-        return _describe_http(transport)
-    if isinstance(transport, FileTransport):
-        mode = "append" if transport.config.append else "one file per event"
-        return f"file {transport.config.log_file_path} ({mode})"
-    if isinstance(transport, CompositeTransport):
-        children = "; ".join(describe(child) for child in transport.transports)
-        stop = (
-            "stops at the first failing transport"
-            if not transport.config.continue_on_failure
-            else "fails only when every transport fails"
-        )
-        return f"composite [{children}] ({stop})"
-    if transport.kind == "noop":
-        return "disabled: delivery is paused and events stay pending in the outbox"
-    if transport.kind == "console":
-        return "console (the client's log, at INFO)"
-    if transport.kind == "async_http":
-        url = getattr(getattr(transport, "config", None), "url", "")
-        return (
-            f"async_http {url} (asynchronous: the outbox cannot confirm delivery; prefer type http)"
-        )
-    return str(transport.kind or type(transport).__name__)
-
-
-def _describe_http(transport: HttpTransport) -> str:
-    auth = type(transport.config.auth).__name__.removesuffix("TokenProvider")
-    auth = _AUTH_NAMES.get(auth, auth) or "no"
-    if urlsplit(transport.url).username is not None:
-        # requests turns URL user-info into basic auth, replacing the token provider's header
-        auth = "basic (from the URL)"
-    retry = transport.config.retry
-    retries = (
-        "no client retries" if not retry.get("total") else f"client retries: {retry.get('total')}"
-    )
-    return (
-        f"http {urljoin(transport.url, transport.endpoint)}, {auth} auth, "
-        f"timeout {transport.timeout:g} s, {retries}"
-    )
-
-
-# ---------------------------------------------------------------------- secrets
-
-
-def secrets_of(transport: Transport | None) -> set[str]:
-    """Secret values a transport holds (keys, passwords, tokens, URL user-info), so that text
-    about it can be redacted; the API key variables are included whatever the transport."""
-    found: set[str] = set()
-    if transport is not None:
-        _collect(transport, "", found, 0)
-    for key, value in os.environ.items():
-        if key.startswith("OPENLINEAGE") and (is_secret_name(key) or key.endswith("_URL")):
-            _collect(_maybe_json(value), key if is_secret_name(key) else "", found, 0)
-    return {secret for secret in found if len(secret) >= 3}
-
-
-def redact(text: str, transport: Transport | None = None) -> str:
-    """`text` through `redact_text`, with every secret `transport` holds removed too."""
-    return redact_text(text, secrets_of(transport))
-
-
-def _collect(value: Any, name: str, found: set[str], depth: int) -> None:
-    if depth > 8 or value is None:
-        return
-    if isinstance(value, str):
-        if name and is_secret_name(name):
-            found.add(value)
-        if "://" in value:
-            _collect_userinfo(value, found)
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            _collect(item, str(key), found, depth + 1)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for item in value:
-            _collect(item, name, found, depth + 1)
-    elif isinstance(value, CompositeTransport):
-        for child in value.transports:
-            _collect(child, "", found, depth + 1)
-    elif (
-        isinstance(value, Transport)
-        or attr.has(type(value))
-        or type(value).__module__.startswith("openlineage.")
-    ):
-        for key, item in _attributes(value):
-            _collect(item, key, found, depth + 1)
-
-
-def _attributes(obj: Any) -> list[tuple[str, Any]]:
-    if attr.has(type(obj)):
-        return [(field.name, getattr(obj, field.name, None)) for field in attr.fields(type(obj))]
-    return (
-        [(k, v) for k, v in vars(obj).items() if k != "transports"]
-        if hasattr(obj, "__dict__")
-        else []
-    )
-
-
-def _collect_userinfo(text: str, found: set[str]) -> None:
-    try:
-        parts = urlsplit(text.strip())
-    except ValueError:
-        return
-    if parts.password:
-        found.update({parts.password, unquote(parts.password)})
-    if parts.username and parts.password is None:
-        found.update({parts.username, unquote(parts.username)})  # a token as the user name
-
-
-def _maybe_json(value: str) -> Any:
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if isinstance(parsed, dict | list) else value
-
-
-def error_text(exc: BaseException) -> str:
-    """An exception and its cause on one line (redact before storing or showing it)."""
-    text = f"{type(exc).__name__}: {exc}"
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause) and str(cause) not in text:
-        text += f" (caused by {type(cause).__name__}: {cause})"
-    return " ".join(text.split())

@@ -261,7 +261,7 @@ def _process_events(
         outcome.delivered = report.sent
         outcome.pending = report.pending
         if report.last_error:  # stored redacted; redacted again with this transport's secrets
-            from dws_dagster.ol.transport import redact
+            from dws_dagster.ol.transport_text import redact
 
             outcome.last_delivery_error = redact(report.last_error, transport)
         outcome.delivery_error = outcome.last_delivery_error if report.failed else None
