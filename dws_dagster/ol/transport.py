@@ -25,6 +25,7 @@ the one internal (a built HTTP transport's retries) is in `dws_dagster._compat.o
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,29 +182,34 @@ def _disabled() -> bool:
     return os.getenv("OPENLINEAGE_DISABLED", "").lower().strip() == "true"
 
 
+_RESOLVING = threading.Lock()
+
+
 @contextmanager
 def _openlineage_environ_kept(config_path: str | None) -> Iterator[None]:
     """`OPENLINEAGE_CONFIG` set to `config_path` while the client resolves, and the client's
     aliasing of OPENLINEAGE_URL into `OPENLINEAGE__...` variables undone afterwards: left in
     `os.environ` they outlive the URL, leak the API key to child processes, and change what the
-    next resolution finds."""
-    before = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIX)}
-    explicit = os.environ.get("OPENLINEAGE_CONFIG")
-    if config_path is not None:
-        os.environ["OPENLINEAGE_CONFIG"] = config_path
-    try:
-        yield
-    finally:
-        if explicit is None:
-            os.environ.pop("OPENLINEAGE_CONFIG", None)
-        else:
-            os.environ["OPENLINEAGE_CONFIG"] = explicit
-        for key in [k for k in os.environ if k.startswith(_ENV_PREFIX)]:
-            if key not in before:
-                del os.environ[key]
-        for key, value in before.items():
-            if os.environ.get(key) != value:
-                os.environ[key] = value
+    next resolution finds. One resolution at a time in this process (a code server evaluates
+    sensors in threads), so no two see each other's variables."""
+    with _RESOLVING:
+        before = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIX)}
+        explicit = os.environ.get("OPENLINEAGE_CONFIG")
+        if config_path is not None:
+            os.environ["OPENLINEAGE_CONFIG"] = config_path
+        try:
+            yield
+        finally:
+            if explicit is None:
+                os.environ.pop("OPENLINEAGE_CONFIG", None)
+            else:
+                os.environ["OPENLINEAGE_CONFIG"] = explicit
+            for key in [k for k in os.environ if k.startswith(_ENV_PREFIX)]:
+                if key not in before:
+                    del os.environ[key]
+            for key, value in before.items():
+                if os.environ.get(key) != value:
+                    os.environ[key] = value
 
 
 def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
