@@ -21,15 +21,14 @@ from dws_dagster import DwsError, __version__
 from dws_dagster.ol.events import (
     PARTITION_TAG,
     PRODUCER,
-    EventBuildError,
     build_run_event,
     ol_run_id,
-    spark_type_fields,
     workspace_namespace,
 )
 from dws_dagster.ol.model import (
     AssetRunEvent,
     DatasetInfo,
+    EventBuildError,
     EventKind,
     JobInfo,
     OutputInfo,
@@ -37,6 +36,7 @@ from dws_dagster.ol.model import (
     RunInfo,
 )
 from dws_dagster.ol.naming import InvalidLocationError, dataset_name
+from dws_dagster.ol.spark_types import spark_type_fields
 
 from . import ol_spec
 from .ol_client import NotTheClientsShape, check_client_roundtrip

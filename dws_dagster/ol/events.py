@@ -15,10 +15,13 @@ is reading another version of the dataset.
 
 Events are built as the JSON-ready dicts transports send (what the client's `Serde.to_dict`
 makes of its `RunEvent` classes: no None values, enums as strings) rather than through those
-classes: the lineage sensor renders every event it spools, and building the attrs objects
-(their validators parse every URL) and then converting them cost a third of its time. The
-schema URLs are the client's own (`_get_schema()` of each class), so events follow the spec
-version of the installed client, and tests load every event back into the client's classes.
+classes: the lineage sensor renders every event it spools, and the attrs objects (whose
+validators parse every URL) would only be converted back to dicts. The schema URLs are the
+client's own (`_get_schema()` of each class), so events follow the spec version of the
+installed client, and tests load every event back into the client's classes.
+
+Source-code URLs are made in `source_urls`, schema fields' nested types parsed in
+`spark_types`, times checked in `timestamps`.
 """
 
 from __future__ import annotations
@@ -30,9 +33,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 import orjson
@@ -61,26 +62,27 @@ from openlineage.client.facet_v2 import (
 from openlineage.client.uuid import generate_static_uuid
 
 from dws_dagster import __version__
-from dws_dagster.errors import DwsError
 from dws_dagster.ol.model import (
     AssetRunEvent,
     DatasetInfo,
+    EventBuildError,
     JobInfo,
     OutputInfo,
     PartitionInfo,
     RunInfo,
 )
 from dws_dagster.ol.naming import dataset_name
+from dws_dagster.ol.source_urls import forge_file_url, path_uri, repo_uri
+from dws_dagster.ol.spark_types import schema_field
+from dws_dagster.ol.timestamps import iso_utc, require_aware
 from dws_dagster.workspace.redaction import redact_text
 
 __all__ = [
     "INTEGRATION",
     "PARTITION_TAG",
     "PRODUCER",
-    "EventBuildError",
     "build_run_event",
     "ol_run_id",
-    "spark_type_fields",
     "workspace_namespace",
 ]
 
@@ -97,7 +99,6 @@ REF_SYMLINK_TYPE = "TABLE"
 _TAG_SOURCE = "DAGSTER"
 _KINDS = ("DIRECT", "INDIRECT")
 _STATES = frozenset({"START", "COMPLETE", "FAIL", "ABORT"})
-_KNOWN_FORGES = {"github.com": "/blob/", "gitlab.com": "/-/blob/", "bitbucket.org": "/src/"}
 
 #: `schemaURL` of a RunEvent and `_schemaURL` of each facet, from the client's classes
 _RUN_EVENT_SCHEMA = RunEvent._get_schema()
@@ -128,10 +129,6 @@ _OUTPUT_STATISTICS = (
 )
 
 
-class EventBuildError(DwsError, ValueError):
-    """The data given for an asset's run cannot become a valid OpenLineage event."""
-
-
 def workspace_namespace(job_namespace: str) -> str:
     """Namespace of the workspace's logical datasets (refs), used in `symlinks` facets.
 
@@ -148,7 +145,7 @@ def ol_run_id(run: RunInfo, job_name: str) -> str:
     after a restart) share one id; the Dagster run's creation time leads the UUIDv7, so ids
     sort by run. JSON encoding keeps (`a`, None) and (`a`, "") apart.
     """
-    created = _aware(run.dagster_run_created, "RunInfo.dagster_run_created")
+    created = require_aware(run.dagster_run_created, "RunInfo.dagster_run_created")
     parts = (created, run.dagster_run_id, job_name, run.partition)
     try:
         return _cached_run_id(*parts)
@@ -182,7 +179,7 @@ def build_run_event(
             f"asset '{event.job.name}': event kind {event.kind!r} is not one of "
             "START, COMPLETE, FAIL, ABORT"
         )
-    event_time = _iso(event.event_time, "AssetRunEvent.event_time")
+    event_time = iso_utc(event.event_time, "AssetRunEvent.event_time")
     run_id = ol_run_id(event.run, event.job.name)
     job = event.job
     names = _Names(locate, event.inputs)
@@ -252,8 +249,8 @@ def _shared_run_facets(run: RunInfo, namespace: str, name: str, producer: str) -
         facets["nominalTime"] = _facet(
             _NOMINAL_TIME,
             producer,
-            nominalStartTime=_iso(run.nominal_start, "RunInfo.nominal_start"),
-            nominalEndTime=_iso(end, "RunInfo.nominal_end") if end is not None else None,
+            nominalStartTime=iso_utc(run.nominal_start, "RunInfo.nominal_start"),
+            nominalEndTime=iso_utc(end, "RunInfo.nominal_end") if end is not None else None,
         )
     dependencies = _unique(run.dependencies)
     if dependencies:
@@ -367,19 +364,19 @@ def _owner(owner: str) -> dict[str, str]:
 def _source_code_location(job: JobInfo, producer: str) -> dict[str, Any] | None:
     """Where the asset's code is kept: `url` (required, a URI) is the file's page on a known
     forge, else the repository; without a repository, the absolute file itself."""
-    repo = _repo_uri(job.git_url) if job.git_url else None
+    repo = repo_uri(job.git_url) if job.git_url else None
     path = job.source_path or None
     if repo is not None:
         revision = job.git_commit or job.git_branch
-        url = _forge_file_url(repo, revision, path) or repo
+        url = forge_file_url(repo, revision, path) or repo
         kind = "git"
     elif path is not None and os.path.isabs(path):
-        url = _path_uri(path)
+        url = path_uri(path)
         kind = "git" if job.git_commit else "file"
     elif path is not None and job.git_root and os.path.isabs(job.git_root):
         # A repository without a remote: the file in the local clone, at the known commit.
-        repo = _path_uri(job.git_root)
-        url = _path_uri(os.path.join(job.git_root, path))
+        repo = path_uri(job.git_root)
+        url = path_uri(os.path.join(job.git_root, path))
         kind = "git"
     else:
         return None
@@ -393,54 +390,6 @@ def _source_code_location(job: JobInfo, producer: str) -> dict[str, Any] | None:
         version=job.git_commit or None,
         branch=job.git_branch or None,
     )
-
-
-_SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^/:]+):(?P<path>(?!//).*)$")
-_URI_SAFE = "/:@-._~!$&'()*+,;=%"
-
-
-def _repo_uri(git_url: str) -> str | None:
-    """The repository as a URI without secrets: scp-like `git@host:org/r.git` becomes
-    `ssh://git@host/org/r.git`; http(s) loses all user-info (tokens are sent as user names),
-    other schemes lose passwords; a local path becomes a `file://` URI."""
-    text = git_url.strip()
-    if os.path.isabs(text):
-        return _path_uri(text)
-    parts = urlsplit(text)
-    if parts.scheme.lower() == "file":
-        return _path_uri(parts.path) if parts.path else None
-    match = _SCP_LIKE.match(text) if "://" not in text else None
-    if match:
-        user = f"{match['user']}@" if match["user"] else ""
-        path = match["path"].lstrip("/")
-        return f"ssh://{user}{match['host']}/{quote(path, safe=_URI_SAFE)}"
-    if not parts.hostname:
-        return None
-    userinfo, _at, host_port = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    keep_user = bool(user) and ":" not in userinfo and parts.scheme not in ("http", "https")
-    authority = f"{user}@{host_port}" if keep_user else host_port
-    return f"{parts.scheme.lower()}://{authority}{quote(parts.path, safe=_URI_SAFE)}"
-
-
-def _forge_file_url(repo: str, revision: str | None, path: str | None) -> str | None:
-    """The https page of a file at a revision, on GitHub, GitLab and Bitbucket."""
-    if not revision or not path or os.path.isabs(path):
-        return None
-    parts = urlsplit(repo)
-    host = (parts.hostname or "").lower()
-    marker = _KNOWN_FORGES.get(host)
-    if marker is None or parts.scheme not in ("https", "http", "ssh", "git"):
-        return None
-    project = parts.path.removesuffix("/").removesuffix(".git").strip("/")
-    if not project:
-        return None
-    file_path = quote(PurePosixPath(path).as_posix().lstrip("/"), safe=_URI_SAFE)
-    return f"https://{host}/{project}{marker}{quote(revision, safe='')}/{file_path}"
-
-
-def _path_uri(path: str) -> str:
-    return "file://" + quote(os.path.normpath(path), safe=_URI_SAFE)
 
 
 # ------------------------------------------------------------------------------- datasets
@@ -585,7 +534,7 @@ def _schema_facet_json(schema: tuple[tuple[str, str, bool], ...], producer: str)
             _SCHEMA,
             producer,
             fields=[
-                _schema_field(column, spark_type, position)
+                schema_field(column, spark_type, position)
                 for position, (column, spark_type, _nullable) in enumerate(schema, 1)
             ],
         )
@@ -667,126 +616,6 @@ def _transformation(kind: str, subtype: str | None, description: str | None) -> 
         transformation["description"] = description
     transformation["masking"] = False
     return transformation
-
-
-# -------------------------------------------------------------------------------- schema
-
-
-class _Unparsable(Exception):
-    """A type string this parser does not follow (e.g. Spark's truncated `... N more`)."""
-
-
-def spark_type_fields(spark_type: str) -> list[dict[str, Any]] | None:
-    """Nested fields of a Spark simple type string (schema facet fields), or None when it has
-    no struct inside.
-
-    `struct<a:int,b:string>` gives fields a and b; `array<struct<...>>` an `_element` field and
-    `map<k,struct<...>>` `key` and `value` fields, as OpenLineage's Spark integration names
-    them; a string this does not parse (Spark truncates wide structs) gives None.
-    """
-    try:
-        _text, children, end = _parse_type(spark_type, 0)
-    except (_Unparsable, IndexError, ValueError):
-        return None
-    if end != len(spark_type):
-        return None
-    return children
-
-
-def _schema_field(column: str, spark_type: str, position: int | None) -> dict[str, Any]:
-    return _field(column, spark_type, position, spark_type_fields(spark_type))
-
-
-def _field(
-    name: str, spark_type: str, position: int | None, children: list[dict[str, Any]] | None
-) -> dict[str, Any]:
-    field: dict[str, Any] = {"name": name, "type": spark_type}
-    if position is not None:
-        field["ordinal_position"] = position
-    if children is not None:
-        field["fields"] = children
-    return field
-
-
-def _parse_type(text: str, start: int) -> tuple[str, list[dict[str, Any]] | None, int]:
-    """(type string, nested fields or None, end index) of the type starting at `start`."""
-    if text.startswith("struct<", start):
-        return _parse_struct(text, start)
-    if text.startswith("array<", start):
-        element, children, end = _parse_type(text, start + len("array<"))
-        end = _expect(text, end, ">")
-        nested = [_field("_element", element, None, children)] if children is not None else None
-        return text[start:end], nested, end
-    if text.startswith("map<", start):
-        key, key_children, end = _parse_type(text, start + len("map<"))
-        end = _expect(text, end, ",")
-        value, value_children, end = _parse_type(text, end)
-        end = _expect(text, end, ">")
-        nested = None
-        if key_children is not None or value_children is not None:
-            nested = [
-                _field("key", key, None, key_children),
-                _field("value", value, None, value_children),
-            ]
-        return text[start:end], nested, end
-    depth, end = 0, start
-    while end < len(text):
-        char = text[end]
-        if char in "(<":
-            depth += 1
-        elif char in ")>" and depth:
-            depth -= 1
-        elif char in ",>" and not depth:
-            break
-        end += 1
-    if end == start:
-        raise _Unparsable(text)
-    return text[start:end], None, end
-
-
-def _parse_struct(text: str, start: int) -> tuple[str, list[dict[str, Any]], int]:
-    position = start + len("struct<")
-    fields: list[dict[str, Any]] = []
-    if text.startswith(">", position):
-        return text[start : position + 1], fields, position + 1
-    while True:
-        colon = text.index(":", position)
-        name = text[position:colon]
-        if not name or any(char in name for char in "<>,"):
-            raise _Unparsable(text)
-        field_type, children, position = _parse_type(text, colon + 1)
-        fields.append(_field(name, field_type, len(fields) + 1, children))
-        if text.startswith(",", position):
-            position += 1
-            continue
-        end = _expect(text, position, ">")
-        return text[start:end], fields, end
-
-
-def _expect(text: str, position: int, char: str) -> int:
-    if not text.startswith(char, position):
-        raise _Unparsable(text)
-    return position + 1
-
-
-# ----------------------------------------------------------------------------------- time
-
-
-def _aware(value: dt.datetime, what: str) -> dt.datetime:
-    if not isinstance(value, dt.datetime):
-        raise EventBuildError(f"{what} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise EventBuildError(
-            f"{what} ({value.isoformat()}) has no time zone; give an aware datetime "
-            "(e.g. datetime.fromtimestamp(ts, tz=timezone.utc)) so ids and times do not "
-            "depend on the machine's zone"
-        )
-    return value
-
-
-def _iso(value: dt.datetime, what: str) -> str:
-    """RFC 3339 in UTC, as the spec's `date-time` format wants."""
-    return _aware(value, what).astimezone(dt.UTC).isoformat()
 
 
 def _unique(values: Iterable[str]) -> list[str]:

@@ -1,8 +1,9 @@
 """What the lineage sensor knows about one asset's run, as plain data.
 
 The sensor fills these from Dagster (event log, asset definitions, materialization metadata);
-`events.py` turns them into OpenLineage events. Nothing here imports Dagster or Spark, so the
-event builders are testable on their own.
+`events.py` turns them into OpenLineage events, raising `EventBuildError` (defined here so the
+builders and `timestamps`, which checks their times, share it without importing each other).
+Nothing here imports Dagster or Spark, so the event builders are testable on their own.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dws_dagster.errors import DwsError
+
 EventKind = Literal["START", "COMPLETE", "FAIL", "ABORT"]
+
+
+class EventBuildError(DwsError, ValueError):
+    """The data given for an asset's run cannot become a valid OpenLineage event."""
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ from dws_dagster.ol.events import (
     _RUN_EVENT_SCHEMA,
     INTEGRATION,
     PRODUCER,
-    EventBuildError,
     _facet,
-    _iso,
     dagster_run_ol_id,
 )
+from dws_dagster.ol.model import EventBuildError
+from dws_dagster.ol.timestamps import iso_utc
 from dws_dagster.workspace.redaction import redact_text
 
 __all__ = ["DAGSTER_JOB_TYPE", "DagsterRunEvent", "build_dagster_run_event"]
@@ -81,7 +81,7 @@ def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER)
             programmingLanguage="python",
         )
     return {
-        "eventTime": _iso(event.event_time, f"{where}: event time"),
+        "eventTime": iso_utc(event.event_time, f"{where}: event time"),
         "producer": producer,
         "schemaURL": _RUN_EVENT_SCHEMA,
         "run": {"runId": run_id, "facets": facets},
