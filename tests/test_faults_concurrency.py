@@ -35,7 +35,8 @@ from dws_dagster import (
     dws_ref,
     process_events,
 )
-from dws_dagster.ol.outbox import Outbox, event_key
+from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox_table import event_key
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 
 from .conftest import ROOT

@@ -26,7 +26,8 @@ import pytest
 from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from dws_dagster import Workspace, process_events
-from dws_dagster.ol.outbox import Outbox, event_key
+from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox_table import event_key
 from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import ROOT

@@ -22,7 +22,8 @@ from sqlalchemy import select, update
 
 from dws_dagster import Workspace
 from dws_dagster.errors import DwsError
-from dws_dagster.ol.outbox import Outbox, OutboxError, event_key
+from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox_table import OutboxError, event_key
 from dws_dagster.ol.transport import TransportConfigError, make_transport
 from dws_dagster.workspace.store import schema
 

@@ -13,7 +13,8 @@ from dagster import AssetKey, DagsterRunStatus, Definitions, asset, materialize
 from pyspark.sql import DataFrame
 
 from dws_dagster import dws_ref, process_events
-from dws_dagster.ol.outbox import Outbox, event_key
+from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox_table import event_key
 from dws_dagster.ol.transport import make_transport
 from tests.ol_parents import check_parents, children_of, parent_events
 from tests.ol_receiver import Receiver

@@ -83,7 +83,8 @@ def cmd_ol_deliver(args: argparse.Namespace) -> int:
 
 
 def cmd_ol_replay(args: argparse.Namespace) -> int:
-    from dws_dagster.ol.outbox import Outbox, parse_time
+    from dws_dagster.ol.outbox import Outbox
+    from dws_dagster.ol.outbox_table import parse_time
 
     since = parse_time(args.since, what="--since") if args.since else None
     ws = open_workspace(args)

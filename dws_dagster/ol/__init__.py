@@ -2,4 +2,14 @@
 
 Named `ol` so it never shadows the `openlineage` client package it builds on. Imports no
 Dagster and no Spark: the lineage sensor turns Dagster events into `model` objects.
+
+- `model`: what the sensor knows about an asset's run, as plain data (and `EventBuildError`);
+- `events`: the RunEvents of an asset's run; `run_events`: those of the Dagster run itself;
+- `naming`: a dataset's OpenLineage (namespace, name) from its location;
+- `source_urls`: the URLs of an asset's source code (`sourceCodeLocation` facet);
+- `spark_types`: nested schema fields parsed from Spark's type strings;
+- `timestamps`: event times (naive refused) and the outbox's stored times (naive read as UTC);
+- `outbox`: the durable spool and its delivery, with its tables in `outbox_table` and what it
+  reports in `outbox_report`;
+- `transport` (with `transport_emit` and `transport_text`): where events go.
 """

@@ -26,6 +26,9 @@ in order, and catalogs deduplicate by (runId, eventType, eventTime): delivery is
 at-least-once, in spool order, one event at a time, and the first failure ends the call, so a
 run's later event is never sent before an earlier one. Delivered events stay in the table:
 they are the archive `events()` and `replay()` read.
+
+The tables' rows and statements are in `outbox_table`, the reports in `outbox_report`; this
+module holds the transactions and the delivery loop.
 """
 
 from __future__ import annotations
@@ -38,18 +41,39 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
-from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from dws_dagster.errors import DwsError
+from dws_dagster.ol.outbox_report import (
+    DeliveryReport,
+    OutboxStatus,
+    delivery_report,
+    read_status,
+)
+from dws_dagster.ol.outbox_table import (
+    PAGE_SIZE,
+    DeliveryState,
+    OutboxError,
+    archive_count,
+    archive_page,
+    describe,
+    event_or_stub,
+    event_row,
+    insert_events,
+    parse_time_or_none,
+    pending_count,
+    pending_page,
+    read_state,
+    record_checkpoint,
+    record_failure,
+    release_lease,
+    take_lease,
+)
+from dws_dagster.ol.timestamps import assume_utc, iso_or_none, utc_now
 from dws_dagster.ol.transport_emit import Emitter
 from dws_dagster.ol.transport_text import error_text, redact
-from dws_dagster.workspace.store import schema
 
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport
@@ -65,214 +89,7 @@ LEASE_SECONDS = 120.0
 #: While sending, events are marked delivered at least this often (a crash re-sends at most
 #: what was sent since).
 CHECKPOINT_SECONDS = 1.0
-#: Pending events read per query while delivering or reading the archive.
-PAGE_SIZE = 500
-#: Ids per UPDATE ... WHERE id IN (...) (SQLite's default limit of bound parameters is 32766).
-MARK_CHUNK = 500
 MAX_ERROR_CHARS = 2000
-#: `dws_ol_events.event_type` is a String(16): OpenLineage's types are at most 8 characters.
-MAX_EVENT_TYPE_CHARS = 16
-
-Key = tuple[str, str]
-
-_EVENTS = schema.ol_events
-_DELIVERY = schema.ol_delivery
-
-
-class OutboxError(DwsError):
-    """The OpenLineage outbox cannot take, read or send events as asked."""
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def parse_time(text: str, *, what: str = "time") -> dt.datetime:
-    """An aware datetime from ISO-8601 text: a date means its midnight, no zone means UTC."""
-    try:
-        value = dt.datetime.fromisoformat(str(text).strip())
-    except ValueError:
-        raise OutboxError(
-            f"{what}: {text!r} is not an ISO-8601 date or datetime; write it like 2026-05-01 or "
-            "2026-05-01T12:00:00+00:00"
-        ) from None
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
-def _aware(value: dt.datetime) -> dt.datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
-def _iso(value: dt.datetime | None) -> str | None:
-    return None if value is None else value.isoformat(timespec="microseconds")
-
-
-def _from_iso(text: str | None) -> dt.datetime | None:
-    return None if text is None else parse_time(text)
-
-
-def time_key(value: dt.datetime) -> str:
-    """`value` as stored in `dws_ol_events.event_time`: UTC, fixed width, so that comparing
-    the text compares the instants (`events(since)` filters in the database)."""
-    return _aware(value).astimezone(dt.UTC).isoformat(timespec="microseconds")
-
-
-def event_key(event: Mapping[str, Any]) -> Key:
-    """What makes two events the same for the outbox: (run.runId, eventType)."""
-    run = event.get("run")
-    return (
-        str(run.get("runId")) if isinstance(run, Mapping) else "",
-        str(event.get("eventType", "")),
-    )
-
-
-def _describe(event: Mapping[str, Any]) -> str:
-    run_id, event_type = event_key(event)
-    return f"run {run_id} {event_type} ({event.get('eventTime')})"
-
-
-def event_row(event: Any, index: int = 0) -> dict[str, Any]:
-    """Validate one event and give its `dws_ol_events` columns (no workspace, no spool time):
-    `run_id`, `event_type`, `event_time` (see `time_key`) and `body` (JSON, sorted keys)."""
-    if not isinstance(event, Mapping):
-        raise OutboxError(
-            f"event #{index} is a {type(event).__name__}, not an OpenLineage "
-            "RunEvent dict; pass the dicts the event builders return"
-        )
-    run: Any = event.get("run")
-    problems = []
-    if (
-        not isinstance(run, Mapping)
-        or not isinstance(run.get("runId"), str)
-        or not run.get("runId")
-    ):
-        problems.append("run.runId")
-    event_type = event.get("eventType")
-    if not isinstance(event_type, str) or not event_type or len(event_type) > MAX_EVENT_TYPE_CHARS:
-        problems.append("eventType")
-    try:
-        when = parse_time(event.get("eventTime"))  # type: ignore[arg-type]
-    except OutboxError:
-        problems.append("eventTime")
-    if problems:
-        raise OutboxError(
-            f"event #{index} cannot be spooled: missing or invalid {', '.join(problems)}; the "
-            "outbox takes OpenLineage RunEvents with run.runId, an eventType (at most "
-            f"{MAX_EVENT_TYPE_CHARS} characters) and an ISO-8601 eventTime"
-        )
-    try:
-        body = orjson.dumps(dict(event), option=orjson.OPT_SORT_KEYS)
-    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
-        raise OutboxError(
-            f"event #{index} ({_describe(event)}) is not JSON: {exc}; pass plain "
-            "JSON data (strings, numbers, lists, dicts)"
-        ) from None
-    return {
-        "run_id": run["runId"],
-        "event_type": event_type,
-        "event_time": time_key(when),
-        "body": body.decode(),
-    }
-
-
-def insert_events(
-    connection: Connection,
-    workspace_id: int,
-    rows: Sequence[dict[str, Any]],
-    *,
-    spooled: str,
-    pending: bool = True,
-) -> int:
-    """Insert the `event_row`s whose key the workspace's outbox does not hold yet, in order;
-    returns how many. The caller holds the workspace's write lock (no two inserters race for
-    a key, and ids are committed in increasing order)."""
-    fresh: dict[Key, dict[str, Any]] = {}
-    for row in rows:
-        fresh.setdefault((row["run_id"], row["event_type"]), row)
-    run_ids = sorted({run_id for run_id, _ in fresh})
-    for start in range(0, len(run_ids), MARK_CHUNK):
-        for run_id, event_type in connection.execute(
-            select(_EVENTS.c.run_id, _EVENTS.c.event_type).where(
-                _EVENTS.c.workspace_id == workspace_id,
-                _EVENTS.c.run_id.in_(run_ids[start : start + MARK_CHUNK]),
-            )
-        ):
-            fresh.pop((run_id, event_type), None)
-    if fresh:
-        connection.execute(
-            insert(_EVENTS),
-            [
-                {**row, "workspace_id": workspace_id, "spooled": spooled, "pending": pending}
-                for row in fresh.values()
-            ],
-        )
-    return len(fresh)
-
-
-@dataclass(frozen=True)
-class DeliveryReport:
-    """What one `Outbox.deliver` call did.
-
-    `failed` is 1 when this call stopped on an error; `last_error`, `attempts` and
-    `next_attempt_at` describe the current run of failures (None/0 once delivery works).
-    `busy`: another deliverer holds the lease, so this call sent nothing; `paused`: the
-    transport is disabled (noop), so events stay pending.
-    """
-
-    sent: int
-    failed: int
-    pending: int
-    next_attempt_at: dt.datetime | None = None
-    last_error: str | None = None
-    attempts: int = 0
-    busy: bool = False
-    paused: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "next_attempt_at": _iso(self.next_attempt_at)}
-
-
-@dataclass(frozen=True)
-class OutboxStatus:
-    """The outbox at a glance. `oldest_pending_time` is the eventTime of the first pending event
-    (in spool order); `attempts` counts failed attempts since the last success; `store` is the
-    workspace store holding the outbox (no password); `deliverer` who holds the delivery lease
-    now (host:pid:call), until `lease_until` (None: nobody is delivering)."""
-
-    pending: int
-    delivered: int
-    oldest_pending_time: str | None
-    attempts: int
-    next_attempt_at: dt.datetime | None
-    last_error: str | None
-    last_error_at: dt.datetime | None
-    last_delivery_at: dt.datetime | None
-    store: str
-    deliverer: str | None
-    lease_until: dt.datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for name in ("next_attempt_at", "last_error_at", "last_delivery_at", "lease_until"):
-            data[name] = _iso(data[name])
-        return data
-
-
-@dataclass
-class _Delivery:
-    """The workspace's `dws_ol_delivery` row."""
-
-    holder: str | None = None
-    lease_until: float = 0.0
-    delivered: int = 0
-    attempts: int = 0
-    next_attempt_at: str | None = None
-    last_error: str | None = None
-    last_error_at: str | None = None
-    last_delivery_at: str | None = None
-
-
-_DELIVERY_COLUMNS = [getattr(_DELIVERY.c, name) for name in _Delivery.__dataclass_fields__]
 
 
 class Outbox:
@@ -349,7 +166,7 @@ class Outbox:
             return 0
         ws_id = self.store.workspace_id
         with self._guard("spool events"), self.db.transaction(write_for=ws_id) as connection:
-            return insert_events(connection, ws_id, rows, spooled=_iso(utc_now()) or "")
+            return insert_events(connection, ws_id, rows, spooled=iso_or_none(utc_now()) or "")
 
     # ------------------------------------------------------------------ delivery
 
@@ -365,7 +182,7 @@ class Outbox:
         fails; a failure sets the next attempt time (exponential backoff with jitter), before
         which calls send nothing unless `ignore_backoff`. Another deliverer holding the lease
         makes the call return at once with `busy`."""
-        now = _aware(now or utc_now())
+        now = assume_utc(now or utc_now())
         if transport.kind == "noop":
             return self._report(self._state(), sent=0, failed=0, paused=True)
         if self.db.in_transaction:
@@ -391,68 +208,33 @@ class Outbox:
             self._release(holder)
 
     @staticmethod
-    def _waiting(state: _Delivery, now: dt.datetime) -> bool:
-        waiting_until = _from_iso(state.next_attempt_at)
+    def _waiting(state: DeliveryState, now: dt.datetime) -> bool:
+        waiting_until = parse_time_or_none(state.next_attempt_at)
         return waiting_until is not None and now < waiting_until
 
-    def _take_lease(self, holder: str) -> _Delivery | None:
+    def _take_lease(self, holder: str) -> DeliveryState | None:
         """Claim delivery for `holder` unless a live lease is held; the state when taken."""
         wall = time.time()
         with self._writing() as (connection, ws_id):
-            taken = connection.execute(
-                update(_DELIVERY)
-                .where(
-                    _DELIVERY.c.workspace_id == ws_id,
-                    (_DELIVERY.c.holder.is_(None)) | (_DELIVERY.c.lease_until < wall),
-                )
-                .values(holder=holder, lease_until=wall + self.lease_seconds)
-            ).rowcount
-            if not taken:
-                exists = connection.execute(
-                    select(_DELIVERY.c.workspace_id).where(_DELIVERY.c.workspace_id == ws_id)
-                ).first()
-                if exists is not None:
-                    return None
-                # Registered before the outbox had a row (Database.workspace_id adds it).
-                connection.execute(
-                    insert(_DELIVERY).values(
-                        workspace_id=ws_id, holder=holder, lease_until=wall + self.lease_seconds
-                    )
-                )
-            return self._read_state(connection, ws_id)
+            if not take_lease(
+                connection, ws_id, holder, wall=wall, until=wall + self.lease_seconds
+            ):
+                return None
+            return read_state(connection, ws_id, self.shown)
 
     def _release(self, holder: str) -> None:
         with self._writing() as (connection, ws_id):
-            connection.execute(
-                update(_DELIVERY)
-                .where(
-                    _DELIVERY.c.workspace_id == ws_id,
-                    _DELIVERY.c.holder == holder,
-                )
-                .values(holder=None, lease_until=0.0)
-            )
+            release_lease(connection, ws_id, holder)
 
     def _pending_page(self, after: int) -> list[tuple[int, str]]:
         with self._reading() as (connection, ws_id):
-            return [
-                (int(row[0]), str(row[1]))
-                for row in connection.execute(
-                    select(_EVENTS.c.id, _EVENTS.c.body)
-                    .where(
-                        _EVENTS.c.workspace_id == ws_id,
-                        _EVENTS.c.pending,
-                        _EVENTS.c.id > after,
-                    )
-                    .order_by(_EVENTS.c.id)
-                    .limit(PAGE_SIZE)
-                )
-            ]
+            return pending_page(connection, ws_id, after)
 
     def _deliver_leased(
         self,
         transport: Transport,
         holder: str,
-        state: _Delivery,
+        state: DeliveryState,
         budget_seconds: float,
         now: dt.datetime,
     ) -> DeliveryReport:
@@ -483,7 +265,7 @@ class Outbox:
                             unmarked, stop = [], True  # the lease was lost: stop sending
                             break
                         unmarked, last_mark = [], time.monotonic()
-                    event = _event_or_stub(body)
+                    event = event_or_stub(body)
                     try:
                         if "__corrupt__" in event:
                             raise OutboxError(
@@ -515,50 +297,13 @@ class Outbox:
             )
         return self._report(self._state(), sent=sent, failed=int(failure is not None))
 
-    def _mark(self, connection: Connection, ws_id: int, ids: Sequence[int]) -> int:
-        """Mark events delivered; returns how many were pending (a counter must not count an
-        event another deliverer marked already)."""
-        marked = 0
-        for start in range(0, len(ids), MARK_CHUNK):
-            marked += connection.execute(
-                update(_EVENTS)
-                .where(
-                    _EVENTS.c.workspace_id == ws_id,
-                    _EVENTS.c.pending,
-                    _EVENTS.c.id.in_(ids[start : start + MARK_CHUNK]),
-                )
-                .values(pending=False)
-            ).rowcount
-        return marked
-
     def _checkpoint(self, holder: str, ids: Sequence[int], at: dt.datetime) -> bool:
         """Mark `ids` delivered and renew the lease, in one short transaction; False if the
         lease is no longer ours (it expired and another deliverer took it)."""
         with self._writing() as (connection, ws_id):
-            marked = self._mark(connection, ws_id, ids) if ids else 0
-            values: dict[str, Any] = {"lease_until": time.time() + self.lease_seconds}
-            if ids:
-                values.update(
-                    delivered=_DELIVERY.c.delivered + marked,
-                    attempts=0,
-                    next_attempt_at=None,
-                    last_delivery_at=_iso(at),
-                )
-            ours = connection.execute(
-                update(_DELIVERY)
-                .where(
-                    _DELIVERY.c.workspace_id == ws_id,
-                    _DELIVERY.c.holder == holder,
-                )
-                .values(**values)
-            ).rowcount
-            if not ours and marked:
-                connection.execute(
-                    update(_DELIVERY)
-                    .where(_DELIVERY.c.workspace_id == ws_id)
-                    .values(delivered=_DELIVERY.c.delivered + marked)
-                )
-        return bool(ours)
+            return record_checkpoint(
+                connection, ws_id, holder, ids, at=at, lease_seconds=self.lease_seconds
+            )
 
     def _failed(
         self,
@@ -573,32 +318,21 @@ class Outbox:
         attempts: int,
     ) -> None:
         """Mark what was sent and record the failure and the next attempt time."""
-        message = redact(f"sending {_describe(event)} failed: {error_text(exc)}", transport)
+        message = redact(f"sending {describe(event)} failed: {error_text(exc)}", transport)
         attempts = (0 if succeeded else attempts) + 1
-        values: dict[str, Any] = {
-            "attempts": attempts,
-            "last_error": message[:MAX_ERROR_CHARS],
-            "last_error_at": _iso(at),
-            "next_attempt_at": _iso(at + dt.timedelta(seconds=self.backoff(attempts))),
-        }
+        next_attempt_at = at + dt.timedelta(seconds=self.backoff(attempts))
         with self._writing() as (connection, ws_id):
-            marked = self._mark(connection, ws_id, ids) if ids else 0
-            if succeeded:
-                values["last_delivery_at"] = _iso(at)
-            ours = connection.execute(
-                update(_DELIVERY)
-                .where(
-                    _DELIVERY.c.workspace_id == ws_id,
-                    _DELIVERY.c.holder == holder,
-                )
-                .values(delivered=_DELIVERY.c.delivered + marked, **values)
-            ).rowcount
-            if not ours and marked:
-                connection.execute(
-                    update(_DELIVERY)
-                    .where(_DELIVERY.c.workspace_id == ws_id)
-                    .values(delivered=_DELIVERY.c.delivered + marked)
-                )
+            record_failure(
+                connection,
+                ws_id,
+                holder,
+                ids,
+                attempts=attempts,
+                error=message[:MAX_ERROR_CHARS],
+                at=at,
+                next_attempt_at=next_attempt_at,
+                succeeded=succeeded,
+            )
 
     def backoff(self, attempts: int) -> float:
         """Seconds to wait after `attempts` failures in a row: doubling from `backoff_base` up to
@@ -608,96 +342,32 @@ class Outbox:
 
     # ------------------------------------------------------------------ state
 
-    def _read_state(self, connection: Connection, ws_id: int) -> _Delivery:
-        row = connection.execute(
-            select(*_DELIVERY_COLUMNS).where(_DELIVERY.c.workspace_id == ws_id)
-        ).first()
-        if row is None:
-            return _Delivery()
-        state = _Delivery(*row)
-        for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
-            value = getattr(state, name)
-            if value is not None:
-                try:
-                    parse_time(value, what=name)
-                except DwsError:
-                    raise OutboxError(
-                        f"workspace store {self.shown}: the OpenLineage outbox's delivery "
-                        f"state is corrupt ({name} {str(value)[:40]!r} is not an ISO time); "
-                        "set it to NULL in dws_ol_delivery"
-                    ) from None
-        return state
-
-    def _state(self) -> _Delivery:
+    def _state(self) -> DeliveryState:
         with self._reading() as (connection, ws_id):
-            return self._read_state(connection, ws_id)
+            return read_state(connection, ws_id, self.shown)
 
     def _pending_count(self) -> int:
         with self._reading() as (connection, ws_id):
-            return int(
-                connection.execute(
-                    select(func.count())
-                    .select_from(_EVENTS)
-                    .where(_EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)
-                ).scalar()
-                or 0
-            )
+            return pending_count(connection, ws_id)
 
     def _report(
-        self, state: _Delivery, *, sent: int, failed: int, busy: bool = False, paused: bool = False
+        self,
+        state: DeliveryState,
+        *,
+        sent: int,
+        failed: int,
+        busy: bool = False,
+        paused: bool = False,
     ) -> DeliveryReport:
-        failing = state.attempts > 0
-        return DeliveryReport(
-            sent=sent,
-            failed=failed,
-            pending=self._pending_count(),
-            next_attempt_at=_from_iso(state.next_attempt_at) if failing else None,
-            last_error=state.last_error if failing else None,
-            attempts=state.attempts,
-            busy=busy,
-            paused=paused,
+        return delivery_report(
+            state, pending=self._pending_count(), sent=sent, failed=failed, busy=busy, paused=paused
         )
 
     # ------------------------------------------------------------------ reading
 
     def status(self) -> OutboxStatus:
         with self._reading() as (connection, ws_id):
-            state = self._read_state(connection, ws_id)
-            pending = int(
-                connection.execute(
-                    select(func.count())
-                    .select_from(_EVENTS)
-                    .where(_EVENTS.c.workspace_id == ws_id, _EVENTS.c.pending)
-                ).scalar()
-                or 0
-            )
-            first = (
-                connection.execute(
-                    select(_EVENTS.c.body)
-                    .where(
-                        _EVENTS.c.workspace_id == ws_id,
-                        _EVENTS.c.pending,
-                    )
-                    .order_by(_EVENTS.c.id)
-                    .limit(1)
-                ).scalar()
-                if pending
-                else None
-            )
-        leased = state.holder is not None and state.lease_until > time.time()
-        return OutboxStatus(
-            pending=pending,
-            delivered=state.delivered,
-            oldest_pending_time=None if first is None else _event_or_stub(first).get("eventTime"),
-            attempts=state.attempts,
-            next_attempt_at=_from_iso(state.next_attempt_at),
-            last_error=state.last_error,
-            last_error_at=_from_iso(state.last_error_at),
-            last_delivery_at=_from_iso(state.last_delivery_at),
-            store=self.shown,
-            deliverer=state.holder if leased else None,
-            lease_until=dt.datetime.fromtimestamp(state.lease_until, dt.UTC) if leased else None,
-        )
+            return read_status(connection, ws_id, self.shown)
 
     def events(self, since: dt.datetime | None = None) -> Iterator[dict[str, Any]]:
         """Every event ever spooled, in spool order, read a page at a time; with `since`, those
@@ -705,14 +375,9 @@ class Outbox:
         after = 0
         while True:
             with self._reading() as (connection, ws_id):
-                query = select(_EVENTS.c.id, _EVENTS.c.body).where(
-                    _EVENTS.c.workspace_id == ws_id, _EVENTS.c.id > after
-                )
-                if since is not None:
-                    query = query.where(_EVENTS.c.event_time >= time_key(since))
-                rows = connection.execute(query.order_by(_EVENTS.c.id).limit(PAGE_SIZE)).all()
+                rows = archive_page(connection, ws_id, after, since)
             for event_id, body in rows:
-                event = _event_or_stub(body)
+                event = event_or_stub(body)
                 if "__corrupt__" in event:
                     raise OutboxError(
                         f"workspace store {self.shown}: OpenLineage outbox event {event_id} is "
@@ -727,10 +392,7 @@ class Outbox:
     def count(self, since: dt.datetime | None = None) -> int:
         """How many events `events(since)` gives."""
         with self._reading() as (connection, ws_id):
-            query = select(func.count()).select_from(_EVENTS).where(_EVENTS.c.workspace_id == ws_id)
-            if since is not None:
-                query = query.where(_EVENTS.c.event_time >= time_key(since))
-            return int(connection.execute(query).scalar() or 0)
+            return archive_count(connection, ws_id, since)
 
     def replay(
         self,
@@ -752,7 +414,7 @@ class Outbox:
             except Exception as exc:
                 message = redact(error_text(exc), transport)[:MAX_ERROR_CHARS]
                 raise OutboxError(
-                    f"replay stopped after {sent} event(s): sending {_describe(event)} failed: "
+                    f"replay stopped after {sent} event(s): sending {describe(event)} failed: "
                     f"{message}; fix the transport, then resume with 'dws-dagster openlineage "
                     f"replay --since {event.get('eventTime')}'"
                 ) from None
@@ -760,13 +422,3 @@ class Outbox:
             if progress is not None:
                 progress(event)
         return sent
-
-
-def _event_or_stub(body: str) -> dict[str, Any]:
-    """A stored event's JSON, or a stub saying it is corrupt (read from the database:
-    untrusted)."""
-    try:
-        event = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        event = None
-    return event if isinstance(event, dict) else {"__corrupt__": True}
