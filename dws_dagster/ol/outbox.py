@@ -58,7 +58,7 @@ from dws_dagster.ol.outbox_table import (
     OutboxError,
     archive_count,
     archive_page,
-    describe,
+    describe_event,
     event_or_stub,
     event_row,
     insert_events,
@@ -318,7 +318,7 @@ class Outbox:
         attempts: int,
     ) -> None:
         """Mark what was sent and record the failure and the next attempt time."""
-        message = redact(f"sending {describe(event)} failed: {error_text(exc)}", transport)
+        message = redact(f"sending {describe_event(event)} failed: {error_text(exc)}", transport)
         attempts = (0 if succeeded else attempts) + 1
         next_attempt_at = at + dt.timedelta(seconds=self.backoff(attempts))
         with self._writing() as (connection, ws_id):
@@ -414,9 +414,9 @@ class Outbox:
             except Exception as exc:
                 message = redact(error_text(exc), transport)[:MAX_ERROR_CHARS]
                 raise OutboxError(
-                    f"replay stopped after {sent} event(s): sending {describe(event)} failed: "
-                    f"{message}; fix the transport, then resume with 'dws-dagster openlineage "
-                    f"replay --since {event.get('eventTime')}'"
+                    f"replay stopped after {sent} event(s): sending {describe_event(event)} "
+                    f"failed: {message}; fix the transport, then resume with 'dws-dagster "
+                    f"openlineage replay --since {event.get('eventTime')}'"
                 ) from None
             sent += 1
             if progress is not None:

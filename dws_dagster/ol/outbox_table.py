@@ -77,7 +77,7 @@ def event_key(event: Mapping[str, Any]) -> Key:
     )
 
 
-def describe(event: Mapping[str, Any]) -> str:
+def describe_event(event: Mapping[str, Any]) -> str:
     """An event as error messages name it."""
     run_id, event_type = event_key(event)
     return f"run {run_id} {event_type} ({event.get('eventTime')})"
@@ -116,7 +116,7 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
         body = orjson.dumps(dict(event), option=orjson.OPT_SORT_KEYS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise OutboxError(
-            f"event #{index} ({describe(event)}) is not JSON: {exc}; pass plain "
+            f"event #{index} ({describe_event(event)}) is not JSON: {exc}; pass plain "
             "JSON data (strings, numbers, lists, dicts)"
         ) from None
     return {
