@@ -169,6 +169,90 @@ def test_library_internals_are_imported_only_by_their_compatibility_module() -> 
     assert offending == []
 
 
+def _private_library_uses(source: str, library: str) -> list[str]:
+    """Each `._name` (not a dunder) read from what `source` takes from `library`: a name it
+    imports from it (`RunEvent._get_schema()`, `parent_run.ParentRunFacet._get_schema()`),
+    or an argument annotated with one (`transport: FileTransport` ... `transport._handler`)."""
+    tree = ast.parse(source)
+    imported: set[str] = set()
+    for node in ast.walk(tree):  # `TYPE_CHECKING` imports too: annotations name them
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == library:
+                    imported.add(alias.asname or alias.name.split(".")[0])
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == library
+        ):
+            imported.update(alias.asname or alias.name for alias in node.names)
+    found: list[tuple[int, int, str]] = []
+
+    def names_library(annotation: ast.expr | None) -> bool:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            annotation = ast.parse(annotation.value, mode="eval").body
+        return annotation is not None and any(
+            isinstance(name, ast.Name) and name.id in imported for name in ast.walk(annotation)
+        )
+
+    def visit(node: ast.AST, bound: frozenset[str]) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+            shadowed = {arg.arg for arg in every}
+            bound = (bound - shadowed) | {arg.arg for arg in every if names_library(arg.annotation)}
+        elif isinstance(node, ast.Attribute):
+            base = node.value
+            while isinstance(base, ast.Attribute | ast.Call | ast.Subscript):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            private = node.attr.startswith("_") and not node.attr.endswith("__")
+            if private and isinstance(base, ast.Name) and base.id in bound:
+                found.append((node.lineno, node.col_offset, ast.unparse(node)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, bound)
+
+    visit(tree, frozenset(imported))
+    return [f"line {line}: {use}" for line, _column, use in sorted(found)]
+
+
+def test_the_private_use_check_sees_names_modules_and_annotated_arguments() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from openlineage.client.event_v2 import RunEvent\n"
+        "from openlineage.client.facet_v2 import parent_run as parents\n"
+        "import openlineage.client.serde\n"
+        "if TYPE_CHECKING:\n"
+        "    from openlineage.client.transport.file import FileTransport\n"
+        "URL = RunEvent._get_schema()\n"
+        "PARENT = parents.ParentRunFacet._get_schema()\n"
+        "SERDE = openlineage.client.serde._private\n"
+        "def path(transport: FileTransport, other: 'FileTransport | None') -> str:\n"
+        "    return transport._get_file_path(other._file_handler)\n"
+        "def fine(transport: object) -> object:\n"
+        "    return RunEvent.__name__, transport._x, RunEvent.eventTime\n"
+    )
+    assert _private_library_uses(source, "openlineage") == [
+        "line 7: RunEvent._get_schema",
+        "line 8: parents.ParentRunFacet._get_schema",
+        "line 9: openlineage.client.serde._private",
+        "line 11: transport._get_file_path",
+        "line 11: other._file_handler",
+    ]
+
+
+def test_library_internals_are_used_only_by_their_compatibility_module() -> None:
+    """No private attribute of what a module takes from openlineage, outside its compatibility
+    module: imports alone would miss `RunEvent._get_schema()`."""
+    offending = []
+    for module in _modules("dws_dagster"):
+        if module == INTERNALS["openlineage"]:
+            continue
+        source = _module_path(module).read_text(encoding="utf-8")
+        offending.extend(f"{module}, {use}" for use in _private_library_uses(source, "openlineage"))
+    assert offending == []
+
+
 def test_every_package_states_its_import_rule() -> None:
     for init in sorted(PACKAGE.rglob("__init__.py")):
         if "migrations" in init.parts:

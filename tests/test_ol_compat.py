@@ -4,6 +4,15 @@ loudly."""
 
 from pathlib import Path
 
+from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
+from openlineage.client.facet_v2 import (
+    dataset_version_dataset,
+    error_message_run,
+    job_type_job,
+    output_statistics_output_dataset,
+    processing_engine_run,
+)
+from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
 
@@ -35,3 +44,29 @@ def test_file_transport_paths_and_handler(tmp_path: Path) -> None:
     assert ol_compat.local_path(str(events)) == str(events)
     assert ol_compat.local_path(events.as_uri()) == str(events)
     assert ol_compat.local_path("file://localhost" + str(events)) == str(events)
+
+
+def test_schema_url_of_a_class_is_the_one_its_instances_carry() -> None:
+    """What the client writes as an event's `schemaURL` and a facet's `_schemaURL` (run, job,
+    dataset and output facets alike) is each class's own URL, known without an instance."""
+    now = "2024-05-01T12:00:00Z"
+    built = [
+        RunEvent(
+            eventType=RunState.START,
+            eventTime=now,
+            run=Run(runId="0b6f3b52-8c1e-4f5e-9a43-2f7f6b1f1c11"),
+            job=Job(namespace="dagster", name="asset"),
+        ),
+        processing_engine_run.ProcessingEngineRunFacet(version="1.10.3", name="dagster"),
+        error_message_run.ErrorMessageRunFacet(message="boom", programmingLanguage="python"),
+        job_type_job.JobTypeJobFacet(processingType="BATCH", integration="DAGSTER"),
+        dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion="v1"),
+        output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(rowCount=1),
+    ]
+    for instance in built:
+        generated = type(instance)
+        written = Serde.to_dict(instance)
+        url = ol_compat.schema_url(generated)
+        assert url == written.get("schemaURL", written.get("_schemaURL")), generated
+        assert url.startswith("https://openlineage.io/spec/"), url
+        assert url.endswith(f"#/$defs/{generated.__name__}"), url  # the class's, not its base's

@@ -18,13 +18,9 @@ from typing import Any
 import pytest
 
 from dws_dagster import DwsError, __version__
-from dws_dagster.ol.events import (
-    PARTITION_TAG,
-    PRODUCER,
-    build_run_event,
-    ol_run_id,
-    workspace_namespace,
-)
+from dws_dagster.ol.dataset_facets import workspace_namespace
+from dws_dagster.ol.events import PARTITION_TAG, build_run_event, ol_run_id
+from dws_dagster.ol.facets import PRODUCER
 from dws_dagster.ol.model import (
     AssetRunEvent,
     DatasetInfo,

@@ -4,6 +4,8 @@ The client's documented API builds transports from configuration; it offers no w
 built HTTP transport's retries (the `OPENLINEAGE_URL` transport is built without the factory,
 so its config cannot be edited first), nor to ask a file transport where it writes an event
 and whether that is a local file. `Emitter` needs the latter to append spooled lines itself.
+Nor does it name the schema URL of an event or facet class without building an instance;
+`ol/facets.py` builds events as plain dicts and takes each URL from the class.
 `tests/test_ol_compat.py` exercises each function against the installed client, so an upgrade
 that moves one fails there rather than silently retrying or writing elsewhere.
 """
@@ -13,8 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from openlineage.client.generated.base import BaseEvent, BaseFacet
     from openlineage.client.transport.file import FileTransport
     from openlineage.client.transport.http import HttpTransport
+
+
+def schema_url(generated: type[BaseEvent] | type[BaseFacet]) -> str:
+    """The schema URL the client writes in an instance of `generated` (an event's `schemaURL`,
+    a facet's `_schemaURL`): the spec version of the installed client."""
+    return generated._get_schema()
 
 
 def set_http_retry(transport: HttpTransport, retry: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
 """What the lineage sensor knows about one asset's run, as plain data.
 
 The sensor fills these from Dagster (event log, asset definitions, materialization metadata);
-`events.py` turns them into OpenLineage events, raising `EventBuildError` (defined here so the
-builders and `timestamps`, which checks their times, share it without importing each other).
+`events.py` (with `dataset_facets.py`) turns them into OpenLineage events, raising
+`EventBuildError` (defined here so the builders and `timestamps`, which checks their times,
+share it without importing each other).
 Nothing here imports Dagster or Spark, so the event builders are testable on their own.
 """
 

@@ -5,10 +5,11 @@ that run creates it from the children's facets and shows it running forever (Mar
 So the run gets a job of its own, named after the Dagster job, with a START when it starts
 and a COMPLETE, FAIL or ABORT when it ends.
 
-Pure functions, like `events.py`, whose helpers they share: the run id is the one the
-children's parent facets carry (`dagster_run_ol_id`), so the two cannot drift apart. The
-Dagster run is the root of the hierarchy, so its events carry no `parent` facet: the spec's
-root is "the run at the top", which the children name and this run is.
+Pure functions, like `events.py`, with the same producer, schema URLs and facet shape
+(`facets`). The run id is the one the children's parent facets carry
+(`events.dagster_run_ol_id`), so the two cannot drift apart. The Dagster run is the root of
+the hierarchy, so its events carry no `parent` facet: the spec's root is "the run at the
+top", which the children name and this run is.
 """
 
 from __future__ import annotations
@@ -18,16 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dws_dagster import __version__
-from dws_dagster.ol.events import (
-    _ERROR_MESSAGE,
-    _JOB_TYPE,
-    _PROCESSING_ENGINE,
-    _RUN_EVENT_SCHEMA,
-    INTEGRATION,
-    PRODUCER,
-    _facet,
-    dagster_run_ol_id,
-)
+from dws_dagster.ol.events import dagster_run_ol_id
+from dws_dagster.ol.facets import INTEGRATION, PRODUCER, SchemaURL, facet
 from dws_dagster.ol.model import EventBuildError
 from dws_dagster.ol.timestamps import iso_utc
 from dws_dagster.workspace.redaction import redact_text
@@ -66,16 +59,16 @@ def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER)
     run_id = dagster_run_ol_id(event.dagster_run_id, where)
     facets: dict[str, Any] = {}
     if event.dagster_version:
-        facets["processing_engine"] = _facet(
-            _PROCESSING_ENGINE,
+        facets["processing_engine"] = facet(
+            SchemaURL.PROCESSING_ENGINE,
             producer,
             version=event.dagster_version,
             name="dagster",
             openlineageAdapterVersion=__version__,
         )
     if event.kind == "FAIL" and event.error_message:
-        facets["errorMessage"] = _facet(
-            _ERROR_MESSAGE,
+        facets["errorMessage"] = facet(
+            SchemaURL.ERROR_MESSAGE,
             producer,
             message=redact_text(event.error_message),
             programmingLanguage="python",
@@ -83,14 +76,14 @@ def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER)
     return {
         "eventTime": iso_utc(event.event_time, f"{where}: event time"),
         "producer": producer,
-        "schemaURL": _RUN_EVENT_SCHEMA,
+        "schemaURL": SchemaURL.RUN_EVENT,
         "run": {"runId": run_id, "facets": facets},
         "job": {
             "namespace": event.namespace,
             "name": event.dagster_job,
             "facets": {
-                "jobType": _facet(
-                    _JOB_TYPE,
+                "jobType": facet(
+                    SchemaURL.JOB_TYPE,
                     producer,
                     processingType="BATCH",
                     integration=INTEGRATION,

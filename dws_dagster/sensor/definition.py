@@ -288,7 +288,8 @@ def _check_settings(who: str, batch_size: int, time_budget_seconds: float) -> No
 def _render(events: list[Any], locate: Callable[[str], str]) -> list[dict[str, Any]]:
     """The batch's events in the order the applier put them: a Dagster run's own START
     before its assets' events, its end after theirs."""
-    from dws_dagster.ol.events import PRODUCER, build_run_event
+    from dws_dagster.ol.events import build_run_event
+    from dws_dagster.ol.facets import PRODUCER
     from dws_dagster.ol.run_events import DagsterRunEvent, build_dagster_run_event
 
     return [
