@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Workspace": "dws_dagster.workspace.workspace",
-    "Resource": "dws_dagster.workspace.workspace",
+    "Resource": "dws_dagster.workspace.resources",
     "ResourceRef": "dws_dagster.workspace.refs",
     "LineageBuilder": "dws_dagster.workspace.lineage_api",
     "Lineage": "dws_dagster.workspace.lineage_api",
@@ -131,10 +131,11 @@ if TYPE_CHECKING:
     from dws_dagster.workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
     from dws_dagster.workspace.records import LineageRecord
     from dws_dagster.workspace.refs import ResourceRef
+    from dws_dagster.workspace.resources import Resource
     from dws_dagster.workspace.store.database import StoreLockError, StoreUnavailableError
     from dws_dagster.workspace.versions import SpecialFileWarning
     from dws_dagster.workspace.views.graph import NoLineageError
-    from dws_dagster.workspace.workspace import Resource, Workspace
+    from dws_dagster.workspace.workspace import Workspace
 
 
 def __getattr__(name: str) -> Any:

@@ -37,8 +37,8 @@ from dws_dagster.cli.view_commands import (
 )
 from dws_dagster.cli.workspace_commands import cmd_add, cmd_forget, cmd_init, cmd_observe
 from dws_dagster.errors import DwsError
+from dws_dagster.workspace.resources import ROLES, VERSIONING_MODES
 from dws_dagster.workspace.store.gc_pause import gc_paused
-from dws_dagster.workspace.workspace import ROLES, VERSIONING_MODES
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -1,9 +1,9 @@
-"""The workspace: `.dataworkspace/` layout, `resources.json`, and path <-> ref resolution."""
+"""The workspace: its root and `.dataworkspace/` layout, the resources it defines
+(`resources.json`, each a `resources.Resource`), and path <-> ref resolution."""
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,8 +22,8 @@ from dws_dagster.errors import (
 )
 from dws_dagster.workspace import shapes
 from dws_dagster.workspace.files import atomic_write_json, read_json_file, writing
-from dws_dagster.workspace.redaction import redact_text, uri_credentials
-from dws_dagster.workspace.refs import ResourceRef, as_ref, validate_resource_name
+from dws_dagster.workspace.refs import ResourceRef, as_ref
+from dws_dagster.workspace.resources import Resource, make_resource
 from dws_dagster.workspace.versions import (
     DataNotFoundError,
     SkipReporter,
@@ -37,108 +37,15 @@ if TYPE_CHECKING:
 
 WORKSPACE_DIR = ".dataworkspace"
 CONFIG_FORMAT = 1
-ROLES = ("source-data", "intermediate-data", "code", "results")
-VERSIONING_MODES = ("content", "listing")
 #: Inside a results resource this folder holds the per-snapshot copies of results.
 RESULTS_SNAPSHOT_DIR = "snapshots"
 #: In `.dataworkspace/` while a restore swaps data in (see restore.py): its presence is what
 #: commands check, cheaply, before loading the code that finishes an interrupted restore.
 RESTORE_INTENT_FILE = "restore-in-progress.json"
-_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 class RemoteDataError(DwsError):
     """The workspace layer cannot read data in a remote (object-store) resource."""
-
-
-@dataclass(frozen=True)
-class Resource:
-    """A named part of the workspace: a local folder (`path`) or an object-store prefix (`uri`)."""
-
-    name: str
-    role: str
-    path: str | None = None
-    uri: str | None = None
-    versioning: str = "content"
-    description: str = ""
-
-    @property
-    def location(self) -> str:
-        return self.uri if self.uri is not None else str(self.path)
-
-    @property
-    def is_local(self) -> bool:
-        return self.uri is None or self.uri.startswith("file://")
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "role": self.role, "versioning": self.versioning}
-        data["uri" if self.uri is not None else "path"] = self.location
-        if self.description:
-            data["description"] = self.description
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any, *, source: Path) -> Resource:
-        if not isinstance(data, dict) or "name" not in data or "role" not in data:
-            raise WorkspaceConfigError(
-                f"{source}: each resource needs 'name' and 'role', got {data!r}; fix the file"
-            )
-        try:
-            return make_resource(
-                data["name"],
-                data["role"],
-                path=data.get("path"),
-                uri=data.get("uri"),
-                versioning=data.get("versioning", "content"),
-                description=data.get("description", ""),
-            )
-        except (InvalidResourceRefError, WorkspaceConfigError) as exc:
-            raise WorkspaceConfigError(f"{source}: {exc}") from None
-
-
-def make_resource(
-    name: str,
-    role: str,
-    *,
-    path: str | None = None,
-    uri: str | None = None,
-    versioning: str = "content",
-    description: str = "",
-) -> Resource:
-    """Validate the parts of a resource definition and build it."""
-    validate_resource_name(name)
-    if role not in ROLES:
-        raise WorkspaceConfigError(
-            f"resource '{name}': unknown role {role!r}; choose one of {', '.join(ROLES)}"
-        )
-    if (path is None) == (uri is None):
-        raise WorkspaceConfigError(f"resource '{name}': give exactly one of a path or a URI")
-    if versioning not in VERSIONING_MODES:
-        raise WorkspaceConfigError(
-            f"resource '{name}': unknown versioning {versioning!r}; "
-            f"choose one of {', '.join(VERSIONING_MODES)}"
-        )
-    if uri is not None:
-        if not _URI_SCHEME.match(uri):
-            raise WorkspaceConfigError(
-                f"resource '{name}': "
-                + (repr(uri) if "@" not in uri else "the URI given (it holds '@': not shown)")
-                + " is not a URI (expected scheme://...); "
-                "use a path for local folders"
-            )
-        # A user name alone is no credential (`abfss://container@account...` names the
-        # container); a password or a signed query is one, and is never echoed back.
-        credential = uri_credentials(uri)
-        if credential is not None:
-            raise WorkspaceConfigError(
-                f"resource '{name}': the URI carries credentials ({credential}); remove them "
-                "and configure credentials through Spark/Hadoop settings or the environment"
-            )
-        uri = uri.rstrip("/") or uri
-    if path is not None and ("\x00" in path or not path.strip()):
-        raise WorkspaceConfigError(f"resource '{name}': invalid path {path!r}")
-    # Free text typed by a user is stored and printed: no credential it quotes may go with it.
-    return Resource(name, role, path, uri, versioning, redact_text(description))
 
 
 @dataclass
