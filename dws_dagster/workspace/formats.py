@@ -40,6 +40,7 @@ from dws_dagster.workspace.shapes import (
     RESTORE,
     SNAPSHOT_HASH_PATTERN,
     VERSION_PATTERN,
+    WORKING_FOLDER_PATTERN,
     ref_sizes_ok,
     results_folder_ok,
 )
@@ -60,6 +61,7 @@ Ref = Annotated[
     str, StringConstraints(pattern=REF_PATTERN, max_length=4096 + 129), AfterValidator(_ref_sizes)
 ]
 Version = Annotated[str, StringConstraints(pattern=VERSION_PATTERN)]
+WorkingFolder = Annotated[str, StringConstraints(pattern=WORKING_FOLDER_PATTERN, max_length=4096)]
 SnapshotHash = Annotated[str, StringConstraints(pattern=SNAPSHOT_HASH_PATTERN)]
 NonNegative = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
@@ -121,6 +123,7 @@ class StepJson(TypedDict):
     git_commit: NotRequired[str | None]
     code: NotRequired[list[RefVersion]]
     command_line: NotRequired[list[str]]
+    working_folder: NotRequired[WorkingFolder | None]
 
 
 @with_config(_CONFIG)

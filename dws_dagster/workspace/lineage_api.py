@@ -231,7 +231,16 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
             git_commit=git_commit(self.workspace.root),
             code=self._code,
             command_line=self.command_line,
+            working_folder=self._working_folder() if self.command_line else None,
         )
+
+    def _working_folder(self) -> str | None:
+        """The folder the step runs in, relative to the workspace root; None outside it."""
+        try:
+            inside = self.current_directory.resolve().relative_to(self.workspace.root.resolve())
+        except ValueError:
+            return None
+        return inside.as_posix()
 
     def _record(
         self, ref: ResourceRef, version: str | None, status: str, *, error: str | None = None

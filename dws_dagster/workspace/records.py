@@ -203,10 +203,13 @@ class StepInfo:
     git_commit: str | None = None
     code: tuple[tuple[str, str], ...] = ()
     command_line: tuple[str, ...] = ()
+    #: The folder a script step ran in, relative to the workspace root (posix; "." for the
+    #: root), recorded with its command line so the step can be run again as it ran.
+    working_folder: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "kind": self.kind}
-        for key in ("run_id", "partition", "code_version", "git_commit"):
+        for key in ("run_id", "partition", "code_version", "git_commit", "working_folder"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if self.code:
@@ -226,6 +229,7 @@ class StepInfo:
             git_commit=data.get("git_commit"),
             code=tuple((c["ref"], c["version"]) for c in data.get("code", ())),
             command_line=tuple(data.get("command_line", ())),
+            working_folder=data.get("working_folder"),
         )
 
 

@@ -37,6 +37,8 @@ _CHAR = r"[^/\\\x00-\x1f\x7f-\x9f]"
 _NODOT = r"[^./\\\x00-\x1f\x7f-\x9f]"
 _PART = rf"(?:{_NODOT}{_CHAR}*|\.{_NODOT}{_CHAR}*|\.\.{_CHAR}+)"
 REF_PATTERN = rf"^{_NAME}(?:/{_PART})*$"
+#: A folder inside the workspace, relative to its root: "." or components as a ref's.
+WORKING_FOLDER_PATTERN = rf"^(?:\.|{_PART}(?:/{_PART})*)$"
 #: A version stored in a record names a kept copy (`@<version>`): one file name at most.
 VERSION_PATTERN = r"^[^/\\\x00-\x1f\x7f-\x9f]{1,254}$"
 #: A snapshot's results folder name when it has no tag: its short hash.
@@ -45,6 +47,7 @@ SHORT_HASH = re.compile(r"^[0-9a-f]{12}$")
 RESTORE = "restore it from git or a backup, or fix that field"
 
 _REF_RE = re.compile(REF_PATTERN)
+_WORKING_FOLDER_RE = re.compile(WORKING_FOLDER_PATTERN)
 _STEP_KINDS = ("script", "dagster-asset", "observation")
 _STATUSES = ("ok", "failed")
 _STR_ONLY = frozenset({str})
@@ -136,6 +139,15 @@ def _pairs_ok(items: Any) -> bool:
     return True
 
 
+def _working_folder_ok(value: Any) -> bool:
+    """None, "." (the workspace root) or a relative path that stays inside the workspace."""
+    return value is None or (
+        type(value) is str
+        and len(value) <= 4096
+        and _WORKING_FOLDER_RE.fullmatch(value) is not None
+    )
+
+
 def _step_ok(step: Any) -> bool:
     if type(step) is not dict:
         return False
@@ -147,6 +159,7 @@ def _step_ok(step: Any) -> bool:
         and _text(get("partition"))
         and _text(get("code_version"))
         and _text(get("git_commit"))
+        and _working_folder_ok(get("working_folder"))
     ):
         return False
     if "code" in step and not _pairs_ok(step["code"]):
