@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from dws_dagster.errors import SnapshotError, WorkspaceConfigError
 from dws_dagster.workspace import formats, shapes
 from dws_dagster.workspace.snapshots.replay_plan import SCRIPT, plan_replay
+from dws_dagster.workspace.snapshots.replay_scratch import ReplayScratchError, prepare_scratch
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.workspace import Workspace
 
-from .conftest import ROOT, run_step, write
+from .conftest import ROOT, run_step, tree_state, write
 
 #: A script step as people write them: named after its file, its command line recorded.
 STEP_SCRIPT = """\
@@ -213,3 +214,52 @@ def test_a_recorded_working_folder_is_accepted_only_inside_the_workspace(folder)
         assert folder == "." or ("." not in parts and "" not in parts)
         root = Path("/workspace")
         assert (root / folder).resolve().is_relative_to(root)
+
+
+def test_the_scratch_workspace_holds_the_snapshots_sources_and_the_steps_code(
+    git_ws, tmp_path: Path
+) -> None:
+    ws, commit = git_ws
+    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    _script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    take_snapshot(ws, "v1")
+    # Afterwards the code and the source data change, and are committed.
+    write(ws.root / "code/prep.py", STEP_SCRIPT.replace("text.upper()", "text.lower()"))
+    write(ws.root / "data/src/trips.csv", "a\n9\n")
+    write(ws.root / "data/src/extra.csv", "e\n1\n")
+    _git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "lower")
+    plan = plan_replay(ws, "v1")
+    before = tree_state(ws.root)
+
+    scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
+
+    assert tree_state(ws.root) == before  # the current workspace is untouched
+    root = tmp_path / "scratch"
+    assert scratch.root == root and _git(root, "rev-parse", "HEAD") == commit
+    assert (root / "code/prep.py").read_text() == STEP_SCRIPT
+    assert (root / "data/src/trips.csv").read_text() == "a\n1\n"
+    assert not (root / "data/src/extra.csv").exists()  # not in the snapshot
+    assert scratch.version_of("src/trips.csv") == dict(plan.sources)["src/trips.csv"]
+    assert sorted(scratch.resources) == sorted(ws.resources)
+    assert scratch.store.get("inter/prep") is None  # a store of its own, empty
+    assert not any((root / "data/inter").rglob("*"))  # nothing replayed yet
+
+
+def test_a_scratch_folder_that_would_overwrite_anything_is_refused(git_ws) -> None:
+    ws, _ = git_ws
+    _script(ws, "prep", "--input", "src/trips.csv", "--output", "results/prep")
+    take_snapshot(ws, "v1")
+    plan = plan_replay(ws, "v1")
+    busy = ws.root.parent / "busy"
+    write(busy / "keep.txt", "mine")
+    cases = {
+        busy: "is not an empty folder",
+        ws.root / "data/inter/replay": "overlaps resource 'inter'",
+        ws.root / "data": "overlaps resource",
+        ws.root.parent: "holds the workspace itself",
+    }
+    for into, message in cases.items():
+        with pytest.raises(ReplayScratchError, match=message):
+            prepare_scratch(ws, plan, into)
+    assert (busy / "keep.txt").read_text() == "mine"
+    assert not (ws.root / "data/inter/replay").exists()

@@ -1,0 +1,153 @@
+"""The scratch workspace a replay runs in: a separate copy of the workspace holding the snapshot's
+source data and the code the steps ran, so that replaying never touches the current state.
+
+The scratch folder is a clone of the workspace's repository that shares its objects (`git clone
+--shared`: nothing copied, and unlike a linked worktree nothing registered in the original
+repository), detached at the commit the first step ran; each step checks out its own commit
+before it runs. Git brings back code exactly. Outside git
+the scratch folder is a plain folder and steps must have a code version to match. Source data
+comes from the snapshot's retained copy of each source-data resource, never from the current
+files, and the scratch workspace has its own SQLite store: the lineage a replay writes is its
+own, beside the original's, for the verdict to compare.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from dws_dagster.errors import SnapshotError
+from dws_dagster.workspace.snapshots import snapshot_data
+from dws_dagster.workspace.snapshots.objects import ObjectStore
+from dws_dagster.workspace.snapshots.replay_plan import ReplayPlan
+from dws_dagster.workspace.snapshots.retention import RESOURCE, stage
+from dws_dagster.workspace.workspace import WORKSPACE_DIR, Workspace
+
+
+class ReplayScratchError(SnapshotError):
+    """The scratch workspace for a replay cannot be made where it was asked for."""
+
+
+def prepare_scratch(ws: Workspace, plan: ReplayPlan, into: Path) -> Workspace:
+    """A new workspace at `into` (absent or an empty folder) with `ws`'s resources, the code at
+    the first replayable step's commit when the workspace is in git, and the source data of
+    snapshot `plan.snapshot` brought back from retention."""
+    into = into.absolute()
+    _check_place(ws, into)
+    commit = next((s.git_commit for s in plan.steps if s.replayable and s.git_commit), None)
+    if commit is not None and git_toplevel(ws.root) is not None:
+        clone_at(git_toplevel(ws.root) or ws.root, into, commit)
+        # The workspace definition at that commit, if it was committed, is not the one to
+        # use: the scratch workspace gets today's resources and a store of its own.
+        shutil.rmtree(into / WORKSPACE_DIR, ignore_errors=True)
+    else:
+        into.mkdir(parents=True, exist_ok=True)
+    scratch = Workspace.init(into, name=f"{ws.name}-replay-{plan.snapshot.name}")
+    for resource in ws.resources.values():
+        scratch.add_resource(
+            resource.name,
+            resource.role,
+            path=resource.path,
+            uri=resource.uri,
+            versioning=resource.versioning,
+            description=resource.description,
+        )
+    _bring_back_sources(ws, scratch, plan)
+    return scratch
+
+
+def _check_place(ws: Workspace, into: Path) -> None:
+    if into == ws.root or ws.root.is_relative_to(into):
+        raise ReplayScratchError(
+            f"--into {into} holds the workspace itself: replay into a separate folder"
+        )
+    for resource in ws.resources.values():
+        if not resource.is_local:
+            continue
+        root = ws.resource_root(resource).absolute()
+        if into == root or into.is_relative_to(root) or root.is_relative_to(into):
+            raise ReplayScratchError(
+                f"--into {into} overlaps resource '{resource.name}' ({root}): replay into a "
+                "folder outside the workspace's data"
+            )
+    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+        raise ReplayScratchError(
+            f"--into {into} is not an empty folder: replay into a new folder (it is created), "
+            "so that nothing there is overwritten"
+        )
+    for resource in ws.resources.values():
+        if resource.path is not None and Path(resource.path).is_absolute():
+            raise ReplayScratchError(
+                f"resource '{resource.name}' is at an absolute path ({resource.path}): a "
+                "replay would write the original's data; give the resource a path inside the "
+                "workspace to replay it"
+            )
+
+
+def _bring_back_sources(ws: Workspace, scratch: Workspace, plan: ReplayPlan) -> None:
+    """Each source-data resource as the snapshot retained it, whole (a step may read any file
+    of it, not only the refs the lineage names)."""
+    objects = ObjectStore.of_workspace(ws.meta_dir)
+    roles = {name: r.role for name, r in ws.resources.items()}
+    for row in snapshot_data.rows_of(ws, plan.snapshot.hash):
+        if row.kind != RESOURCE or roles.get(row.ref) != "source-data" or row.version is None:
+            continue
+        found = snapshot_data.manifest(ws, row.ref, row.version)
+        if found is None:
+            raise ReplayScratchError(
+                f"snapshot {plan.snapshot.name} no longer holds the data of source resource "
+                f"'{row.ref}' (freed by gc?): it cannot be replayed"
+            )
+        _link, files = found
+        target = scratch.resource_root(row.ref)
+        shutil.rmtree(target, ignore_errors=True)  # what git brought is not the snapshot's
+        target.parent.mkdir(parents=True, exist_ok=True)
+        stage(objects, files, False, target)
+
+
+def git_toplevel(directory: Path) -> Path | None:
+    """The root of the git work tree holding `directory`, or None outside git."""
+    found = _git(directory, "rev-parse", "--show-toplevel")
+    return Path(found) if found else None
+
+
+def has_commit(directory: Path, commit: str) -> bool:
+    """Whether the repository holding `directory` has `commit`."""
+    return _git(directory, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+
+
+def clone_at(repository: Path, into: Path, commit: str) -> None:
+    """A clone of `repository` sharing its objects, in `into`, detached at `commit`."""
+    cloned = _git(
+        repository.parent, "clone", "--quiet", "--shared", "--no-checkout", str(repository),
+        str(into),
+    )  # fmt: skip
+    if cloned is None or _git(into, "checkout", "--detach", "--quiet", commit) is None:
+        raise ReplayScratchError(
+            f"git could not check out commit {commit[:12]} into {into}; check that the "
+            "commit is in the repository (git fetch) and that the folder can be written"
+        )
+
+
+def checkout(worktree: Path, commit: str) -> None:
+    """Make the scratch clone hold `commit`'s files (untracked data stays)."""
+    if _git(worktree, "checkout", "--detach", "--quiet", commit) is None:
+        raise ReplayScratchError(
+            f"git could not check out commit {commit[:12]} in the replay folder {worktree}"
+        )
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    """git's output (possibly empty), or None when it failed."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
