@@ -120,10 +120,10 @@ def run_step(
 def tree_state(root: Path) -> dict[str, str]:
     """Every file under `root` with a hash of its bytes: compare before/after to prove that a
     refused operation changed nothing on disk (lock files excluded: taking a lock is not a
-    change)."""
+    change; nor is SQLite's shared-memory index, which readers rewrite)."""
     state = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.name.endswith("lock"):
+        if path.is_file() and not path.name.endswith(("lock", "-shm")):
             state[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return state
 
@@ -225,3 +225,12 @@ def script_pipeline_ws(ws: Workspace) -> Workspace:
         results_dir="results/exp",
     )
     return ws
+
+
+@pytest.fixture
+def git_ws(ws: Workspace) -> tuple[Workspace, str]:
+    """`ws` in a git repository whose committed code is the replay tests' step scripts, and
+    that commit."""
+    from .replay_steps import make_git_ws
+
+    return make_git_ws(ws)

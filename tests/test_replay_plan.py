@@ -4,8 +4,6 @@ it cannot; real script steps run as processes in a real git repository."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,72 +17,18 @@ from dws_dagster.workspace.snapshots.replay_scratch import ReplayScratchError, p
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.workspace import Workspace
 
-from .conftest import ROOT, run_step, tree_state, write
-
-#: A script step as people write them: named after its file, its command line recorded.
-STEP_SCRIPT = """\
-import argparse
-from dws_dagster.lineage import LineageBuilder
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--input", action="append", default=[])
-parser.add_argument("--output")
-parser.add_argument("--password", default="")
-args = parser.parse_args()
-builder = LineageBuilder().as_script_step().with_parameters({"scale": 2})
-builder = builder.with_input_refs(args.input) if args.input else builder.with_no_inputs()
-with builder.eval() as lineage:
-    ws = lineage.workspace
-    paths = [ws.local_path(ref) for ref in args.input]
-    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*.csv")))]
-    text = "".join(p.read_text() for p in files)
-    lineage.add_output_ref(args.output)
-    out = ws.local_path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "part-0.csv").write_text(text.upper() or "empty\\n")
-"""
-STEPS = ("prep", "train", "part_a", "part_b", "merge")
-
-
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
-def _script(ws: Workspace, step: str, *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, f"code/{step}.py", *args],
-        cwd=ws.root,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ws.root)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-
-
-@pytest.fixture
-def git_ws(ws: Workspace) -> tuple[Workspace, str]:
-    """`ws` in a git repository whose committed code is the step script."""
-    for step in STEPS:
-        write(ws.root / f"code/{step}.py", STEP_SCRIPT)
-    write(ws.root / "data/src/trips.csv", "a\n1\n")
-    _git(ws.root, "init", "-q")
-    _git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
-    _git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "code")
-    return ws, _git(ws.root, "rev-parse", "HEAD")
+from .conftest import run_step, tree_state, write
+from .replay_steps import STEP_SCRIPT, git, script
 
 
 def test_script_steps_are_planned_in_dependency_order_from_the_snapshot(git_ws) -> None:
     ws, commit = git_ws
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
-    _script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
     take_snapshot(ws, "v1")
     # Later work changes the current lineage; the plan is the snapshot's.
     write(ws.root / "data/src/trips.csv", "a\n2\n")
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
 
     plan = plan_replay(ws, "v1")
 
@@ -109,10 +53,10 @@ def test_script_steps_are_planned_in_dependency_order_from_the_snapshot(git_ws) 
 
 def test_an_input_replaced_before_the_snapshot_blocks_the_step_and_names_it(git_ws) -> None:
     ws, _ = git_ws
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
-    _script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
     write(ws.root / "data/src/trips.csv", "a\n3\n")
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
     take_snapshot(ws, "stale")
 
     plan = plan_replay(ws, "stale", ["results/exp"])
@@ -125,11 +69,11 @@ def test_an_input_replaced_before_the_snapshot_blocks_the_step_and_names_it(git_
 
 def test_a_secret_on_the_command_line_blocks_the_step_and_what_reads_it(git_ws) -> None:
     ws, _ = git_ws
-    _script(
+    script(
         ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep",
         "--password", "hunter2-secret",
     )  # fmt: skip
-    _script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
     take_snapshot(ws, "v1")
 
     prep, train = plan_replay(ws, "v1").steps
@@ -146,7 +90,7 @@ def test_steps_whose_code_or_command_was_not_recorded_are_not_replayable(
     # harness (no command line): what they ran was never recorded.
     write(ws.root / "code/prep.py", STEP_SCRIPT)
     write(ws.root / "data/src/trips.csv", "a\n1\n")
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
     run_step(ws, "train", ["inter/prep"], {"results/exp": "m\n1\n"})
     take_snapshot(ws, "v1")
 
@@ -161,8 +105,8 @@ def test_steps_whose_code_or_command_was_not_recorded_are_not_replayable(
 def test_a_folder_input_depends_on_every_step_that_wrote_below_it(git_ws) -> None:
     ws, _ = git_ws
     for part in ("a", "b"):
-        _script(ws, f"part_{part}", "--input", "src/trips.csv", "--output", f"inter/parts/{part}")
-    _script(ws, "merge", "--input", "inter/parts", "--output", "results/all")
+        script(ws, f"part_{part}", "--input", "src/trips.csv", "--output", f"inter/parts/{part}")
+    script(ws, "merge", "--input", "inter/parts", "--output", "results/all")
     take_snapshot(ws, "v1")
 
     plan = plan_replay(ws, "v1")
@@ -174,7 +118,7 @@ def test_a_folder_input_depends_on_every_step_that_wrote_below_it(git_ws) -> Non
 
 def test_refs_no_step_wrote_are_refused_by_name(git_ws) -> None:
     ws, _ = git_ws
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
     take_snapshot(ws, "v1")
     with pytest.raises(SnapshotError, match="holds no results a step wrote"):
         plan_replay(ws, "v1")
@@ -220,14 +164,14 @@ def test_the_scratch_workspace_holds_the_snapshots_sources_and_the_steps_code(
     git_ws, tmp_path: Path
 ) -> None:
     ws, commit = git_ws
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
-    _script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
     take_snapshot(ws, "v1")
     # Afterwards the code and the source data change, and are committed.
     write(ws.root / "code/prep.py", STEP_SCRIPT.replace("text.upper()", "text.lower()"))
     write(ws.root / "data/src/trips.csv", "a\n9\n")
     write(ws.root / "data/src/extra.csv", "e\n1\n")
-    _git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "lower")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "lower")
     plan = plan_replay(ws, "v1")
     before = tree_state(ws.root)
 
@@ -235,7 +179,7 @@ def test_the_scratch_workspace_holds_the_snapshots_sources_and_the_steps_code(
 
     assert tree_state(ws.root) == before  # the current workspace is untouched
     root = tmp_path / "scratch"
-    assert scratch.root == root and _git(root, "rev-parse", "HEAD") == commit
+    assert scratch.root == root and git(root, "rev-parse", "HEAD") == commit
     assert (root / "code/prep.py").read_text() == STEP_SCRIPT
     assert (root / "data/src/trips.csv").read_text() == "a\n1\n"
     assert not (root / "data/src/extra.csv").exists()  # not in the snapshot
@@ -247,7 +191,7 @@ def test_the_scratch_workspace_holds_the_snapshots_sources_and_the_steps_code(
 
 def test_a_scratch_folder_that_would_overwrite_anything_is_refused(git_ws) -> None:
     ws, _ = git_ws
-    _script(ws, "prep", "--input", "src/trips.csv", "--output", "results/prep")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "results/prep")
     take_snapshot(ws, "v1")
     plan = plan_replay(ws, "v1")
     busy = ws.root.parent / "busy"

@@ -1,0 +1,179 @@
+"""Running a replay plan in its scratch workspace and judging, ref by ref, whether the snapshot's
+results reproduced.
+
+Steps run in dependency order, each at the code it ran (its commit checked out in the scratch
+clone). How a step is run depends on its kind: script steps are run here, by their recorded
+command line in their recorded folder; other kinds by a `StepRunner` the caller passes (the
+Dagster layer runs assets as Dagster runs), so this module needs neither Dagster nor Spark.
+
+A step whose output differs from the snapshot's is run a second time on the same inputs: if
+the two replays disagree, the step is non-deterministic (a random seed not among its parameters,
+the clock); if they agree, something it depends on changed (its environment, a library). Only
+differing steps pay for the second run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dws_dagster.workspace.redaction import redact_text
+from dws_dagster.workspace.snapshots.replay_plan import SCRIPT, ReplayPlan, ReplayStep
+from dws_dagster.workspace.snapshots.replay_scratch import checkout, git_toplevel, has_commit
+from dws_dagster.workspace.workspace import Workspace
+
+REPRODUCED = "reproduced"
+DIFFERS = "differs"
+NON_DETERMINISTIC = "non-deterministic"
+NOT_REPLAYABLE = "not replayable"
+FAILED = "failed"
+#: Store settings of the original workspace that must not reach a replayed step: the scratch
+#: workspace has a store of its own.
+_STORE_ENV = ("DWS_STORE_URL", "DWS_STORE_SCHEMA")
+
+#: Runs one step in the scratch workspace; returns None, or why it failed.
+StepRunner = Callable[[ReplayStep, Workspace], str | None]
+
+
+@dataclass(frozen=True)
+class RefVerdict:
+    """One replayed ref: the version the snapshot recorded beside the one the replay made."""
+
+    ref: str
+    step: str
+    outcome: str
+    recorded: str | None
+    reproduced: str | None = None
+    detail: str | None = None
+
+
+@dataclass
+class ReplayReport:
+    """Every ref the replay was asked for and every ref the steps behind them wrote."""
+
+    plan: ReplayPlan
+    scratch: Path
+    verdicts: list[RefVerdict] = field(default_factory=list)
+
+    @property
+    def reproduced(self) -> bool:
+        return bool(self.verdicts) and all(v.outcome == REPRODUCED for v in self.verdicts)
+
+
+def run_plan(
+    plan: ReplayPlan,
+    scratch: Workspace,
+    runners: Mapping[str, StepRunner] | None = None,
+    *,
+    progress: Callable[[ReplayStep], None] | None = None,
+) -> ReplayReport:
+    """Run every step of `plan` in `scratch` (made by `prepare_scratch`) and judge its
+    outputs; steps that cannot run are reported with the reason, never run otherwise."""
+    chosen: dict[str, StepRunner] = {SCRIPT: run_script, **(runners or {})}
+    report = ReplayReport(plan, scratch.root)
+    failed: dict[str, str] = {}
+    top = git_toplevel(scratch.root)
+    in_git = top is not None and top.resolve() == scratch.root.resolve()
+    for step in plan.steps:
+        if progress is not None:
+            progress(step)
+        why = _why_not_now(step, chosen, failed, scratch, in_git)
+        if why is not None:
+            failed[step.key] = why
+            report.verdicts += [
+                RefVerdict(ref, step.key, NOT_REPLAYABLE, version, detail=why)
+                for ref, version in step.outputs
+            ]
+            continue
+        if in_git and step.git_commit is not None:
+            checkout(scratch.root, step.git_commit)
+        error = chosen[step.kind](step, scratch)
+        if error is not None:
+            failed[step.key] = f"it failed: {error}"
+            report.verdicts += [
+                RefVerdict(ref, step.key, FAILED, version, detail=error)
+                for ref, version in step.outputs
+            ]
+            continue
+        first = _versions(scratch, step)
+        if all(first.get(ref) == version for ref, version in step.outputs):
+            report.verdicts += [
+                RefVerdict(ref, step.key, REPRODUCED, version, version)
+                for ref, version in step.outputs
+            ]
+            continue
+        error = chosen[step.kind](step, scratch)  # again, on the same inputs
+        second = _versions(scratch, step) if error is None else {}
+        for ref, version in step.outputs:
+            made = first.get(ref)
+            if made == version:
+                outcome, detail = REPRODUCED, None
+            elif error is None and second.get(ref) != made:
+                outcome = NON_DETERMINISTIC
+                detail = "two replays of the step on the same inputs wrote different data"
+            else:
+                outcome, detail = DIFFERS, None
+            report.verdicts.append(RefVerdict(ref, step.key, outcome, version, made, detail))
+    return report
+
+
+def _why_not_now(
+    step: ReplayStep,
+    runners: Mapping[str, StepRunner],
+    failed: Mapping[str, str],
+    scratch: Workspace,
+    in_git: bool,
+) -> str | None:
+    if step.blocked is not None:
+        return step.blocked
+    stuck = [key for key in step.after if key in failed]
+    if stuck:
+        return f"it reads what {', '.join(stuck)} wrote, which was not replayed"
+    if step.kind not in runners:
+        return f"no runner for {step.kind} steps was given to this replay"
+    if step.git_commit is not None:
+        if not in_git:
+            return (
+                f"it ran at git commit {step.git_commit[:12]}, but the workspace is not a git "
+                "repository now"
+            )
+        if not has_commit(scratch.root, step.git_commit):
+            return f"its git commit {step.git_commit[:12]} is not in the repository"
+    return None
+
+
+def _versions(scratch: Workspace, step: ReplayStep) -> dict[str, str | None]:
+    """What the scratch store recorded for the step's outputs (None: nothing recorded)."""
+    found: dict[str, str | None] = {}
+    for ref, _ in step.outputs:
+        state = scratch.store.get(ref)
+        found[ref] = None if state is None else state.version
+    return found
+
+
+def run_script(step: ReplayStep, scratch: Workspace) -> str | None:
+    """Run a script step as it ran: its recorded command line, in its recorded folder of the
+    scratch workspace, with the environment of this process but the original's store."""
+    assert step.working_folder is not None  # the plan blocks steps without one
+    folder = (scratch.root / step.working_folder).resolve()
+    if not folder.is_relative_to(scratch.root.resolve()) or not folder.is_dir():
+        return f"its folder {step.working_folder} is not a folder of the replay workspace"
+    argv = list(step.command_line)
+    if not Path(argv[0]).exists() and Path(argv[0]).name.startswith("python"):
+        argv[0] = sys.executable  # the interpreter it ran with is gone: this one
+    env = {k: v for k, v in os.environ.items() if k not in _STORE_ENV}
+    try:
+        done = subprocess.run(
+            argv, cwd=folder, env=env, capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        return f"{argv[0]} could not be started: {exc.strerror or exc}"
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        said = f": {redact_text(' / '.join(tail))}" if tail else ""
+        return f"exit code {done.returncode}{said}"
+    return None

@@ -1,0 +1,155 @@
+"""Running replay plans (`workspace.snapshots.replay_run`): script steps re-run by their recorded
+command lines at their recorded commits in a scratch workspace, and judged ref by ref against
+the snapshot; real processes in a real git repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dws_dagster.workspace.snapshots.replay_plan import plan_replay
+from dws_dagster.workspace.snapshots.replay_run import (
+    DIFFERS,
+    FAILED,
+    NON_DETERMINISTIC,
+    NOT_REPLAYABLE,
+    REPRODUCED,
+    run_plan,
+)
+from dws_dagster.workspace.snapshots.replay_scratch import prepare_scratch
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+from dws_dagster.workspace.workspace import Workspace
+
+from .conftest import tree_state, write
+from .replay_steps import STEP_SCRIPT, git, script
+
+#: A step whose output depends on what is not among its parameters.
+ODD_SCRIPT = """\
+import os, random, sys
+from dws_dagster.lineage import LineageBuilder
+
+builder = LineageBuilder().as_script_step().with_parameters({}).with_input_refs(["inter/prep"])
+with builder.eval() as lineage:
+    if os.environ.get("REPLAY_FAIL"):
+        sys.exit("the model server is unreachable")
+    lineage.add_output_ref("results/odd")
+    out = lineage.workspace.local_path("results/odd")
+    out.mkdir(parents=True, exist_ok=True)
+    value = random.random() if os.environ.get("ODD_RANDOM") else os.environ.get("FACTOR", "1")
+    (out / "part-0.csv").write_text(f"v\\n{value}\\n")
+"""
+
+
+def _commit(root: Path, message: str) -> str:
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def _replay(ws: Workspace, tag: str, into: Path, refs: list[str] | None = None):
+    plan = plan_replay(ws, tag, refs or [])
+    return run_plan(plan, prepare_scratch(ws, plan, into))
+
+
+def test_a_snapshot_reproduces_exactly_after_code_and_data_changed(git_ws, tmp_path: Path) -> None:
+    ws, _ = git_ws
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    take_snapshot(ws, "v1")
+    write(ws.root / "code/prep.py", STEP_SCRIPT.replace("text.upper()", "text.lower()"))
+    _commit(ws.root, "lower case")
+    write(ws.root / "data/src/trips.csv", "a\n7\n")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    before = tree_state(ws.root)
+
+    report = _replay(ws, "v1", tmp_path / "scratch")
+
+    assert [(v.ref, v.outcome) for v in report.verdicts] == [
+        ("inter/prep", REPRODUCED),
+        ("results/exp", REPRODUCED),
+    ]
+    assert report.reproduced
+    assert all(v.reproduced == v.recorded for v in report.verdicts)
+    assert tree_state(ws.root) == before  # the current workspace untouched
+    scratch = Workspace.open(tmp_path / "scratch")
+    assert (scratch.local_path("inter/prep") / "part-0.csv").read_text() == "A\n1\n"
+
+
+def test_a_step_that_changes_between_two_replays_is_named_non_deterministic(
+    git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, _ = git_ws
+    write(ws.root / "code/odd.py", ODD_SCRIPT)
+    _commit(ws.root, "odd")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    monkeypatch.setenv("ODD_RANDOM", "1")
+    script(ws, "odd")
+    take_snapshot(ws, "v1")
+
+    report = _replay(ws, "v1", tmp_path / "scratch")
+
+    verdicts = {v.ref: v for v in report.verdicts}
+    assert verdicts["inter/prep"].outcome == REPRODUCED
+    odd = verdicts["results/odd"]
+    assert odd.outcome == NON_DETERMINISTIC and odd.reproduced != odd.recorded
+    assert "two replays of the step on the same inputs" in (odd.detail or "")
+    assert not report.reproduced
+
+
+def test_a_step_that_differs_the_same_way_twice_differs(
+    git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, _ = git_ws
+    write(ws.root / "code/odd.py", ODD_SCRIPT)
+    _commit(ws.root, "odd")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    monkeypatch.setenv("FACTOR", "1")
+    script(ws, "odd")
+    take_snapshot(ws, "v1")
+    monkeypatch.setenv("FACTOR", "2")  # the environment changed, not the step
+
+    report = _replay(ws, "v1", tmp_path / "scratch", ["results/odd"])
+
+    odd = {v.ref: v for v in report.verdicts}["results/odd"]
+    assert odd.outcome == DIFFERS and odd.reproduced not in (None, odd.recorded)
+
+
+def test_a_step_whose_commit_is_gone_is_not_run_nor_what_reads_it(git_ws, tmp_path: Path) -> None:
+    ws, first = git_ws
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    write(ws.root / "code/train.py", STEP_SCRIPT + "\n# v2\n")
+    gone = _commit(ws.root, "train v2")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    take_snapshot(ws, "v1")
+    # History rewritten: the commit train ran at no longer exists anywhere.
+    git(ws.root, "reset", "-q", "--hard", first)
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")
+    git(ws.root, "gc", "-q", "--prune=now")
+
+    report = _replay(ws, "v1", tmp_path / "scratch")
+
+    verdicts = {v.ref: v for v in report.verdicts}
+    assert verdicts["inter/prep"].outcome == REPRODUCED
+    train = verdicts["results/exp"]
+    assert train.outcome == NOT_REPLAYABLE and train.reproduced is None
+    assert train.detail == f"its git commit {gone[:12]} is not in the repository"
+    assert not any((tmp_path / "scratch/results/exp").rglob("*"))  # nothing ran
+
+
+def test_a_step_that_fails_on_replay_is_reported_with_its_error(
+    git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, _ = git_ws
+    write(ws.root / "code/odd.py", ODD_SCRIPT)
+    _commit(ws.root, "odd")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "odd")
+    take_snapshot(ws, "v1")
+    monkeypatch.setenv("REPLAY_FAIL", "1")
+
+    report = _replay(ws, "v1", tmp_path / "scratch", ["results/odd"])
+
+    odd = {v.ref: v for v in report.verdicts}["results/odd"]
+    assert odd.outcome == FAILED
+    assert odd.detail is not None and "the model server is unreachable" in odd.detail
