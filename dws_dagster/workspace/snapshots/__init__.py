@@ -11,8 +11,11 @@
   restore a crash interrupted;
 - `retention`, `objects`, `remote`, `file_hashes`, `snapshot_data`: what each snapshot
   captures of the data and how it is retained;
-- `garbage`: freeing what no snapshot needs.
+- `garbage`: freeing what no snapshot needs;
+- `replay_plan`, `replay_scratch`, `replay_run`: replaying a snapshot: the steps behind its
+  results, the scratch workspace they run in, running them and judging what reproduced.
 
 Import rule: part of `workspace`, so neither dagster nor pyspark; remote data is reached only
-through the `remote.RemoteData` a caller passes in.
+through the `remote.RemoteData` a caller passes in, and steps other than scripts are replayed
+only through the runner a caller passes in.
 """
