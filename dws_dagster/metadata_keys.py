@@ -52,6 +52,10 @@ KEEP_VERSIONS = "dws/keep_versions"
 SIZE_BYTES = "dws/size_bytes"
 #: a results asset's metrics, set by the asset body (`dws_metrics({...})`)
 METRICS = "dws/metrics"
+#: the snapshot a replay reproduces (`dws-dagster replay`): on a replayed materialization,
+#: which is recorded in the replay's scratch workspace, so the lineage sensor leaves it out of
+#: the workspace's; and the tag of the Dagster runs a replay launches (the UI lists it)
+REPLAY_OF = "dws/replay_of"
 
 # ------------------------------------------------------------ observation metadata
 # Written by `dws_source_asset` observations.

@@ -270,6 +270,8 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         metadata.update(table_metadata(obj, result, plan, direct, described, ws))
         if partition is not None:  # events name the asset by its root, the partition apart
             metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
+        if ws.replay_of is not None:
+            metadata[keys.REPLAY_OF] = MetadataValue.text(ws.replay_of["snapshot"])
         context.add_output_metadata(metadata)
         dagster_compat.set_data_version(context, result.version)
 

@@ -177,6 +177,8 @@ class EventApplier:
     def _materialized(self, event: AssetEventRecord, when: dt.datetime) -> None:
         run_id, key, partition = event.run_id, event.asset_key, event.partition
         metadata = event.metadata
+        if keys.REPLAY_OF in metadata:  # a replay's scratch workspace recorded it already
+            return
         asset = key.to_user_string()
         record = record_from_metadata(metadata, asset=asset, run_id=run_id, partition=partition)
         run = self.openlineage.run_info(run_id, key, partition)

@@ -74,6 +74,14 @@ JsonObject = InstanceOf[dict]  # not copied: parsed JSON holds only str keys
 
 
 @with_config(_CONFIG)
+class ReplayOf(TypedDict):
+    """A replay's scratch workspace names the snapshot it replays and the workspace's root."""
+
+    snapshot: SnapshotHash
+    root: str
+
+
+@with_config(_CONFIG)
 class ConfigFile(TypedDict):
     """`config.json`."""
 
@@ -81,6 +89,7 @@ class ConfigFile(TypedDict):
     name: NotRequired[str | None]
     #: Checked by `db.settings.resolve`, which says what is wrong in its own terms.
     store: NotRequired[Any]
+    replay_of: NotRequired[ReplayOf]
 
 
 @with_config(_CONFIG)

@@ -283,7 +283,15 @@ def _position_ok(position: Any) -> bool:
 
 
 def config_ok(data: Any) -> bool:
-    return _format_ok(data) and _text(data.get("name"))
+    if not (_format_ok(data) and _text(data.get("name"))):
+        return False
+    replay = data.get("replay_of")
+    return "replay_of" not in data or (
+        type(replay) is dict
+        and type(replay.get("root")) is str
+        and type(replay.get("snapshot")) is str
+        and SNAPSHOT_HASH.fullmatch(replay["snapshot"]) is not None
+    )
 
 
 def _resource_ok(item: Any) -> bool:

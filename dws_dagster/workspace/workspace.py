@@ -57,6 +57,9 @@ class Workspace:
     resources: dict[str, Resource] = field(default_factory=dict)
     #: The `store` entry of config.json (None: the default SQLite store), see db/settings.py.
     store_config: Any = field(default=None, repr=False, compare=False)
+    #: A replay's scratch workspace: {"snapshot": hash, "root": the replayed workspace's root}
+    #: (`replay_of` in config.json); None for every other workspace.
+    replay_of: dict[str, str] | None = field(default=None, compare=False)
     _store: LineageStore | None = field(default=None, repr=False, compare=False)
     _store_settings: StoreSettings | None = field(default=None, repr=False, compare=False)
     #: resource_root by resource: restoring or versioning many refs asks for it per ref
@@ -76,6 +79,7 @@ class Workspace:
         name: str | None = None,
         exist_ok: bool = False,
         store: dict[str, Any] | None = None,
+        replay_of: dict[str, str] | None = None,
     ) -> Workspace:
         """Create `.dataworkspace/` in `directory` (created if needed) and open it.
 
@@ -102,6 +106,8 @@ class Workspace:
         config: dict[str, Any] = {"format": CONFIG_FORMAT, "name": ws_name}
         if store is not None:
             config["store"] = store
+        if replay_of is not None:
+            config["replay_of"] = dict(replay_of)
         atomic_write_json(meta / "config.json", config)
         return cls.open(root)
 
@@ -138,7 +144,10 @@ class Workspace:
             config_path,
         )
         ws = cls(
-            root=root, name=str(config.get("name") or root.name), store_config=config.get("store")
+            root=root,
+            name=str(config.get("name") or root.name),
+            store_config=config.get("store"),
+            replay_of=config.get("replay_of"),
         )
         ws.resources = ws._load_resources()
         return ws

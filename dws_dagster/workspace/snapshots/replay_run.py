@@ -31,6 +31,9 @@ DIFFERS = "differs"
 NON_DETERMINISTIC = "non-deterministic"
 NOT_REPLAYABLE = "not replayable"
 FAILED = "failed"
+#: Set in the environment of the Dagster runs a replay launches: the scratch workspace, which
+#: `WorkspaceResource` opens instead of the one it is configured with (if it is a replay of it).
+REPLAY_WORKSPACE_ENV = "DWS_REPLAY_WORKSPACE"
 #: Store settings of the original workspace that must not reach a replayed step: the scratch
 #: workspace has a store of its own.
 _STORE_ENV = ("DWS_STORE_URL", "DWS_STORE_SCHEMA")
@@ -74,6 +77,21 @@ def run_plan(
     """Run every step of `plan` in `scratch` (made by `prepare_scratch`) and judge its
     outputs; steps that cannot run are reported with the reason, never run otherwise."""
     chosen: dict[str, StepRunner] = {SCRIPT: run_script, **(runners or {})}
+    try:
+        return _run_plan(plan, scratch, chosen, progress)
+    finally:
+        for runner in chosen.values():
+            close = getattr(runner, "close", None)
+            if close is not None:
+                close()  # a runner keeping a worker process stops it
+
+
+def _run_plan(
+    plan: ReplayPlan,
+    scratch: Workspace,
+    chosen: Mapping[str, StepRunner],
+    progress: Callable[[ReplayStep], None] | None,
+) -> ReplayReport:
     report = ReplayReport(plan, scratch.root)
     failed: dict[str, str] = {}
     top = git_toplevel(scratch.root)
@@ -165,10 +183,20 @@ def run_script(step: ReplayStep, scratch: Workspace) -> str | None:
     argv = list(step.command_line)
     if not Path(argv[0]).exists() and Path(argv[0]).name.startswith("python"):
         argv[0] = sys.executable  # the interpreter it ran with is gone: this one
-    env = {k: v for k, v in os.environ.items() if k not in _STORE_ENV}
+    return run_process(argv, folder, replay_environment())
+
+
+def replay_environment() -> dict[str, str]:
+    """This process's environment without the original workspace's store settings."""
+    return {k: v for k, v in os.environ.items() if k not in _STORE_ENV}
+
+
+def run_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Run a replayed step's process; None, or why it failed (the end of what it said, with
+    secrets redacted)."""
     try:
         done = subprocess.run(
-            argv, cwd=folder, env=env, capture_output=True, text=True, check=False
+            argv, cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
         )
     except OSError as exc:
         return f"{argv[0]} could not be started: {exc.strerror or exc}"

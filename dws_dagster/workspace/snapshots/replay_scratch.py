@@ -43,7 +43,11 @@ def prepare_scratch(ws: Workspace, plan: ReplayPlan, into: Path) -> Workspace:
         shutil.rmtree(into / WORKSPACE_DIR, ignore_errors=True)
     else:
         into.mkdir(parents=True, exist_ok=True)
-    scratch = Workspace.init(into, name=f"{ws.name}-replay-{plan.snapshot.name}")
+    scratch = Workspace.init(
+        into,
+        name=f"{ws.name}-replay-{plan.snapshot.name}",
+        replay_of={"snapshot": plan.snapshot.hash, "root": str(ws.root)},
+    )
     for resource in ws.resources.values():
         scratch.add_resource(
             resource.name,
