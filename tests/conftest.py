@@ -120,11 +120,15 @@ def run_step(
 def tree_state(root: Path) -> dict[str, str]:
     """Every file under `root` with a hash of its bytes: compare before/after to prove that a
     refused operation changed nothing on disk (lock files excluded: taking a lock is not a
-    change; nor is SQLite's shared-memory index, which readers rewrite)."""
+    change; nor is SQLite's shared-memory index, which readers rewrite, nor an empty write-ahead
+    log, which holds no change)."""
     state = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.name.endswith(("lock", "-shm")):
-            state[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+        if not path.is_file() or path.name.endswith(("lock", "-shm")):
+            continue
+        if path.name.endswith("-wal") and path.stat().st_size == 0:
+            continue
+        state[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return state
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from dws_dagster.cli.failures import one_line, os_error_message, show_warning
 from dws_dagster.cli.openlineage_commands import cmd_ol_deliver, cmd_ol_replay, cmd_ol_status
 from dws_dagster.cli.output import utf8_tolerant_output
+from dws_dagster.cli.replay_command import cmd_replay
 from dws_dagster.cli.snapshot_commands import cmd_delete_snapshot, cmd_gc, cmd_restore, cmd_snapshot
 from dws_dagster.cli.view_commands import (
     EXIT_ATTENTION,
@@ -188,6 +189,28 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also put back the files of code resources kept in git (by default "
         "git's checkout is left alone and the commit to check out is named)",
+    )
+
+    p = add(
+        "replay",
+        cmd_replay,
+        "reproduce a snapshot's results from their lineage in a scratch workspace, and say "
+        "which reproduced (exit 3 when any did not)",
+        formats=True,
+    )
+    p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
+    p.add_argument("refs", nargs="*", metavar="REF", help="default: the snapshot's results")
+    p.add_argument(
+        "--into",
+        metavar="DIR",
+        help="the scratch workspace, a new or empty folder (default: under "
+        ".dataworkspace/replays/)",
+    )
+    p.add_argument(
+        "--definitions",
+        metavar="MODULE",
+        help="the Dagster code location's definitions, as `dg dev -m` takes them (default: "
+        "from pyproject.toml or workspace.yaml)",
     )
 
     p = add("gc", cmd_gc, "free retained data no snapshot references", formats=True)

@@ -152,7 +152,10 @@ def _why_not_now(
     if stuck:
         return f"it reads what {', '.join(stuck)} wrote, which was not replayed"
     if step.kind not in runners:
-        return f"no runner for {step.kind} steps was given to this replay"
+        return (
+            f"nothing to run {step.kind} steps was given to this replay (for Dagster assets: "
+            "dws-dagster replay --definitions MODULE, the code location's definitions)"
+        )
     if step.git_commit is not None:
         if not in_git:
             return (

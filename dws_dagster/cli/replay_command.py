@@ -1,0 +1,148 @@
+"""`dws-dagster replay`: reproduce a snapshot's results from their lineage, in a scratch copy of
+the workspace, and say ref by ref whether they reproduced.
+
+Script steps need nothing more than the lineage; Dagster asset steps need the code location's
+definitions, named by `--definitions` or found where Dagster's own tools look for them (the
+workspace's `pyproject.toml`, then its `workspace.yaml`). Dagster is imported only when the
+plan has Dagster steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dws_dagster.cli.context import open_workspace
+from dws_dagster.cli.output import print_json
+from dws_dagster.cli.view_commands import EXIT_ATTENTION
+from dws_dagster.workspace.versions import short
+from dws_dagster.workspace.workspace import WORKSPACE_DIR, Workspace
+
+if TYPE_CHECKING:
+    from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
+    from dws_dagster.workspace.snapshots.replay_run import ReplayReport, StepRunner
+
+#: Under `.dataworkspace/`: where replays go unless `--into` says otherwise.
+REPLAYS_DIR = "replays"
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
+    from dws_dagster.workspace.snapshots.replay_run import run_plan
+    from dws_dagster.workspace.snapshots.replay_scratch import prepare_scratch
+
+    ws = open_workspace(args)
+    plan = plan_replay(ws, args.snapshot, args.refs)
+    into = Path(args.into) if args.into else _default_place(ws, plan.snapshot.name)
+    runners: dict[str, StepRunner] = {}
+    if any(step.kind == DAGSTER_ASSET and step.replayable for step in plan.steps):
+        definitions = args.definitions or definitions_of(ws.root)
+        if definitions is not None:
+            from dws_dagster.assets.replay_runs import DagsterRunner
+
+            runners[DAGSTER_ASSET] = DagsterRunner(definitions)
+    scratch = prepare_scratch(ws, plan, into)
+    quiet = args.format == "json"
+    report = run_plan(
+        plan, scratch, runners, progress=None if quiet else lambda s: _say_step(s, len(plan.steps))
+    )
+    if args.format == "json":
+        print_json(_as_json(report))
+    else:
+        _print_table(report)
+    return 0 if report.reproduced else EXIT_ATTENTION
+
+
+def definitions_of(root: Path) -> str | None:
+    """The code location's definitions module as Dagster's tools find it for the workspace's
+    folder: `[tool.dagster] module_name` or `[tool.dg.project] root_module` (its
+    `definitions` module) in `pyproject.toml`, else the first `python_module` of
+    `workspace.yaml`."""
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        project = {}
+    tool = project.get("tool", {}) if isinstance(project, dict) else {}
+    dagster = tool.get("dagster", {}) if isinstance(tool, dict) else {}
+    if isinstance(dagster, dict) and isinstance(dagster.get("module_name"), str):
+        return str(dagster["module_name"])
+    dg = tool.get("dg", {}) if isinstance(tool, dict) else {}
+    dg_project = dg.get("project", {}) if isinstance(dg, dict) else {}
+    if isinstance(dg_project, dict) and isinstance(dg_project.get("root_module"), str):
+        return f"{dg_project['root_module']}.definitions"
+    import yaml
+
+    try:
+        workspace = yaml.safe_load((root / "workspace.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    for entry in (workspace or {}).get("load_from", []) if isinstance(workspace, dict) else []:
+        module = entry.get("python_module") if isinstance(entry, dict) else None
+        if isinstance(module, dict):
+            module = module.get("module_name")
+        if isinstance(module, str):
+            return module
+    return None
+
+
+def _default_place(ws: Workspace, snapshot: str) -> Path:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return ws.root / WORKSPACE_DIR / REPLAYS_DIR / f"{snapshot}-{stamp}"
+
+
+def _say_step(step: ReplayStep, total: int) -> None:
+    print(f"replaying {step.key} ({step.kind}; {total} steps in all)", file=sys.stderr)
+
+
+def _as_json(report: ReplayReport) -> dict[str, Any]:
+    return {
+        "snapshot": report.plan.snapshot.hash,
+        "tags": report.plan.snapshot.tags,
+        "into": str(report.scratch),
+        "reproduced": report.reproduced,
+        "refs": [
+            {
+                "ref": v.ref,
+                "step": v.step,
+                "verdict": v.outcome,
+                "recorded": v.recorded,
+                "reproduced": v.reproduced,
+                "detail": v.detail,
+            }
+            for v in report.verdicts
+        ],
+    }
+
+
+def _print_table(report: ReplayReport) -> None:
+    from dws_dagster.workspace.snapshots.replay_run import REPRODUCED
+
+    rows = [
+        (
+            v.ref,
+            v.outcome,
+            short(v.recorded) if v.recorded else "-",
+            short(v.reproduced) if v.reproduced else "-",
+            v.detail or "",
+        )
+        for v in report.verdicts
+    ]
+    header = ("REF", "VERDICT", "RECORDED", "REPRODUCED", "WHY")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        print("  ".join([*cells, row[4]]).rstrip())
+    done = sum(v.outcome == REPRODUCED for v in report.verdicts)
+    snapshot = report.plan.snapshot.name
+    if report.reproduced:
+        print(f"\nevery ref of snapshot {snapshot} reproduced exactly ({done} refs)")
+    else:
+        print(f"\n{done} of {len(report.verdicts)} refs of snapshot {snapshot} reproduced exactly")
+    first = report.plan.requested[0]
+    look = shlex.join(["dws-dagster", "lineage", first, "-w", str(report.scratch)])
+    print(f"replayed in {report.scratch}, a workspace of its own: {look}")

@@ -1,0 +1,125 @@
+"""`dws-dagster replay` as a user runs it: a real process over a workspace in a real git
+repository; the verdict as a table, as JSON, and as the exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from dws_dagster.cli.replay_command import definitions_of
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+from dws_dagster.workspace.store.database import forget_databases
+
+from .conftest import ROOT, tree_state, write
+from .replay_steps import STEP_SCRIPT, git, script
+from .test_replay_run import ODD_SCRIPT
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dws_dagster.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_replay_prints_every_ref_reproduced_and_exits_0(git_ws, tmp_path: Path) -> None:
+    ws, _ = git_ws
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    take_snapshot(ws, "v1")
+    write(ws.root / "code/prep.py", STEP_SCRIPT.replace("text.upper()", "text.lower()"))
+    write(ws.root / "data/src/trips.csv", "a\n5\n")
+    forget_databases()  # this process's connections closed: SQLite folds its log in
+    before = tree_state(ws.root)
+
+    done = _cli("replay", "v1", "--into", str(tmp_path / "again"), cwd=ws.root)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["REF", "VERDICT", "RECORDED", "REPRODUCED", "WHY"]
+    assert [line.split()[:2] for line in lines[1:3]] == [
+        ["inter/prep", "reproduced"],
+        ["results/exp", "reproduced"],
+    ]
+    assert "every ref of snapshot v1 reproduced exactly (2 refs)" in done.stdout
+    assert "replaying prep@" in done.stderr and "Traceback" not in done.stderr
+    assert tree_state(ws.root) == before
+    # The command it prints runs as printed.
+    printed = done.stdout.strip().splitlines()[-1].split("a workspace of its own: ")[1]
+    argv = shlex.split(printed)
+    assert argv[0] == "dws-dagster"
+    shown = _cli(*argv[1:], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "results/exp" in shown.stdout
+
+
+def test_replay_as_json_and_exit_3_when_a_ref_does_not_reproduce(git_ws, tmp_path: Path) -> None:
+    ws, _ = git_ws
+    write(ws.root / "code/odd.py", ODD_SCRIPT)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "odd")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "odd")  # FACTOR unset: 1
+    take_snapshot(ws, "v1")
+
+    done = _cli(
+        "replay", "v1", "results/odd", "--format", "json", "--into", str(tmp_path / "j"),
+        cwd=ws.root, env={"FACTOR": "2"},
+    )  # fmt: skip
+
+    assert done.returncode == 3, done.stderr
+    found = json.loads(done.stdout)
+    assert found["reproduced"] is False and found["tags"] == ["v1"]
+    verdicts = {r["ref"]: r for r in found["refs"]}
+    assert verdicts["inter/prep"]["verdict"] == "reproduced"
+    assert verdicts["results/odd"]["verdict"] == "differs"
+    assert verdicts["results/odd"]["recorded"] != verdicts["results/odd"]["reproduced"]
+    assert found["into"] == str(tmp_path / "j")
+
+
+def test_replay_refusals_are_one_line_and_change_nothing(git_ws, tmp_path: Path) -> None:
+    ws, _ = git_ws
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "results/prep")
+    take_snapshot(ws, "v1")
+    busy = tmp_path / "busy"
+    write(busy / "mine.txt", "keep")
+    forget_databases()  # this process's connections closed: SQLite folds its log in
+    before = tree_state(ws.root)
+    for args, message in [
+        (["replay", "nope"], "no snapshot is tagged 'nope'"),
+        (["replay", "v1", "--into", str(busy)], "is not an empty folder"),
+        (["replay", "v1", "src/trips.csv"], "no step's record of src/trips.csv"),
+    ]:
+        done = _cli(*args, cwd=ws.root)
+        assert done.returncode == 1, (args, done.stdout)
+        assert message in done.stderr and "Traceback" not in done.stderr
+    assert tree_state(ws.root) == before
+    assert (busy / "mine.txt").read_text() == "keep"
+
+
+def test_the_definitions_are_found_where_dagsters_tools_look(tmp_path: Path) -> None:
+    assert definitions_of(tmp_path) is None
+    write(tmp_path / "workspace.yaml", "load_from:\n  - python_module: proj.defs\n")
+    assert definitions_of(tmp_path) == "proj.defs"
+    write(
+        tmp_path / "workspace.yaml",
+        "load_from:\n  - python_module:\n      module_name: proj.other\n",
+    )
+    assert definitions_of(tmp_path) == "proj.other"
+    write(tmp_path / "pyproject.toml", '[tool.dg.project]\nroot_module = "proj"\n')
+    assert definitions_of(tmp_path) == "proj.definitions"
+    write(tmp_path / "pyproject.toml", '[tool.dagster]\nmodule_name = "proj.defs"\n')
+    assert definitions_of(tmp_path) == "proj.defs"
+    for broken in ("[tool.dagster\n", "\xff", '[tool]\ndagster = "x"\n'):
+        write(tmp_path / "pyproject.toml", broken)
+        write(tmp_path / "workspace.yaml", ": : :\n")
+        assert definitions_of(tmp_path) is None
