@@ -23,7 +23,11 @@ from typing import Any
 from dws_dagster import metadata_keys as keys
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
-from dws_dagster.workspace.snapshots.replay_run import REPLAY_WORKSPACE_ENV, replay_environment
+from dws_dagster.workspace.snapshots.replay_run import (
+    REPLAY_WORKSPACE_ENV,
+    StepNotReplayable,
+    replay_environment,
+)
 from dws_dagster.workspace.workspace import Workspace
 
 
@@ -55,6 +59,9 @@ class DagsterRunner:
             "partition": step.partition,
             "config": step.run_config,
             "snapshot": scratch.replay_of["snapshot"],
+            "code_version": step.code_version,
+            # Without a commit, the code is today's: it must be the code version recorded.
+            "check_code_version": step.git_commit is None,
         }
         worker = self._worker
         assert worker.stdin is not None
@@ -69,6 +76,8 @@ class DagsterRunner:
             said = self._stopped()
             return f"the Dagster worker stopped{': ' + said if said else ''}"
         reply = json.loads(answer)
+        if reply.get("not_replayable"):
+            raise StepNotReplayable(str(reply["not_replayable"]))
         return None if reply.get("ok") else redact_text(str(reply.get("error")))
 
     def close(self) -> None:
@@ -87,7 +96,10 @@ class DagsterRunner:
     def _start(self, scratch: Workspace) -> subprocess.Popen[str]:
         env = replay_environment()
         env[REPLAY_WORKSPACE_ENV] = str(scratch.root)
-        path = [str(scratch.root), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        # The code as the step's commit has it comes first: the clone's root, where the
+        # repository's packages are (or the workspace's own root outside git).
+        code = (scratch.replay_of or {}).get("clone") or str(scratch.root)
+        path = [code, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         env["PYTHONPATH"] = os.pathsep.join(path)
         # What the runs print (Spark, Dagster's logs) goes to the scratch workspace's log.
         self._log = scratch.meta_dir / "dagster-replay.log"
@@ -131,10 +143,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     with DagsterInstance.get() as instance:
         for line in sys.stdin:
             request = json.loads(line)
-            error = _run(defs, instance, AssetKey.from_user_string(request["asset"]), request)
+            key = AssetKey.from_user_string(request["asset"])
+            changed = _code_changed(defs, key, request)
+            if changed is not None:
+                answers.write(json.dumps({"ok": False, "not_replayable": changed}) + "\n")
+                answers.flush()
+                continue
+            error = _run(defs, instance, key, request)
             answers.write(json.dumps({"ok": error is None, "error": error}) + "\n")
             answers.flush()
     return 0
+
+
+def _code_changed(defs: Any, key: Any, request: dict[str, Any]) -> str | None:
+    """Why today's code is not the code the step ran, when no commit says which code it ran."""
+    if not request.get("check_code_version"):
+        return None
+    recorded = request.get("code_version")
+    try:
+        current = defs.resolve_assets_def(key).code_versions_by_key.get(key)
+    except Exception:  # not an asset of these definitions: the run reports it
+        return None
+    if recorded is None or current != recorded:
+        return (
+            f"no git commit was recorded and its code version is now {current!r}, not the "
+            f"recorded {recorded!r}: the code it ran cannot be recovered"
+        )
+    return None
 
 
 def _run(defs: Any, instance: Any, key: Any, request: dict[str, Any]) -> str | None:

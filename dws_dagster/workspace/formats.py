@@ -79,6 +79,8 @@ class ReplayOf(TypedDict):
 
     snapshot: SnapshotHash
     root: str
+    #: The clone of the repository the scratch workspace is in, when the workspace is in git.
+    clone: NotRequired[str]
 
 
 @with_config(_CONFIG)

@@ -290,6 +290,7 @@ def config_ok(data: Any) -> bool:
         type(replay) is dict
         and type(replay.get("root")) is str
         and type(replay.get("snapshot")) is str
+        and type(replay.get("clone", "")) is str
         and SNAPSHOT_HASH.fullmatch(replay["snapshot"]) is not None
     )
 

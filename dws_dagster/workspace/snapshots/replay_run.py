@@ -38,8 +38,13 @@ REPLAY_WORKSPACE_ENV = "DWS_REPLAY_WORKSPACE"
 #: workspace has a store of its own.
 _STORE_ENV = ("DWS_STORE_URL", "DWS_STORE_SCHEMA")
 
-#: Runs one step in the scratch workspace; returns None, or why it failed.
+#: Runs one step in the scratch workspace; returns None, or why it failed. Raises
+#: `StepNotReplayable` when it finds that the step cannot be run as it ran (its code changed).
 StepRunner = Callable[[ReplayStep, Workspace], str | None]
+
+
+class StepNotReplayable(Exception):
+    """A runner found that a step cannot be run again as it ran; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,8 @@ def _run_plan(
 ) -> ReplayReport:
     report = ReplayReport(plan, scratch.root)
     failed: dict[str, str] = {}
-    top = git_toplevel(scratch.root)
-    in_git = top is not None and top.resolve() == scratch.root.resolve()
+    clone = (scratch.replay_of or {}).get("clone")
+    in_git = clone is not None and git_toplevel(Path(clone)) is not None
     for step in plan.steps:
         if progress is not None:
             progress(step)
@@ -109,7 +114,15 @@ def _run_plan(
             continue
         if in_git and step.git_commit is not None:
             checkout(scratch.root, step.git_commit)
-        error = chosen[step.kind](step, scratch)
+        try:
+            error = chosen[step.kind](step, scratch)
+        except StepNotReplayable as exc:
+            failed[step.key] = str(exc)
+            report.verdicts += [
+                RefVerdict(ref, step.key, NOT_REPLAYABLE, version, detail=str(exc))
+                for ref, version in step.outputs
+            ]
+            continue
         if error is not None:
             failed[step.key] = f"it failed: {error}"
             report.verdicts += [

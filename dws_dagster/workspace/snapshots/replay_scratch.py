@@ -30,23 +30,28 @@ class ReplayScratchError(SnapshotError):
 
 
 def prepare_scratch(ws: Workspace, plan: ReplayPlan, into: Path) -> Workspace:
-    """A new workspace at `into` (absent or an empty folder) with `ws`'s resources, the code at
-    the first replayable step's commit when the workspace is in git, and the source data of
-    snapshot `plan.snapshot` brought back from retention."""
+    """A new workspace in `into` (absent or an empty folder) with `ws`'s resources, the code at
+    the first replayable step's commit when the workspace is in git (`into` is then a clone of
+    the repository, and the workspace the same folder of it as `ws` is of the repository), and
+    the source data of snapshot `plan.snapshot` brought back from retention."""
     into = into.absolute()
     _check_place(ws, into)
     commit = next((s.git_commit for s in plan.steps if s.replayable and s.git_commit), None)
-    if commit is not None and git_toplevel(ws.root) is not None:
-        clone_at(git_toplevel(ws.root) or ws.root, into, commit)
+    top = git_toplevel(ws.root)
+    replay_of = {"snapshot": plan.snapshot.hash, "root": str(ws.root)}
+    if commit is not None and top is not None:
+        clone_at(top, into, commit)
+        # The workspace may be a folder of the repository: the same folder of the clone.
+        root = into / ws.root.resolve().relative_to(top.resolve())
         # The workspace definition at that commit, if it was committed, is not the one to
         # use: the scratch workspace gets today's resources and a store of its own.
-        shutil.rmtree(into / WORKSPACE_DIR, ignore_errors=True)
+        shutil.rmtree(root / WORKSPACE_DIR, ignore_errors=True)
+        replay_of["clone"] = str(into)
     else:
         into.mkdir(parents=True, exist_ok=True)
+        root = into
     scratch = Workspace.init(
-        into,
-        name=f"{ws.name}-replay-{plan.snapshot.name}",
-        replay_of={"snapshot": plan.snapshot.hash, "root": str(ws.root)},
+        root, name=f"{ws.name}-replay-{plan.snapshot.name}", replay_of=replay_of
     )
     for resource in ws.resources.values():
         scratch.add_resource(
