@@ -36,11 +36,13 @@ def prepare_scratch(ws: Workspace, plan: ReplayPlan, into: Path) -> Workspace:
     the source data of snapshot `plan.snapshot` brought back from retention."""
     into = into.absolute()
     _check_place(ws, into)
-    commit = next((s.git_commit for s in plan.steps if s.replayable and s.git_commit), None)
+    commits = [s.git_commit for s in plan.steps if s.replayable and s.git_commit]
     top = git_toplevel(ws.root)
     replay_of = {"snapshot": plan.snapshot.hash, "root": str(ws.root)}
-    if commit is not None and top is not None:
-        clone_at(top, into, commit)
+    if commits and top is not None:
+        # The first commit the repository still has (a step whose commit is gone is reported
+        # by run_plan, and nothing of it runs).
+        clone_at(top, into, next((c for c in commits if has_commit(top, c)), "HEAD"))
         # The workspace may be a folder of the repository: the same folder of the clone.
         root = into / ws.root.resolve().relative_to(top.resolve())
         # The workspace definition at that commit, if it was committed, is not the one to
