@@ -4,11 +4,13 @@ the snapshot; real processes in a real git repository."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from dws_dagster.workspace.snapshots.replay_plan import plan_replay
+from dws_dagster.workspace.snapshots.history import SnapshotInfo
+from dws_dagster.workspace.snapshots.replay_plan import SCRIPT, ReplayPlan, ReplayStep, plan_replay
 from dws_dagster.workspace.snapshots.replay_run import (
     DIFFERS,
     FAILED,
@@ -153,3 +155,36 @@ def test_a_step_that_fails_on_replay_is_reported_with_its_error(
     odd = {v.ref: v for v in report.verdicts}["results/odd"]
     assert odd.outcome == FAILED
     assert odd.detail is not None and "the model server is unreachable" in odd.detail
+
+
+def test_a_step_writing_a_remote_resource_is_never_run(tmp_path: Path) -> None:
+    """The scratch workspace shares remote resources with the original: a step writing one
+    would replace the original's data, so it is not replayable (and its command never runs)."""
+    scratch = Workspace.init(tmp_path / "scratch")
+    scratch.add_resource("lake", "intermediate-data", uri="s3a://bucket/lake")
+    marker = tmp_path / "ran"
+    step = ReplayStep(
+        key="export@1",
+        kind=SCRIPT,
+        name="export",
+        run_id=None,
+        partition=None,
+        outputs=(("lake/table", "0" * 32),),
+        inputs=(),
+        parameters={},
+        command_line=(sys.executable, "-c", f"open({str(marker)!r}, 'w')"),
+        working_folder=".",
+        git_commit=None,
+        code_version="1",
+    )
+    plan = ReplayPlan(SnapshotInfo(hash="0" * 32), ("lake/table",), (step,))
+
+    report = run_plan(plan, scratch)
+
+    (verdict,) = report.verdicts
+    assert verdict.outcome == NOT_REPLAYABLE
+    assert verdict.detail == (
+        "it writes to remote resource(s) lake, which the scratch workspace shares with the "
+        "workspace itself"
+    )
+    assert not marker.exists()

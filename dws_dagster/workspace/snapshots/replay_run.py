@@ -161,6 +161,20 @@ def _why_not_now(
 ) -> str | None:
     if step.blocked is not None:
         return step.blocked
+    remote = sorted(
+        {
+            name
+            for ref, _ in step.outputs
+            if not scratch.resource(name := ref.split("/", 1)[0]).is_local
+        }
+    )
+    if remote:
+        # The scratch workspace shares remote resources with the original: writing there
+        # would replace the original's data.
+        return (
+            f"it writes to remote resource(s) {', '.join(remote)}, which the scratch "
+            "workspace shares with the workspace itself"
+        )
     stuck = [key for key in step.after if key in failed]
     if stuck:
         return f"it reads what {', '.join(stuck)} wrote, which was not replayed"
