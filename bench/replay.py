@@ -64,7 +64,8 @@ def one_pair(base: Path) -> tuple[float, float, int]:
     cli = [sys.executable, "-m", "dws_dagster.cli"]
     fresh, _ = timed([*cli, "demo", str(root), "--small"], root, env)
     _, listed = timed([*cli, "history", "--format", "json"], root, env)
-    last = json.loads(listed)[-1]["hash"]
+    # The newest snapshot (history lists newest first): after the weather-adjusted forecast.
+    last = max(json.loads(listed), key=lambda info: info["created"])["hash"]
     replay, out = timed(
         [*cli, "replay", last, "--format", "json", "--into", str(base / "scratch")], root, env
     )

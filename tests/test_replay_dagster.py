@@ -15,6 +15,7 @@ from dws_dagster.assets.replay_runs import DagsterRunner
 from dws_dagster.sensor.definition import process_events
 from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
 from dws_dagster.workspace.snapshots.replay_run import (
+    DIFFERS,
     NON_DETERMINISTIC,
     REPRODUCED,
     run_plan,
@@ -52,6 +53,8 @@ def scaled(config: Scale, trips: DataFrame) -> DataFrame:
     out = trips.withColumn("fare", F.col("fare").cast("int") * config.factor)
     if os.environ.get("REPLAY_TEST_RANDOM"):
         out = out.withColumn("noise", F.rand())
+    if os.environ.get("REPLAY_TEST_DROP"):
+        out = out.filter(F.col("trip") == "1")
     return out
 
 
@@ -151,3 +154,27 @@ def test_an_asset_with_a_random_column_is_named_non_deterministic(
         )
     outcomes = {v.ref: v.outcome for v in report.verdicts}
     assert outcomes == {"inter/trips": REPRODUCED, "results/scaled": NON_DETERMINISTIC}
+    scaled = report.verdicts[-1]
+    assert scaled.detail == (
+        "two replays of the step on the same inputs wrote different data; the same 2 rows, "
+        "different content"
+    )
+
+
+def test_an_asset_that_now_drops_rows_differs_and_says_how_many(
+    project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, name, defs = project
+    with DagsterInstance.get() as instance:
+        _materialize(defs, instance, factor=2)
+        take_snapshot(ws, "v1")
+        monkeypatch.setenv("REPLAY_TEST_DROP", "1")  # the environment changed, not the code
+        plan = plan_replay(ws, "v1", ["results/scaled"])
+        report = run_plan(
+            plan,
+            prepare_scratch(ws, plan, tmp_path / "scratch"),
+            {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")},
+        )
+    scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
+    assert scaled.outcome == DIFFERS
+    assert scaled.detail == "2 rows recorded, 1 reproduced"

@@ -53,6 +53,8 @@ class ReplayStep:
     code_version: str | None
     #: Keys of the steps whose outputs this step reads.
     after: tuple[str, ...] = ()
+    #: Rows each output held when it was recorded, where the writer counted them (Spark).
+    rows: Mapping[str, int] = field(default_factory=dict)
     #: Why the step cannot be replayed; None when it can.
     blocked: str | None = None
 
@@ -261,6 +263,7 @@ def _step(
         run_id=step.run_id,
         partition=step.partition,
         outputs=tuple((r.ref, r.version) for r in group if r.version is not None),
+        rows={r.ref: r.extra["rows"] for r in group if isinstance(r.extra.get("rows"), int)},
         inputs=tuple(inputs),
         parameters=dict(first.parameters),
         command_line=tuple(step.command_line),

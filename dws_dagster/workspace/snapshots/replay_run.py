@@ -137,6 +137,7 @@ def _run_plan(
                 for ref, version in step.outputs
             ]
             continue
+        rows = _rows(scratch, step)  # of the first replay: the one judged
         error = chosen[step.kind](step, scratch)  # again, on the same inputs
         second = _versions(scratch, step) if error is None else {}
         for ref, version in step.outputs:
@@ -148,6 +149,9 @@ def _run_plan(
                 detail = "two replays of the step on the same inputs wrote different data"
             else:
                 outcome, detail = DIFFERS, None
+            counted = _rows_said(step.rows.get(ref), rows.get(ref))
+            if outcome != REPRODUCED and counted:
+                detail = f"{detail}; {counted}" if detail else counted
             report.verdicts.append(RefVerdict(ref, step.key, outcome, version, made, detail))
     return report
 
@@ -192,6 +196,25 @@ def _why_not_now(
         if not has_commit(scratch.root, step.git_commit):
             return f"its git commit {step.git_commit[:12]} is not in the repository"
     return None
+
+
+def _rows(scratch: Workspace, step: ReplayStep) -> dict[str, int]:
+    """Rows the replay's records say each output holds, where the writer counted them."""
+    found: dict[str, int] = {}
+    for ref, _ in step.outputs:
+        state = scratch.store.get(ref)
+        rows = ((state.record or {}).get("extra") or {}).get("rows") if state else None
+        if isinstance(rows, int):
+            found[ref] = rows
+    return found
+
+
+def _rows_said(recorded: int | None, made: int | None) -> str | None:
+    if recorded is None or made is None:
+        return None
+    if recorded == made:
+        return f"the same {recorded} rows, different content"
+    return f"{recorded} rows recorded, {made} reproduced"
 
 
 def _versions(scratch: Workspace, step: ReplayStep) -> dict[str, str | None]:
