@@ -82,22 +82,25 @@ def test_internals_still_work() -> None:
 
 
 def test_runs_job_times_reads_many_runs_at_once() -> None:
-    """Job name, aware creation and start times of each known run, in one query; unknown runs
-    are left out, and the one-run form agrees."""
+    """Job name, aware creation and start times and tags of each known run, in one query;
+    unknown runs are left out, and the one-run form agrees."""
     import datetime as dt
 
     with DagsterInstance.ephemeral() as instance:
-        runs = [materialize([parent], instance=instance).run_id for _ in range(3)]
+        runs = [
+            materialize([parent], instance=instance, tags={"team": str(i)}).run_id for i in range(3)
+        ]
         found = dagster_compat.runs_job_times(instance, [*runs, "no-such-run"])
         assert sorted(found) == sorted(runs)
-        for run_id, (job, created, started) in found.items():
+        for run_id, (job, created, started, tags) in found.items():
             record = instance.get_run_record_by_id(run_id)
             assert job == record.dagster_run.job_name and job
             assert created.tzinfo is not None and started is not None
             assert started.tzinfo is not None and started >= created - dt.timedelta(seconds=1)
             assert abs(created.timestamp() - record.create_timestamp.timestamp()) < 1e-3
+            assert tags["team"] == str(runs.index(run_id))
             assert dagster_compat.runs_job_times(instance, [run_id]) == {
-                run_id: (job, created, started)
+                run_id: (job, created, started, tags)
             }
         assert created <= dt.datetime.now(dt.UTC)
         assert dagster_compat.runs_job_times(instance, ["no-such-run"]) == {}

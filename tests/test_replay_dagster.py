@@ -16,6 +16,7 @@ from dws_dagster.sensor.definition import process_events
 from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
 from dws_dagster.workspace.snapshots.replay_run import (
     DIFFERS,
+    FAILED,
     NON_DETERMINISTIC,
     REPRODUCED,
     run_plan,
@@ -55,6 +56,8 @@ def scaled(config: Scale, trips: DataFrame) -> DataFrame:
         out = out.withColumn("noise", F.rand())
     if os.environ.get("REPLAY_TEST_DROP"):
         out = out.filter(F.col("trip") == "1")
+    if os.environ.get("REPLAY_TEST_FAIL"):
+        raise RuntimeError("the replay broke here")
     return out
 
 
@@ -109,6 +112,7 @@ def test_assets_replay_as_tagged_dagster_runs_and_reproduce_exactly(
         _materialize(defs, instance, factor=3)
         take_snapshot(ws, "v1")
         _materialize(defs, instance, factor=5)  # today's state differs from the snapshot's
+        cursor = process_events(instance, ws, openlineage=False).cursor
         write(ws.root / "data/src/trips.csv", "trip,fare\n1,11\n")
         plan = plan_replay(ws, "v1")
         assert [(s.kind, s.name) for s in plan.steps] == [
@@ -132,10 +136,15 @@ def test_assets_replay_as_tagged_dagster_runs_and_reproduce_exactly(
         replays = instance.get_runs()
         tagged = [r for r in replays if r.tags.get(keys.REPLAY_OF) == plan.snapshot.hash]
         assert len(tagged) == 2  # one Dagster run per replayed step, visible on the instance
-        # The lineage sensor leaves the replay's materializations to the scratch workspace.
+        # The lineage sensor leaves the replay's runs to the scratch workspace: no record, no
+        # snapshot, nothing skipped.
         state = ws.store.get("results/scaled")
-        process_events(instance, ws, openlineage=False)
+        outcome = process_events(
+            instance, ws, after_storage_id=cursor, openlineage=False, snapshot_on_results=True
+        )
         assert ws.store.get("results/scaled").version == state.version
+        assert outcome.applied.events == 0 and outcome.cursor > cursor  # read, left alone
+        assert not outcome.applied.skipped and not outcome.applied.snapshots
 
 
 def test_an_asset_with_a_random_column_is_named_non_deterministic(
@@ -178,3 +187,24 @@ def test_an_asset_that_now_drops_rows_differs_and_says_how_many(
     scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
     assert scaled.outcome == DIFFERS
     assert scaled.detail == "2 rows recorded, 1 reproduced"
+
+
+def test_a_replay_run_that_fails_leaves_the_workspace_as_it_was(
+    project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, name, defs = project
+    with DagsterInstance.get() as instance:
+        _materialize(defs, instance, factor=2)
+        take_snapshot(ws, "v1")
+        monkeypatch.setenv("REPLAY_TEST_FAIL", "1")
+        plan = plan_replay(ws, "v1", ["results/scaled"])
+        report = run_plan(
+            plan,
+            prepare_scratch(ws, plan, tmp_path / "scratch"),
+            {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")},
+        )
+        scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
+        assert scaled.outcome == FAILED and "the replay broke here" in (scaled.detail or "")
+        # The failed replay run is not a failed attempt of the workspace's own asset.
+        process_events(instance, ws, openlineage=False)
+        assert ws.store.get("results/scaled").status == "ok"

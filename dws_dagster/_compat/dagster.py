@@ -150,14 +150,16 @@ def parent_partition_keys(
         return None
 
 
-def runs_job_times(instance: Any, run_ids: Sequence[str]) -> dict[str, tuple[str, Any, Any | None]]:
-    """(job name, creation time, start time or None when not started yet), as aware datetimes,
-    of many runs in one query (the sensor meets many runs in a batch, and a query per run
-    would dominate its cost); unknown runs are left out. The start time dates the run's own
-    OpenLineage START."""
+def runs_job_times(
+    instance: Any, run_ids: Sequence[str]
+) -> dict[str, tuple[str, Any, Any | None, dict[str, str]]]:
+    """(job name, creation time, start time or None when not started yet, tags), times as
+    aware datetimes, of many runs in one query (the sensor meets many runs in a batch, and a
+    query per run would dominate its cost); unknown runs are left out. The start time dates the
+    run's own OpenLineage START."""
     from dagster import RunsFilter
 
-    found: dict[str, tuple[str, Any, Any | None]] = {}
+    found: dict[str, tuple[str, Any, Any | None, dict[str, str]]] = {}
     if not run_ids:
         return found
     for record in instance.get_run_records(filters=RunsFilter(run_ids=list(run_ids))):
@@ -166,6 +168,7 @@ def runs_job_times(instance: Any, run_ids: Sequence[str]) -> dict[str, tuple[str
             record.dagster_run.job_name,
             _aware_time(record.create_timestamp),
             _aware_time(started) if started is not None else None,
+            dict(record.dagster_run.tags),
         )
     return found
 

@@ -192,11 +192,18 @@ def _run(defs: Any, instance: Any, key: Any, request: dict[str, Any]) -> str | N
     if result.success:
         return None
     failures = [
-        str(event.event_specific_data.error.message).strip()
+        _root_cause(event.event_specific_data.error)
         for event in result.all_events
         if event.is_step_failure and event.event_specific_data is not None
     ]
     return "; ".join(failures) or "the run failed"
+
+
+def _root_cause(error: Any) -> str:
+    """The innermost error's message: Dagster wraps the asset's own error in its own."""
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    return str(getattr(error, "message", error)).strip()
 
 
 def _definitions(target: str) -> Any:

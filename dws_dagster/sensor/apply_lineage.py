@@ -123,6 +123,11 @@ class EventApplier:
     def apply(self, record: Any) -> None:
         """Apply one record: an `AssetEventRecord`, or Dagster's record of a run's end (or of
         an asset event, read as an `AssetEventRecord`)."""
+        run_id = record.run_id if isinstance(record, AssetEventRecord) else None
+        if run_id is None:
+            run_id = record.event_log_entry.run_id
+        if run_id and self.runs.is_replay(run_id):
+            return  # a replay's run: lineage, failures, snapshots and events are the replay's
         if not isinstance(record, AssetEventRecord):
             entry = record.event_log_entry
             event = entry.dagster_event

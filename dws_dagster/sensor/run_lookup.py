@@ -35,6 +35,8 @@ class RunFacts:
     description: str
     #: when the run started; None when it had not yet when its record was read
     started: dt.datetime | None = None
+    #: the snapshot the run replays (`dws-dagster replay`), whose lineage is the replay's own
+    replay_of: str | None = None
 
 
 class RunLookup:
@@ -63,6 +65,12 @@ class RunLookup:
         if run_id not in self._facts:
             self.look_up([run_id])
         return self._facts[run_id]
+
+    def is_replay(self, run_id: str) -> bool:
+        """Whether the run is one `dws-dagster replay` launched: its events belong to the
+        replay's scratch workspace, which recorded them itself."""
+        facts = self.facts(run_id)
+        return facts is not None and facts.replay_of is not None
 
     def stream(self, record: AssetEventRecord) -> None:
         """Keep a planned or materialization event the tick read, for its run's end."""
@@ -103,7 +111,7 @@ class RunLookup:
 
 
 def _run_facts(
-    run_id: str, found: tuple[str, dt.datetime, dt.datetime | None] | None
+    run_id: str, found: tuple[str, dt.datetime, dt.datetime | None, dict[str, str]] | None
 ) -> RunFacts | None:
     return (
         None
@@ -114,6 +122,7 @@ def _run_facts(
             created=found[1],
             started=found[2],
             description=f"Dagster run {run_id} of job '{found[0]}'",
+            replay_of=found[3].get(keys.REPLAY_OF),
         )
     )
 
