@@ -188,3 +188,31 @@ def test_a_step_writing_a_remote_resource_is_never_run(tmp_path: Path) -> None:
         "workspace itself"
     )
     assert not marker.exists()
+
+
+def test_a_step_writing_a_resource_no_longer_defined_is_not_run(tmp_path: Path) -> None:
+    scratch = Workspace.init(tmp_path / "scratch")
+    marker = tmp_path / "ran"
+    step = ReplayStep(
+        key="export@1",
+        kind=SCRIPT,
+        name="export",
+        run_id=None,
+        partition=None,
+        outputs=(("archive/table", "0" * 32),),
+        inputs=(),
+        parameters={},
+        command_line=(sys.executable, "-c", f"open({str(marker)!r}, 'w')"),
+        working_folder=".",
+        git_commit=None,
+        code_version="1",
+    )
+    plan = ReplayPlan(SnapshotInfo(hash="0" * 32), ("archive/table",), (step,))
+
+    (verdict,) = run_plan(plan, scratch).verdicts
+
+    assert verdict.outcome == NOT_REPLAYABLE
+    assert verdict.detail == (
+        "it writes to resource(s) archive, which the workspace no longer defines"
+    )
+    assert not marker.exists()

@@ -165,13 +165,11 @@ def _why_not_now(
 ) -> str | None:
     if step.blocked is not None:
         return step.blocked
-    remote = sorted(
-        {
-            name
-            for ref, _ in step.outputs
-            if not scratch.resource(name := ref.split("/", 1)[0]).is_local
-        }
-    )
+    names = sorted({ref.split("/", 1)[0] for ref, _ in step.outputs})
+    gone = [name for name in names if name not in scratch.resources]
+    if gone:
+        return f"it writes to resource(s) {', '.join(gone)}, which the workspace no longer defines"
+    remote = [name for name in names if not scratch.resources[name].is_local]
     if remote:
         # The scratch workspace shares remote resources with the original: writing there
         # would replace the original's data.
