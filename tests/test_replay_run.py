@@ -157,19 +157,15 @@ def test_a_step_that_fails_on_replay_is_reported_with_its_error(
     assert odd.detail is not None and "the model server is unreachable" in odd.detail
 
 
-def test_a_step_writing_a_remote_resource_is_never_run(tmp_path: Path) -> None:
-    """The scratch workspace shares remote resources with the original: a step writing one
-    would replace the original's data, so it is not replayable (and its command never runs)."""
-    scratch = Workspace.init(tmp_path / "scratch")
-    scratch.add_resource("lake", "intermediate-data", uri="s3a://bucket/lake")
-    marker = tmp_path / "ran"
+def _plan_of_one_step_writing(ref: str, marker: Path) -> ReplayPlan:
+    """A plan of one replayable script step writing `ref`, which creates `marker` if run."""
     step = ReplayStep(
         key="export@1",
         kind=SCRIPT,
         name="export",
         run_id=None,
         partition=None,
-        outputs=(("lake/table", "0" * 32),),
+        outputs=((ref, "0" * 32),),
         inputs=(),
         parameters={},
         command_line=(sys.executable, "-c", f"open({str(marker)!r}, 'w')"),
@@ -177,7 +173,16 @@ def test_a_step_writing_a_remote_resource_is_never_run(tmp_path: Path) -> None:
         git_commit=None,
         code_version="1",
     )
-    plan = ReplayPlan(SnapshotInfo(hash="0" * 32), ("lake/table",), (step,))
+    return ReplayPlan(SnapshotInfo(hash="0" * 32), (ref,), (step,))
+
+
+def test_a_step_writing_a_remote_resource_is_never_run(tmp_path: Path) -> None:
+    """The scratch workspace shares remote resources with the original: a step writing one
+    would replace the original's data, so it is not replayable (and its command never runs)."""
+    scratch = Workspace.init(tmp_path / "scratch")
+    scratch.add_resource("lake", "intermediate-data", uri="s3a://bucket/lake")
+    marker = tmp_path / "ran"
+    plan = _plan_of_one_step_writing("lake/table", marker)
 
     report = run_plan(plan, scratch)
 
@@ -193,21 +198,7 @@ def test_a_step_writing_a_remote_resource_is_never_run(tmp_path: Path) -> None:
 def test_a_step_writing_a_resource_no_longer_defined_is_not_run(tmp_path: Path) -> None:
     scratch = Workspace.init(tmp_path / "scratch")
     marker = tmp_path / "ran"
-    step = ReplayStep(
-        key="export@1",
-        kind=SCRIPT,
-        name="export",
-        run_id=None,
-        partition=None,
-        outputs=(("archive/table", "0" * 32),),
-        inputs=(),
-        parameters={},
-        command_line=(sys.executable, "-c", f"open({str(marker)!r}, 'w')"),
-        working_folder=".",
-        git_commit=None,
-        code_version="1",
-    )
-    plan = ReplayPlan(SnapshotInfo(hash="0" * 32), ("archive/table",), (step,))
+    plan = _plan_of_one_step_writing("archive/table", marker)
 
     (verdict,) = run_plan(plan, scratch).verdicts
 

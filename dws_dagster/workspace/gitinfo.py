@@ -138,18 +138,24 @@ def _head_key(git_dir: str, common: str) -> tuple[object, ...] | None:
     return head, loose, packed
 
 
-def _git(directory: Path, *args: str) -> str | None:
+def run_git(directory: Path, *args: str, timeout: float = 10) -> str | None:
+    """git's output in `directory` (empty when it says nothing), or None when it failed."""
     try:
         done = subprocess.run(
             ["git", "-C", str(directory), *args],
             capture_output=True,
             text=True,
-            timeout=10,
+            timeout=timeout,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    """git's answer, or None when it failed or had nothing to say."""
+    return run_git(directory, *args) or None
 
 
 @functools.lru_cache(maxsize=32)

@@ -21,9 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dws_dagster.workspace.gitinfo import git_toplevel
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.snapshots.replay_plan import SCRIPT, ReplayPlan, ReplayStep
-from dws_dagster.workspace.snapshots.replay_scratch import checkout, git_toplevel, has_commit
+from dws_dagster.workspace.snapshots.replay_scratch import checkout, has_commit
 from dws_dagster.workspace.workspace import Workspace
 
 REPRODUCED = "reproduced"
@@ -107,10 +108,7 @@ def _run_plan(
         why = _why_not_now(step, chosen, failed, scratch, in_git)
         if why is not None:
             failed[step.key] = why
-            report.verdicts += [
-                RefVerdict(ref, step.key, NOT_REPLAYABLE, version, detail=why)
-                for ref, version in step.outputs
-            ]
+            report.verdicts += _every_output(step, NOT_REPLAYABLE, why)
             continue
         if in_git and step.git_commit is not None:
             checkout(scratch.root, step.git_commit)
@@ -118,38 +116,31 @@ def _run_plan(
             error = chosen[step.kind](step, scratch)
         except StepNotReplayable as exc:
             failed[step.key] = str(exc)
-            report.verdicts += [
-                RefVerdict(ref, step.key, NOT_REPLAYABLE, version, detail=str(exc))
-                for ref, version in step.outputs
-            ]
+            report.verdicts += _every_output(step, NOT_REPLAYABLE, str(exc))
             continue
         if error is not None:
             failed[step.key] = f"it failed: {error}"
-            report.verdicts += [
-                RefVerdict(ref, step.key, FAILED, version, detail=error)
-                for ref, version in step.outputs
-            ]
+            report.verdicts += _every_output(step, FAILED, error)
             continue
-        first = _versions(scratch, step)
-        if all(first.get(ref) == version for ref, version in step.outputs):
+        first = _written(scratch, step)
+        if all(first[ref][0] == version for ref, version in step.outputs):
             report.verdicts += [
                 RefVerdict(ref, step.key, REPRODUCED, version, version)
                 for ref, version in step.outputs
             ]
             continue
-        rows = _rows(scratch, step)  # of the first replay: the one judged
         error = chosen[step.kind](step, scratch)  # again, on the same inputs
-        second = _versions(scratch, step) if error is None else {}
+        second = _written(scratch, step) if error is None else {}
         for ref, version in step.outputs:
-            made = first.get(ref)
+            made, rows = first[ref]  # the first replay is the one judged
             if made == version:
                 outcome, detail = REPRODUCED, None
-            elif error is None and second.get(ref) != made:
+            elif error is None and second[ref][0] != made:
                 outcome = NON_DETERMINISTIC
                 detail = "two replays of the step on the same inputs wrote different data"
             else:
                 outcome, detail = DIFFERS, None
-            counted = _rows_said(step.rows.get(ref), rows.get(ref))
+            counted = _rows_said(step.rows.get(ref), rows)
             if outcome != REPRODUCED and counted:
                 detail = f"{detail}; {counted}" if detail else counted
             report.verdicts.append(RefVerdict(ref, step.key, outcome, version, made, detail))
@@ -196,17 +187,6 @@ def _why_not_now(
     return None
 
 
-def _rows(scratch: Workspace, step: ReplayStep) -> dict[str, int]:
-    """Rows the replay's records say each output holds, where the writer counted them."""
-    found: dict[str, int] = {}
-    for ref, _ in step.outputs:
-        state = scratch.store.get(ref)
-        rows = ((state.record or {}).get("extra") or {}).get("rows") if state else None
-        if isinstance(rows, int):
-            found[ref] = rows
-    return found
-
-
 def _rows_said(recorded: int | None, made: int | None) -> str | None:
     if recorded is None or made is None:
         return None
@@ -215,12 +195,22 @@ def _rows_said(recorded: int | None, made: int | None) -> str | None:
     return f"{recorded} rows recorded, {made} reproduced"
 
 
-def _versions(scratch: Workspace, step: ReplayStep) -> dict[str, str | None]:
-    """What the scratch store recorded for the step's outputs (None: nothing recorded)."""
-    found: dict[str, str | None] = {}
+def _every_output(step: ReplayStep, outcome: str, detail: str) -> list[RefVerdict]:
+    """One verdict, the same for every output of `step` (none of them was written)."""
+    return [
+        RefVerdict(ref, step.key, outcome, version, detail=detail) for ref, version in step.outputs
+    ]
+
+
+def _written(scratch: Workspace, step: ReplayStep) -> dict[str, tuple[str | None, int | None]]:
+    """What the scratch store recorded of each output: its version (None: nothing recorded)
+    and its rows, where the writer counted them."""
+    found: dict[str, tuple[str | None, int | None]] = {}
     for ref, _ in step.outputs:
         state = scratch.store.get(ref)
-        found[ref] = None if state is None else state.version
+        record = (state.record if state is not None else None) or {}
+        rows = (record.get("extra") or {}).get("rows")
+        found[ref] = (record.get("version"), rows if isinstance(rows, int) else None)
     return found
 
 

@@ -14,15 +14,18 @@ own, beside the original's, for the verdict to compare.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from dws_dagster.errors import SnapshotError
+from dws_dagster.workspace.gitinfo import git_toplevel, run_git
 from dws_dagster.workspace.snapshots import snapshot_data
 from dws_dagster.workspace.snapshots.objects import ObjectStore
 from dws_dagster.workspace.snapshots.replay_plan import ReplayPlan
 from dws_dagster.workspace.snapshots.retention import RESOURCE, stage
 from dws_dagster.workspace.workspace import WORKSPACE_DIR, Workspace
+
+#: Seconds a clone or checkout may take (a large repository, a slow disk).
+_SLOW = 60
 
 
 class ReplayScratchError(SnapshotError):
@@ -117,24 +120,21 @@ def _bring_back_sources(ws: Workspace, scratch: Workspace, plan: ReplayPlan) -> 
         stage(objects, files, False, target)
 
 
-def git_toplevel(directory: Path) -> Path | None:
-    """The root of the git work tree holding `directory`, or None outside git."""
-    found = _git(directory, "rev-parse", "--show-toplevel")
-    return Path(found) if found else None
-
-
 def has_commit(directory: Path, commit: str) -> bool:
     """Whether the repository holding `directory` has `commit`."""
-    return _git(directory, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+    return run_git(directory, "cat-file", "-e", f"{commit}^{{commit}}") is not None
 
 
 def clone_at(repository: Path, into: Path, commit: str) -> None:
     """A clone of `repository` sharing its objects, in `into`, detached at `commit`."""
-    cloned = _git(
+    cloned = run_git(
         repository.parent, "clone", "--quiet", "--shared", "--no-checkout", str(repository),
-        str(into),
+        str(into), timeout=_SLOW,
     )  # fmt: skip
-    if cloned is None or _git(into, "checkout", "--detach", "--quiet", commit) is None:
+    if (
+        cloned is None
+        or run_git(into, "checkout", "--detach", "--quiet", commit, timeout=_SLOW) is None
+    ):
         raise ReplayScratchError(
             f"git could not check out commit {commit[:12]} into {into}; check that the "
             "commit is in the repository (git fetch) and that the folder can be written"
@@ -143,22 +143,7 @@ def clone_at(repository: Path, into: Path, commit: str) -> None:
 
 def checkout(worktree: Path, commit: str) -> None:
     """Make the scratch clone hold `commit`'s files (untracked data stays)."""
-    if _git(worktree, "checkout", "--detach", "--quiet", commit) is None:
+    if run_git(worktree, "checkout", "--detach", "--quiet", commit, timeout=_SLOW) is None:
         raise ReplayScratchError(
             f"git could not check out commit {commit[:12]} in the replay folder {worktree}"
         )
-
-
-def _git(directory: Path, *args: str) -> str | None:
-    """git's output (possibly empty), or None when it failed."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(directory), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
