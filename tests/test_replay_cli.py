@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from dws_dagster.cli.replay_command import definitions_of
+from dws_dagster.workspace.snapshots.history import resolve_snapshot
+from dws_dagster.workspace.snapshots.replay_record import latest_replay
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.store.database import forget_databases
 
@@ -42,6 +44,8 @@ def test_replay_prints_every_ref_reproduced_and_exits_0(git_ws, tmp_path: Path) 
     before = tree_state(ws.root)
 
     done = _cli("replay", "v1", "--into", str(tmp_path / "again"), cwd=ws.root)
+    after = tree_state(ws.root)
+    kept = [path for path in after if path.startswith(".dataworkspace/replays/")]
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -52,7 +56,15 @@ def test_replay_prints_every_ref_reproduced_and_exits_0(git_ws, tmp_path: Path) 
     ]
     assert "every ref of snapshot v1 reproduced exactly (2 refs)" in done.stdout
     assert "replaying prep@" in done.stderr and "Traceback" not in done.stderr
-    assert tree_state(ws.root) == before
+    # Nothing of the workspace changed but the record of this replay, kept for its page.
+    assert len(kept) == 1 and kept[0].startswith(".dataworkspace/replays/v1-")
+    assert {k: v for k, v in after.items() if k not in kept} == before
+    record = latest_replay(ws, resolve_snapshot(ws, "v1").hash)
+    assert record is not None and record["reproduced"] and record["into"] == str(tmp_path / "again")
+    assert [(r["ref"], r["verdict"]) for r in record["refs"]] == [
+        ("inter/prep", "reproduced"),
+        ("results/exp", "reproduced"),
+    ]
     # The command it prints runs as printed.
     printed = done.stdout.strip().splitlines()[-1].split("a workspace of its own: ")[1]
     argv = shlex.split(printed)

@@ -60,8 +60,13 @@ def _commit(root: Path, message: str) -> str:
 
 
 def _data_and_lineage(root: Path) -> dict[str, str]:
-    """The workspace's files; not the Dagster instance's, where the replay's runs belong."""
-    return {k: v for k, v in tree_state(root).items() if not k.startswith(".dagster/")}
+    """The workspace's files; not the Dagster instance's, where the replay's runs belong, nor
+    the replay's own record."""
+    return {
+        k: v
+        for k, v in tree_state(root).items()
+        if not k.startswith((".dagster/", ".dataworkspace/replays/"))
+    }
 
 
 def _run(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -15,30 +15,29 @@ import shlex
 import sys
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dws_dagster.cli.context import open_workspace
 from dws_dagster.cli.output import print_json
 from dws_dagster.cli.view_commands import EXIT_ATTENTION
 from dws_dagster.workspace.versions import short
-from dws_dagster.workspace.workspace import WORKSPACE_DIR, Workspace
 
 if TYPE_CHECKING:
     from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
     from dws_dagster.workspace.snapshots.replay_run import ReplayReport, StepRunner
 
-#: Under `.dataworkspace/`: where replays go unless `--into` says otherwise.
-REPLAYS_DIR = "replays"
-
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
+    from dws_dagster.workspace.snapshots.replay_record import replays_dir, report_json, save_replay
     from dws_dagster.workspace.snapshots.replay_run import run_plan
     from dws_dagster.workspace.snapshots.replay_scratch import prepare_scratch
 
     ws = open_workspace(args)
     plan = plan_replay(ws, args.snapshot, args.refs)
-    into = Path(args.into) if args.into else _default_place(ws, plan.snapshot.name)
+    started = dt.datetime.now(dt.UTC)
+    name = f"{plan.snapshot.name}-{started.strftime('%Y%m%dT%H%M%SZ')}"
+    into = Path(args.into) if args.into else replays_dir(ws) / name
     runners: dict[str, StepRunner] = {}
     if any(step.kind == DAGSTER_ASSET and step.replayable for step in plan.steps):
         definitions = args.definitions or definitions_of(ws.root)
@@ -51,8 +50,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     report = run_plan(
         plan, scratch, runners, progress=None if quiet else lambda s: _say_step(s, len(plan.steps))
     )
+    document = report_json(report, replayed_at=started.isoformat())
+    save_replay(ws, document, name)
     if args.format == "json":
-        print_json(_as_json(report))
+        print_json(document)
     else:
         _print_table(report)
     return 0 if report.reproduced else EXIT_ATTENTION
@@ -90,33 +91,8 @@ def definitions_of(root: Path) -> str | None:
     return None
 
 
-def _default_place(ws: Workspace, snapshot: str) -> Path:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    return ws.root / WORKSPACE_DIR / REPLAYS_DIR / f"{snapshot}-{stamp}"
-
-
 def _say_step(step: ReplayStep, total: int) -> None:
     print(f"replaying {step.key} ({step.kind}; {total} steps in all)", file=sys.stderr)
-
-
-def _as_json(report: ReplayReport) -> dict[str, Any]:
-    return {
-        "snapshot": report.plan.snapshot.hash,
-        "tags": report.plan.snapshot.tags,
-        "into": str(report.scratch),
-        "reproduced": report.reproduced,
-        "refs": [
-            {
-                "ref": v.ref,
-                "step": v.step,
-                "verdict": v.outcome,
-                "recorded": v.recorded,
-                "reproduced": v.reproduced,
-                "detail": v.detail,
-            }
-            for v in report.verdicts
-        ],
-    }
 
 
 def _print_table(report: ReplayReport) -> None:

@@ -155,6 +155,7 @@ def _origin(origin: str) -> str:
 def cmd_lineage(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.refs import ResourceRef
     from dws_dagster.workspace.snapshots.history import resolve_snapshot, snapshot_manifest
+    from dws_dagster.workspace.snapshots.replay_record import latest_replay
     from dws_dagster.workspace.views.graph import SnapshotView, build_graph
     from dws_dagster.workspace.views.lineage_text import render_grouped_text
     from dws_dagster.workspace.views.render_diagram import render_dot, render_html, render_mermaid
@@ -167,6 +168,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
         info = resolve_snapshot(ws, args.snapshot)
         view: Any = SnapshotView(snapshot_manifest(ws, info.hash), ws.store)
         graph = build_graph(view, ref, roles, snapshot=info.name)
+        graph.replay = latest_replay(ws, info.hash)
     else:
         graph = build_graph(ws.store, ref, roles)
     renderers: dict[str, Callable[[Any], Any]] = {

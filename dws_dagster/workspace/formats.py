@@ -320,6 +320,33 @@ class OutboxKeys(TypedDict):
     keys: list[Pair]
 
 
+@with_config(_CONFIG)
+class ReplayVerdictJson(TypedDict):
+    """One ref of a replay record: the recorded version beside the reproduced one."""
+
+    ref: Ref
+    step: str
+    verdict: Literal["reproduced", "differs", "non-deterministic", "not replayable", "failed"]
+    recorded: Version | None
+    reproduced: Version | None
+    detail: str | None
+    columns: NotRequired[list[str] | None]
+
+
+@with_config(_CONFIG)
+class ReplayFile(TypedDict):
+    """`replays/<snapshot>-<time>.json`: what one replay of a snapshot found."""
+
+    format: Literal[1]
+    snapshot: SnapshotHash
+    snapshot_name: str
+    replayed_at: str
+    into: str
+    in_place: NotRequired[bool]
+    reproduced: bool
+    refs: list[ReplayVerdictJson]
+
+
 # --------------------------------------------------------------------------- checking
 
 T = TypeVar("T")
@@ -334,6 +361,7 @@ MANIFEST = TypeAdapter(ManifestFile)
 MARKER = TypeAdapter(MarkerFile)
 OUTBOX_STATE = TypeAdapter(OutboxState)
 OUTBOX_KEYS = TypeAdapter(OutboxKeys)
+REPLAY = TypeAdapter(ReplayFile)
 
 _PATTERN_NAMES = {
     REF_PATTERN: "a ref (RESOURCE/SUBPATH without '..', '.', empty parts, backslashes or "

@@ -58,6 +58,9 @@ class RefVerdict:
     recorded: str | None
     reproduced: str | None = None
     detail: str | None = None
+    #: The columns whose content differs from the recorded data's (added, removed or holding
+    #: other values), where Spark could compare the two; None: not compared.
+    columns: tuple[str, ...] | None = None
 
 
 @dataclass

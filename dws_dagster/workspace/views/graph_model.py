@@ -75,6 +75,9 @@ class LineageGraph:
     load_history: HistoryLoader | None = field(default=None, repr=False, compare=False)
     #: True when the graph stopped growing at `build_graph`'s `max_nodes`.
     truncated: bool = False
+    #: The newest replay of `snapshot` (a checked `replay_record` document), whose verdicts
+    #: the page draws on the nodes of the refs it replayed; None when never replayed.
+    replay: dict[str, Any] | None = field(default=None, repr=False)
 
     def with_placeholders(self) -> dict[str, GraphNode]:
         """The nodes, plus a placeholder (status "missing") for each id the focus or an edge
