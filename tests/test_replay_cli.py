@@ -95,6 +95,9 @@ def test_replay_as_json_and_exit_3_when_a_ref_does_not_reproduce(git_ws, tmp_pat
     assert verdicts["inter/prep"]["verdict"] == "reproduced"
     assert verdicts["results/odd"]["verdict"] == "differs"
     assert verdicts["results/odd"]["recorded"] != verdicts["results/odd"]["reproduced"]
+    # The script's CSV files, read by Spark in the command's own process: its one column.
+    assert verdicts["results/odd"]["columns"] == ["v"]
+    assert verdicts["results/odd"]["detail"].endswith("columns that differ: v")
     assert found["into"] == str(tmp_path / "j")
 
 

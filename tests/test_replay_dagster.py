@@ -4,6 +4,7 @@ in the scratch workspace; real Dagster, real Spark (the worker's own session), r
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from dagster import DagsterInstance
 from dws_dagster import metadata_keys as keys
 from dws_dagster.assets.replay_runs import DagsterRunner
 from dws_dagster.sensor.definition import process_events
+from dws_dagster.spark.column_diff import differing_columns
+from dws_dagster.workspace.snapshots.replay_compare import name_differing_columns
 from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
 from dws_dagster.workspace.snapshots.replay_run import (
     DIFFERS,
@@ -54,6 +57,8 @@ def scaled(config: Scale, trips: DataFrame) -> DataFrame:
     out = trips.withColumn("fare", F.col("fare").cast("int") * config.factor)
     if os.environ.get("REPLAY_TEST_RANDOM"):
         out = out.withColumn("noise", F.rand())
+    if os.environ.get("REPLAY_TEST_SHIFT"):
+        out = out.withColumn("fare", F.col("fare") + 1)
     if os.environ.get("REPLAY_TEST_DROP"):
         out = out.filter(F.col("trip") == "1")
     if os.environ.get("REPLAY_TEST_FAIL"):
@@ -147,8 +152,12 @@ def test_assets_replay_as_tagged_dagster_runs_and_reproduce_exactly(
         assert not outcome.applied.skipped and not outcome.applied.snapshots
 
 
+def _compare_with(spark):
+    return lambda recorded, reproduced, fmt: differing_columns(spark, recorded, reproduced, fmt)
+
+
 def test_an_asset_with_a_random_column_is_named_non_deterministic(
-    project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws, name, defs = project
     monkeypatch.setenv("REPLAY_TEST_RANDOM", "1")  # read by the asset when it runs
@@ -156,11 +165,8 @@ def test_an_asset_with_a_random_column_is_named_non_deterministic(
         _materialize(defs, instance, factor=2)
         take_snapshot(ws, "v1")
         plan = plan_replay(ws, "v1")
-        report = run_plan(
-            plan,
-            prepare_scratch(ws, plan, tmp_path / "scratch"),
-            {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")},
-        )
+        scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
+        report = run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")})
     outcomes = {v.ref: v.outcome for v in report.verdicts}
     assert outcomes == {"inter/trips": REPRODUCED, "results/scaled": NON_DETERMINISTIC}
     scaled = report.verdicts[-1]
@@ -168,10 +174,33 @@ def test_an_asset_with_a_random_column_is_named_non_deterministic(
         "two replays of the step on the same inputs wrote different data; the same 2 rows, "
         "different content"
     )
+    # Which column: the recorded data is the workspace's own (still at that version).
+    name_differing_columns(ws, report, scratch, _compare_with(spark))
+    scaled = report.verdicts[-1]
+    assert scaled.columns == ("noise",)
+    assert scaled.detail is not None and scaled.detail.endswith("; columns that differ: noise")
+
+
+def test_a_changed_column_is_named_from_the_snapshots_retained_data(
+    project, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, name, defs = project
+    with DagsterInstance.get() as instance:
+        _materialize(defs, instance, factor=2)
+        take_snapshot(ws, "v1")
+        _materialize(defs, instance, factor=5)  # the workspace's data moved on
+        monkeypatch.setenv("REPLAY_TEST_SHIFT", "1")  # the environment changed, not the code
+        plan = plan_replay(ws, "v1", ["results/scaled"])
+        scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
+        report = run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")})
+    name_differing_columns(ws, report, scratch, _compare_with(spark))
+    scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
+    assert scaled.outcome == DIFFERS and scaled.columns == ("fare",)
+    assert scaled.detail == "the same 2 rows, different content; columns that differ: fare"
 
 
 def test_an_asset_that_now_drops_rows_differs_and_says_how_many(
-    project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws, name, defs = project
     with DagsterInstance.get() as instance:
@@ -179,14 +208,21 @@ def test_an_asset_that_now_drops_rows_differs_and_says_how_many(
         take_snapshot(ws, "v1")
         monkeypatch.setenv("REPLAY_TEST_DROP", "1")  # the environment changed, not the code
         plan = plan_replay(ws, "v1", ["results/scaled"])
-        report = run_plan(
-            plan,
-            prepare_scratch(ws, plan, tmp_path / "scratch"),
-            {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")},
-        )
+        scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
+        report = run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")})
     scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
     assert scaled.outcome == DIFFERS
     assert scaled.detail == "2 rows recorded, 1 reproduced"
+    # Without its recorded data (freed), the verdict says the columns were not compared.
+    shutil.rmtree(ws.local_path("results/scaled"))
+    shutil.rmtree(ws.meta_dir / "objects")
+    name_differing_columns(ws, report, scratch, _compare_with(spark))
+    scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
+    assert scaled.columns is None
+    assert scaled.detail == (
+        "2 rows recorded, 1 reproduced; its columns were not compared: the recorded data is "
+        "no longer kept (freed by gc)"
+    )
 
 
 def test_a_replay_run_that_fails_leaves_the_workspace_as_it_was(

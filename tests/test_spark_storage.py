@@ -187,7 +187,7 @@ def test_bad_format_and_missing_data(spark, tmp_path: Path) -> None:
 
 
 def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
-    from dws_dagster.spark.storage import _SALT, _exact_sum, _version_aggregates
+    from dws_dagster.spark.storage import _SALT, _version_aggregates, exact_sum
 
     extremes = [(-(2**63)), 2**63 - 1, -1, 0, 1, 2**42, -(2**42) - 5]
     df = spark.createDataFrame([(i, f"v{i}") for i in range(500)], "id long, name string")
@@ -196,14 +196,14 @@ def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
     rows = hashes.collect()
     metrics = df.agg(*_version_aggregates(df)).collect()[0].asDict()
     assert metrics["rows"] == 500
-    assert _exact_sum(metrics, "h") == sum(r.h for r in rows)
-    assert _exact_sum(metrics, "g") == sum(r.g for r in rows)
+    assert exact_sum(metrics, "h") == sum(r.h for r in rows)
+    assert exact_sum(metrics, "g") == sum(r.g for r in rows)
     # The limb split is exact for every 64-bit value, extremes included.
     values = spark.createDataFrame([(v,) for v in extremes], "h long")
-    from dws_dagster.spark.storage import _limb_sums
+    from dws_dagster.spark.storage import limb_sums
 
-    limbs = values.agg(*map(F.expr, _limb_sums("h", "h"))).collect()[0].asDict()
-    assert _exact_sum(limbs, "h") == sum(extremes)
+    limbs = values.agg(*map(F.expr, limb_sums("h", "h"))).collect()[0].asDict()
+    assert exact_sum(limbs, "h") == sum(extremes)
 
 
 @pytest.mark.parametrize(

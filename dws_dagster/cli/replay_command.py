@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from dws_dagster.workspace.snapshots.replay_compare import name_differing_columns
     from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
     from dws_dagster.workspace.snapshots.replay_record import replays_dir, report_json, save_replay
-    from dws_dagster.workspace.snapshots.replay_run import run_plan
+    from dws_dagster.workspace.snapshots.replay_run import DIFFERS, NON_DETERMINISTIC, run_plan
     from dws_dagster.workspace.snapshots.replay_scratch import prepare_scratch
 
     ws = open_workspace(args)
@@ -50,6 +51,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     report = run_plan(
         plan, scratch, runners, progress=None if quiet else lambda s: _say_step(s, len(plan.steps))
     )
+    if any(v.outcome in (DIFFERS, NON_DETERMINISTIC) for v in report.verdicts):
+        from dws_dagster.spark.column_diff import SparkColumnComparer
+
+        name_differing_columns(ws, report, scratch, SparkColumnComparer())
     document = report_json(report, replayed_at=started.isoformat())
     save_replay(ws, document, name)
     if args.format == "json":

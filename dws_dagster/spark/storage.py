@@ -72,7 +72,7 @@ def local_path(location: str) -> Path:
     return Path(location)
 
 
-def _hash_inputs(df: DataFrame) -> list[str]:
+def hash_inputs(df: DataFrame) -> list[str]:
     """SQL for each column's hash input. Map columns cannot be hashed by Spark; their JSON
     form can."""
     inputs = []
@@ -88,7 +88,7 @@ _LIMB_BITS = 21
 _LIMB_MASK = (1 << _LIMB_BITS) - 1
 
 
-def _limb_sums(name: str, value: str) -> list[str]:
+def limb_sums(name: str, value: str) -> list[str]:
     return [
         f"sum(({value}) & {_LIMB_MASK}) AS {name}0",
         f"sum(shiftright({value}, {_LIMB_BITS}) & {_LIMB_MASK}) AS {name}1",
@@ -104,15 +104,15 @@ def _version_aggregates(df: DataFrame) -> list[Column]:
     Built as SQL text: one py4j call per aggregate instead of one per column operation, which
     is most of a small write's fixed cost."""
     aggregates = ["count(1) AS rows"]
-    columns = _hash_inputs(df)
+    columns = hash_inputs(df)
     if columns:
         row_hash = f"xxhash64({', '.join(columns)})"
-        aggregates += _limb_sums("h", row_hash)
-        aggregates += _limb_sums("g", f"xxhash64('{_SALT}', {row_hash})")
+        aggregates += limb_sums("h", row_hash)
+        aggregates += limb_sums("g", f"xxhash64('{_SALT}', {row_hash})")
     return [F.expr(aggregate) for aggregate in aggregates]
 
 
-def _exact_sum(metrics: Mapping[str, Any], name: str) -> int:
+def exact_sum(metrics: Mapping[str, Any], name: str) -> int:
     return sum(int(metrics.get(f"{name}{i}") or 0) << (_LIMB_BITS * i) for i in range(3))
 
 
@@ -129,8 +129,8 @@ def version_of_metrics(schema_json: str, metrics: Mapping[str, Any]) -> tuple[st
         "scheme": MARKER_SCHEME,
         "schema": schema_json,
         "rows": rows,
-        "h": str(_exact_sum(metrics, "h")),
-        "g": str(_exact_sum(metrics, "g")),
+        "h": str(exact_sum(metrics, "h")),
+        "g": str(exact_sum(metrics, "g")),
     }
     return xxhash.xxh3_128_hexdigest(canonical_json(body)), rows
 
