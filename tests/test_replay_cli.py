@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from dws_dagster.workspace.snapshots.history import resolve_snapshot
 from dws_dagster.workspace.snapshots.replay_record import latest_replay
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.store.database import forget_databases
+from dws_dagster.workspace.workspace import Workspace
 
 from .conftest import ROOT, tree_state, write
 from .replay_steps import STEP_SCRIPT, git, script
@@ -138,3 +140,84 @@ def test_the_definitions_are_found_where_dagsters_tools_look(tmp_path: Path) -> 
         write(tmp_path / "pyproject.toml", broken)
         write(tmp_path / "workspace.yaml", ": : :\n")
         assert definitions_of(tmp_path) is None
+
+
+def _forget_kept_copies(ws, snapshot: str, refs: list[str]) -> None:
+    """Everything `restore` could bring `refs` back from: the snapshot's retained files, the
+    results copy, kept versions; as if freed or lost."""
+    from dws_dagster.workspace.snapshots import snapshot_data
+    from dws_dagster.workspace.snapshots.objects import ObjectStore
+
+    objects = ObjectStore.of_workspace(ws.meta_dir)
+    rows = {row.ref: row.version for row in snapshot_data.rows_of(ws, snapshot)}
+    for ref in refs:
+        kept = snapshot_data.manifest(ws, ref, rows[ref])
+        assert kept is not None, ref
+        for entry in kept[1]:
+            objects.remove(entry.digest)
+    for folder in ws.root.rglob("*"):
+        if folder.is_dir() and folder.name in (".dws", "snapshots") and "data" in folder.parts:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_replay_in_place_lands_the_snapshot_with_the_replayed_data(git_ws, tmp_path: Path) -> None:
+    ws, _ = git_ws
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    take_snapshot(ws, "v1")
+    recorded = {ref: ws.store.get(ref).version for ref in ("inter/prep", "results/exp")}
+    write(ws.root / "data/src/trips.csv", "a\n5\n")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "train", "--input", "inter/prep", "--output", "results/exp")
+    _forget_kept_copies(ws, resolve_snapshot(ws, "v1").hash, ["inter/prep", "results/exp"])
+    forget_databases()
+    before = tree_state(ws.root)
+    # Restore alone cannot bring them back: refused, nothing changed.
+    refused = _cli("restore", "v1", cwd=ws.root)
+    assert refused.returncode == 1 and "nothing was changed" in refused.stderr
+    assert tree_state(ws.root) == before
+
+    done = _cli("replay", "v1", "--in-place", cwd=ws.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "replayed in place: snapshot v1" in done.stdout
+    assert "data of 2 ref(s) from the replay" in done.stdout
+    assert "  data replayed:  results/exp" in done.stdout
+    forget_databases()
+    again = Workspace.open(ws.root)
+    for ref, version in recorded.items():
+        assert again.store.get(ref).version == version  # the snapshot's lineage, current
+        assert again.version_of(ref) == version  # and its data, reproduced
+    assert (ws.root / "data/src/trips.csv").read_text() != "a\n5\n"  # the snapshot's source
+    record = latest_replay(again, resolve_snapshot(again, "v1").hash)
+    assert record is not None and record["in_place"] is True
+
+
+def test_replay_in_place_that_does_not_reproduce_changes_nothing(git_ws, tmp_path: Path) -> None:
+    ws, _ = git_ws
+    write(ws.root / "code/odd.py", ODD_SCRIPT)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "odd")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    script(ws, "odd")
+    take_snapshot(ws, "v1")
+    write(ws.root / "data/src/trips.csv", "a\n5\n")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    forget_databases()
+    before = tree_state(ws.root)
+
+    done = _cli(
+        "replay", "v1", "--in-place", "--format", "json", "--into", str(tmp_path / "r"),
+        cwd=ws.root, env={"FACTOR": "2"},
+    )  # fmt: skip
+
+    assert done.returncode == 3, done.stderr
+    assert "not replayed in place: 1 ref(s) of snapshot v1 did not reproduce exactly" in (
+        done.stderr
+    )
+    assert "(results/odd); the workspace was not changed" in done.stderr
+    assert json.loads(done.stdout)["in_place"] is False and "Traceback" not in done.stderr
+    after = tree_state(ws.root)
+    assert {k: v for k, v in after.items() if not k.startswith(".dataworkspace/replays/")} == (
+        before
+    )

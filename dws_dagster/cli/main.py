@@ -212,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the Dagster code location's definitions, as `dg dev -m` takes them (default: "
         "from pyproject.toml or workspace.yaml)",
     )
+    p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="then make the snapshot current in this workspace with the replay's data, as "
+        "restore does (all or nothing; only when every ref reproduced)",
+    )
 
     p = add("gc", cmd_gc, "free retained data no snapshot references", formats=True)
     p.add_argument("--dry-run", action="store_true", help="report what would be freed")

@@ -17,18 +17,22 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dws_dagster.cli.context import open_workspace
+from dws_dagster.cli.context import open_workspace, remote_data
+from dws_dagster.cli.failures import one_line
 from dws_dagster.cli.output import print_json
 from dws_dagster.cli.view_commands import EXIT_ATTENTION
+from dws_dagster.errors import DwsError
 from dws_dagster.workspace.versions import short
 
 if TYPE_CHECKING:
     from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
     from dws_dagster.workspace.snapshots.replay_run import ReplayReport, StepRunner
+    from dws_dagster.workspace.snapshots.restore_plan import RestoreReport
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.snapshots.replay_compare import name_differing_columns
+    from dws_dagster.workspace.snapshots.replay_in_place import ReplayNotLandedError, land_replay
     from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
     from dws_dagster.workspace.snapshots.replay_record import replays_dir, report_json, save_replay
     from dws_dagster.workspace.snapshots.replay_run import DIFFERS, NON_DETERMINISTIC, run_plan
@@ -55,12 +59,33 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from dws_dagster.spark.column_diff import SparkColumnComparer
 
         name_differing_columns(ws, report, scratch, SparkColumnComparer())
-    document = report_json(report, replayed_at=started.isoformat())
+    landed: RestoreReport | None = None
+    refused: DwsError | None = None
+    if args.in_place:
+        try:
+            landed = land_replay(ws, report, scratch, remote_data())
+        except DwsError as exc:  # nothing changed: said after the verdicts
+            refused = exc
+    document = report_json(report, replayed_at=started.isoformat(), in_place=landed is not None)
     save_replay(ws, document, name)
     if args.format == "json":
+        if landed is not None:
+            document["landed"] = {
+                "data_replayed": landed.data_replayed,
+                "data_restored": landed.data_restored,
+                "data_unchanged": landed.data_unchanged,
+                "code_left": [{"ref": r, "reason": why} for r, why in landed.code_left],
+            }
         print_json(document)
     else:
         _print_table(report)
+        if landed is not None:
+            _print_landed(landed)
+    if isinstance(refused, ReplayNotLandedError):
+        print(one_line(str(refused)), file=sys.stderr)
+        return EXIT_ATTENTION
+    if refused is not None:
+        raise refused
     return 0 if report.reproduced else EXIT_ATTENTION
 
 
@@ -94,6 +119,22 @@ def definitions_of(root: Path) -> str | None:
         if isinstance(module, str):
             return module
     return None
+
+
+def _print_landed(landed: RestoreReport) -> None:
+    info = landed.info
+    from_snapshot = sorted(set(landed.data_restored) - set(landed.data_replayed))
+    print(
+        f"replayed in place: snapshot {info.name} ({info.hash[:12]}) is current again; data "
+        f"of {len(landed.data_replayed)} ref(s) from the replay, {len(from_snapshot)} brought "
+        f"back from the snapshot, {len(landed.data_unchanged)} already as it was"
+    )
+    for ref in landed.data_replayed:
+        print(f"  data replayed:  {ref}")
+    for ref in from_snapshot:
+        print(f"  data restored:  {ref}")
+    for ref, why in landed.code_left:
+        print(f"  code left as is: {ref}: {why}")
 
 
 def _say_step(step: ReplayStep, total: int) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ def restore_snapshot(
     partial: bool = False,
     code: bool = False,
     remote: RemoteData | None = None,
+    replayed: Mapping[str, Path] | None = None,
 ) -> RestoreReport:
     """Make a snapshot's lineage and data current again.
 
@@ -77,7 +78,9 @@ def restore_snapshot(
     nothing changed) unless `partial` is set, in which case the other refs are restored and
     those are marked unknown. Code resources in git are left to git unless `code` is set.
     Refs in remote resources need `remote` (dws_dagster.spark.remote_data gives it): without
-    it they cannot be brought back.
+    it they cannot be brought back. `replayed` ({ref: path}) offers data a replay reproduced
+    as the first source of those refs (checked like every other copy: only a copy with the
+    snapshot's version is used).
     """
     info = resolve_snapshot(ws, name)
     # Every record it restores is read and checked (the store is untrusted input): a damaged
@@ -94,8 +97,9 @@ def restore_snapshot(
             current = store.refs()
             rows = rows_to_restore(ws, info, manifest)
             plans, missing = plan_all(
-                ws, info, rows, lineage, hashes, objects, report, progress, code, remote
-            )
+                ws, info, rows, lineage, hashes, objects, report, progress, code, remote,
+                replayed or {},
+            )  # fmt: skip
             if missing and not partial:
                 raise SnapshotRestoreError(refusal(info, missing))
             report.not_restored = list(missing)

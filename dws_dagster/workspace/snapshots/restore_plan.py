@@ -9,7 +9,7 @@ is removed again. Only what they hand on, every copy checked, goes to `restore`'
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,8 @@ class RestoreReport:
     #: Code resources in git left as they are (ref, what to do): restoring them rewrites
     #: files git tracks, so it is asked for (`code=True`).
     code_left: list[tuple[str, str]] = field(default_factory=list)
+    #: Refs whose data came from a replay's reproduced copy (`restore_snapshot(replayed=)`).
+    data_replayed: list[str] = field(default_factory=list)
 
 
 _DIRTY = ", with uncommitted changes"
@@ -81,6 +83,8 @@ class Plan:
     via_root: bool = False
     #: Remote data: moved back from where its version is kept, not staged.
     remote: bool = False
+    #: Which of `sources` the staged copy came from.
+    used: str | None = None
 
 
 def rows_to_restore(ws: Workspace, info: SnapshotInfo, manifest: dict[str, Any]) -> list[DataRow]:
@@ -107,6 +111,7 @@ def plan_all(
     progress: Callable[[str], None] | None,
     code: bool,
     remote: RemoteData | None,
+    replayed: Mapping[str, Path],
 ) -> tuple[list[Plan], list[tuple[str, str]]]:
     plans: list[Plan] = []
     missing: list[tuple[str, str]] = []
@@ -121,7 +126,7 @@ def plan_all(
             plan.unchanged = plan.now == row.version
             plans.append(plan)
             continue
-        plan = _plan(ws, info, row, hashes, objects, remote)
+        plan = _plan(ws, info, row, hashes, objects, remote, replayed.get(row.ref))
         if (
             plan.problem is None
             and row.kind == CODE
@@ -158,6 +163,7 @@ def _plan(
     hashes: FileHashCache,
     objects: ObjectStore,
     remote: RemoteData | None,
+    replayed: Path | None = None,
 ) -> Plan:
     """Where `row`'s data stands and where its version may come from; touches nothing."""
     plan = Plan(row)
@@ -183,6 +189,8 @@ def _plan(
         return plan
     if plan.remove or row.version is None:
         return plan
+    if replayed is not None and replayed.exists():
+        plan.sources.append(("replayed", replayed))
     kept = snapshot_data.manifest(ws, row.ref, row.version)
     if kept is not None and not missing_objects(objects, kept[1]):
         plan.sources.append(("retained", kept))
@@ -319,6 +327,7 @@ def stage_all(
             )
         )
     report.data_restored = sorted([*(plan.row.ref for plan in staged), *back])
+    report.data_replayed = sorted(plan.row.ref for plan in staged if plan.used == "replayed")
     return staged
 
 
@@ -351,6 +360,7 @@ def _stage(ws: Workspace, plan: Plan, objects: ObjectStore) -> str | None:
             raise
         if restored == plan.row.version:
             plan.staging = staging
+            plan.used = how
             return None
         remove_path(staging)
     return (
