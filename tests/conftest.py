@@ -238,3 +238,14 @@ def git_ws(ws: Workspace) -> tuple[Workspace, str]:
     from .replay_steps import make_git_ws
 
     return make_git_ws(ws)
+
+
+@pytest.fixture(scope="session")
+def replay_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example project's demo in a git repository with snapshot `replay-me`, built once
+    (tests/replay_example.py); tests replay copies of it."""
+    from .replay_example import build_demo
+
+    root = tmp_path_factory.mktemp("replay-example") / "demo"
+    build_demo(root)
+    return root

@@ -7,13 +7,8 @@ the snapshot is replayed into a scratch folder."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 from dagster import DagsterInstance
 
 from dws_dagster import metadata_keys as keys
@@ -21,42 +16,9 @@ from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.workspace import Workspace
 
-from .conftest import ROOT, tree_state, write
+from .conftest import tree_state
+from .replay_example import DRAWN_REF, FORECAST_REF, REPORT_REF, commit, copy_demo, run
 from .replay_steps import git
-
-FORECAST_REF = "results/yellow_rides_hourly_forecast"
-REPORT_REF = "results/forecast_report"
-
-#: A script step downstream of the forecast, run by hand as scripts are.
-REPORT_SCRIPT = """\
-from dws_dagster.lineage import LineageBuilder
-
-builder = LineageBuilder().as_script_step().with_parameters({"top": 3})
-builder = builder.with_input_refs(["results/yellow_rides_hourly_forecast"])
-with builder.eval() as lineage:
-    ws = lineage.workspace
-    parts = sorted(ws.local_path("results/yellow_rides_hourly_forecast").rglob("*.parquet"))
-    lineage.add_output_ref("results/forecast_report")
-    out = ws.local_path("results/forecast_report")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.txt").write_text(f"{len(parts)} parquet files\\n")
-"""
-
-
-def _commit(root: Path, message: str) -> str:
-    git(
-        root,
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "add",
-        "-A",
-        "example_project",
-        "report.py",
-    )
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
-    return git(root, "rev-parse", "HEAD")
 
 
 def _data_and_lineage(root: Path) -> dict[str, str]:
@@ -69,59 +31,20 @@ def _data_and_lineage(root: Path) -> dict[str, str]:
     }
 
 
-def _run(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=900, check=False,
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo's workspace in a git repository holding its own copy of the example project,
-    a report script run after it, and snapshot `replay-me` of it all."""
-    root = tmp_path_factory.mktemp("replay-example") / "demo"
-    root.mkdir()
-    shutil.copytree(
-        ROOT / "example_project", root / "example_project",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )  # fmt: skip
-    write(root / "report.py", REPORT_SCRIPT)
-    git(root, "init", "-q")
-    first = _commit(root, "the example project")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)]),  # the copy is imported
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "DAGSTER_HOME": str(root / ".dagster"),
-        "DWS_EXAMPLE_WORKSPACE": str(root),
-    }
-    for name in ("DWS_STORE_URL", "DWS_STORE_SCHEMA"):
-        env.pop(name, None)
-    done = _run("-m", "dws_dagster.cli", "demo", str(root), "--small", cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    done = _run("report.py", cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ws = Workspace.open(root)
-    record = ws.store.get(FORECAST_REF).record
-    assert record["parameters"]["use_weather"] is True  # the weather-adjusted forecast
-    assert record["step"]["git_commit"] == first
-    take_snapshot(ws, "replay-me")
-    forget_databases()
-    return root, env
-
-
-def test_the_example_reproduces_exactly_after_code_and_data_changed(demo, tmp_path: Path) -> None:
-    root, env = demo
+def test_the_example_reproduces_exactly_after_code_and_data_changed(
+    replay_demo: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "demo"
+    env = copy_demo(replay_demo, root)
     # The forecast's code changes (committed), and so does a landed file.
     assets = root / "example_project/assets.py"
     assets.write_text(assets.read_text() + "\n# tuned later\n")
-    _commit(root, "tune the forecast")
+    commit(root, "tune the forecast")
     landed = sorted((root / "data").rglob("yellow_tripdata_*"))[0]
     landed.write_bytes(landed.read_bytes() + b"\n")
     before = _data_and_lineage(root)
 
-    done = _run(
+    done = run(
         "-m", "dws_dagster.cli", "replay", "replay-me", "--format", "json",
         "--into", str(tmp_path / "scratch"), cwd=root, env=env,
     )  # fmt: skip
@@ -140,24 +63,23 @@ def test_the_example_reproduces_exactly_after_code_and_data_changed(demo, tmp_pa
 
 
 def test_steps_whose_commit_is_gone_are_not_replayable_and_nothing_runs(
-    demo, tmp_path: Path
+    replay_demo: Path, tmp_path: Path
 ) -> None:
-    original, env = demo
-    root = tmp_path / "copy"  # the module's demo stays as it is for the other test
-    shutil.copytree(original, root, symlinks=True)
+    root = tmp_path / "copy"
+    env = copy_demo(replay_demo, root)
     # History rewritten: every commit the steps ran at is gone from the repository.
     git(root, "checkout", "-q", "--orphan", "rewritten")
-    _commit(root, "squashed")
+    commit(root, "squashed")
     for branch in git(root, "branch", "--format=%(refname:short)").split():
         if branch != "rewritten":
             git(root, "branch", "-q", "-D", branch)
     git(root, "reflog", "expire", "--expire=now", "--all")
     git(root, "gc", "-q", "--prune=now")
 
-    done = _run(
+    done = run(
         "-m", "dws_dagster.cli", "replay", "replay-me", "--format", "json",
         "--into", str(tmp_path / "scratch"), cwd=root,
-        env={**env, "DWS_EXAMPLE_WORKSPACE": str(root)},
+        env=env,
     )  # fmt: skip
 
     assert done.returncode == 3, (done.stdout[-3000:], done.stderr[-3000:])
@@ -167,3 +89,32 @@ def test_steps_whose_commit_is_gone_are_not_replayable_and_nothing_runs(
                for r in found["refs"])  # fmt: skip
     scratch = Workspace.open(tmp_path / "scratch")
     assert scratch.store.get(FORECAST_REF) is None  # nothing ran
+
+
+def test_an_asset_stamped_with_the_clock_is_named_non_deterministic(
+    replay_demo: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "demo"
+    env = copy_demo(replay_demo, root)
+    done = run(
+        "-m", "dagster", "asset", "materialize", "-m", "example_project.definitions",
+        "--select", "forecast_drawn", cwd=root, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    take_snapshot(Workspace.open(root), "drawn")
+    forget_databases()
+
+    done = run(
+        "-m", "dws_dagster.cli", "replay", "drawn", DRAWN_REF, "--format", "json",
+        "--into", str(tmp_path / "scratch"), cwd=root, env=env,
+    )  # fmt: skip
+
+    assert done.returncode == 3, (done.stdout[-3000:], done.stderr[-3000:])
+    verdicts = {r["ref"]: r for r in json.loads(done.stdout)["refs"]}
+    drawn = verdicts.pop(DRAWN_REF)
+    assert drawn["verdict"] == "non-deterministic"
+    assert drawn["columns"] == ["drawn_at"]  # the clock's column, and only it
+    assert drawn["detail"].startswith("two replays of the step on the same inputs wrote")
+    # Everything it reads (the forecast and all upstream of it) reproduced exactly.
+    assert verdicts and {r["verdict"] for r in verdicts.values()} == {"reproduced"}
+    assert FORECAST_REF in verdicts
