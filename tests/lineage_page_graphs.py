@@ -4,7 +4,8 @@
 manager records for a small forecast pipeline (Dagster assets, daily and monthly partitions,
 column lineage in the shape of its `dws/column_lineage` metadata under the records'
 `extra.column_lineage`, two runs of the forecast, a failed partition) plus a script step
-downstream. `synthetic_graph(assets, partitions)` builds a `LineageGraph` of any size in
+downstream; `replayed_forecast(ws)` is its snapshot's page with a replay of every verdict.
+`synthetic_graph(assets, partitions)` builds a `LineageGraph` of any size in
 memory, its records shaped the same way, for the scale check and `bench/lineage_page.py`.
 """
 
@@ -17,6 +18,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
+from dws_dagster.workspace.snapshots.history import snapshot_manifest
+from dws_dagster.workspace.snapshots.replay_record import latest_replay, save_replay
+from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+from dws_dagster.workspace.views.graph import SnapshotView, build_graph
 from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
 from dws_dagster.workspace.workspace import Workspace
 
@@ -369,3 +374,119 @@ def synthetic_graph(
             duration_seconds=None,
         ),
     )
+
+
+#: The scratch folder a replay of the forecast's snapshot says it wrote into.
+REPLAY_INTO = ".dataworkspace/replays/v1-20261125T015000Z"
+#: What the replay of the forecast's snapshot says of the refs it could not reproduce.
+FORECAST_DIFFERS = "the same 2016 rows, different content"
+NON_DETERMINISTIC_DETAIL = "two replays of the step on the same inputs wrote different data"
+NOT_REPLAYABLE_DETAIL = "its git commit 0123456789ab is not in the repository"
+REPLAY_FAILED_DETAIL = "ValueError: station KJFK sent no rows"
+#: A ref the replay judged that the forecast's lineage does not reach.
+OUTSIDE_REF = "results/summary"
+
+
+def verdict(
+    ref: str,
+    step: str,
+    outcome: str,
+    recorded: str,
+    reproduced: str | None = None,
+    detail: str | None = None,
+    columns: list[str] | None = None,
+) -> dict[str, Any]:
+    """One ref of a replay record (`replay_record.report_json`)."""
+    return {
+        "ref": ref,
+        "step": step,
+        "verdict": outcome,
+        "recorded": recorded,
+        "reproduced": reproduced,
+        "detail": detail,
+        "columns": columns,
+    }
+
+
+def forecast_replay(snapshot: str) -> dict[str, Any]:
+    """A replay of the snapshot of `forecast_lineage` with a verdict of every kind: the
+    forecast differs in its `forecast` column, one month of rides is non-deterministic, the
+    weather of FAILED_DAY failed again, the dashboard (a script) is not replayable, the rest
+    reproduced; plus one ref the forecast's lineage does not reach."""
+    refs: list[dict[str, Any]] = []
+    for day in WEATHER_DAYS:
+        ref = f"inter/weather_raw/{day}"
+        version = version_of(ref, 1)
+        if day == FAILED_DAY:
+            refs.append(
+                verdict(ref, f"weather_raw[{day}]", "failed", version, None, REPLAY_FAILED_DETAIL)
+            )
+        else:
+            refs.append(verdict(ref, f"weather_raw[{day}]", "reproduced", version, version))
+    for month in MONTHS:
+        ref = f"inter/rides_hourly/{month[:7]}"
+        version = version_of(ref, 1)
+        if month == MONTHS[-1]:
+            refs.append(
+                verdict(
+                    ref,
+                    f"rides_hourly[{month}]",
+                    "non-deterministic",
+                    version,
+                    version_of(ref, "replayed"),
+                    NON_DETERMINISTIC_DETAIL,
+                    ["rides"],
+                )
+            )
+        else:
+            refs.append(verdict(ref, f"rides_hourly[{month}]", "reproduced", version, version))
+    training = version_of("inter/training_data", 1)
+    refs.append(verdict("inter/training_data", "training_data", "reproduced", training, training))
+    refs.append(
+        verdict(
+            FORECAST_REF,
+            "forecast",
+            "differs",
+            version_of(FORECAST_REF, "run-forecast-2"),
+            version_of(FORECAST_REF, "replayed"),
+            FORECAST_DIFFERS,
+            ["forecast"],
+        )
+    )
+    refs.append(
+        verdict(
+            "results/dashboard",
+            "publish",
+            "not replayable",
+            version_of("results/dashboard"),
+            None,
+            NOT_REPLAYABLE_DETAIL,
+        )
+    )
+    summary = version_of(OUTSIDE_REF)
+    refs.append(verdict(OUTSIDE_REF, "summary", "reproduced", summary, summary))
+    return {
+        "format": 1,
+        "snapshot": snapshot,
+        "snapshot_name": "v1",
+        "tags": ["v1"],
+        "replayed_at": "2026-11-25T01:50:00+00:00",
+        "into": REPLAY_INTO,
+        "in_place": False,
+        "reproduced": False,
+        "refs": refs,
+    }
+
+
+def replayed_forecast(ws: Workspace) -> LineageGraph:
+    """The forecast's lineage from its snapshot `v1`, as `dws-dagster lineage --snapshot v1`
+    builds it: the replay (`forecast_replay`) kept in the workspace and read back checked."""
+    ref = forecast_lineage(ws)
+    info = take_snapshot(ws, "v1").info
+    save_replay(ws, forecast_replay(info.hash), f"v1-{info.hash[:8]}")
+    view = SnapshotView(snapshot_manifest(ws, info.hash), ws.store)
+    roles = {name: res.role for name, res in ws.resources.items()}
+    graph = build_graph(view, ref, roles, snapshot=info.name)
+    graph.replay = latest_replay(ws, info.hash)
+    assert graph.replay is not None
+    return graph

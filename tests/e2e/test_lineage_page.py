@@ -7,7 +7,9 @@ one failed partition) is opened from a file: the forecast (the focus) must be in
 each asset one node ("62 partitions", not 62 nodes), a column's upstream columns highlighted
 across assets, the details panel showing parameters and metrics, and search finding columns
 and partitions. A synthetic graph of 50 assets × 200 partitions must open with the focus in
-view. Screenshots are kept in `test-artifacts/e2e/<test name>/`. Without Playwright or
+view. The page of the forecast's snapshot after a replay must show each node's verdict in
+words and the replay's result in a banner. Screenshots are kept in
+`test-artifacts/e2e/<test name>/`. Without Playwright or
 `/usr/bin/chromium` the tests are skipped, unless `CI` is set: then they fail.
 """
 
@@ -27,12 +29,21 @@ from dws_dagster.workspace.workspace import Workspace
 
 from ..lineage_page_graphs import (
     FAILED_DAY,
+    FORECAST_DIFFERS,
     FORECAST_METRICS,
+    FORECAST_REF,
+    NOT_REPLAYABLE_DETAIL,
+    OUTSIDE_REF,
+    REPLAY_FAILED_DETAIL,
     WEATHER_DAYS,
     forecast_lineage,
+    replayed_forecast,
     synthetic_graph,
+    verdict,
+    version_of,
 )
 from ..test_lineage_page import HOSTILE, hostile_graph
+from ..test_lineage_page_replay import replay_of
 from ..test_render import cycle, diamond, tricky
 from .browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
 
@@ -277,6 +288,157 @@ def test_hostile_names_are_shown_as_text(open_page: Any) -> None:
     assert p.evaluate("typeof window.alert") == "function"
     page.screenshot("01-open")
     # close() asserts that no dialog opened and nothing failed or was fetched
+
+
+def readable(page: Page, locator: Any) -> None:
+    """`locator` is shown whole (not cut short), at a size a person reads, and clear of its
+    node's title."""
+    assert locator.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), locator.inner_text()
+    assert float(page.style(locator, "fontSize").removesuffix("px")) >= 11
+    node = locator.locator("xpath=ancestor::div[contains(@class, 'node')][1]")
+    box, title = locator.bounding_box(), node.locator(".title").bounding_box()
+    assert box is not None and title is not None
+    assert box["y"] >= title["y"] + title["height"] - 0.5  # below the title, never over it
+
+
+def test_replay_verdicts_as_a_person_sees_them(ws: Workspace, open_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    graph = replayed_forecast(ws)
+    page = open_page(render_html(graph))
+    p = page.page
+    page.screenshot("01-open")
+
+    # -- the banner says what the replay found, under the header, above the graph
+    banner = p.locator("#replay")
+    expect(banner.locator(".headline")).to_have_text(
+        "≠ Replay of snapshot v1 on 2026-11-25 01:50 UTC: 64 of 68 refs reproduced exactly"
+    )
+    expect(banner.locator(".verdict")).to_have_text(
+        ["≠ 1 differs", "≈ 1 non-deterministic", "✗ 1 failed", "⊘ 1 not replayable"]
+    )
+    expect(banner).to_contain_text("1 more ref outside this graph")
+    header, area = p.locator(".top").bounding_box(), p.locator("#viewport").bounding_box()
+    box = banner.bounding_box()
+    assert header is not None and area is not None and box is not None
+    assert header["y"] + header["height"] <= box["y"] + 0.5
+    assert box["y"] + box["height"] <= area["y"] + 0.5
+
+    # -- every replayed node says its verdict in words; source data says nothing
+    focus = p.locator(".node.focus")
+    expect(focus.locator(".verdict")).to_have_text("≠ differs")
+    expect(focus.locator(".verdict-note")).to_have_text(FORECAST_DIFFERS)
+    readable(page, focus.locator(".verdict"))
+    p.locator("#fit").click()
+    page.screenshot("02-whole-graph")
+    pills = {
+        "forecast": ["≠ differs"],
+        "training_data": ["✓ reproduced"],
+        "results/dashboard": ["⊘ not replayable"],
+        "weather_raw": [f"✓ {len(WEATHER_DAYS) - 1} reproduced", "✗ 1 failed"],
+        "rides_hourly": ["✓ 1 reproduced", "≈ 1 non-deterministic"],
+    }
+    colours = set()
+    for name, texts in pills.items():
+        node = page.node(name)
+        expect(node.locator(".verdict")).to_have_text(texts)
+        for pill in node.locator(".verdict").all():
+            readable(page, pill)
+            colours.add((pill.inner_text()[0], page.style(pill, "backgroundColor")))
+    assert len({colour for _, colour in colours}) == 5  # each verdict its own colour too
+    expect(page.node("results/dashboard").locator(".verdict-note")).to_have_text(
+        NOT_REPLAYABLE_DETAIL
+    )
+    for name in ("src/weather/", "src/trips/"):
+        expect(page.node(name).locator(".verdict")).to_have_count(0)
+    assert page.overlapping_nodes() == []
+
+    # -- the details of the node that differs: recorded beside reproduced, and the columns
+    p.locator("#to-focus").click()
+    page.node("results/dashboard").click()
+    panel = p.locator("#panel")
+    expect(panel.locator(".replay-box")).to_contain_text(NOT_REPLAYABLE_DETAIL)
+    page.node("forecast").click()
+    expect(panel.locator("h2")).to_have_text("forecast")
+    replay = panel.locator(".replay-box")
+    expect(replay.locator("h3")).to_have_text("Replay of snapshot v1")
+    expect(replay.locator(".verdict")).to_have_text("≠ differs")
+    recorded = version_of(FORECAST_REF, "run-forecast-2")
+    reproduced = version_of(FORECAST_REF, "replayed")
+    rows = {
+        dt.inner_text(): dd
+        for dt, dd in zip(replay.locator("dt").all(), replay.locator("dd").all(), strict=True)
+    }
+    assert rows["Recorded"].inner_text() == recorded[:12]
+    assert rows["Recorded"].locator(".mono").get_attribute("title") == recorded
+    assert rows["Reproduced"].inner_text() == reproduced[:12]
+    assert rows["Detail"].inner_text() == FORECAST_DIFFERS
+    assert rows["Differing columns"].inner_text() == "≠ forecast"
+    expect(replay).to_be_in_viewport()
+    page.screenshot("03-differs-details")
+
+    # -- its columns: the one whose content differs is marked, in the node and the panel
+    focus.locator(".cols-btn").click()
+    differing = focus.locator(".col.differs")
+    expect(differing).to_have_count(1)
+    expect(differing).to_have_attribute("data-col", "forecast")
+    expect(differing.locator(".dmark")).to_have_text("≠")
+    expect(panel.locator(".col-list .link.differs")).to_have_text("≠ forecast")
+    assert page.overlapping_nodes() == []
+    page.screenshot("04-differing-column")
+
+    # -- a partitioned node: its failed partition listed with the error, marked in the list
+    search = p.locator("#search")
+    search.fill(FAILED_DAY)
+    search.press("Enter")
+    expect(panel.locator("h2")).to_have_text("weather_raw")
+    failed = panel.locator(".replay-box .verdict-list li")
+    expect(failed).to_have_count(1)
+    expect(failed).to_contain_text(FAILED_DAY)
+    expect(failed.locator(".verdict")).to_have_text("✗ failed")
+    expect(failed.locator(".vi-detail")).to_have_text(REPLAY_FAILED_DETAIL)
+    hit = panel.locator(".parts-list tr.hit")
+    expect(hit.locator(".verdict")).to_have_attribute("aria-label", "failed")
+    expect(panel.locator(".parts-list .verdict-key")).to_contain_text("not replayable")
+    page.screenshot("05-failed-partition")
+
+    # -- the whole replay: what it did not reproduce, and the ref outside this graph
+    banner.get_by_role("button", name="Replay details").click()
+    expect(panel.locator("h2")).to_have_text("Replay of snapshot v1")
+    lists = panel.locator(".verdict-list")
+    expect(lists.first.locator("li")).to_have_count(4)
+    expect(lists.nth(1)).to_contain_text(OUTSIDE_REF)
+    expect(panel).to_contain_text("Outside this graph (1)")
+    page.screenshot("06-replay-details")
+    lists.first.get_by_role("button", name="forecast", exact=True).click()
+    expect(panel.locator("h2")).to_have_text("forecast")
+    assert page.in_view(focus)
+
+
+def test_hostile_replay_values_are_shown_as_text(open_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    graph = hostile_graph()
+    graph.replay = {
+        **replay_of(
+            verdict("inter/out", HOSTILE[0], "differs", "2", "3", HOSTILE[0], list(HOSTILE)),
+            verdict("raw/elsewhere", HOSTILE[4], "failed", "1", None, HOSTILE[5]),
+        ),
+        "snapshot_name": HOSTILE[1],
+        "into": HOSTILE[3],
+    }
+    page = open_page(render_html(graph))
+    p = page.page
+    expect(p.locator("#replay .headline")).to_contain_text(HOSTILE[1])
+    focus = p.locator(".node.focus")
+    expect(focus.locator(".verdict")).to_have_text("≠ differs")
+    expect(focus.locator(".verdict-note")).to_contain_text(HOSTILE[0])
+    expect(p.locator("#panel .replay-box .diff-col")).to_have_count(len(HOSTILE))
+    page.screenshot("01-open")
+    p.locator("#replay").get_by_role("button", name="Replay details").click()
+    expect(p.locator("#panel")).to_contain_text(HOSTILE[5])
+    assert p.locator("script").count() == 3  # none injected
+    page.screenshot("02-replay-details")
 
 
 @pytest.mark.parametrize("make", [diamond, cycle, tricky])

@@ -10,8 +10,8 @@
   run's rows).
 - The offline HTML page: `lineage_page` (the HTML, inlined assets and escaping) around
   `page_content` (the page's data), built from `page_groups` (graph nodes grouped into the
-  page's nodes), `page_details` (each node's details and history) and `page_columns`
-  (column-level lineage).
+  page's nodes), `page_details` (each node's details and history), `page_columns`
+  (column-level lineage) and `page_replay` (a replayed snapshot's verdicts on its nodes).
 
 Versions are shortened for display by `workspace.versions.short` everywhere, the CLI included.
 

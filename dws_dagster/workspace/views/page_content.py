@@ -1,7 +1,8 @@
 """Everything the lineage page draws, as plain data (`page_data`): one node per asset or step
 with its partitions (or versions) grouped with a count, the range of their keys and their
 statuses; edges between those nodes with how many inputs each stands for; every node's details
-and history; and column-level lineage. `lineage_page.render_page` embeds it in the page.
+and history; column-level lineage; and, on the page of a replayed snapshot, the replay's
+verdicts (`page_replay`). `lineage_page.render_page` embeds it in the page.
 
 Pure functions of the graph, like the other renderers: no Dagster, no Spark.
 """
@@ -27,6 +28,7 @@ from dws_dagster.workspace.views.page_groups import (
     group_nodes,
     step_of,
 )
+from dws_dagster.workspace.views.page_replay import group_replay, match_verdicts, replay_summary
 
 __all__ = ["PAGE_FORMAT", "page_data"]
 
@@ -106,6 +108,8 @@ def page_data(graph: LineageGraph) -> dict[str, Any]:
         link[1] += int(edge.stale)
 
     column_edges, columns, external = column_lineage(groups)
+    if graph.replay is not None:
+        matched, outside = match_verdicts(groups, graph.replay)
     runs: dict[str, int] = {}
     out_groups = []
     for group in groups:
@@ -141,11 +145,13 @@ def page_data(graph: LineageGraph) -> dict[str, Any]:
                 "parts": _parts(group, runs),
             }
         )
+        if graph.replay is not None:
+            out_groups[-1]["replay"] = group_replay(group, matched)
     focus_member = next(
         i for i, m in enumerate(groups[focus_group].members) if m.node.id == graph.focus
     )
     focus_node = nodes[graph.focus]
-    return {
+    data = {
         "format": PAGE_FORMAT,
         "title": f"Lineage of {focus_node.ref}",
         "focus": {
@@ -163,3 +169,6 @@ def page_data(graph: LineageGraph) -> dict[str, Any]:
         "counts": {"nodes": len(nodes), "edges": len(seen_edges)},
         "truncated": graph.truncated,
     }
+    if graph.replay is not None:
+        data["replay"] = replay_summary(graph.replay, outside)
+    return data

@@ -111,4 +111,7 @@ def render_json(graph: LineageGraph) -> dict[str, Any]:
         "last_run": asdict(graph.last_run) if graph.last_run is not None else None,
         "upstream": _flat(walk(graph, edges, upstream=True)),
         "downstream": _flat(walk(graph, edges, upstream=False)),
+        # The newest replay of the snapshot (`--snapshot`), as `replay --format json` printed
+        # it: each verdict names its ref and recorded version, so a tool matches it to nodes.
+        "replay": graph.replay,
     }

@@ -1,7 +1,8 @@
 /* The lineage page (lineage_page.py inlines this file after the data and dagre).
  *
  * One node per asset or step (its partitions grouped), laid out left to right by dagre;
- * the focus centred on open; a details panel; column lineage traced across nodes; search.
+ * the focus centred on open; a details panel; column lineage traced across nodes; search;
+ * on the page of a replayed snapshot, each node's replay verdicts and a banner summing them up.
  * Every value from the data reaches the page through textContent or an attribute, never as
  * markup. */
 (function () {
@@ -17,6 +18,8 @@
   var COLS_SHOWN = 40;         // columns listed in an expanded node
   var COLS_BESIDE_PATH = 6;    // other columns listed beside the traced ones
   var PARTS_SHOWN = 2000;      // partition rows listed before "show all"
+  var VERDICT_ROWS = 200;      // verdicts listed in a panel table before "and N more"
+  var REPLAY = DATA.replay || null;
 
   var viewport = document.getElementById("viewport");
   var canvas = document.getElementById("canvas");
@@ -70,6 +73,63 @@
   function colLabel(g, c) {
     var name = G[g].name;
     return name.charAt(name.length - 1) === "/" ? name + " · " + c : name + "." + c;
+  }
+
+  // ------------------------------------------------------------------ replay verdicts
+
+  /* Each verdict has a sign and its words on the page, never its colour alone. */
+  var VERDICT_SIGN = { "reproduced": "✓", "differs": "≠", "non-deterministic": "≈",
+                       "failed": "✗", "not replayable": "⊘" };
+  function verdictClass(v) {
+    return Object.prototype.hasOwnProperty.call(VERDICT_SIGN, v) ? "v-" + v.replace(/ /g, "-")
+      : "v-other";
+  }
+  function verdictPill(v, count, title) {
+    var sign = verdictClass(v) === "v-other" ? "?" : VERDICT_SIGN[v];
+    var pill = el("span", "verdict " + verdictClass(v), sign + " " +
+                  (count !== undefined ? count.toLocaleString("en") + " " : "") + v);
+    if (title) pill.title = title;
+    return pill;
+  }
+  var entryMaps = new Map();
+  /* The verdict of member i of node g: spelled out in its entries, else read from its marks
+   * (a plain "reproduced": the replay wrote the very version recorded); null if not judged. */
+  function memberVerdict(g, i) {
+    var r = G[g].replay;
+    if (!r) return null;
+    var map = entryMaps.get(g);
+    if (!map) {
+      map = new Map();
+      r.entries.forEach(function (e) { map.set(e.member, e); });
+      entryMaps.set(g, map);
+    }
+    if (map.has(i)) return map.get(i);
+    var mark = r.marks.charAt(i);
+    if (mark === "-" || mark === "") return null;
+    var v = REPLAY.verdicts[mark.charCodeAt(0) - 48];
+    var version = G[g].parts.version[i];
+    return { member: i, verdict: v, recorded: version, step: null, detail: null, columns: null,
+             reproduced: v === "reproduced" ? version : null, unlisted: v !== "reproduced" };
+  }
+  /* The columns whose content a replay of node g's versions found different. */
+  var differing = new Map();
+  function differingColumns(g) {
+    var set = differing.get(g);
+    if (set) return set;
+    set = new Set();
+    var r = G[g].replay;
+    if (r) r.entries.forEach(function (e) {
+      if (e.verdict !== "reproduced" && e.columns) e.columns.forEach(function (c) { set.add(c); });
+    });
+    differing.set(g, set);
+    return set;
+  }
+  /* What a verdict says beyond its name, in one line: the detail and the columns. */
+  function verdictNote(e) {
+    var parts = [];
+    if (e.detail) parts.push(e.detail);
+    if (e.columns && e.columns.length) parts.push("columns: " + e.columns.join(", "));
+    return parts.join("; ");
   }
 
   // ------------------------------------------------------------------ indexes
@@ -210,6 +270,7 @@
       n.appendChild(info);
     });
     if (d.members > 1) n.appendChild(statusBar(d.counts, d.members));
+    if (d.replay) n.appendChild(verdictLine(g));
     var extra = el("div", "node-cols");
     n.appendChild(extra);
     n.addEventListener("click", function (ev) {
@@ -223,6 +284,37 @@
     });
     fillColumns(g, n, extra);
     return n;
+  }
+
+  /* The node's replay verdicts, under its status: one pill (and what it found) when the
+   * replay judged one of its versions, else a pill per verdict with its count. */
+  function verdictLine(g) {
+    var d = G[g], r = d.replay;
+    var box = el("div", "verdicts");
+    var words = [];
+    if (r.judged === 1) {
+      var e = memberVerdict(g, r.entries.length ? r.entries[0].member : r.marks.search(/[0-9]/));
+      box.appendChild(verdictPill(e.verdict, undefined, verdictNote(e) || null));
+      words.push(e.verdict);
+      if (e.columns && e.columns.length) {
+        var cols = "columns: " + e.columns.join(", ");
+        box.appendChild(span("verdict-cols", cols, cols));
+      }
+      if (e.detail) box.appendChild(span("verdict-note", e.detail, e.detail));
+    } else {
+      REPLAY.verdicts.forEach(function (v) {
+        if (!r.counts[v]) return;
+        box.appendChild(verdictPill(v, r.counts[v]));
+        words.push(r.counts[v].toLocaleString("en") + " " + v);
+      });
+      if (r.judged < d.members) {
+        box.appendChild(el("span", "verdict-of", "of " + plural(r.judged, unit(d)[0], unit(d)[1]) +
+                           " replayed"));
+      }
+    }
+    box.setAttribute("aria-label", "Replay: " + words.join(", "));
+    box.title = "Replay of snapshot " + REPLAY.snapshot_name + ": " + words.join(", ");
+    return box;
   }
 
   /* The node's columns: a button when folded; the list when expanded or traced (the traced
@@ -263,9 +355,12 @@
     }
     picked.forEach(function (c) {
       var role = columnRole(g, c);
-      var li = el("li", "col" + (role ? " " + role : (t ? " off" : "")));
+      var differs = differingColumns(g).has(c);
+      var li = el("li", "col" + (role ? " " + role : (t ? " off" : "")) + (differs ? " differs" : ""));
       li.dataset.col = c;
-      li.title = colLabel(g, c) + " — click to trace its lineage";
+      li.title = colLabel(g, c) + (differs ? " — its content differs in the replay" : "") +
+        " — click to trace its lineage";
+      if (differs) li.appendChild(span("dmark", "≠", "its content differs in the replay"));
       li.appendChild(el("span", "name", c));
       var how = howText(g, c);
       if (how) {
@@ -606,7 +701,7 @@
     state.trace = null;
     refreshColumns();
     relayout(g);
-    renderPanel(state.selected);
+    if (state.selected !== null) renderPanel(state.selected); else if (REPLAY) renderReplay();
   }
 
   function toggleColumns(g) {
@@ -729,6 +824,7 @@
     }
     dl(rows);
     if (d.members > 1) panel.appendChild(statusBar(d.counts, d.members));
+    if (REPLAY) renderReplaySection(g);
     if (!same) {
       kvTable(d.count > 1 ? "Parameters (same for every " + u[0] + ")" : "Parameters", det.parameters);
       if (det.varying.length) {
@@ -761,9 +857,12 @@
       var cols = el("div", "links col-list");
       d.columns.forEach(function (c) {
         var role = columnRole(g, c);
-        var b = el("button", "link col-link" + (role ? " " + role : ""), c);
+        var differs = differingColumns(g).has(c);
+        var b = el("button", "link col-link" + (role ? " " + role : "") + (differs ? " differs" : ""),
+                   differs ? "≠ " + c : c);
         b.type = "button";
         b.dataset.col = c;
+        if (differs) b.title = "Its content differs in the replay";
         b.addEventListener("click", function () { selectColumn(g, c); });
         cols.appendChild(b);
       });
@@ -798,6 +897,225 @@
 
     if (d.members > 1) renderParts(g, opts.part);
     renderHistory(d);
+  }
+
+  /* A version as the page shows versions: short, whole in its tooltip. */
+  function versionSpan(v) { return v ? span("mono", short(v), v) : span(null, "–"); }
+  function defList(rows, into) {
+    var list = el("dl");
+    rows.forEach(function (r) {
+      if (r[1] === undefined || r[1] === null || r[1] === "") return;
+      list.appendChild(el("dt", null, r[0]));
+      var dd = el("dd", r[2] || null);
+      if (r[1] instanceof Node) dd.appendChild(r[1]); else dd.textContent = String(r[1]);
+      list.appendChild(dd);
+    });
+    (into || panel).appendChild(list);
+    return list;
+  }
+  function columnChips(columns) {
+    var box = el("span", "links");
+    columns.forEach(function (c) { box.appendChild(span("link diff-col mono", "≠ " + c, c)); });
+    return box;
+  }
+  /* One verdict in full: what was recorded beside what the replay wrote, and why. */
+  function verdictRows(e, into, key) {
+    var head = el("div", "verdict-head");
+    head.appendChild(verdictPill(e.verdict));
+    into.appendChild(head);
+    var made = e.reproduced ? versionSpan(e.reproduced)
+      : span("note-inline", e.unlisted ? "not listed on this page" : "nothing written");
+    if (e.reproduced && e.reproduced === e.recorded) made.appendChild(document.createTextNode(" (the same)"));
+    var cols = null;
+    if (e.columns && e.columns.length) cols = columnChips(e.columns);
+    else if (e.columns) cols = "none";
+    else if (e.verdict === "differs" || e.verdict === "non-deterministic") cols = "not compared";
+    return defList([[key ? key[0] : null, key ? key[1] : null],
+                    ["Recorded", versionSpan(e.recorded)],
+                    ["Reproduced", made],
+                    ["Replay step", e.step],
+                    [e.verdict === "failed" ? "Error" : "Detail", e.detail,
+                     e.verdict === "failed" ? "error" : null],
+                    ["Differing columns", cols]], into);
+  }
+
+  /* The node's verdicts in its details: one in full, or their counts, the version the panel
+   * is about in full, and every version that did not reproduce. */
+  function renderReplaySection(g) {
+    var d = G[g], r = d.replay, u = unit(d);
+    var box = el("div", "replay-box");
+    box.appendChild(el("h3", null, "Replay of snapshot " + REPLAY.snapshot_name));
+    panel.appendChild(box);
+    if (!r) {
+      box.appendChild(el("p", "note", "The replay judged none of its " + u[1] +
+                         (d.kind === "files" || d.kind === "source" || d.status === "source"
+                           ? " (source data is not replayed)." : ".")));
+      return;
+    }
+    if (r.judged === 1) {
+      var only = memberVerdict(g, r.entries[0].member);
+      verdictRows(only, box, d.members > 1 ? [u[0].charAt(0).toUpperCase() + u[0].slice(1),
+                                              d.parts.key[only.member]] : null);
+      return;
+    }
+    var pills = el("div", "verdicts");
+    REPLAY.verdicts.forEach(function (v) { if (r.counts[v]) pills.appendChild(verdictPill(v, r.counts[v])); });
+    box.appendChild(pills);
+    if (r.judged < d.members) {
+      box.appendChild(el("p", "note", plural(r.judged, u[0], u[1]) + " of " + d.members.toLocaleString("en") +
+                         " replayed."));
+    }
+    var main = memberVerdict(g, d.details.member);
+    if (main) {
+      box.appendChild(el("h4", null, (d.focus ? "Focus " : "Newest ") + u[0] + ": " +
+                         d.parts.key[d.details.member]));
+      verdictRows(main, box);
+    }
+    // Every other version that did not reproduce (the one above is not listed twice).
+    var bad = [];
+    for (var i = 0; i < d.parts.key.length; i++) {
+      var e = memberVerdict(g, i);
+      if (e && e.verdict !== "reproduced" && !(main && i === main.member)) bad.push(e);
+    }
+    if (!bad.length) return;
+    box.appendChild(el("h4", null, (main && main.verdict !== "reproduced" ? "Other " + u[1] + " not"
+      : "Not") + " reproduced (" + bad.length.toLocaleString("en") + ")"));
+    verdictList(bad.slice(0, VERDICT_ROWS).map(function (e) {
+      return [d.parts.key[e.member], e];
+    }), box);
+    if (bad.length > VERDICT_ROWS) {
+      box.appendChild(el("p", "note", "and " + (bad.length - VERDICT_ROWS).toLocaleString("en") +
+                         " more: the " + u[1] + " list below has each one's verdict."));
+    }
+  }
+  /* Verdicts as a list, [what (text or a node), verdict entry] each: what, its verdict, the
+   * recorded version beside the reproduced one, then why (a list, not a table: the panel is
+   * narrow and a detail can be a long error). */
+  function verdictList(items, into) {
+    var list = el("ul", "verdict-list");
+    items.forEach(function (item) {
+      var e = item[1], li = el("li");
+      var head = el("div", "vi-head");
+      head.appendChild(item[0] instanceof Node ? item[0] : span("vi-what", item[0]));
+      head.appendChild(verdictPill(e.verdict));
+      li.appendChild(head);
+      var facts = el("div", "vi-facts");
+      facts.appendChild(span(null, "recorded "));
+      facts.appendChild(versionSpan(e.recorded));
+      facts.appendChild(span(null, " · reproduced "));
+      facts.appendChild(e.reproduced ? versionSpan(e.reproduced)
+        : span(null, e.unlisted ? "not listed on this page" : "nothing written"));
+      li.appendChild(facts);
+      if (e.detail) li.appendChild(el("div", "vi-detail" + (e.verdict === "failed" ? " error" : ""), e.detail));
+      if (e.columns && e.columns.length) {
+        var cols = el("div", "vi-cols");
+        cols.appendChild(span("what", "differing columns: "));
+        cols.appendChild(columnChips(e.columns));
+        li.appendChild(cols);
+      }
+      list.appendChild(li);
+    });
+    (into || panel).appendChild(list);
+    return list;
+  }
+
+  /* The replay as a whole (the banner's "Replay details"): when, where, its counts, every
+   * ref it did not reproduce, and the refs it judged that this page does not draw. */
+  function renderReplay() {
+    if (state.selected !== null && nodeEls[state.selected]) {
+      nodeEls[state.selected].classList.remove("selected");
+    }
+    state.selected = null;
+    var R = REPLAY;
+    panel.hidden = false;
+    panel.textContent = "";
+    panel.scrollTop = 0;
+    var close = el("button", "close", "×");
+    close.type = "button";
+    close.title = "Close the details";
+    close.setAttribute("aria-label", "Close the details");
+    close.addEventListener("click", function () { panel.hidden = true; });
+    panel.appendChild(close);
+    panel.appendChild(el("h2", null, "Replay of snapshot " + R.snapshot_name));
+    panel.appendChild(el("div", "sub", "The newest replay of the snapshot this page shows."));
+    defList([["Snapshot", R.snapshot, "mono"],
+             ["Tags", R.tags.length ? R.tags.join(", ") : null],
+             ["Replayed", when(R.replayed_at)],
+             ["Into", R.into, "mono"],
+             ["In place", R.in_place ? "yes: it wrote into the workspace itself" : "no: into a scratch workspace"],
+             ["Result", R.reproduced ? "every ref reproduced exactly"
+               : (R.counts.reproduced || 0).toLocaleString("en") + " of " +
+                 plural(R.refs, "ref", "refs") + " reproduced exactly"]]);
+    var pills = el("div", "verdicts");
+    R.verdicts.forEach(function (v) { if (R.counts[v]) pills.appendChild(verdictPill(v, R.counts[v])); });
+    panel.appendChild(pills);
+    var bad = [];
+    G.forEach(function (d, g) {
+      if (!d.replay) return;
+      for (var i = 0; i < d.parts.key.length; i++) {
+        var e = memberVerdict(g, i);
+        if (!e || e.verdict === "reproduced") continue;
+        bad.push([groupLink(g, d.members > 1 ? d.name + " · " + d.parts.key[i] : d.name), e]);
+      }
+    });
+    R.outside.forEach(function (e) {
+      if (e.verdict !== "reproduced") bad.push([e.ref + " (outside this graph)", e]);
+    });
+    section("Not reproduced (" + bad.length.toLocaleString("en") + ")");
+    if (!bad.length) panel.appendChild(el("p", "note", "Every ref the replay judged reproduced exactly."));
+    else verdictList(bad.slice(0, VERDICT_ROWS));
+    if (bad.length > VERDICT_ROWS) {
+      panel.appendChild(el("p", "note", "and " + (bad.length - VERDICT_ROWS).toLocaleString("en") +
+                           " more: each node's details list its own."));
+    }
+    if (R.outside_count) {
+      section("Outside this graph (" + R.outside_count.toLocaleString("en") + ")");
+      panel.appendChild(el("p", "note", "Refs the replay judged that this page does not draw: " +
+                           "outside the lineage of " + DATA.focus.ref + ", or drawn at another " +
+                           "version than the one the snapshot recorded."));
+      verdictList(R.outside.map(function (e) {
+        return [e.ref + (e.in_graph ? " (another version is drawn)" : ""), e];
+      }));
+      if (R.outside_count > R.outside.length) {
+        panel.appendChild(el("p", "note", "and " + (R.outside_count - R.outside.length)
+          .toLocaleString("en") + " more (dws-dagster replay --format json lists them all)."));
+      }
+    }
+  }
+
+  /* The banner under the header: the replay's result in one sentence, its other verdicts
+   * counted, the refs it judged beyond this graph, and a button to the whole replay. */
+  function replayBanner() {
+    var R = REPLAY, n = R.counts.reproduced || 0;
+    var box = el("div", "replay-banner " + (R.reproduced ? "good" : "bad"));
+    box.id = "replay";
+    box.setAttribute("role", "status");
+    var said = R.refs === 0 ? "it judged no refs"
+      : n === R.refs ? (R.refs === 1 ? "its one ref" : "all " + R.refs.toLocaleString("en") + " refs") +
+        " reproduced exactly"
+      : n.toLocaleString("en") + " of " + plural(R.refs, "ref", "refs") + " reproduced exactly";
+    var head = el("span", "headline");
+    head.appendChild(el("strong", null, (R.reproduced ? "✓ " : "≠ ") + "Replay of snapshot " +
+                        R.snapshot_name));
+    head.appendChild(document.createTextNode(" on " +
+      when(R.replayed_at).replace(/:\d\d( UTC)?$/, "$1") + ": " + said));
+    head.title = "Into " + R.into + (R.in_place ? " (in place)" : "");
+    box.appendChild(head);
+    R.verdicts.forEach(function (v) {
+      if (v !== "reproduced" && R.counts[v]) box.appendChild(verdictPill(v, R.counts[v]));
+    });
+    if (R.outside_count) {
+      box.appendChild(el("span", "outside", plural(R.outside_count, "more ref", "more refs") +
+                         " outside this graph"));
+    }
+    var more = el("button", "replay-more", "Details");
+    more.type = "button";
+    more.title = "The whole replay: every ref it did not reproduce, and why";
+    more.setAttribute("aria-label", "Replay details");
+    more.addEventListener("click", renderReplay);
+    box.appendChild(more);
+    var top = document.querySelector(".top");
+    top.parentNode.insertBefore(box, top.nextSibling);
   }
 
   function statusSummary(d) {
@@ -871,6 +1189,17 @@
                      (d.members !== d.count ? " (" + d.count + " keys)" : ""));
     box.appendChild(summary);
     panel.appendChild(box);
+    if (d.replay) {
+      var key = el("p", "note verdict-key", "Replay: ");
+      REPLAY.verdicts.forEach(function (v, i) {
+        var item = span("key-item");
+        item.appendChild(span("verdict mini " + verdictClass(v), VERDICT_SIGN[v]));
+        item.appendChild(document.createTextNode(" " + v));
+        key.appendChild(item);
+        if (i < REPLAY.verdicts.length - 1) key.appendChild(document.createTextNode(" "));
+      });
+      box.appendChild(key);
+    }
     var filled = false;
     function fill(all) {
       var old = box.querySelector("table, .more-parts");
@@ -886,10 +1215,20 @@
         dot.setAttribute("aria-label", status);
         var name = span(null, key);
         name.insertBefore(dot, name.firstChild);
-        rows.push([name, span("mono", p.version[i] ? p.version[i].slice(0, 8) : "–", p.version[i]),
-                   minute(p.end[i]), run ? span("mono clip", run, run) : "–"]);
+        var row = [name, span("mono", p.version[i] ? p.version[i].slice(0, 8) : "–", p.version[i])];
+        if (d.replay) {
+          var e = memberVerdict(g, i);
+          // The sign alone (the key above the table names each), so the row still fits.
+          var pill = e ? span("verdict mini " + verdictClass(e.verdict),
+                              verdictClass(e.verdict) === "v-other" ? "?" : VERDICT_SIGN[e.verdict],
+                              e.verdict + (verdictNote(e) ? ": " + verdictNote(e) : "")) : "–";
+          if (e) pill.setAttribute("aria-label", e.verdict);
+          row.push(pill);
+        }
+        rows.push(row.concat([minute(p.end[i]), run ? span("mono clip", run, run) : "–"]));
       }
-      var tbl = table([u[0], "version", "finished (UTC)", "run"], rows, box, "parts");
+      var head = [u[0], "version"].concat(d.replay ? ["replay"] : [], ["finished (UTC)", "run"]);
+      var tbl = table(head, rows, box, "parts");
       var trs = tbl.tBodies[0].rows;
       for (var j = 0; j < n; j++) {
         var st = STATUSES[p.status.charCodeAt(j) - 48];
@@ -1127,6 +1466,7 @@
 
   buildNodes();
   legend();
+  if (REPLAY) replayBanner();
   if (DATA.truncated) {
     var warn = el("span", "warning", "Partial: the lineage stopped at " +
                   DATA.counts.nodes.toLocaleString("en") + " versions; nodes beyond are not shown");
