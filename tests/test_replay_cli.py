@@ -68,7 +68,15 @@ def test_replay_prints_every_ref_reproduced_and_exits_0(git_ws, tmp_path: Path) 
         ("results/exp", "reproduced"),
     ]
     # The command it prints runs as printed.
-    printed = done.stdout.strip().splitlines()[-1].split("a workspace of its own: ")[1]
+    lines = done.stdout.strip().splitlines()
+    page = lines[-1].split("the verdicts on the snapshot's lineage page: ")[1]
+    argv = shlex.split(page)
+    assert argv[0] == "dws-dagster"
+    drawn = _cli(*argv[1:], cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    html = (tmp_path / "replay-v1.html").read_text(encoding="utf-8")
+    assert '"snapshot_name":"v1"' in html.replace(" ", "") and "reproduced" in html
+    printed = lines[-2].split("a workspace of its own: ")[1]
     argv = shlex.split(printed)
     assert argv[0] == "dws-dagster"
     shown = _cli(*argv[1:], cwd=tmp_path)

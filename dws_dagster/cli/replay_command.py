@@ -78,7 +78,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             }
         print_json(document)
     else:
-        _print_table(report)
+        _print_table(report, ws.root)
         if landed is not None:
             _print_landed(landed)
     if isinstance(refused, ReplayNotLandedError):
@@ -141,7 +141,7 @@ def _say_step(step: ReplayStep, total: int) -> None:
     print(f"replaying {step.key} ({step.kind}; {total} steps in all)", file=sys.stderr)
 
 
-def _print_table(report: ReplayReport) -> None:
+def _print_table(report: ReplayReport, root: Path) -> None:
     from dws_dagster.workspace.snapshots.replay_run import REPRODUCED
 
     rows = [
@@ -168,3 +168,10 @@ def _print_table(report: ReplayReport) -> None:
     first = report.plan.requested[0]
     look = shlex.join(["dws-dagster", "lineage", first, "-w", str(report.scratch)])
     print(f"replayed in {report.scratch}, a workspace of its own: {look}")
+    page = shlex.join(
+        [
+            "dws-dagster", "lineage", first, "--snapshot", snapshot, "-w", str(root),
+            "--format", "html", "-o", f"replay-{snapshot}.html",
+        ]
+    )  # fmt: skip
+    print(f"the verdicts on the snapshot's lineage page: {page}")
