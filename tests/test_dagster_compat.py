@@ -37,6 +37,7 @@ class _Probe(IOManager):
         self.seen[f"config:{context.asset_key.to_user_string()}"] = dagster_compat.op_config(
             context
         )
+        self.seen["tags"] = dagster_compat.run_tags(context)
         dagster_compat.set_data_version(context, f"v-{obj}")
 
     def load_input(self, context: InputContext) -> Any:
@@ -68,6 +69,7 @@ def test_internals_still_work() -> None:
             instance=instance,
             resources={"io_manager": probe},
             run_config={"ops": {"child": {"config": {"factor": 3}}}},
+            tags={"dws/replay_of": "abc"},
         )
         assert result.success
         record = instance.fetch_materializations(AssetKey("child"), limit=1).records[0]
@@ -79,6 +81,7 @@ def test_internals_still_work() -> None:
     assert probe.seen["metadata"]["owner"] == "me"
     assert probe.seen["config:child"] == {"factor": 3}
     assert probe.seen["config:parent"] == {}
+    assert probe.seen["tags"]["dws/replay_of"] == "abc"
 
 
 def test_runs_job_times_reads_many_runs_at_once() -> None:

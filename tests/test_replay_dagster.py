@@ -244,3 +244,34 @@ def test_a_replay_run_that_fails_leaves_the_workspace_as_it_was(
         # The failed replay run is not a failed attempt of the workspace's own asset.
         process_events(instance, ws, openlineage=False)
         assert ws.store.get("results/scaled").status == "ok"
+
+
+def test_a_run_tagged_as_a_replay_never_writes_the_workspace_itself(
+    project, tmp_path: Path
+) -> None:
+    """A replay run re-executed from the UI (or a tag copied by hand) runs without the
+    scratch workspace: the IO manager refuses it before anything is written."""
+    from dagster import AssetKey
+
+    ws, _name, defs = project
+    with DagsterInstance.get() as instance:
+        _materialize(defs, instance, factor=2)
+        before = tree_state(ws.root)
+        job = defs.resolve_implicit_job_def_def_for_assets([AssetKey("scaled")])
+        result = job.execute_in_process(
+            instance=instance,
+            asset_selection=[AssetKey("scaled")],
+            run_config={"ops": {"scaled": {"config": {"factor": 7}}}},
+            tags={keys.REPLAY_OF: "0" * 32},
+            raise_on_error=False,
+        )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    error = failure.event_specific_data.error
+    while error.cause is not None:
+        error = error.cause
+    assert error.cls_name == "ReplayOutsideScratchError"
+    assert (
+        f"is tagged {keys.REPLAY_OF}=" in error.message and "nothing was written" in error.message
+    )
+    assert tree_state(ws.root) == before

@@ -69,6 +69,17 @@ def asset_metadata(context: InputContext, key: AssetKey) -> Mapping[str, Any] | 
         return None
 
 
+def run_tags(context: OutputContext) -> Mapping[str, str]:
+    """The tags of the run storing an output: OutputContext offers none."""
+    tags = getattr(_step_context(context), "run_tags", None)
+    if not isinstance(tags, Mapping):
+        raise DagsterCompatibilityError(
+            "this Dagster's step context has no run_tags: pin dagster to a version "
+            "dws_dagster supports (see pyproject.toml)"
+        )
+    return tags
+
+
 def op_config(context: InputContext | OutputContext) -> Mapping[str, Any]:
     """The run config of the asset's op (its Config class), as plain values."""
     config = getattr(_step_context(context), "op_config", None)

@@ -59,6 +59,11 @@ class MissingPartitionError(DwsError):
     """An input partition has never been materialized."""
 
 
+class ReplayOutsideScratchError(DwsError):
+    """A run tagged as a replay would write into a workspace that is not a replay's scratch
+    workspace (a replay run re-executed from the UI, a tag copied by hand)."""
+
+
 class SparkWorkspaceIOManager(ConfigurableIOManager):
     """Stores Spark DataFrames at workspace refs: atomic writes, content versions as Dagster
     data versions, lineage in the workspace store and in materialization metadata.
@@ -149,6 +154,17 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 "or give this asset another io_manager_key"
             )
         ws = self._workspace()
+        replaying = dagster_compat.run_tags(context).get(keys.REPLAY_OF)
+        if replaying is not None and ws.replay_of is None:
+            # The lineage sensor leaves replay runs alone: this write would replace the
+            # workspace's data with no snapshot or OpenLineage event to say so.
+            raise ReplayOutsideScratchError(
+                f"asset '{asset}': run {context.run_id} is tagged {keys.REPLAY_OF}="
+                f"{replaying}, a replay of a snapshot, but writes to workspace "
+                f"'{ws.name}' ({ws.root}) itself, not to a replay's scratch workspace; nothing "
+                "was written. Replays run through 'dws-dagster replay'; to materialize the "
+                f"asset here, launch a new run without the {keys.REPLAY_OF} tag"
+            )
         binding = self.binding_for(context.definition_metadata, context.asset_key.path)
         partition = _output_partition(context, asset)
         ref = (
