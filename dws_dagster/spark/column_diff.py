@@ -80,5 +80,13 @@ class SparkColumnComparer:
 
     def __call__(self, recorded: Path, reproduced: Path, fmt: str) -> tuple[str, ...]:
         if self._spark is None:
-            self._spark = SparkSession.builder.config("spark.ui.enabled", "false").getOrCreate()
+            # The data compared is on this machine: a local session, listening on loopback
+            # only, whatever cluster the machine's Spark configuration names.
+            self._spark = (
+                SparkSession.builder.master("local[*]")
+                .config("spark.ui.enabled", "false")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+                .config("spark.driver.host", "127.0.0.1")
+                .getOrCreate()
+            )
         return differing_columns(self._spark, recorded, reproduced, fmt)

@@ -13,9 +13,12 @@
   captures of the data and how it is retained;
 - `garbage`: freeing what no snapshot needs;
 - `replay_plan`, `replay_scratch`, `replay_run`: replaying a snapshot: the steps behind its
-  results, the scratch workspace they run in, running them and judging what reproduced.
+  results, the scratch workspace they run in, running them and judging what reproduced;
+  `replay_compare` (the columns that differ, compared by a caller's comparer),
+  `replay_record` (each replay's verdicts, kept for the lineage page) and `replay_in_place`
+  (landing a replay through restore).
 
 Import rule: part of `workspace`, so neither dagster nor pyspark; remote data is reached only
-through the `remote.RemoteData` a caller passes in, and steps other than scripts are replayed
-only through the runner a caller passes in.
+through the `remote.RemoteData` a caller passes in, steps other than scripts are replayed only
+through the runner a caller passes in, and data is compared only by the comparer it passes in.
 """
