@@ -1,25 +1,23 @@
 """Naming the columns in which a replayed ref differs from what the snapshot recorded.
 
 A version says only that two datasets differ. To say where, the recorded data is found where
-restore would find it (the workspace's own data when it still holds that version, the
-snapshot's retained files, a kept version, the snapshot's results copy), every candidate
-checked to have the recorded version, and handed with the replay's data to a
-`ColumnComparer` (the Spark layer gives one). When the recorded data is gone, or the data is
-not in a format Spark reads, the verdict says so instead of naming columns.
+restore finds it (the workspace's own data when it still holds that version, else restore's
+`kept_copies`, staged and checked to have the recorded version by its `stage_copy`), and
+handed with the replay's data to a `ColumnComparer` (the Spark layer gives one). When the
+recorded data is gone, or the data is not in a format Spark reads, the verdict says so instead
+of naming columns.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.refs import as_ref
-from dws_dagster.workspace.snapshots import snapshot_data
-from dws_dagster.workspace.snapshots.history import SnapshotInfo, results_folder
+from dws_dagster.workspace.snapshots.history import SnapshotInfo
 from dws_dagster.workspace.snapshots.objects import ObjectStore
 from dws_dagster.workspace.snapshots.replay_run import (
     DIFFERS,
@@ -27,8 +25,7 @@ from dws_dagster.workspace.snapshots.replay_run import (
     RefVerdict,
     ReplayReport,
 )
-from dws_dagster.workspace.snapshots.retention import missing_objects, stage
-from dws_dagster.workspace.swap import copy_data, kept_version_path
+from dws_dagster.workspace.snapshots.restore_plan import kept_copies, remove_path, stage_copy
 from dws_dagster.workspace.workspace import Workspace
 
 #: Compares the data at two paths in one format; the columns that differ (added, removed,
@@ -65,13 +62,13 @@ def _with_columns(
     fmt = _recorded_format(scratch, ws, verdict.ref) or _format_of_files(reproduced)
     if fmt is None or fmt not in SPARK_FORMATS:
         return _noted(verdict, "its columns were not compared (not data Spark reads)")
-    recorded = recorded_data(ws, info, verdict.ref, verdict.recorded, scratch.meta_dir)
-    if recorded is None:
-        return _noted(
-            verdict,
-            "its columns were not compared: the recorded data is no longer kept (freed by gc)",
-        )
     try:
+        recorded = recorded_data(ws, info, verdict.ref, verdict.recorded, scratch.meta_dir)
+        if recorded is None:
+            return _noted(
+                verdict,
+                "its columns were not compared: the recorded data is no longer kept (freed by gc)",
+            )
         columns = compare(recorded, reproduced, fmt)
     except DwsError as exc:
         return _noted(verdict, f"its columns could not be compared: {exc}")
@@ -125,30 +122,12 @@ def recorded_data(
     if _version(ws, ref, None) == version:
         return ws.local_path(parsed)
     target = work / _RECORDED_DIR / ref
-    shutil.rmtree(target, ignore_errors=True)
+    remove_path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    kept = snapshot_data.manifest(ws, ref, version)
     objects = ObjectStore.of_workspace(ws.meta_dir)
-    if kept is not None and not missing_objects(objects, kept[1]):
-        stage(objects, kept[1], False, target)
-        if _version(ws, ref, target) == version:
-            return target
-        shutil.rmtree(target, ignore_errors=True)
-    copy = kept_version_path(ws.resource_root(resource), parsed.subpath, version)
-    if copy.exists() and _version(ws, ref, copy) == version:
-        return copy
-    for number, entry in enumerate(info.results):
-        folder = results_folder(ws, info, number) if entry["ref"] == ref else None
-        path = (folder / parsed.subpath if parsed.subpath else folder) if folder else None
-        if path is None or not path.exists():
-            continue
-        copy_data(path, target)
-        if target.is_dir():
-            (target / "lineage.json").unlink(missing_ok=True)
-        if _version(ws, ref, target) == version:
-            return target
-        shutil.rmtree(target, ignore_errors=True)
-    return None
+    sources = kept_copies(ws, info, ref, version, objects)
+    staged = stage_copy(ws, ref, version, sources, objects, target, lambda: target)
+    return None if staged is None else staged[0]
 
 
 def _version(ws: Workspace, ref: str, at: Path | None) -> str | None:

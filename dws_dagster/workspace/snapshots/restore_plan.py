@@ -191,29 +191,40 @@ def _plan(
         return plan
     if replayed is not None and replayed.exists():
         plan.sources.append(("replayed", replayed))
-    kept = snapshot_data.manifest(ws, row.ref, row.version)
-    if kept is not None and not missing_objects(objects, kept[1]):
-        plan.sources.append(("retained", kept))
-    root = ws.resource_root(resource)
-    copy = kept_version_path(root, parsed.subpath, row.version)
-    if copy.exists():
-        plan.sources.append(("path", copy))
-    for number, entry in enumerate(info.results):
-        if entry["ref"] == row.ref:
-            folder = results_folder(ws, info, number)
-            if folder is not None:
-                path = folder / parsed.subpath if parsed.subpath else folder
-                if path.exists():
-                    plan.sources.append(("results", path))
+    plan.sources += kept_copies(ws, info, row.ref, row.version, objects)
     if not plan.sources:
         where = f"data is now at {short(plan.now)}" if plan.now else "its data is missing"
         lost = (
             " (its retained files are missing from .dataworkspace/objects)"
-            if kept is not None
+            if snapshot_data.manifest(ws, row.ref, row.version) is not None
             else ""
         )
         plan.problem = f"version {short(row.version)} was not kept{lost} ({where})"
     return plan
+
+
+def kept_copies(
+    ws: Workspace, info: SnapshotInfo, ref: str, version: str, objects: ObjectStore
+) -> list[tuple[str, Any]]:
+    """Where a local ref's `version` may still be kept, cheapest first, for `stage_copy`: the
+    snapshot's retained files (all objects present), a kept version beside the ref, the
+    snapshot's results copy. Each is only a candidate until staged and checked."""
+    parsed = as_ref(ref)
+    sources: list[tuple[str, Any]] = []
+    kept = snapshot_data.manifest(ws, ref, version)
+    if kept is not None and not missing_objects(objects, kept[1]):
+        sources.append(("retained", kept))
+    copy = kept_version_path(ws.resource_root(ws.resource(parsed.name)), parsed.subpath, version)
+    if copy.exists():
+        sources.append(("path", copy))
+    for number, entry in enumerate(info.results):
+        if entry["ref"] == ref:
+            folder = results_folder(ws, info, number)
+            if folder is not None:
+                path = folder / parsed.subpath if parsed.subpath else folder
+                if path.exists():
+                    sources.append(("results", path))
+    return sources
 
 
 def _plan_remote(ws: Workspace, plan: Plan, remote: RemoteData | None) -> Plan:
@@ -334,11 +345,38 @@ def stage_all(
 def _stage(ws: Workspace, plan: Plan, objects: ObjectStore) -> str | None:
     """Build the wanted version at a staging path beside the ref, checked; why not, else
     None."""
-    parsed = as_ref(plan.row.ref)
-    target = ws.local_path(parsed)
+    assert plan.row.version is not None  # planned without sources otherwise
+    target = ws.local_path(as_ref(plan.row.ref))
     target.parent.mkdir(parents=True, exist_ok=True)
-    for how, source in plan.sources:
-        staging = staging_path(target)
+    staged = stage_copy(
+        ws, plan.row.ref, plan.row.version, plan.sources, objects, target,
+        lambda: staging_path(target),
+    )  # fmt: skip
+    if staged is None:
+        return (
+            f"no kept copy of version {short(plan.row.version)} has that version any more "
+            "(a damaged copy)"
+        )
+    plan.staging, plan.used = staged
+    return None
+
+
+def stage_copy(
+    ws: Workspace,
+    ref: str,
+    version: str,
+    sources: list[tuple[str, Any]],
+    objects: ObjectStore,
+    target: Path,
+    place: Callable[[], Path],
+) -> tuple[Path, str] | None:
+    """The first of `sources` that, built at a new path from `place()`, has `version` as
+    `ref`'s data: that path and the source's kind; None when none has it (nothing is left
+    behind). A disk error is raised naming `target` (`WorkspaceWriteError`): another source
+    would not do better."""
+    parsed = as_ref(ref)
+    for how, source in sources:
+        staging = place()
         try:
             if how == "retained":
                 link, files = source
@@ -358,15 +396,10 @@ def _stage(ws: Workspace, plan: Plan, objects: ObjectStore) -> str | None:
         except BaseException:
             remove_path(staging)
             raise
-        if restored == plan.row.version:
-            plan.staging = staging
-            plan.used = how
-            return None
+        if restored == version:
+            return staging, how
         remove_path(staging)
-    return (
-        f"no kept copy of version {short(plan.row.version)} has that version any more "
-        "(a damaged copy)"
-    )
+    return None
 
 
 def remove_path(path: Path) -> None:
