@@ -172,20 +172,22 @@ def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
     atomic_write_bytes(path, data, durable=durable)
 
 
-def read_json_file(path: Path, *, what: str) -> Any:
+def read_json_file(
+    path: Path, *, what: str, advice: str = "restore it from git or a backup"
+) -> Any:
     """Read a JSON file of the workspace, turning corruption into a WorkspaceConfigError."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise WorkspaceConfigError(f"{what} {path} is missing") from None
-    return parse_json(data, path, what=what)
+    return parse_json(data, path, what=what, advice=advice)
 
 
-def parse_json(data: bytes, path: Path, *, what: str) -> Any:
-    """The JSON read from `path`, or a WorkspaceConfigError naming the file."""
+def parse_json(
+    data: bytes, path: Path, *, what: str, advice: str = "restore it from git or a backup"
+) -> Any:
+    """The JSON read from `path`, or a WorkspaceConfigError naming the file and what to do."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise WorkspaceConfigError(
-            f"{what} {path} is not valid JSON ({exc}); restore it from git or a backup"
-        ) from None
+        raise WorkspaceConfigError(f"{what} {path} is not valid JSON ({exc}); {advice}") from None

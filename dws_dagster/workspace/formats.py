@@ -340,6 +340,7 @@ class ReplayFile(TypedDict):
     format: Literal[1]
     snapshot: SnapshotHash
     snapshot_name: str
+    tags: NotRequired[list[str]]
     replayed_at: str
     into: str
     in_place: NotRequired[bool]

@@ -11,11 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from dws_dagster.errors import WorkspaceConfigError
 from dws_dagster.workspace import formats
-from dws_dagster.workspace.files import atomic_write_json
+from dws_dagster.workspace.files import atomic_write_json, read_json_file
 from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -77,12 +74,7 @@ def latest_replay(ws: Workspace, snapshot_hash: str) -> dict[str, Any] | None:
     for path in sorted(folder.glob("*.json")):
         if not path.is_file() or path.is_symlink():
             continue
-        try:
-            raw = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as exc:
-            raise WorkspaceConfigError(
-                f"replay record {path} is not valid JSON ({exc}); {_ADVICE}"
-            ) from None
+        raw = read_json_file(path, what="replay record", advice=_ADVICE)
         checked = formats.check(formats.REPLAY, raw, path, advice=_ADVICE, what="replay record")
         document: dict[str, Any] = {**checked}
         if document["snapshot"] != snapshot_hash:
