@@ -775,9 +775,8 @@
     return b;
   }
 
-  function renderPanel(g, opts) {
-    opts = opts || {};
-    var d = G[g], det = d.details;
+  /* The details panel, emptied and shown, with its close button. */
+  function openPanel() {
     panel.hidden = false;
     panel.textContent = "";
     panel.scrollTop = 0;
@@ -787,6 +786,12 @@
     close.setAttribute("aria-label", "Close the details");
     close.addEventListener("click", function () { panel.hidden = true; });
     panel.appendChild(close);
+  }
+
+  function renderPanel(g, opts) {
+    opts = opts || {};
+    var d = G[g], det = d.details;
+    openPanel();
     var h = el("h2", null, d.name);
     panel.appendChild(h);
     panel.appendChild(el("div", "sub", subText(d)));
@@ -1027,15 +1032,7 @@
     }
     state.selected = null;
     var R = REPLAY;
-    panel.hidden = false;
-    panel.textContent = "";
-    panel.scrollTop = 0;
-    var close = el("button", "close", "×");
-    close.type = "button";
-    close.title = "Close the details";
-    close.setAttribute("aria-label", "Close the details");
-    close.addEventListener("click", function () { panel.hidden = true; });
-    panel.appendChild(close);
+    openPanel();
     panel.appendChild(el("h2", null, "Replay of snapshot " + R.snapshot_name));
     panel.appendChild(el("div", "sub", "The newest replay of the snapshot this page shows."));
     defList([["Snapshot", R.snapshot, "mono"],
