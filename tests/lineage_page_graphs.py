@@ -465,16 +465,26 @@ def forecast_replay(snapshot: str) -> dict[str, Any]:
     )
     summary = version_of(OUTSIDE_REF)
     refs.append(verdict(OUTSIDE_REF, "summary", "reproduced", summary, summary))
+    return replay_document(*refs, snapshot=snapshot, into=REPLAY_INTO)
+
+
+def replay_document(
+    *refs: dict[str, Any],
+    snapshot: str = "0" * 32,
+    into: str = "scratch",
+    replayed_at: str = "2026-11-25T01:50:00+00:00",
+) -> dict[str, Any]:
+    """A replay record of snapshot `v1` judging `refs` (`replay_record.report_json`)."""
     return {
         "format": 1,
         "snapshot": snapshot,
         "snapshot_name": "v1",
         "tags": ["v1"],
-        "replayed_at": "2026-11-25T01:50:00+00:00",
-        "into": REPLAY_INTO,
+        "replayed_at": replayed_at,
+        "into": into,
         "in_place": False,
-        "reproduced": False,
-        "refs": refs,
+        "reproduced": all(r["verdict"] == "reproduced" for r in refs),
+        "refs": list(refs),
     }
 
 

@@ -30,26 +30,13 @@ from .lineage_page_graphs import (
     REPLAY_INTO,
     WEATHER_DAYS,
     forecast_lineage,
+    replay_document,
     replayed_forecast,
     synthetic_graph,
     verdict,
     version_of,
 )
 from .test_lineage_page import HOSTILE, _Tags, by_name, embedded, hostile_graph, roles
-
-
-def replay_of(*refs: dict[str, Any], snapshot: str = "0" * 32) -> dict[str, Any]:
-    return {
-        "format": 1,
-        "snapshot": snapshot,
-        "snapshot_name": "v1",
-        "tags": ["v1"],
-        "replayed_at": "2026-11-25T01:50:00+00:00",
-        "into": "scratch",
-        "in_place": False,
-        "reproduced": all(r["verdict"] == "reproduced" for r in refs),
-        "refs": list(refs),
-    }
 
 
 def without_replay(data: Any) -> Any:
@@ -148,7 +135,7 @@ def test_a_verdict_is_drawn_only_on_the_version_it_judged() -> None:
         nodes={n.id: n for n in (old, new, x, y)},
         edges=[GraphEdge(old.id, x.id, stale=True), GraphEdge(new.id, y.id), GraphEdge(x.id, y.id)],
     )
-    graph.replay = replay_of(
+    graph.replay = replay_document(
         verdict("inter/a", "a", "differs", "1", "7", None, ["n"]),
         # The snapshot recorded another version of x than the one drawn: not x's verdict.
         verdict("inter/x", "x", "reproduced", "9", "9"),
@@ -185,7 +172,7 @@ def test_many_partitions_list_only_the_verdicts_marks_cannot_say(
     refs = [f"{asset['ref']}/{key}" for key in asset["parts"]["key"]]
     versions = asset["parts"]["version"]
     odd = {7: "differs", 150: "non-deterministic", 299: "failed"}
-    graph.replay = replay_of(
+    graph.replay = replay_document(
         *(
             verdict(ref, "s", odd[i], v, None, f"why {i}")
             if i in odd
@@ -242,7 +229,7 @@ def test_json_report_carries_the_replay_document(ws: Workspace) -> None:
 def test_hostile_verdicts_cannot_end_the_data_element_and_read_back_exactly() -> None:
     graph = hostile_graph()
     graph.replay = {
-        **replay_of(
+        **replay_document(
             verdict("inter/out", HOSTILE[0], "differs", "2", "3", HOSTILE[0], list(HOSTILE)),
             verdict("raw/in", HOSTILE[1], "failed", "1", None, HOSTILE[2]),
             verdict("raw/elsewhere", HOSTILE[4], "not replayable", "1", None, HOSTILE[5]),
@@ -272,7 +259,7 @@ def test_hostile_verdicts_cannot_end_the_data_element_and_read_back_exactly() ->
 def test_a_credential_in_a_failed_steps_error_is_not_shown() -> None:
     graph = hostile_graph()
     error = "OperationalError: could not connect to postgresql://dws:s3cretpw@db:5432/lineage"
-    graph.replay = replay_of(verdict("inter/out", "out", "failed", "2", None, error))
+    graph.replay = replay_document(verdict("inter/out", "out", "failed", "2", None, error))
     page = render_page(graph)
     assert "s3cretpw" not in page
     data = embedded(page)

@@ -19,8 +19,8 @@ from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.workspace import Workspace
 
 from .conftest import ROOT, tree_state, write
-from .replay_steps import STEP_SCRIPT, git, script
-from .test_replay_run import ODD_SCRIPT
+from .replay_steps import STEP_SCRIPT, script
+from .test_replay_run import odd_step_after_prep
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -86,10 +86,7 @@ def test_replay_prints_every_ref_reproduced_and_exits_0(git_ws, tmp_path: Path) 
 
 def test_replay_as_json_and_exit_3_when_a_ref_does_not_reproduce(git_ws, tmp_path: Path) -> None:
     ws, _ = git_ws
-    write(ws.root / "code/odd.py", ODD_SCRIPT)
-    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
-    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "odd")
-    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    odd_step_after_prep(ws)
     script(ws, "odd")  # FACTOR unset: 1
     take_snapshot(ws, "v1")
 
@@ -203,10 +200,7 @@ def test_replay_in_place_lands_the_snapshot_with_the_replayed_data(git_ws, tmp_p
 
 def test_replay_in_place_that_does_not_reproduce_changes_nothing(git_ws, tmp_path: Path) -> None:
     ws, _ = git_ws
-    write(ws.root / "code/odd.py", ODD_SCRIPT)
-    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
-    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "odd")
-    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    odd_step_after_prep(ws)
     script(ws, "odd")
     take_snapshot(ws, "v1")
     write(ws.root / "data/src/trips.csv", "a\n5\n")

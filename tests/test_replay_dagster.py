@@ -152,6 +152,14 @@ def test_assets_replay_as_tagged_dagster_runs_and_reproduce_exactly(
         assert not outcome.applied.skipped and not outcome.applied.snapshots
 
 
+def _replay(ws, name: str, tmp_path: Path, refs: list[str] | None = None):
+    """Snapshot v1 (or `refs` of it) replayed into `tmp_path/scratch` through the project's
+    definitions; the report and the scratch workspace."""
+    plan = plan_replay(ws, "v1", refs or [])
+    scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
+    return run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")}), scratch
+
+
 def _compare_with(spark):
     return lambda recorded, reproduced, fmt: differing_columns(spark, recorded, reproduced, fmt)
 
@@ -164,9 +172,7 @@ def test_an_asset_with_a_random_column_is_named_non_deterministic(
     with DagsterInstance.get() as instance:
         _materialize(defs, instance, factor=2)
         take_snapshot(ws, "v1")
-        plan = plan_replay(ws, "v1")
-        scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
-        report = run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")})
+        report, scratch = _replay(ws, name, tmp_path)
     outcomes = {v.ref: v.outcome for v in report.verdicts}
     assert outcomes == {"inter/trips": REPRODUCED, "results/scaled": NON_DETERMINISTIC}
     scaled = report.verdicts[-1]
@@ -190,9 +196,7 @@ def test_a_changed_column_is_named_from_the_snapshots_retained_data(
         take_snapshot(ws, "v1")
         _materialize(defs, instance, factor=5)  # the workspace's data moved on
         monkeypatch.setenv("REPLAY_TEST_SHIFT", "1")  # the environment changed, not the code
-        plan = plan_replay(ws, "v1", ["results/scaled"])
-        scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
-        report = run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")})
+        report, scratch = _replay(ws, name, tmp_path, ["results/scaled"])
     name_differing_columns(ws, report, scratch, _compare_with(spark))
     scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
     assert scaled.outcome == DIFFERS and scaled.columns == ("fare",)
@@ -207,9 +211,7 @@ def test_an_asset_that_now_drops_rows_differs_and_says_how_many(
         _materialize(defs, instance, factor=2)
         take_snapshot(ws, "v1")
         monkeypatch.setenv("REPLAY_TEST_DROP", "1")  # the environment changed, not the code
-        plan = plan_replay(ws, "v1", ["results/scaled"])
-        scratch = prepare_scratch(ws, plan, tmp_path / "scratch")
-        report = run_plan(plan, scratch, {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")})
+        report, scratch = _replay(ws, name, tmp_path, ["results/scaled"])
     scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
     assert scaled.outcome == DIFFERS
     assert scaled.detail == "2 rows recorded, 1 reproduced"
@@ -233,12 +235,7 @@ def test_a_replay_run_that_fails_leaves_the_workspace_as_it_was(
         _materialize(defs, instance, factor=2)
         take_snapshot(ws, "v1")
         monkeypatch.setenv("REPLAY_TEST_FAIL", "1")
-        plan = plan_replay(ws, "v1", ["results/scaled"])
-        report = run_plan(
-            plan,
-            prepare_scratch(ws, plan, tmp_path / "scratch"),
-            {DAGSTER_ASSET: DagsterRunner(f"{name}.defs")},
-        )
+        report, _scratch = _replay(ws, name, tmp_path, ["results/scaled"])
         scaled = {v.ref: v for v in report.verdicts}["results/scaled"]
         assert scaled.outcome == FAILED and "the replay broke here" in (scaled.detail or "")
         # The failed replay run is not a failed attempt of the workspace's own asset.

@@ -19,32 +19,14 @@ from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.workspace import Workspace
 
 from .conftest import run_step, write
+from .lineage_page_graphs import replay_document, verdict
 
 VERSION = "0" * 32
 
 
 def _document(snapshot: str, at: str, **changes: Any) -> dict[str, Any]:
-    document = {
-        "format": 1,
-        "snapshot": snapshot,
-        "snapshot_name": "v1",
-        "tags": ["v1"],
-        "replayed_at": at,
-        "into": "/somewhere/else",
-        "in_place": False,
-        "reproduced": True,
-        "refs": [
-            {
-                "ref": "results/out",
-                "step": "train",
-                "verdict": "reproduced",
-                "recorded": VERSION,
-                "reproduced": VERSION,
-                "detail": None,
-                "columns": None,
-            }
-        ],
-    }
+    judged = verdict("results/out", "train", "reproduced", VERSION, VERSION)
+    document = replay_document(judged, snapshot=snapshot, into="/somewhere/else", replayed_at=at)
     document.update(changes)
     return document
 

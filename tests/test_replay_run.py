@@ -49,6 +49,14 @@ def _commit(root: Path, message: str) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
+def odd_step_after_prep(ws: Workspace) -> None:
+    """Where every test of the odd step starts: the step committed, prep run; the odd step is
+    then run with the environment the test sets."""
+    write(ws.root / "code/odd.py", ODD_SCRIPT)
+    _commit(ws.root, "odd")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+
+
 def _replay(ws: Workspace, tag: str, into: Path, refs: list[str] | None = None):
     plan = plan_replay(ws, tag, refs or [])
     return run_plan(plan, prepare_scratch(ws, plan, into))
@@ -82,9 +90,7 @@ def test_a_step_that_changes_between_two_replays_is_named_non_deterministic(
     git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws, _ = git_ws
-    write(ws.root / "code/odd.py", ODD_SCRIPT)
-    _commit(ws.root, "odd")
-    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    odd_step_after_prep(ws)
     monkeypatch.setenv("ODD_RANDOM", "1")
     script(ws, "odd")
     take_snapshot(ws, "v1")
@@ -103,9 +109,7 @@ def test_a_step_that_differs_the_same_way_twice_differs(
     git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws, _ = git_ws
-    write(ws.root / "code/odd.py", ODD_SCRIPT)
-    _commit(ws.root, "odd")
-    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    odd_step_after_prep(ws)
     monkeypatch.setenv("FACTOR", "1")
     script(ws, "odd")
     take_snapshot(ws, "v1")
@@ -143,9 +147,7 @@ def test_a_step_that_fails_on_replay_is_reported_with_its_error(
     git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws, _ = git_ws
-    write(ws.root / "code/odd.py", ODD_SCRIPT)
-    _commit(ws.root, "odd")
-    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    odd_step_after_prep(ws)
     script(ws, "odd")
     take_snapshot(ws, "v1")
     monkeypatch.setenv("REPLAY_FAIL", "1")
