@@ -37,13 +37,13 @@ from ..lineage_page_graphs import (
     REPLAY_FAILED_DETAIL,
     WEATHER_DAYS,
     forecast_lineage,
+    replay_document,
     replayed_forecast,
     synthetic_graph,
     verdict,
     version_of,
 )
 from ..test_lineage_page import HOSTILE, hostile_graph
-from ..test_lineage_page_replay import replay_of
 from ..test_render import cycle, diamond, tricky
 from .browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
 
@@ -420,7 +420,7 @@ def test_hostile_replay_values_are_shown_as_text(open_page: Any) -> None:
 
     graph = hostile_graph()
     graph.replay = {
-        **replay_of(
+        **replay_document(
             verdict("inter/out", HOSTILE[0], "differs", "2", "3", HOSTILE[0], list(HOSTILE)),
             verdict("raw/elsewhere", HOSTILE[4], "failed", "1", None, HOSTILE[5]),
         ),
