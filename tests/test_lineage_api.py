@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dws_dagster import (
     InvalidParameterError,
@@ -19,6 +22,7 @@ from dws_dagster import (
     UnknownResourceError,
     Workspace,
 )
+from dws_dagster.workspace.lineage_api import ResultsLineage
 from dws_dagster.workspace.versions import short
 
 from .conftest import run_python, run_step, write
@@ -482,3 +486,43 @@ def test_workspace_created_again_at_the_same_place_starts_from_its_own_lineage(
     state = Workspace.open(root).store.get("inter/prep")
     assert state.owner == "prep_v2"
     assert [ref for ref, _ in Workspace.open(root).store.items()] == ["inter/prep", "src/trips.csv"]
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    runs=st.lists(
+        st.tuples(
+            st.datetimes(
+                min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2100, 1, 1),
+                timezones=st.just(dt.UTC),
+            ),
+            st.sampled_from([0.5, 1.5, 2]),
+        ),
+        min_size=2, max_size=3,
+    )
+)  # fmt: skip
+def test_a_results_version_says_what_the_step_wrote_not_when(ws: Workspace, runs) -> None:
+    """results.json keeps Data Workspaces' layout, its run's start time and duration included;
+    the version of the results ref leaves those two out: runs at any time writing the same
+    metrics have one version, other metrics another; a snapshot versions it the same way."""
+    from dws_dagster.workspace.snapshots.file_hashes import FileHashCache
+    from dws_dagster.workspace.snapshots.retention import scan
+
+    seen: dict[float, str] = {}
+    for started, mae in runs:
+        with ResultsLineage(
+            "train", started, {"gamma": 0.1}, [], ws.root / "results/exp", ws.root
+        ) as lineage:
+            lineage.write_results({"mae": mae})
+        written = json.loads((ws.root / "results/exp/results.json").read_text())
+        assert dt.datetime.fromisoformat(written["start_time"]) == started
+        assert written["execution_time_seconds"] == pytest.approx(
+            (dt.datetime.now(dt.UTC) - started).total_seconds(), abs=60
+        )
+        version = ws.version_of("results/exp")
+        assert ws.store.get("results/exp").version == version
+        assert scan(ws, "results/exp", FileHashCache(None)).version == version
+        assert seen.setdefault(mae, version) == version
+    assert len(set(seen.values())) == len(seen)

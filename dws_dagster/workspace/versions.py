@@ -40,6 +40,15 @@ MARKER_NAME = "_dws_version.json"
 MARKER_SCHEME = "spark-logical-2"
 #: Files beside Spark-written data that describe it (metrics, lineage) rather than hold it.
 DESCRIPTION_FILES = ("results.json", "lineage.json")
+#: The metrics file of a results step (Data Workspaces' layout: step, start_time,
+#: execution_time_seconds, parameters, run_description, metrics).
+RESULTS_FILE = "results.json"
+#: Keys of a results file that say when its step ran, not what it wrote: left out of the
+#: version of results refs, so that a step run again on the same inputs has the same version
+#: (docs/files.md). The file keeps them, as Data Workspaces writes and reads them.
+RUN_TIMING_KEYS = ("start_time", "execution_time_seconds")
+#: Results files larger than this are versioned by their bytes (metrics are small).
+_MAX_TIMED_RESULTS_BYTES = 1 << 20
 LISTING_PREFIX = "ls-"
 #: dws_dagster's own bookkeeping beside data (`.dws/`, `.dws-old-*`, `.dws-staging-*`).
 BOOKKEEPING_PREFIX = ".dws"
@@ -363,8 +372,11 @@ def content_manifest(
     progress: Callable[[int], None] | None = None,
     kind: str | None = "?",
     on_skip: SkipReporter | None = None,
+    results: bool = False,
 ) -> list[FileEntry]:
-    """The hashed entries a content version is made of (the size is the bytes hashed)."""
+    """The hashed entries a content version is made of (the size is the bytes hashed).
+    `results`: the data of a results resource, whose results files are versioned without
+    their run timing (`untimed_entry`)."""
     entries = []
     skipped: list[tuple[str, str]] = []
     for rel, absolute in _data_files(path, exclude_top, kind, skipped=skipped):
@@ -372,9 +384,31 @@ def content_manifest(
         if got is None:
             skipped.append((rel, _describe_special(absolute)))
             continue
-        entries.append(FileEntry(rel, got[1], got[0]))
+        entry = FileEntry(rel, got[1], got[0])
+        entries.append(untimed_entry(entry, absolute) if results else entry)
     _report_skipped(path, skipped, on_skip)
     return entries
+
+
+def untimed_entry(entry: FileEntry, absolute: str) -> FileEntry:
+    """What a version hashes of one file of a results ref: for a results file holding the
+    run's timing (`RUN_TIMING_KEYS`, as the lineage API and Data Workspaces write it), its
+    JSON without them, so the version says what the step wrote, not when; any other file
+    (and a results file that is not such a JSON object) as its bytes.
+
+    Only the file's version entry changes: the file, and the copy snapshots retain of it,
+    keep every byte."""
+    if entry.relpath.rpartition("/")[2] != RESULTS_FILE or entry.size > _MAX_TIMED_RESULTS_BYTES:
+        return entry
+    try:
+        data = orjson.loads(_read_regular(absolute))
+    except (OSError, orjson.JSONDecodeError):
+        return entry
+    if type(data) is not dict or not all(key in data for key in RUN_TIMING_KEYS):
+        return entry
+    kept = {key: value for key, value in data.items() if key not in RUN_TIMING_KEYS}
+    body = orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)
+    return FileEntry(entry.relpath, len(body), "untimed-" + xxhash.xxh3_128_hexdigest(body))
 
 
 def version_of_manifest(entries: Iterable[FileEntry], *, single_file: bool) -> str:
@@ -412,9 +446,11 @@ def effective_version(
     exclude_top: Iterable[str] = (),
     progress: Callable[[int], None] | None = None,
     on_skip: SkipReporter | None = None,
+    results: bool = False,
 ) -> str:
     """The version of the data at `path`: the version recorded in its marker while the files
-    are byte for byte those the marker describes, else the byte content version."""
+    are byte for byte those the marker describes, else the byte content version (`results`:
+    data of a results resource, its results files without their run timing)."""
     target = Path(path)
     kind = _kind(target)
     marker = target / MARKER_NAME
@@ -424,7 +460,12 @@ def effective_version(
         # snapshots put them beside it); they are not part of it.
         exclude_top = (*exclude_top, *DESCRIPTION_FILES)
     entries = content_manifest(
-        target, exclude_top=exclude_top, progress=progress, kind=kind, on_skip=on_skip
+        target,
+        exclude_top=exclude_top,
+        progress=progress,
+        kind=kind,
+        on_skip=on_skip,
+        results=results and not has_marker,
     )
     version = version_of_manifest(entries, single_file=kind == "file")
     return marked_version(target, version) if has_marker else version

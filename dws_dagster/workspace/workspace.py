@@ -389,7 +389,13 @@ class Workspace:
         try:
             if resource.versioning == "listing":
                 return listing_version(path, exclude_top=exclude, on_skip=on_skip)
-            return effective_version(path, exclude_top=exclude, progress=progress, on_skip=on_skip)
+            return effective_version(
+                path,
+                exclude_top=exclude,
+                progress=progress,
+                on_skip=on_skip,
+                results=resource.role == "results",
+            )
         except DataNotFoundError:
             raise DataNotFoundError(
                 f"ref {resolved} has no data at {path}: write it first, or check the path"

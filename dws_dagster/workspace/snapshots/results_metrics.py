@@ -20,9 +20,9 @@ import orjson
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.records import sanitize_parameters
 from dws_dagster.workspace.refs import as_ref
+from dws_dagster.workspace.versions import RESULTS_FILE
 from dws_dagster.workspace.workspace import Workspace
 
-RESULTS_FILE = "results.json"
 #: A larger `results.json` is not a metrics file (metrics are limited to a few kilobytes).
 MAX_RESULTS_FILE_BYTES = 1 << 20
 #: The fields Data Workspaces' `write_results` puts beside its `metrics`: not metrics.

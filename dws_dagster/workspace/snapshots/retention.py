@@ -42,6 +42,7 @@ from dws_dagster.workspace.versions import (
     _kind,
     _report_skipped,
     marked_version,
+    untimed_entry,
     version_of_manifest,
 )
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace
@@ -125,6 +126,7 @@ def scan(
     sidecars: list[tuple[str, str]] = []
     data = _data_files(where, exclude, kind, skipped=skipped, sidecars=sidecars)
     marker = kind == "dir" and any(rel == MARKER_NAME for rel, _ in sidecars)
+    results = resource.role == "results" and not marker
     if marker and not listing:
         # As effective_version: the description files beside Spark data are not data.
         data, described = _split(data, DESCRIPTION_FILES)
@@ -139,7 +141,10 @@ def scan(
             skipped.append((rel, _describe_special(absolute)))
             continue
         info, digest, size = found
-        entries.append(FileEntry(rel, size, digest))
+        entry = FileEntry(rel, size, digest)
+        # As effective_version: results files are versioned without their run's timing (the
+        # retained file, below, keeps its bytes).
+        entries.append(untimed_entry(entry, absolute) if results else entry)
         files.append(RetainedFile(rel, size, digest, info.st_mtime_ns, stat.S_IMODE(info.st_mode)))
         if listing:
             listing_lines.append(
