@@ -19,7 +19,7 @@ from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.workspace import Workspace
 
 from .conftest import ROOT, tree_state, write
-from .replay_steps import STEP_SCRIPT, script
+from .replay_steps import STEP_SCRIPT, git, script
 from .test_replay_run import odd_step_after_prep
 
 
@@ -96,6 +96,9 @@ def test_replay_as_json_and_exit_3_when_a_ref_does_not_reproduce(git_ws, tmp_pat
     )  # fmt: skip
 
     assert done.returncode == 3, done.stderr
+    # Spark, started to name the columns, says nothing on the terminal (no start-up
+    # warnings, no log, no progress bars): stdout is the document, stderr is empty.
+    assert done.stderr == ""
     found = json.loads(done.stdout)
     assert found["reproduced"] is False and found["tags"] == ["v1"]
     verdicts = {r["ref"]: r for r in found["refs"]}
@@ -223,3 +226,38 @@ def test_replay_in_place_that_does_not_reproduce_changes_nothing(git_ws, tmp_pat
     assert {k: v for k, v in after.items() if not k.startswith(".dataworkspace/replays/")} == (
         before
     )
+
+
+#: A results step as the lineage API documents it: deterministic, its metrics in results.json.
+RESULTS_SCRIPT = """\
+from dws_dagster.lineage import LineageBuilder
+
+builder = LineageBuilder().as_script_step().with_parameters({"k": 1})
+builder = builder.with_input_refs(["src/trips.csv"]).as_results_step("results/report")
+with builder.eval() as lineage:
+    text = lineage.workspace.local_path("src/trips.csv").read_text()
+    lineage.write_results({"lines": len(text.splitlines())})
+"""
+
+
+def test_a_deterministic_results_step_reproduces(git_ws, tmp_path: Path) -> None:
+    """results.json says when its step ran and how long it took; a replay runs later, for
+    another time, and still writes what the step wrote: reproduced, exit 0."""
+    ws, _ = git_ws
+    write(ws.root / "code/report.py", RESULTS_SCRIPT)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "report")
+    script(ws, "report")
+    take_snapshot(ws, "s1")
+    forget_databases()
+
+    done = _cli("replay", "s1", "--into", str(tmp_path / "again"), cwd=ws.root)
+
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert [line.split()[:2] for line in done.stdout.splitlines()[1:2]] == [
+        ["results/report", "reproduced"]
+    ]
+    replayed = json.loads((tmp_path / "again/results/report/results.json").read_text())
+    recorded = json.loads((ws.root / "results/report/results.json").read_text())
+    assert replayed["start_time"] != recorded["start_time"]  # it did run again, later
+    assert replayed["metrics"] == recorded["metrics"] == {"lines": 2}

@@ -58,7 +58,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if any(v.outcome in (DIFFERS, NON_DETERMINISTIC) for v in report.verdicts):
         from dws_dagster.spark.column_diff import SparkColumnComparer
 
-        name_differing_columns(ws, report, scratch, SparkColumnComparer())
+        # Spark's console output goes to the scratch workspace's log, not the terminal.
+        comparer = SparkColumnComparer(scratch.meta_dir / "spark-compare.log")
+        name_differing_columns(ws, report, scratch, comparer)
     landed: RestoreReport | None = None
     refused: DwsError | None = None
     if args.in_place:

@@ -10,11 +10,15 @@ One pass over each dataset, however many columns.
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.utils import AnalysisException
 
 from dws_dagster.spark.storage import StorageError, exact_sum, hash_inputs, limb_sums
 
@@ -35,8 +39,13 @@ def differing_columns(
         for name in types_before
         if name in types_after and types_before[name] == types_after[name]
     ]
-    sums_before = _column_sums(before, shared)
-    sums_after = _column_sums(after, shared)
+    try:
+        sums_before = _column_sums(before, shared)
+        sums_after = _column_sums(after, shared)
+    except PySparkException as exc:  # Spark reads lazily: unreadable data shows up here
+        raise StorageError(
+            f"Spark cannot compare {recorded} with {reproduced} as {fmt}: {_first_line(exc)}"
+        ) from None
     differ = [
         name for name in types_before if name not in shared or sums_before[name] != sums_after[name]
     ]
@@ -49,9 +58,13 @@ def _read(spark: SparkSession, path: Path, fmt: str) -> DataFrame:
         reader = reader.option("header", "true")
     try:
         return reader.load(str(path))
-    except AnalysisException as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StorageError(f"Spark cannot read {path} as {fmt}: {first}") from None
+    except PySparkException as exc:
+        raise StorageError(f"Spark cannot read {path} as {fmt}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    said = str(exc).strip()
+    return said.splitlines()[0] if said else type(exc).__name__
 
 
 def _column_sums(df: DataFrame, names: list[str]) -> dict[str, tuple[int, int]]:
@@ -73,20 +86,46 @@ def _column_sums(df: DataFrame, names: list[str]) -> dict[str, tuple[int, int]]:
 
 class SparkColumnComparer:
     """A `replay_compare.ColumnComparer` that starts Spark only when first asked (most
-    replays reproduce, and need no Spark in the command's own process)."""
+    replays reproduce, and need no Spark in the command's own process).
 
-    def __init__(self) -> None:
+    Spark says nothing on the command's standard error: the JVM's console output (its
+    start-up warnings come before any log level can be set, its progress bars after) goes
+    to `log` (default: nowhere), the log level is ERROR and console progress is off."""
+
+    def __init__(self, log: Path | None = None) -> None:
         self._spark: SparkSession | None = None
+        self._log = log
 
     def __call__(self, recorded: Path, reproduced: Path, fmt: str) -> tuple[str, ...]:
         if self._spark is None:
             # The data compared is on this machine: a local session, listening on loopback
             # only, whatever cluster the machine's Spark configuration names.
-            self._spark = (
+            builder = (
                 SparkSession.builder.master("local[*]")
                 .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
                 .config("spark.driver.bindAddress", "127.0.0.1")
                 .config("spark.driver.host", "127.0.0.1")
-                .getOrCreate()
             )
+            with stderr_to(self._log):
+                self._spark = builder.getOrCreate()
+            self._spark.sparkContext.setLogLevel("ERROR")
         return differing_columns(self._spark, recorded, reproduced, fmt)
+
+
+@contextmanager
+def stderr_to(path: Path | None) -> Iterator[None]:
+    """This process's file descriptor 2 appended to `path` (None: discarded) for the block:
+    a JVM started in it keeps writing there, not on the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path if path is not None else os.devnull, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
