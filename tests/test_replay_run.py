@@ -4,6 +4,7 @@ the snapshot; real processes in a real git repository."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -209,3 +210,42 @@ def test_a_step_writing_a_resource_no_longer_defined_is_not_run(tmp_path: Path) 
         "it writes to resource(s) archive, which the workspace no longer defines"
     )
     assert not marker.exists()
+
+
+#: A step reading a whole source-data resource by its folder, as `with_input_path` takes it.
+LOOKUP_SCRIPT = """\
+from pathlib import Path
+from dws_dagster.lineage import LineageBuilder
+
+builder = LineageBuilder().as_script_step().with_parameters({}).with_input_path("data/lookup")
+with builder.eval() as lineage:
+    text = "".join(p.read_text() for p in sorted(Path("data/lookup").rglob("*.csv")))
+    lineage.add_output_ref("results/joined")
+    out = lineage.workspace.local_path("results/joined")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "part-0.csv").write_text(text or "nothing to join\\n")
+"""
+
+
+@pytest.mark.parametrize("given", ["data/lookup", "data/lookup/zones"])
+def test_every_source_input_the_snapshot_retained_is_brought_back(
+    git_ws, tmp_path: Path, given: str
+) -> None:
+    """A step reads a source-data resource whole (or a folder of it): the scratch workspace
+    holds it as the snapshot retained it, whatever happened to it since."""
+    ws, _ = git_ws
+    ws.add_resource("lookup", "source-data", path="data/lookup")
+    write(ws.root / "data/lookup/zones/a.csv", "zone\n1\n")
+    write(ws.root / "data/lookup/zones/b.csv", "zone\n2\n")
+    write(ws.root / "code/lookup.py", LOOKUP_SCRIPT.replace('"data/lookup"', repr(given)))
+    _commit(ws.root, "lookup")
+    script(ws, "lookup")
+    take_snapshot(ws, "v1")
+    shutil.rmtree(ws.root / "data/lookup")  # the source data gone since
+
+    report = _replay(ws, "v1", tmp_path / "scratch")
+
+    assert [(v.ref, v.outcome, v.detail) for v in report.verdicts] == [
+        ("results/joined", REPRODUCED, None)
+    ]
+    assert (tmp_path / "scratch/data/lookup/zones/b.csv").read_text() == "zone\n2\n"

@@ -18,10 +18,11 @@ from pathlib import Path
 
 from dws_dagster.errors import SnapshotError
 from dws_dagster.workspace.gitinfo import git_toplevel, run_git
+from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.snapshots import snapshot_data
 from dws_dagster.workspace.snapshots.objects import ObjectStore
 from dws_dagster.workspace.snapshots.replay_plan import ReplayPlan
-from dws_dagster.workspace.snapshots.retention import RESOURCE, stage
+from dws_dagster.workspace.snapshots.retention import LOCAL_KINDS, stage
 from dws_dagster.workspace.workspace import WORKSPACE_DIR, Workspace
 
 #: Seconds a clone or checkout may take (a large repository, a slow disk).
@@ -100,22 +101,35 @@ def _check_place(ws: Workspace, into: Path) -> None:
 
 
 def _bring_back_sources(ws: Workspace, scratch: Workspace, plan: ReplayPlan) -> None:
-    """Each source-data resource as the snapshot retained it, whole (a step may read any file
-    of it, not only the refs the lineage names)."""
+    """Every source data the snapshot retained, as it retained it: each source-data resource
+    whole where the snapshot holds it whole (captured as a resource, or read whole by a step:
+    a step may read any file of it, not only the refs the lineage names), else each of its
+    refs the snapshot holds."""
     objects = ObjectStore.of_workspace(ws.meta_dir)
-    roles = {name: r.role for name, r in ws.resources.items()}
-    for row in snapshot_data.rows_of(ws, plan.snapshot.hash):
-        if row.kind != RESOURCE or roles.get(row.ref) != "source-data" or row.version is None:
-            continue
+    sources = {name for name, r in ws.resources.items() if r.role == "source-data" and r.is_local}
+    rows = [
+        row
+        for row in snapshot_data.rows_of(ws, plan.snapshot.hash)
+        if row.kind in LOCAL_KINDS and row.version is not None
+        and ResourceRef.parse(row.ref).name in sources
+    ]  # fmt: skip
+    whole = [row for row in rows if ResourceRef.parse(row.ref).subpath is None]
+    covered = {row.ref for row in whole}
+    parts = [row for row in rows if ResourceRef.parse(row.ref).name not in covered]
+    for row in [*whole, *parts]:
+        assert row.version is not None
         found = snapshot_data.manifest(ws, row.ref, row.version)
         if found is None:
             raise ReplayScratchError(
-                f"snapshot {plan.snapshot.name} no longer holds the data of source resource "
+                f"snapshot {plan.snapshot.name} no longer holds the data of source "
                 f"'{row.ref}' (freed by gc?): it cannot be replayed"
             )
         _link, files = found
-        target = scratch.resource_root(row.ref)
-        shutil.rmtree(target, ignore_errors=True)  # what git brought is not the snapshot's
+        target = scratch.local_path(ResourceRef.parse(row.ref))
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)  # what git brought is not the snapshot's
+        else:
+            target.unlink(missing_ok=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         stage(objects, files, False, target)
 
