@@ -146,11 +146,14 @@ def test_a_recorded_working_folder_is_accepted_only_inside_the_workspace(folder)
         "step": {"name": "s", "working_folder": folder},
     }
     quick = shapes.record_ok(record)
+    refused = ""
     try:
         formats.check(formats.RECORD, record, "store")
         schema = True
-    except WorkspaceConfigError:
-        schema = False
+    except WorkspaceConfigError as exc:
+        schema, refused = False, str(exc)
+    # A refusal keeps its reason: what the field must be, not only that it is wrong.
+    assert schema or ("working_folder" in refused and "is not ;" not in refused), refused
     assert not quick or schema
     if schema and folder is not None:
         parts = folder.split("/")

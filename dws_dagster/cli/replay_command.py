@@ -50,7 +50,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             from dws_dagster.assets.replay_runs import DagsterRunner
 
             runners[DAGSTER_ASSET] = DagsterRunner(definitions)
-    scratch = prepare_scratch(ws, plan, into)
+    scratch = prepare_scratch(ws, plan, into, chosen_by_replay=not args.into)
     quiet = args.format == "json"
     report = run_plan(
         plan, scratch, runners, progress=None if quiet else lambda s: _say_step(s, len(plan.steps))

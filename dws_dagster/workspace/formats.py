@@ -370,6 +370,8 @@ _PATTERN_NAMES = {
     SNAPSHOT_HASH_PATTERN: "a snapshot hash (32 lowercase hex digits)",
     VERSION_PATTERN: "a version (one file name: no '/', backslash or control character)",
     DATA_VERSION.pattern: "a data version (32 lowercase hex digits, or 'ls-' and 32)",
+    WORKING_FOLDER_PATTERN: "a folder inside the workspace ('.', or a relative path without "
+    "'..', '.', empty parts, backslashes or control characters)",
 }
 
 
@@ -424,7 +426,9 @@ def describe(
     field = field_path([*([prefix] if prefix else []), *location])
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "string_pattern_mismatch":
-        expected = _PATTERN_NAMES.get((first.get("ctx") or {}).get("pattern", ""), "")
+        pattern = (first.get("ctx") or {}).get("pattern", "")
+        # A pattern without a name here is still said: the reason is never lost.
+        expected = _PATTERN_NAMES.get(pattern) or f"text matching {pattern!r}"
         shown = repr(first.get("input"))
         message = f"{shown[:80]}{'...' if len(shown) > 80 else ''} is not {expected}"
     if first["type"] == "union_tag_invalid":

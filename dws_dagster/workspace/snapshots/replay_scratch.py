@@ -33,12 +33,18 @@ class ReplayScratchError(SnapshotError):
     """The scratch workspace for a replay cannot be made where it was asked for."""
 
 
-def prepare_scratch(ws: Workspace, plan: ReplayPlan, into: Path) -> Workspace:
+def prepare_scratch(
+    ws: Workspace, plan: ReplayPlan, into: Path, *, chosen_by_replay: bool = False
+) -> Workspace:
     """A new workspace in `into` (absent or an empty folder) with `ws`'s resources, the code at
     the first replayable step's commit when the workspace is in git (`into` is then a clone of
     the repository, and the workspace the same folder of it as `ws` is of the repository), and
-    the source data of snapshot `plan.snapshot` brought back from retention."""
+    the source data of snapshot `plan.snapshot` brought back from retention.
+    `chosen_by_replay`: `into` is replay's own default folder under `.dataworkspace/replays/`,
+    the one place inside `.dataworkspace/` a scratch folder may be."""
     into = into.absolute()
+    if not chosen_by_replay:
+        _check_given(ws, into)
     _check_place(ws, into)
     commits = [s.git_commit for s in plan.steps if s.replayable and s.git_commit]
     top = git_toplevel(ws.root)
@@ -70,6 +76,18 @@ def prepare_scratch(ws: Workspace, plan: ReplayPlan, into: Path) -> Workspace:
         )
     _bring_back_sources(ws, scratch, plan)
     return scratch
+
+
+def _check_given(ws: Workspace, into: Path) -> None:
+    """A folder the user named is never inside `.dataworkspace/`: the objects, the store and
+    the cache there are the workspace's own, and nothing else may be written among them."""
+    meta = ws.meta_dir.resolve()
+    if into.resolve() == meta or into.resolve().is_relative_to(meta):
+        raise ReplayScratchError(
+            f"--into {into} is inside the workspace's {WORKSPACE_DIR}/ folder, which holds its "
+            "store, objects and caches: replay into a folder outside it (or leave out --into: "
+            f"replay then uses a new folder under {WORKSPACE_DIR}/replays/)"
+        )
 
 
 def _check_place(ws: Workspace, into: Path) -> None:
