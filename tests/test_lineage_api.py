@@ -23,9 +23,9 @@ from dws_dagster import (
     Workspace,
 )
 from dws_dagster.workspace.lineage_api import ResultsLineage
-from dws_dagster.workspace.versions import short
+from dws_dagster.workspace.versions import effective_version, short
 
-from .conftest import run_python, run_step, write
+from .conftest import run_python, run_step, tree_state, write
 from .store_db import workspace_state
 
 
@@ -90,7 +90,9 @@ def test_dag_source_intermediate_results_records_versions(ws: Workspace) -> None
         "parameters",
         "run_description",
         "metrics",
+        "version_leaves_out",
     }
+    assert written["version_leaves_out"] == ["start_time", "execution_time_seconds"]
     assert written["step"] == "train" and written["metrics"] == {"mae": 1.5}
     assert written["parameters"] == {"gamma": 0.1}
     assert written["execution_time_seconds"] >= 0
@@ -505,8 +507,9 @@ def test_workspace_created_again_at_the_same_place_starts_from_its_own_lineage(
 )  # fmt: skip
 def test_a_results_version_says_what_the_step_wrote_not_when(ws: Workspace, runs) -> None:
     """results.json keeps Data Workspaces' layout, its run's start time and duration included;
-    the version of the results ref leaves those two out: runs at any time writing the same
-    metrics have one version, other metrics another; a snapshot versions it the same way."""
+    it says that the version of the results ref leaves those two out, and it does: runs at any
+    time writing the same metrics have one version, other metrics another; a snapshot versions
+    it the same way."""
     from dws_dagster.workspace.snapshots.file_hashes import FileHashCache
     from dws_dagster.workspace.snapshots.retention import scan
 
@@ -525,4 +528,53 @@ def test_a_results_version_says_what_the_step_wrote_not_when(ws: Workspace, runs
         assert ws.store.get("results/exp").version == version
         assert scan(ws, "results/exp", FileHashCache(None)).version == version
         assert seen.setdefault(mae, version) == version
+        # Without that key (as earlier releases wrote it) the file counts by its bytes: the
+        # versions they recorded still match.
+        del written["version_leaves_out"]
+        (ws.root / "results/exp/results.json").write_text(json.dumps(written))
+        assert ws.version_of("results/exp") == effective_version(ws.root / "results/exp")
     assert len(set(seen.values())) == len(seen)
+
+
+def test_in_a_replay_the_replayed_workspace_is_never_written(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step a replay runs (DWS_REPLAY_WORKSPACE names the scratch workspace) that opens the
+    workspace replayed, by its folder or absolute paths into it, writes the scratch one; a
+    third workspace is refused; the variable naming what is not a replay is refused."""
+    from dws_dagster.workspace.snapshots.replay_env import (
+        REPLAY_WORKSPACE_ENV,
+        ReplayEnvironmentError,
+    )
+
+    write(ws.root / "data/src/trips.csv", "a\n1\n")
+    scratch = Workspace.init(
+        tmp_path / "scratch", replay_of={"snapshot": "0" * 32, "root": str(ws.root)}
+    )
+    for name, resource in ws.resources.items():
+        scratch.add_resource(name, resource.role, path=resource.path)
+    write(scratch.root / "data/src/trips.csv", "a\n1\n")
+    before = tree_state(ws.root)
+    monkeypatch.setenv(REPLAY_WORKSPACE_ENV, str(scratch.root))
+
+    with (
+        builder(ws, "train")
+        .with_input_paths([ws.root / "data/src/trips.csv"])
+        .as_results_step(ws.root / "results/exp")
+        .eval() as lineage
+    ):
+        assert lineage.workspace.root == scratch.root
+        lineage.add_output_path(ws.root / "data/inter/model")
+        write(lineage.workspace.local_path("inter/model") / "m.txt", "1\n")
+        lineage.write_results({"mae": 1.0})
+
+    assert tree_state(ws.root) == before
+    assert (scratch.root / "results/exp/results.json").is_file()
+    assert Workspace.open(scratch.root).store.get("inter/model").version is not None
+    other = Workspace.init(tmp_path / "other")
+    with pytest.raises(ReplayEnvironmentError, match="a replay writes only into its scratch"):
+        builder(other, "x").with_no_inputs().eval()
+    monkeypatch.setenv(REPLAY_WORKSPACE_ENV, str(other.root))
+    with pytest.raises(ReplayEnvironmentError, match="is not a replay's scratch workspace"):
+        builder(ws, "x").with_no_inputs().eval()
+    assert tree_state(ws.root) == before

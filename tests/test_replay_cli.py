@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dws_dagster.cli.replay_command import definitions_of
 from dws_dagster.workspace.snapshots.history import resolve_snapshot
 from dws_dagster.workspace.snapshots.replay_record import latest_replay
@@ -123,6 +125,16 @@ def test_replay_refusals_are_one_line_and_change_nothing(git_ws, tmp_path: Path)
         (["replay", "nope"], "no snapshot is tagged 'nope'"),
         (["replay", "v1", "--into", str(busy)], "is not an empty folder"),
         (["replay", "v1", "src/trips.csv"], "no step's record of src/trips.csv"),
+        # The workspace's own folders: not even a new folder among them.
+        *(
+            (["replay", "v1", "--into", into], "inside the workspace's .dataworkspace/ folder")
+            for into in (
+                ".dataworkspace",
+                ".dataworkspace/objects/x",
+                ".dataworkspace/replays/mine",
+                str(ws.root / ".dataworkspace/cache"),
+            )
+        ),
     ]:
         done = _cli(*args, cwd=ws.root)
         assert done.returncode == 1, (args, done.stdout)
@@ -261,3 +273,90 @@ def test_a_deterministic_results_step_reproduces(git_ws, tmp_path: Path) -> None
     recorded = json.loads((ws.root / "results/report/results.json").read_text())
     assert replayed["start_time"] != recorded["start_time"]  # it did run again, later
     assert replayed["metrics"] == recorded["metrics"] == {"lines": 2}
+
+
+#: A step that finds its workspace by itself: from a `--workspace` argument (the lineage API's
+#: `with_workspace_directory`), else from its own file's absolute path; it writes through
+#: that path, not through the lineage API's workspace.
+SELF_LOCATING_SCRIPT = """\
+import sys
+from pathlib import Path
+from dws_dagster.lineage import LineageBuilder
+
+STAMP = "v1"
+if "--workspace" in sys.argv:
+    root = Path(sys.argv[sys.argv.index("--workspace") + 1])
+else:
+    root = Path(__file__).resolve().parents[1]
+builder = LineageBuilder().as_script_step().with_parameters({}).with_workspace_directory(root)
+with builder.with_input_paths([root / "data/src/trips.csv"]).eval() as lineage:
+    lineage.add_output_path(root / "results/located")
+    out = root / "results/located"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "part-0.csv").write_text((root / "data/src/trips.csv").read_text() + STAMP + "\\n")
+"""
+
+
+@pytest.mark.parametrize("form", ["--workspace $PWD", "absolute __file__"])
+def test_a_step_that_finds_the_workspace_by_itself_replays_without_touching_it(
+    git_ws, tmp_path: Path, form: str
+) -> None:
+    """Whatever path the step was given or worked out, the replay runs the recorded commit's
+    code in the scratch workspace: the live store, data and code are byte for byte as they
+    were."""
+    ws, _ = git_ws
+    write(ws.root / "code/located.py", SELF_LOCATING_SCRIPT)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "located")
+    if form == "--workspace $PWD":
+        argv = [sys.executable, "code/located.py", "--workspace", str(ws.root)]
+    else:
+        argv = [sys.executable, str(ws.root / "code/located.py")]
+    ran = subprocess.run(
+        argv, cwd=ws.root, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    take_snapshot(ws, "s1")
+    # Today's checkout moved on (not committed): a replay must not run it.
+    write(ws.root / "code/located.py", SELF_LOCATING_SCRIPT.replace('"v1"', '"v2"'))
+    forget_databases()
+    before = tree_state(ws.root)
+
+    done = _cli("replay", "s1", "--into", str(tmp_path / "again"), cwd=ws.root)
+
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert [line.split()[:2] for line in done.stdout.splitlines()[1:2]] == [
+        ["results/located", "reproduced"]
+    ]
+    after = tree_state(ws.root)
+    assert {k: v for k, v in after.items() if not k.startswith(".dataworkspace/replays/")} == (
+        before
+    )
+    assert (tmp_path / "again/results/located/part-0.csv").read_text() == "a\n1\nv1\n"
+
+
+def test_a_tampered_working_folder_is_refused_with_its_reason(git_ws, tmp_path: Path) -> None:
+    """The store is untrusted input: a record whose folder climbs out of the workspace is
+    refused, and the message says which field is wrong and why, not only that it is."""
+    from .store_db import damage, sql
+
+    ws, _ = git_ws
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "results/prep")
+    take_snapshot(ws, "v1")
+    [(body,)] = sql(ws, "SELECT body FROM dws_records WHERE ref = 'results/prep'")
+    record = json.loads(body)
+    record["step"]["working_folder"] = "../../outside"
+    damage(
+        ws, "UPDATE dws_records SET body = :body WHERE body = :old",
+        body=json.dumps(record), old=body,
+    )  # fmt: skip
+    forget_databases()
+    before = tree_state(ws.root)
+
+    done = _cli("replay", "v1", "--into", str(tmp_path / "r"), cwd=ws.root)
+
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "working_folder: '../../outside' is not a folder inside the workspace" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert tree_state(ws.root) == before

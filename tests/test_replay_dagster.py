@@ -38,7 +38,7 @@ from dagster import Config, Definitions, asset
 from pyspark.sql import DataFrame, SparkSession, functions as F
 from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
 
-workspace = WorkspaceResource(root=os.environ["REPLAY_TEST_WS"], search_parents=False)
+workspace = WORKSPACE
 
 
 class Scale(Config):
@@ -76,14 +76,29 @@ defs = Definitions(
 """
 
 
+#: How the definitions find the workspace: by an absolute path, or as the README shows.
+BY_PATH = 'WorkspaceResource(root=os.environ["REPLAY_TEST_WS"], search_parents=False)'
+AS_DOCUMENTED = 'WorkspaceResource(root=".")'
+
+
 @pytest.fixture
-def project(git_ws, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def project(
+    request: pytest.FixtureRequest,
+    git_ws,
+    spark,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
     """`ws` with the code location committed, DAGSTER_HOME an instance of its own, and the
-    definitions imported here as the original runs see them."""
+    definitions imported here as the original runs see them (`dagster dev` started in the
+    workspace's folder). Parametrized indirectly by how the definitions find the workspace
+    (default: BY_PATH)."""
     ws, _ = git_ws
     name = f"replay_proj_{tmp_path.name[-12:].replace('-', '_')}"
     write(ws.root / name / "__init__.py", "")
-    write(ws.root / name / "defs.py", DEFINITIONS)
+    resource = getattr(request, "param", BY_PATH)
+    write(ws.root / name / "defs.py", DEFINITIONS.replace("WORKSPACE", resource, 1))
+    monkeypatch.chdir(ws.root)
     write(ws.root / "data/src/trips.csv", "trip,fare\n1,10\n2,20\n")
     git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", name)
     git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "defs")
@@ -109,6 +124,7 @@ def _materialize(defs, instance, factor: int) -> None:
     assert result.success
 
 
+@pytest.mark.parametrize("project", [BY_PATH, AS_DOCUMENTED], indirect=True)
 def test_assets_replay_as_tagged_dagster_runs_and_reproduce_exactly(
     project, tmp_path: Path
 ) -> None:
@@ -272,3 +288,33 @@ def test_a_run_tagged_as_a_replay_never_writes_the_workspace_itself(
         f"is tagged {keys.REPLAY_OF}=" in error.message and "nothing was written" in error.message
     )
     assert tree_state(ws.root) == before
+
+
+def test_in_a_replay_run_the_workspace_resource_opens_the_scratch_workspace(
+    ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker starts in the scratch workspace: `root="."` (as the README writes it) finds
+    it, an absolute root naming the workspace replayed is given it instead, and any other
+    workspace is refused, saying which resource and what to do."""
+    from dws_dagster import WorkspaceResource
+    from dws_dagster.workspace.snapshots.replay_env import (
+        REPLAY_WORKSPACE_ENV,
+        ReplayEnvironmentError,
+    )
+    from dws_dagster.workspace.workspace import Workspace
+
+    scratch = Workspace.init(
+        tmp_path / "scratch", replay_of={"snapshot": "0" * 32, "root": str(ws.root)}
+    )
+    other = Workspace.init(tmp_path / "other")
+    monkeypatch.setenv(REPLAY_WORKSPACE_ENV, str(scratch.root))
+    monkeypatch.chdir(scratch.root)
+
+    assert WorkspaceResource(root=".").workspace().root == scratch.root
+    assert WorkspaceResource(root=str(ws.root)).workspace().root == scratch.root
+    with pytest.raises(ReplayEnvironmentError) as refused:
+        WorkspaceResource(root=str(other.root)).workspace()
+    said = str(refused.value)
+    assert f"WorkspaceResource(root='{other.root}') opened the workspace at" in said
+    assert "a replay writes only into its scratch workspace" in said
+    assert "unset" not in said

@@ -19,12 +19,13 @@ from dws_dagster.workspace.snapshots.replay_run import (
     NOT_REPLAYABLE,
     REPRODUCED,
     run_plan,
+    step_error,
 )
 from dws_dagster.workspace.snapshots.replay_scratch import prepare_scratch
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.workspace import Workspace
 
-from .conftest import tree_state, write
+from .conftest import ROOT, tree_state, write
 from .replay_steps import STEP_SCRIPT, git, script
 
 #: A step whose output depends on what is not among its parameters.
@@ -36,6 +37,8 @@ builder = LineageBuilder().as_script_step().with_parameters({}).with_input_refs(
 with builder.eval() as lineage:
     if os.environ.get("REPLAY_FAIL"):
         sys.exit("the model server is unreachable")
+    if os.environ.get("REPLAY_MISSING"):
+        lineage.add_input_ref("src/gone.csv")
     lineage.add_output_ref("results/odd")
     out = lineage.workspace.local_path("results/odd")
     out.mkdir(parents=True, exist_ok=True)
@@ -158,6 +161,58 @@ def test_a_step_that_fails_on_replay_is_reported_with_its_error(
     odd = {v.ref: v for v in report.verdicts}["results/odd"]
     assert odd.outcome == FAILED
     assert odd.detail is not None and "the model server is unreachable" in odd.detail
+
+
+def test_a_failed_steps_error_is_its_own_without_the_machinerys_frames(
+    git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error raised inside dws_dagster (an input gone) ends a traceback of installed
+    frames: the detail keeps the error and where the step's own code was, not the frames."""
+    ws, _ = git_ws
+    odd_step_after_prep(ws)
+    script(ws, "odd")
+    take_snapshot(ws, "v1")
+    monkeypatch.setenv("REPLAY_MISSING", "1")
+
+    report = _replay(ws, "v1", tmp_path / "scratch", ["results/odd"])
+
+    odd = {v.ref: v for v in report.verdicts}["results/odd"]
+    assert odd.outcome == FAILED and odd.detail is not None
+    assert odd.detail.startswith("exit code 1: ")
+    assert "DataNotFoundError: " in odd.detail and "src/gone.csv" in odd.detail
+    assert odd.detail.endswith("(in code/odd.py, line 9)")
+    for frame in ('File "', "Traceback", str(ROOT), "site-packages", "lineage_api.py"):
+        assert frame not in odd.detail
+
+
+@pytest.mark.parametrize(
+    ("said", "error"),
+    [
+        ("plain words on stderr\n", "plain words on stderr"),
+        ("one\ntwo\nthree\nfour\n", "two / three / four"),
+        (
+            'Traceback (most recent call last):\n  File "/w/code/s.py", line 3, in <module>\n'
+            "    main()\n"
+            '  File "/venv/lib/python3.12/site-packages/dws/x.py", line 9, in main\n'
+            "    raise KeyError('k')\nKeyError: 'k'\n",
+            "KeyError: 'k' (in code/s.py, line 3)",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "/w/code/s.py", line 1\n'
+            "    x = (\n        ^\nSyntaxError: '(' was never closed\n",
+            "SyntaxError: '(' was never closed (in code/s.py, line 1)",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "/lib/a.py", line 1, in f\n'
+            "    g()\nValueError: first\n\nDuring handling of the above exception, another "
+            'exception occurred:\n\nTraceback (most recent call last):\n  File "/lib/b.py", '
+            "line 2, in h\n    raise\nRuntimeError: second\n  which spans two lines\n",
+            "RuntimeError: second / which spans two lines",
+        ),
+    ],
+)
+def test_a_step_error_keeps_the_users_words_and_drops_the_frames(said: str, error: str) -> None:
+    assert step_error(said, Path("/w")) == error
 
 
 def _plan_of_one_step_writing(ref: str, marker: Path) -> ReplayPlan:

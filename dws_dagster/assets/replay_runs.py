@@ -22,11 +22,12 @@ from typing import Any
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.workspace.redaction import redact_text
+from dws_dagster.workspace.snapshots.replay_env import REPLAY_WORKSPACE_ENV
 from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
 from dws_dagster.workspace.snapshots.replay_run import (
-    REPLAY_WORKSPACE_ENV,
     StepNotReplayable,
     replay_environment,
+    step_error,
 )
 from dws_dagster.workspace.workspace import Workspace
 
@@ -43,6 +44,7 @@ class DagsterRunner:
         self._worker: subprocess.Popen[str] | None = None
         self._commit: str | None = None
         self._log = Path(os.devnull)
+        self._code = Path.cwd()
 
     def __call__(self, step: ReplayStep, scratch: Workspace) -> str | None:
         assert scratch.replay_of is not None  # prepare_scratch marks it
@@ -103,6 +105,7 @@ class DagsterRunner:
         env["PYTHONPATH"] = os.pathsep.join(path)
         # What the runs print (Spark, Dagster's logs) goes to the scratch workspace's log.
         self._log = scratch.meta_dir / "dagster-replay.log"
+        self._code = Path(code)
         with open(self._log, "a", encoding="utf-8") as log:
             return subprocess.Popen(
                 [sys.executable, "-m", "dws_dagster.assets.replay_runs", self.definitions],
@@ -120,10 +123,10 @@ class DagsterRunner:
             worker.wait()
         self._worker = None
         try:
-            tail = self._log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+            said = self._log.read_text(encoding="utf-8", errors="replace")
         except OSError:
-            tail = []
-        return redact_text(" / ".join(tail))
+            said = ""
+        return redact_text(step_error(said, self._code))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,9 +39,14 @@ from dws_dagster.workspace.redaction import (
     secret_values,
 )
 from dws_dagster.workspace.refs import ResourceRef, as_ref
+from dws_dagster.workspace.snapshots.replay_env import in_scratch, replay_workspace
 from dws_dagster.workspace.snapshots.results_metrics import RESULTS_FILE
 from dws_dagster.workspace.store.lineage_store import LineageStore
-from dws_dagster.workspace.versions import DataNotFoundError
+from dws_dagster.workspace.versions import (
+    RUN_TIMING_KEYS,
+    VERSION_LEAVES_OUT,
+    DataNotFoundError,
+)
 from dws_dagster.workspace.workspace import RemoteDataError, Workspace
 
 log = get_logger("dws_dagster.lineage")
@@ -91,7 +96,8 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         if not isinstance(step_name, str) or not step_name.strip():
             raise LineageApiError(f"step name must be a non-empty string, got {step_name!r}")
         self.step_name = step_name.strip()
-        self.workspace = Workspace.open(workspace_dir)
+        # In a replay, the workspace replayed is never written: its scratch workspace instead.
+        self.workspace = replay_workspace(Workspace.open(workspace_dir), f"step '{self.step_name}'")
         self.store = kept_store(self.workspace)
         self.current_directory = Path(current_directory or os.getcwd())
         self.start_time = start_time or dt.datetime.now(dt.UTC)
@@ -123,8 +129,13 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
             path = Path(item)
             if not path.is_absolute():
                 path = self.current_directory / path
-            return self.workspace.ref_for_path(path)
+            return self.workspace.ref_for_path(self._here(path))
         return self.workspace.check_ref(as_ref(item))
+
+    def _here(self, path: Path) -> Path:
+        """`path` as this step's workspace has it: in a replay's scratch workspace, a path into
+        the workspace replayed is the same path in the scratch one."""
+        return path if self.workspace.replay_of is None else in_scratch(path, self.workspace)
 
     def _version_of(self, ref: ResourceRef, *, role: str) -> str:
         resource = self.workspace.resource(ref.name)
@@ -362,6 +373,7 @@ class ResultsLineage(Lineage):
             outputs=[*outputs, self.results_dir],
             run_id=run_id,
         )
+        self.results_dir = self._here(self.results_dir)
         self.results_ref = self.workspace.ref_for_path(self.results_dir)
         if self.workspace.resource(self.results_ref.name).role != "results":
             warnings.warn(
@@ -373,7 +385,9 @@ class ResultsLineage(Lineage):
 
     def write_results(self, metrics: Mapping[str, Any]) -> None:
         """Write `results.json` (step, start time, execution time, parameters, run
-        description and metrics) into the results directory."""
+        description and metrics, as Data Workspaces writes it) into the results directory.
+        It says that its version leaves out the start and execution times: they say when the
+        step ran, not what it wrote, so a step run again (a replay) has the same version."""
         self._check_open("write results")
         clean = sanitize_parameters(metrics, what="metric")
         elapsed = (dt.datetime.now(dt.UTC) - self.start_time).total_seconds()
@@ -386,6 +400,7 @@ class ResultsLineage(Lineage):
             if self.run_description is None
             else redact_text(self.run_description, self._secrets),
             "metrics": clean,
+            VERSION_LEAVES_OUT: list(RUN_TIMING_KEYS),
         }
         self.results_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(
@@ -534,7 +549,7 @@ class LineageBuilder:
         script = self.script_path
         workspace_dir = self.workspace_dir or self.current_directory or os.getcwd()
         if script is not None and not code:
-            ws = Workspace.open(workspace_dir)
+            ws = replay_workspace(Workspace.open(workspace_dir), f"step '{self.step_name}'")
             with contextlib.suppress(Exception):
                 code.append(ws.ref_for_path(script))
         common: dict[str, Any] = {"code": code, "outputs": self.outputs, "run_id": self.run_id}

@@ -43,10 +43,13 @@ DESCRIPTION_FILES = ("results.json", "lineage.json")
 #: The metrics file of a results step (Data Workspaces' layout: step, start_time,
 #: execution_time_seconds, parameters, run_description, metrics).
 RESULTS_FILE = "results.json"
-#: Keys of a results file that say when its step ran, not what it wrote: left out of the
-#: version of results refs, so that a step run again on the same inputs has the same version
-#: (docs/files.md). The file keeps them, as Data Workspaces writes and reads them.
+#: Keys of a results file that say when its step ran, not what it wrote. A results file that
+#: names them in `VERSION_LEAVES_OUT` (as the lineage API's `write_results` does) is versioned
+#: without them, so that a step run again on the same inputs has the same version
+#: (docs/files.md); the file keeps them, as Data Workspaces writes and reads them. A results
+#: file without that key is versioned by its bytes, as every earlier release versioned it.
 RUN_TIMING_KEYS = ("start_time", "execution_time_seconds")
+VERSION_LEAVES_OUT = "version_leaves_out"
 #: Results files larger than this are versioned by their bytes (metrics are small).
 _MAX_TIMED_RESULTS_BYTES = 1 << 20
 LISTING_PREFIX = "ls-"
@@ -391,22 +394,26 @@ def content_manifest(
 
 
 def untimed_entry(entry: FileEntry, absolute: str) -> FileEntry:
-    """What a version hashes of one file of a results ref: for a results file holding the
-    run's timing (`RUN_TIMING_KEYS`, as the lineage API and Data Workspaces write it), its
-    JSON without them, so the version says what the step wrote, not when; any other file
-    (and a results file that is not such a JSON object) as its bytes.
+    """What a version hashes of one file of a results ref: for a results file whose
+    `VERSION_LEAVES_OUT` names keys of its run's timing (`RUN_TIMING_KEYS`; no other key can
+    be left out), its JSON without them (keys sorted), so the version says what the step
+    wrote, not when; any other file as its bytes.
 
     Only the file's version entry changes: the file, and the copy snapshots retain of it,
     keep every byte."""
-    if entry.relpath.rpartition("/")[2] != RESULTS_FILE or entry.size > _MAX_TIMED_RESULTS_BYTES:
+    name = os.path.basename(absolute)  # a ref may be the file itself: relpath ""
+    if name != RESULTS_FILE or entry.size > _MAX_TIMED_RESULTS_BYTES:
         return entry
     try:
         data = orjson.loads(_read_regular(absolute))
     except (OSError, orjson.JSONDecodeError):
         return entry
-    if type(data) is not dict or not all(key in data for key in RUN_TIMING_KEYS):
+    if type(data) is not dict or type(data.get(VERSION_LEAVES_OUT)) is not list:
         return entry
-    kept = {key: value for key, value in data.items() if key not in RUN_TIMING_KEYS}
+    left_out = {key for key in data[VERSION_LEAVES_OUT] if key in RUN_TIMING_KEYS}
+    if not left_out:
+        return entry
+    kept = {key: value for key, value in data.items() if key not in left_out}
     body = orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)
     return FileEntry(entry.relpath, len(body), "untimed-" + xxhash.xxh3_128_hexdigest(body))
 

@@ -15,6 +15,7 @@ differing steps pay for the second run.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from dws_dagster.workspace.gitinfo import git_toplevel
 from dws_dagster.workspace.redaction import redact_text
+from dws_dagster.workspace.snapshots.replay_env import REPLAY_WORKSPACE_ENV, in_scratch
 from dws_dagster.workspace.snapshots.replay_plan import SCRIPT, ReplayPlan, ReplayStep
 from dws_dagster.workspace.snapshots.replay_scratch import checkout, has_commit
 from dws_dagster.workspace.workspace import Workspace
@@ -32,9 +34,6 @@ DIFFERS = "differs"
 NON_DETERMINISTIC = "non-deterministic"
 NOT_REPLAYABLE = "not replayable"
 FAILED = "failed"
-#: Set in the environment of the Dagster runs a replay launches: the scratch workspace, which
-#: `WorkspaceResource` opens instead of the one it is configured with (if it is a replay of it).
-REPLAY_WORKSPACE_ENV = "DWS_REPLAY_WORKSPACE"
 #: Store settings of the original workspace that must not reach a replayed step: the scratch
 #: workspace has a store of its own.
 _STORE_ENV = ("DWS_STORE_URL", "DWS_STORE_SCHEMA")
@@ -219,15 +218,41 @@ def _written(scratch: Workspace, step: ReplayStep) -> dict[str, tuple[str | None
 
 def run_script(step: ReplayStep, scratch: Workspace) -> str | None:
     """Run a script step as it ran: its recorded command line, in its recorded folder of the
-    scratch workspace, with the environment of this process but the original's store."""
+    scratch workspace, with the environment of this process but the original's store.
+
+    The command line may name the replayed workspace or its repository by absolute paths
+    (`--workspace $PWD`, `python $PWD/code/step.py`): each such path is given as the same
+    path in the scratch workspace or clone, so the step runs the recorded commit's code and
+    writes the scratch workspace; the lineage API, told the scratch workspace by
+    `REPLAY_WORKSPACE_ENV`, opens it in place of the replayed one whatever else the step
+    works out."""
     assert step.working_folder is not None  # the plan blocks steps without one
     folder = (scratch.root / step.working_folder).resolve()
     if not folder.is_relative_to(scratch.root.resolve()) or not folder.is_dir():
         return f"its folder {step.working_folder} is not a folder of the replay workspace"
-    argv = list(step.command_line)
+    argv = [step.command_line[0], *(_in_scratch_arg(a, scratch) for a in step.command_line[1:])]
     if not Path(argv[0]).exists() and Path(argv[0]).name.startswith("python"):
         argv[0] = sys.executable  # the interpreter it ran with is gone: this one
-    return run_process(argv, folder, replay_environment())
+    env = replay_environment()
+    env[REPLAY_WORKSPACE_ENV] = str(scratch.root)
+    return run_process(argv, folder, env, code=_code_root(scratch))
+
+
+def _in_scratch_arg(arg: str, scratch: Workspace) -> str:
+    """A command-line argument with a path into the replayed workspace (the whole argument,
+    or the value of `--option=PATH`) made the same path in the scratch workspace."""
+    option, equals, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    if not value or not os.path.isabs(value):
+        return arg
+    mapped = in_scratch(Path(value), scratch)
+    if mapped == Path(value):
+        return arg
+    return f"{option}{equals}{mapped}"
+
+
+def _code_root(scratch: Workspace) -> Path:
+    """Where the replayed steps' own code is: the clone (or the scratch workspace)."""
+    return Path((scratch.replay_of or {}).get("clone") or scratch.root)
 
 
 def replay_environment() -> dict[str, str]:
@@ -235,9 +260,11 @@ def replay_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _STORE_ENV}
 
 
-def run_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str | None:
-    """Run a replayed step's process; None, or why it failed (the end of what it said, with
-    secrets redacted)."""
+def run_process(
+    argv: list[str], cwd: Path, env: Mapping[str, str], *, code: Path | None = None
+) -> str | None:
+    """Run a replayed step's process; None, or why it failed (its own error, as
+    `step_error` keeps it, with secrets redacted)."""
     try:
         done = subprocess.run(
             argv, cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
@@ -245,7 +272,47 @@ def run_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str | Non
     except OSError as exc:
         return f"{argv[0]} could not be started: {exc.strerror or exc}"
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        said = f": {redact_text(' / '.join(tail))}" if tail else ""
-        return f"exit code {done.returncode}{said}"
+        said = step_error(done.stderr or done.stdout, code or cwd)
+        return f"exit code {done.returncode}{f': {redact_text(said)}' if said else ''}"
+    return None
+
+
+#: A frame line of a Python traceback.
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)')
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def step_error(said: str, code: Path) -> str:
+    """What a failed step said, for its verdict: when it ends in a Python traceback, the
+    error itself (the last exception's lines) and where the step's own code was when it
+    was raised (its innermost frame under `code`, relative to it); the frames of the
+    interpreter's and the installed libraries' files are dropped, as they name install
+    paths and say nothing the user can act on. Otherwise its last three lines."""
+    lines = [line.rstrip() for line in said.strip().splitlines()]
+    starts = [number for number, line in enumerate(lines) if line.startswith(_TRACEBACK)]
+    if not starts:
+        return " / ".join(line.strip() for line in lines[-3:] if line.strip())
+    body = lines[starts[-1] + 1 :]
+    where: tuple[str, str] | None = None
+    at = 0
+    while at < len(body) and (not body[at] or body[at][0].isspace()):
+        frame = _FRAME.match(body[at])
+        if frame is not None:
+            mine = _under(Path(frame["file"]), code)
+            if mine is not None:
+                where = (mine, frame["line"])
+        at += 1
+    error = " / ".join(line.strip() for line in body[at:] if line.strip()) or "(no message)"
+    return f"{error} (in {where[0]}, line {where[1]})" if where else error
+
+
+def _under(file: Path, code: Path) -> str | None:
+    """`file` relative to `code` when it is there, as a step's own code is."""
+    if file.as_posix().startswith("<"):  # <frozen runpy>, <string>: not a file of the step
+        return None
+    if not file.is_absolute():
+        return file.as_posix()
+    for base in (code, code.resolve()):
+        if file.is_relative_to(base):
+            return file.relative_to(base).as_posix()
     return None
