@@ -4,7 +4,9 @@ the snapshot; real processes in a real git repository."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -304,3 +306,34 @@ def test_every_source_input_the_snapshot_retained_is_brought_back(
         ("results/joined", REPRODUCED, None)
     ]
     assert (tmp_path / "scratch/data/lookup/zones/b.csv").read_text() == "zone\n2\n"
+
+
+def test_code_found_through_pythonpath_is_the_recorded_commits(
+    git_ws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step importing the repository's own modules through PYTHONPATH=$PWD imports them,
+    in a replay, from the scratch clone at the recorded commit, never from today's checkout."""
+    ws, _ = git_ws
+    write(ws.root / "stamp.py", 'STAMP = "v1"\n')
+    write(
+        ws.root / "code/stamped.py",
+        "from stamp import STAMP\n" + ODD_SCRIPT.replace("results/odd", "results/stamped")
+        .replace('os.environ.get("FACTOR", "1")', "STAMP"),
+    )  # fmt: skip
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "stamp.py")
+    _commit(ws.root, "stamped")
+    script(ws, "prep", "--input", "src/trips.csv", "--output", "inter/prep")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(ws.root)]))
+    done = subprocess.run(
+        [sys.executable, "code/stamped.py"], cwd=ws.root, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    take_snapshot(ws, "v1")
+    write(ws.root / "stamp.py", 'STAMP = "v2"\n')  # today's checkout, not committed
+
+    report = _replay(ws, "v1", tmp_path / "scratch", ["results/stamped"])
+
+    stamped = {v.ref: v for v in report.verdicts}["results/stamped"]
+    assert stamped.outcome == REPRODUCED, stamped
+    assert (tmp_path / "scratch/results/stamped/part-0.csv").read_text() == "v\nv1\n"

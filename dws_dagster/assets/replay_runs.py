@@ -22,11 +22,10 @@ from typing import Any
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.workspace.redaction import redact_text
-from dws_dagster.workspace.snapshots.replay_env import REPLAY_WORKSPACE_ENV
 from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
 from dws_dagster.workspace.snapshots.replay_run import (
     StepNotReplayable,
-    replay_environment,
+    step_environment,
     step_error,
 )
 from dws_dagster.workspace.workspace import Workspace
@@ -96,13 +95,10 @@ class DagsterRunner:
             worker.wait()
 
     def _start(self, scratch: Workspace) -> subprocess.Popen[str]:
-        env = replay_environment()
-        env[REPLAY_WORKSPACE_ENV] = str(scratch.root)
         # The code as the step's commit has it comes first: the clone's root, where the
         # repository's packages are (or the workspace's own root outside git).
+        env = step_environment(scratch)
         code = (scratch.replay_of or {}).get("clone") or str(scratch.root)
-        path = [code, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-        env["PYTHONPATH"] = os.pathsep.join(path)
         # What the runs print (Spark, Dagster's logs) goes to the scratch workspace's log.
         self._log = scratch.meta_dir / "dagster-replay.log"
         self._code = Path(code)

@@ -99,7 +99,7 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
         # In a replay, the workspace replayed is never written: its scratch workspace instead.
         self.workspace = replay_workspace(Workspace.open(workspace_dir), f"step '{self.step_name}'")
         self.store = kept_store(self.workspace)
-        self.current_directory = Path(current_directory or os.getcwd())
+        self.current_directory = self._here(Path(current_directory or os.getcwd()))
         self.start_time = start_time or dt.datetime.now(dt.UTC)
         if self.start_time.tzinfo is None:
             self.start_time = self.start_time.astimezone()

@@ -233,9 +233,7 @@ def run_script(step: ReplayStep, scratch: Workspace) -> str | None:
     argv = [step.command_line[0], *(_in_scratch_arg(a, scratch) for a in step.command_line[1:])]
     if not Path(argv[0]).exists() and Path(argv[0]).name.startswith("python"):
         argv[0] = sys.executable  # the interpreter it ran with is gone: this one
-    env = replay_environment()
-    env[REPLAY_WORKSPACE_ENV] = str(scratch.root)
-    return run_process(argv, folder, env, code=_code_root(scratch))
+    return run_process(argv, folder, step_environment(scratch), code=_code_root(scratch))
 
 
 def _in_scratch_arg(arg: str, scratch: Workspace) -> str:
@@ -258,6 +256,20 @@ def _code_root(scratch: Workspace) -> Path:
 def replay_environment() -> dict[str, str]:
     """This process's environment without the original workspace's store settings."""
     return {k: v for k, v in os.environ.items() if k not in _STORE_ENV}
+
+
+def step_environment(scratch: Workspace) -> dict[str, str]:
+    """The environment a replayed step runs in: this process's (`replay_environment`), with
+    the scratch workspace named (`REPLAY_WORKSPACE_ENV`) and the module path leading to the
+    code as the step's commit has it: the clone (or the scratch workspace) first, and each
+    entry into the workspace replayed or its repository (`PYTHONPATH=$PWD`) made the same
+    folder of the clone, so no module of today's checkout is imported."""
+    env = replay_environment()
+    env[REPLAY_WORKSPACE_ENV] = str(scratch.root)
+    given = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
+    path = [str(_code_root(scratch)), *(str(in_scratch(Path(e), scratch)) for e in given)]
+    env["PYTHONPATH"] = os.pathsep.join(path)
+    return env
 
 
 def run_process(
