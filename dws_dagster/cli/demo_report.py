@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dws_dagster.cli.output import say
 from dws_dagster.workspace.versions import short
 from dws_dagster.workspace.views.graph_model import GraphNode, LineageGraph
 
@@ -53,54 +54,54 @@ def print_report(
 ) -> None:
     ws = example.workspace
     landed = example.landed
-    print(f"Workspace:  {root}")
-    print(
+    say(f"Workspace:  {root}")
+    say(
         f"Data:       synthetic NYC yellow-taxi trips and weather, {example.size.describe()}"
         + (f"; landed {landed.trips:,} trips now" if landed.trips else "")
     )
-    print(f"Dagster:    {runs} runs in {root / '.dagster'}")
-    print()
-    print(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
-    print(f"  {'model iteration':<24}{'MAE':>9}{'RMSE':>9}{'hours':>8}  {'version':<14}snapshot")
+    say(f"Dagster:    {runs} runs in {root / '.dagster'}")
+    say()
+    say(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
+    say(f"  {'model iteration':<24}{'MAE':>9}{'RMSE':>9}{'hours':>8}  {'version':<14}snapshot")
     for item in iterations:
         name = "baseline" if not item.use_weather else "use_weather (rain)"
         metrics = item.metrics
-        print(
+        say(
             f"  {name:<24}{_num(metrics.get('mae')):>9}{_num(metrics.get('rmse')):>9}"
             f"{metrics.get('hours_scored', '-'):>8}  {short(item.version):<14}"
             f"{item.snapshot or '-'}"
         )
     if len(iterations) == 2:
-        print()
-        print("What use_weather changed in the forecast's lineage:")
+        say()
+        say("What use_weather changed in the forecast's lineage:")
         for line in _changes(*iterations):
-            print(f"  {line}")
-    print()
-    print(f"Lineage of {FORECAST_REF} (partitions grouped):")
+            say(f"  {line}")
+    say()
+    say(f"Lineage of {FORECAST_REF} (partitions grouped):")
     for line in grouped_tree(graph):
-        print(line)
-    print()
+        say(line)
+    say()
     tags = outcome.info.tags
     latest = iterations[-1].snapshot if iterations else None
     snapshot = latest if latest in tags else (tags[-1] if tags else outcome.info.hash[:12])
-    print(
+    say(
         f"Snapshot:   {snapshot}"
         f"{'' if outcome.created else ' (the state the lineage sensor snapshotted last)'}"
     )
-    print(_openlineage_line(ws, ol_outcome))
-    print(f"Lineage graph:      {html_path}")
-    print()
+    say(_openlineage_line(ws, ol_outcome))
+    say(f"Lineage graph:      {html_path}")
+    say()
     dws, where = command("dws-dagster"), shlex.quote(str(root))
-    print("Try:")
-    print(f"  {dws} status -w {where}")
-    print(f"  {dws} lineage {FORECAST_REF} -w {where}")
+    say("Try:")
+    say(f"  {dws} status -w {where}")
+    say(f"  {dws} lineage {FORECAST_REF} -w {where}")
     if len(iterations) == 2 and all(i.snapshot for i in iterations):
-        print(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
+        say(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
     if ol_outcome is not None and ol_outcome.pending:
-        print(f"  {dws} openlineage deliver -w {where}")
-    print()
-    print(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
-    print(f"  {dg_dev_command(root)}")
+        say(f"  {dws} openlineage deliver -w {where}")
+    say()
+    say(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
+    say(f"  {dg_dev_command(root)}")
 
 
 def command(name: str) -> str:
