@@ -3,9 +3,10 @@ and what `use_weather` changed in its lineage, that lineage as a grouped tree, w
 snapshot, the OpenLineage events and the HTML graph are, and the commands to try next.
 
 Kept apart from running the demo: the report reads only what the run recorded (the lineage,
-the snapshots, the OpenLineage outcome). The commands it suggests run as printed:
-through `./dev` when the demo was started by `./dev demo` (`DWS_DEV_SCRIPT`), else as
-installed.
+the snapshots, the OpenLineage outcome). The commands it suggests run as printed in a new
+shell, from the folder the demo was run in: through `./dev` when the demo was started by
+`./dev demo` (`DWS_DEV_SCRIPT`), else by the absolute path of the environment's script (an
+activated virtualenv's PATH is not the next shell's).
 """
 
 from __future__ import annotations
@@ -91,32 +92,45 @@ def print_report(
     say(_openlineage_line(ws, ol_outcome))
     say(f"Lineage graph:      {html_path}")
     say()
-    dws, where = command("dws-dagster"), shlex.quote(str(root))
     say("Try:")
-    say(f"  {dws} status -w {where}")
-    say(f"  {dws} lineage {FORECAST_REF} -w {where}")
-    if len(iterations) == 2 and all(i.snapshot for i in iterations):
-        say(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
-    if ol_outcome is not None and ol_outcome.pending:
-        say(f"  {dws} openlineage deliver -w {where}")
+    for line in try_commands(root, iterations, pending=bool(ol_outcome and ol_outcome.pending)):
+        say(f"  {line}")
     say()
     say(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
     say(f"  {dg_dev_command(root)}")
 
 
+def try_commands(root: Path, iterations: Sequence[Iteration], *, pending: bool) -> list[str]:
+    """The commands the report suggests next, each as it runs in a new shell (`command`)."""
+    dws, where = command("dws-dagster"), shlex.quote(str(root))
+    lines = [f"{dws} status -w {where}", f"{dws} lineage {FORECAST_REF} -w {where}"]
+    if len(iterations) == 2 and all(i.snapshot for i in iterations):
+        lines.append(f"{dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
+    if pending:
+        lines.append(f"{dws} openlineage deliver -w {where}")
+    return lines
+
+
 def command(name: str) -> str:
-    """How the user's shell runs the project's tool `name` (dws-dagster, dagster, dg): through
-    `./dev` as it was invoked when the demo was started by it (`$DWS_DEV_SCRIPT ...`), else
-    bare when PATH finds this environment's script (installed, or an activated virtualenv),
-    else that script's path."""
+    """How a new shell, in the folder the user is in, runs the project's tool `name`
+    (dws-dagster, dagster, dg): through `./dev` as it was invoked when the demo was started
+    by it (`$DWS_DEV_SCRIPT ...`), else by the absolute path of this environment's script,
+    quoted for the shell. Never the bare name: an activated virtualenv puts it on this
+    shell's PATH, not on the next one's."""
     dev = os.environ.get(DEV_SCRIPT_ENV)
     if dev:
         return f"{shlex.quote(dev)} {name}"
-    script = Path(sys.executable).parent / name
+    # The environment's bin folder as the interpreter was started from it (not resolved: a
+    # virtualenv's python is a link to the base interpreter, whose folder holds no scripts).
+    script = Path(os.path.abspath(sys.executable)).parent / name
+    if script.exists():
+        return shlex.quote(str(script))
     found = shutil.which(name)
-    if not script.exists() or (found is not None and Path(found).resolve() == script.resolve()):
-        return name
-    return shlex.quote(str(script))
+    if found is not None:
+        return shlex.quote(os.path.abspath(found))
+    if name == "dws-dagster":  # not installed as a script: this interpreter runs the module
+        return f"{shlex.quote(os.path.abspath(sys.executable))} -m dws_dagster.cli"
+    return name
 
 
 def dg_dev_command(root: Path) -> str:
