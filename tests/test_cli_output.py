@@ -381,3 +381,53 @@ def test_a_catalogs_status_text_is_shown_escaped(reason: bytes, tmp_path: Path) 
         json.loads(out)
     finally:
         catalog.close()
+
+
+HOSTILE_STEP = """\
+import os
+from dws_dagster.lineage import LineageBuilder
+
+with LineageBuilder().as_script_step().with_parameters({}).with_no_inputs().eval() as lineage:
+    lineage.add_output_ref("inter/hostile")
+    out = lineage.workspace.local_path("inter/hostile")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "part-0.csv").write_text("a\\n1\\n")
+    if os.environ.get("BOOM"):
+        raise RuntimeError(os.environ["BOOM"])
+"""
+
+
+def test_replays_table_shows_a_failed_steps_error_escaped(git_ws, tmp_path: Path) -> None:
+    """A step that fails when replayed: its error, in the table's WHY column and on stderr,
+    never drives the terminal; `--format json` holds it exactly."""
+    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+
+    from .replay_steps import git, script
+
+    ws, _ = git_ws
+    (ws.root / "code/hostile.py").write_text(HOSTILE_STEP)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "code")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hostile")
+    script(ws, "hostile")
+    take_snapshot(ws, "v1")
+    boom = f"{OPEN}\x1b]0;owned\x07\x1b[2J\u202e\x9b31m\u2066{CLOSE}"
+    env = {"BOOM": boom}
+    out, err = _real(
+        "replay", "v1", "inter/hostile", "--into", str(tmp_path / "r1"), cwd=ws.root, env=env
+    )
+    assert_terminal_safe(out + err, "replay")
+    assert out.startswith("REF") and "inter/hostile" in out, out + err
+    assert terminal_text(boom) in out + err, out + err
+    out, err = _real(
+        "replay",
+        "v1",
+        "inter/hostile",
+        "--format",
+        "json",
+        "--into",
+        str(tmp_path / "r2"),
+        cwd=ws.root,
+        env=env,
+    )
+    assert_terminal_safe(out + err, "replay --format json")
+    assert any(boom in (ref.get("detail") or "") for ref in json.loads(out)["refs"]), out
