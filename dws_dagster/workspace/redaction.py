@@ -403,6 +403,8 @@ def _prose_tail(value: str, text: str, end: int) -> int:
     `(see https://h/x?sig=abc) and`). Anything else stays in the value, to be redacted with it:
     at the end of a text, before another setting (`password=ab, dbname=x`) or inside a value
     (`token=x,y`), a comma cannot be told from the secret's own."""
+    if end >= len(text) or not text[end].isspace() or _NEXT_SETTING.match(text, end):
+        return 0
     tail = _PROSE_TAIL.search(value)
     if tail is None or tail.start() == 0:
         return 0
@@ -413,8 +415,6 @@ def _prose_tail(value: str, text: str, end: int) -> int:
             value[index], 0, index
         ):
             start = index + 1  # closes a bracket the value opened: part of it
-    if end >= len(text) or not text[end].isspace() or _NEXT_SETTING.match(text, end):
-        return 0
     return len(value) - start
 
 
