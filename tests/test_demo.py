@@ -152,6 +152,72 @@ def test_demo_runs_the_example_and_reports_where_everything_is(tmp_path):
         assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
         assert done.stdout.strip(), line
     _check_the_dagster_ui_command(out, target, tmp_path, fresh)
+    snapshots = re.search(r"^  ./dev dws-dagster diff (\S+) (\S+) ", out, re.MULTILINE)
+    assert snapshots, out
+    _check_commands_printed_under_a_virtualenv(target, tmp_path, snapshots.groups())
+
+
+#: A shell where `source .venv/bin/activate` was run: this environment first on PATH.
+ACTIVATED = {
+    "HOME": os.environ.get("HOME", "/tmp"),
+    "PATH": os.pathsep.join([str(VENV_BIN), "/usr/bin", "/bin"]),
+    "VIRTUAL_ENV": str(VENV_BIN.parent),
+    "PYTHONPATH": str(ROOT),
+}
+
+
+def _check_commands_printed_under_a_virtualenv(
+    target: Path, cwd: Path, snapshots: tuple[str, ...]
+) -> None:
+    """What the report suggests when the demo ran in an activated virtualenv (no ./dev), run
+    as printed in a new shell whose PATH is the system's only, from the folder the demo ran
+    in. The report's commands come from the same code as the demo's own report, here in a
+    process with the activated environment (one demo run per test session is enough)."""
+    printed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path\n"
+            "from dws_dagster.cli.demo_report import Iteration, dg_dev_command, try_commands\n"
+            "its = [Iteration(False, 'a', snapshot=sys.argv[2]),"
+            " Iteration(True, 'b', snapshot=sys.argv[3])]\n"
+            "print('\\n'.join(try_commands(Path(sys.argv[1]), its, pending=True)))\n"
+            "print(dg_dev_command(Path(sys.argv[1])))\n",
+            str(target),
+            *snapshots,
+        ],
+        cwd=cwd,
+        env=ACTIVATED,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.splitlines()
+    *tried, dg_line = printed
+    assert len(tried) == 4, printed
+    fresh = {"HOME": ACTIVATED["HOME"], "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    for line in tried:
+        assert line.startswith(shlex.quote(str(VENV_BIN / "dws-dagster")) + " "), line
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=cwd, env=fresh, capture_output=True, text=True, timeout=120
+        )
+        assert "command not found" not in done.stderr, line
+        assert done.returncode in (0, 1) and (done.stdout.strip() or done.stderr), line
+        if " deliver " not in line:  # nothing pending: deliver's answer may be either
+            assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
+    # `dg dev` serves until stopped (started as printed above): its program runs from here.
+    words = shlex.split(dg_line)
+    program = next(word for word in words if "=" not in word)
+    assert program == str(VENV_BIN / "dg"), dg_line
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(program)} --version"],
+        cwd=cwd,
+        env=fresh,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def _check_the_dagster_ui_command(out: str, target: Path, cwd: Path, fresh: dict[str, str]) -> None:
@@ -197,10 +263,16 @@ def test_printed_commands_go_through_dev_when_it_started_the_demo(monkeypatch):
         "DAGSTER_HOME='/d d/.dagster' DWS_EXAMPLE_WORKSPACE='/d d' '/home/me/my repo/dev' dg "
         "dev -w '/d d/workspace.yaml' -h 127.0.0.1 -p 3000"
     )
-    # Installed by the user: bare, when the shell finds this environment's script.
+    # In an activated virtualenv (its scripts first on PATH), or installed: the environment's
+    # own path, which a new shell without that PATH still runs.
     monkeypatch.delenv(demo_report.DEV_SCRIPT_ENV)
     monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), MINIMAL_PATH]))
-    assert demo_report.command("dws-dagster") == "dws-dagster"
+    monkeypatch.setenv("VIRTUAL_ENV", str(VENV_BIN.parent))
+    if (VENV_BIN / "dws-dagster").exists():
+        assert demo_report.command("dws-dagster") == shlex.quote(str(VENV_BIN / "dws-dagster"))
+    monkeypatch.setattr(sys, "executable", "/opt/my env/bin/python")  # no scripts there
+    monkeypatch.setenv("PATH", MINIMAL_PATH)
+    assert demo_report.command("dws-dagster") == "'/opt/my env/bin/python' -m dws_dagster.cli"
 
 
 def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):

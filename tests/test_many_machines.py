@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -448,3 +449,26 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
     )
     completes = {e["job"]["name"] for e in receiver.events if e["eventType"] == "COMPLETE"}
     assert {f"by_zone_{n}" for n in range(1, MACHINES + 1)} | {f"contender_{winner}"} <= completes
+
+
+def test_the_deployment_guide_says_which_files_of_the_workspace_folder_each_machine_keeps(
+    tmp_path,
+) -> None:
+    """docs/deployment.md says one thing: the store's database and the data are shared, the
+    `.dataworkspace/` folder is not; its opening names every entry a working workspace's
+    folder holds (the definition kept in git, or what is the machine's own)."""
+    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "deployment.md").read_text()
+    assert not re.search(r"must (?:stay )?shared:? the workspace's `\.dataworkspace/`", guide)
+    opening = guide.split("\n\n")[1]
+    assert "`.dataworkspace/` folder\nitself is not shared" in opening, opening
+    ws = Workspace.init(tmp_path / "w")
+    ws.add_resource("src", "source-data", path="data/src")
+    (ws.root / "data/src").mkdir(parents=True, exist_ok=True)
+    (ws.root / "data/src/a.csv").write_text("a\n1\n")
+    take_snapshot(ws, "s1")
+    entries = {p.name.removesuffix("-wal").removesuffix("-shm") for p in ws.meta_dir.iterdir()}
+    assert {"config.json", "resources.json", "store.db", "cache", "objects"} <= entries
+    for name in entries | {"openlineage", "replays", "restore-in-progress.json"}:
+        assert f"`{name}" in opening, f"{name} under .dataworkspace/ is not in {opening!r}"

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import string
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -35,7 +37,7 @@ from dws_dagster.workspace.redaction import (
     uri_credentials,
 )
 
-from .conftest import run_python, write
+from .conftest import ROOT, STORE_DATABASE, run_python, write
 from .store_db import damage, sql
 
 SETTINGS = settings(
@@ -923,3 +925,223 @@ def test_errors_stored_before_redaction_are_redacted_when_shown(ws: Workspace, c
         code, out, err = cli(*args, cwd=ws.root)
         assert code == 0, err
         assert "old-pw-93" not in out + err and "db/x" in out
+
+
+# --------------------------------------------------------------------------- store URLs (issue 32)
+
+#: A store password as a person or a generator makes it: any character an environment variable
+#: can hold (no NUL, no lone surrogate), at least two of them.
+store_passwords = st.lists(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=2,
+    max_size=20,
+).map("".join)
+#: Every way libpq and SQLAlchemy take a store password in a URL, percent-encoded (`{pw}` is the
+#: encoded password; `passfile`, a path, is no secret and stays).
+STORE_URL_FORMS = [
+    "postgresql://etl:{pw}@127.0.0.1:1/lineage",
+    "postgresql+psycopg2://etl:{pw}@127.0.0.1:1/lineage?sslmode=disable",
+    "postgresql://etl@127.0.0.1:1/lineage?password={pw}",
+    "postgresql://etl@127.0.0.1:1/lineage?sslmode=disable&password={pw}&application_name=x",
+    "postgresql://etl@127.0.0.1:1/lineage?sslpassword={pw}&passfile=%2Fhome%2Fetl%2F.pgpass",
+    "postgresql://etl:{pw}@127.0.0.1:1/lineage?PASSWORD={pw}&sslpassword={pw}",
+]
+
+
+def _encoded(password: str, plus: bool) -> str:
+    from urllib.parse import quote, quote_plus
+
+    return quote_plus(password, safe="") if plus else quote(password, safe="")
+
+
+@SETTINGS
+@given(password=store_passwords, form=st.sampled_from(STORE_URL_FORMS), plus=st.booleans())
+def test_a_store_url_is_shown_without_any_password_it_holds(
+    password: str, form: str, plus: bool
+) -> None:
+    """`shown` (in every store error and in `status`) says the same whatever the password: the
+    user-info's, `password=` or `sslpassword=` in the query, percent-encoded either way."""
+    from dws_dagster.workspace.store.settings import resolve
+
+    def shown(pw: str) -> str:
+        url = form.format(pw=_encoded(pw, plus))
+        return resolve(Path("/nowhere"), None, environ={"DWS_STORE_URL": url}).shown
+
+    text = shown(password)
+    assert text == shown("other-pw"), text
+    assert "etl@127.0.0.1:1/lineage" in text
+    if "passfile" in form:
+        assert "passfile=%2Fhome%2Fetl%2F.pgpass" in text  # a path: not a secret
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(password=store_passwords, form=st.sampled_from(STORE_URL_FORMS), plus=st.booleans())
+def test_an_unreachable_store_is_named_without_its_password(
+    password: str, form: str, plus: bool, tmp_path_factory, cli, monkeypatch
+) -> None:
+    """The real CLI against a store that refuses the connection: its one-line error is the
+    same whatever the password and wherever the URL holds it."""
+    root = tmp_path_factory.getbasetemp() / "unreachable-store"
+    if not root.exists():
+        Workspace.init(root)
+
+    def error(pw: str) -> str:
+        monkeypatch.setenv("DWS_STORE_URL", form.format(pw=_encoded(pw, plus)))
+        code, out, err = cli("status", cwd=root)
+        assert code == 1 and out == "", err
+        return err
+
+    err = error(password)
+    assert err == error("other-pw") and "could not" in err
+    assert err.startswith("error: workspace store postgresql") and len(err.splitlines()) == 1
+
+
+@SETTINGS
+@given(password=store_passwords, unquoted=st.booleans())
+def test_a_libpq_connection_string_in_the_store_variable_is_refused_without_its_password(
+    password: str, unquoted: bool, cli, tmp_path_factory, monkeypatch
+) -> None:
+    """`host=… password=…` (libpq's key=value form) is no SQLAlchemy URL: refused, and the
+    refusal quotes it without the password, quoted (any character) or bare."""
+    if unquoted:
+        assume(not any(c.isspace() or c in "'\"\\`" for c in password))
+
+    def value(pw: str) -> str:
+        return pw if unquoted else "'" + pw.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    root = tmp_path_factory.getbasetemp() / "libpq-store"
+    if not root.exists():
+        Workspace.init(root)
+
+    def error(pw_value: str) -> str:
+        monkeypatch.setenv("DWS_STORE_URL", f"host=db.internal port=5432 password={pw_value}")
+        code, out, err = cli("status", cwd=root)
+        assert code == 1 and out == "", err
+        return err
+
+    err = error(value(password))
+    assert err == error(value("other-pw")), err
+    assert "is not a database URL" in err
+
+
+@SETTINGS
+@given(password=store_passwords, plus=st.booleans(), lead=prose)
+def test_credential_query_values_of_any_characters_are_removed_from_text(
+    password: str, plus: bool, lead: str
+) -> None:
+    """redact_text (errors, logs): each libpq and SQLAlchemy credential parameter of a URL's
+    query loses its whole percent-encoded value, and the text around it is kept as it was."""
+    for name in ("password", "sslpassword", "PASSWORD"):
+        url = "postgresql://db/x?sslmode=require&" + name + "={pw}&passfile=p - down"
+        out = redact_text(lead + url.format(pw=_encoded(password, plus)))
+        assert out == lead + url.format(pw=REDACTED), out
+
+
+@SETTINGS
+@given(
+    password=store_passwords.filter(lambda s: "'" not in s and "\\" not in s),
+    name=st.sampled_from(["password", "sslpassword"]),
+)
+def test_libpq_key_value_passwords_are_removed_from_text(password: str, name: str) -> None:
+    template = "connect(host=db port=5432 {name}='{pw}' dbname=x) failed"
+    out = redact_text(template.format(name=name, pw=password))
+    assert out == template.format(name=name, pw=REDACTED)
+    assert redact_text("passfile=/home/etl/.pgpass sslkey=/k.pem") == (
+        "passfile=/home/etl/.pgpass sslkey=/k.pem"
+    )
+
+
+def test_a_query_password_cannot_be_written_to_config_json() -> None:
+    from dws_dagster.errors import WorkspaceConfigError
+    from dws_dagster.workspace.store.settings import resolve, store_entry
+
+    for url in ("postgresql://u@h/d?password=pw1", "postgresql://u@h/d?sslpassword=pw1"):
+        with pytest.raises(WorkspaceConfigError, match="holds a password") as caught:
+            store_entry(url)
+        assert "pw1" not in str(caught.value)
+        with pytest.raises(WorkspaceConfigError, match="holds a password") as caught:
+            resolve(Path("/nowhere"), {"url": url}, environ={})
+        assert "pw1" not in str(caught.value)
+
+
+def test_status_names_a_reachable_store_without_the_password_of_its_query(
+    postgres_server, tmp_path: Path, monkeypatch
+) -> None:
+    """A real PostgreSQL store whose password is in the URL's query (as libpq accepts it):
+    `status`, text and JSON, names the store without it."""
+    from urllib.parse import quote
+
+    server = postgres_server
+    url = (
+        f"postgresql://{server.user}@{server.host}:{server.port}/{STORE_DATABASE}"
+        f"?password={quote(server.password, safe='')}"
+    )
+    env = {"DWS_STORE_URL": url, "DWS_STORE_SCHEMA": "t_query_password"}
+    Workspace.init(tmp_path / "w")
+    for fmt in ("text", "json"):
+        done = subprocess.run(
+            [sys.executable, "-m", "dws_dagster.cli", "status", "--format", fmt],
+            cwd=tmp_path / "w",
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert server.password not in done.stdout + done.stderr
+        assert f"password={REDACTED}" in done.stdout
+
+
+# --------------------------------------------------------------------------- prose around values
+
+
+@SETTINGS
+@given(
+    secret=secrets_st.filter(lambda s: s[-1] not in ",.;:!?)]}" and "(" not in s),
+    punct=st.sampled_from([",", ".", ";", ":", "!", "?", ")"]),
+    form=st.sampled_from(
+        [
+            "see https://acct.blob.core.windows.net/c/x?sv=1&sig={v}{p} next",
+            "failed with token={v}{p} retrying",
+            "(password: {v}{p} then",
+            "GET https://h/x?X-Amz-Signature={v}{p}\nnext line",
+        ]
+    ),
+)
+def test_punctuation_after_a_redacted_value_is_kept(secret: str, punct: str, form: str) -> None:
+    """A comma (or full stop, bracket) that ends a sentence after a secret is prose: the value is
+    removed, the punctuation stays."""
+    if form.startswith("(") and punct == ")":
+        form = form.replace("(", "")  # a lone ")" after an unbracketed value is prose too
+    out = redact_text(form.format(v=secret, p=punct))
+    assert out == form.format(v=REDACTED, p=punct), out
+
+
+@SETTINGS
+@given(
+    secret=secrets_st.filter(lambda s: "(" not in s),
+    punct=st.sampled_from([",", ".", ";", ":", "!", "?", ")"]),
+    form=st.sampled_from(
+        [
+            "host=db port=5432 password={v}{p} dbname=x",
+            "failed with token={v}{p}",
+            "token={v}{p}y in a sentence",
+            "GET https://h/x?sig={v}{p}",
+            "'https://h/x?sig={v}{p}' failed",
+        ]
+    ),
+)
+def test_punctuation_that_may_be_the_secrets_own_is_redacted_with_it(
+    secret: str, punct: str, form: str
+) -> None:
+    """Where a comma (or full stop, bracket...) cannot be told from the secret's last character
+    (before another setting, at the end of the text or a quote, inside the value), it goes
+    with the secret."""
+    out = redact_text(form.format(v=secret, p=punct))
+    assert out == form.replace("{p}y", "{p}").format(v=REDACTED, p=""), out
+    assert secret + punct not in out

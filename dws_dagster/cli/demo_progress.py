@@ -11,6 +11,8 @@ import time
 
 from tqdm import tqdm
 
+from dws_dagster.cli.output import terminal_text, underlying
+
 
 class Progress:
     """The demo's progress on stderr: a bar on a terminal; else a line per step as it starts,
@@ -26,7 +28,9 @@ class Progress:
                 total=total or 1,
                 desc="demo",
                 unit="step",
-                file=sys.stderr,
+                # the bar's carriage returns go past the CLI's terminal guard; labels are
+                # escaped here
+                file=underlying(sys.stderr),
                 disable=not self.interactive,
                 bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}",
             )
@@ -37,7 +41,7 @@ class Progress:
     def step(self, label: str) -> None:
         """Step `label` starts."""
         if self.bar is not None:
-            self.bar.set_postfix_str(label)
+            self.bar.set_postfix_str(terminal_text(label))
             return
         elapsed = int(time.monotonic() - self.started)
         count = f"{self.done + 1}/{self.total} " if self.total else ""

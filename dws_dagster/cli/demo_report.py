@@ -3,9 +3,10 @@ and what `use_weather` changed in its lineage, that lineage as a grouped tree, w
 snapshot, the OpenLineage events and the HTML graph are, and the commands to try next.
 
 Kept apart from running the demo: the report reads only what the run recorded (the lineage,
-the snapshots, the OpenLineage outcome). The commands it suggests run as printed:
-through `./dev` when the demo was started by `./dev demo` (`DWS_DEV_SCRIPT`), else as
-installed.
+the snapshots, the OpenLineage outcome). The commands it suggests run as printed in a new
+shell, from the folder the demo was run in: through `./dev` when the demo was started by
+`./dev demo` (`DWS_DEV_SCRIPT`), else by the absolute path of the environment's script (an
+activated virtualenv's PATH is not the next shell's).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dws_dagster.cli.output import say
 from dws_dagster.workspace.versions import short
 from dws_dagster.workspace.views.graph_model import GraphNode, LineageGraph
 
@@ -53,69 +55,82 @@ def print_report(
 ) -> None:
     ws = example.workspace
     landed = example.landed
-    print(f"Workspace:  {root}")
-    print(
+    say(f"Workspace:  {root}")
+    say(
         f"Data:       synthetic NYC yellow-taxi trips and weather, {example.size.describe()}"
         + (f"; landed {landed.trips:,} trips now" if landed.trips else "")
     )
-    print(f"Dagster:    {runs} runs in {root / '.dagster'}")
-    print()
-    print(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
-    print(f"  {'model iteration':<24}{'MAE':>9}{'RMSE':>9}{'hours':>8}  {'version':<14}snapshot")
+    say(f"Dagster:    {runs} runs in {root / '.dagster'}")
+    say()
+    say(f"Forecast {FORECAST_REF} (seasonal naive: the same hour a week before):")
+    say(f"  {'model iteration':<24}{'MAE':>9}{'RMSE':>9}{'hours':>8}  {'version':<14}snapshot")
     for item in iterations:
         name = "baseline" if not item.use_weather else "use_weather (rain)"
         metrics = item.metrics
-        print(
+        say(
             f"  {name:<24}{_num(metrics.get('mae')):>9}{_num(metrics.get('rmse')):>9}"
             f"{metrics.get('hours_scored', '-'):>8}  {short(item.version):<14}"
             f"{item.snapshot or '-'}"
         )
     if len(iterations) == 2:
-        print()
-        print("What use_weather changed in the forecast's lineage:")
+        say()
+        say("What use_weather changed in the forecast's lineage:")
         for line in _changes(*iterations):
-            print(f"  {line}")
-    print()
-    print(f"Lineage of {FORECAST_REF} (partitions grouped):")
+            say(f"  {line}")
+    say()
+    say(f"Lineage of {FORECAST_REF} (partitions grouped):")
     for line in grouped_tree(graph):
-        print(line)
-    print()
+        say(line)
+    say()
     tags = outcome.info.tags
     latest = iterations[-1].snapshot if iterations else None
     snapshot = latest if latest in tags else (tags[-1] if tags else outcome.info.hash[:12])
-    print(
+    say(
         f"Snapshot:   {snapshot}"
         f"{'' if outcome.created else ' (the state the lineage sensor snapshotted last)'}"
     )
-    print(_openlineage_line(ws, ol_outcome))
-    print(f"Lineage graph:      {html_path}")
-    print()
+    say(_openlineage_line(ws, ol_outcome))
+    say(f"Lineage graph:      {html_path}")
+    say()
+    say("Try:")
+    for line in try_commands(root, iterations, pending=bool(ol_outcome and ol_outcome.pending)):
+        say(f"  {line}")
+    say()
+    say(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
+    say(f"  {dg_dev_command(root)}")
+
+
+def try_commands(root: Path, iterations: Sequence[Iteration], *, pending: bool) -> list[str]:
+    """The commands the report suggests next, each as it runs in a new shell (`command`)."""
     dws, where = command("dws-dagster"), shlex.quote(str(root))
-    print("Try:")
-    print(f"  {dws} status -w {where}")
-    print(f"  {dws} lineage {FORECAST_REF} -w {where}")
+    lines = [f"{dws} status -w {where}", f"{dws} lineage {FORECAST_REF} -w {where}"]
     if len(iterations) == 2 and all(i.snapshot for i in iterations):
-        print(f"  {dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
-    if ol_outcome is not None and ol_outcome.pending:
-        print(f"  {dws} openlineage deliver -w {where}")
-    print()
-    print(f"The Dagster UI on http://{UI_HOST}:{UI_PORT} (Ctrl-C stops it):")
-    print(f"  {dg_dev_command(root)}")
+        lines.append(f"{dws} diff {iterations[0].snapshot} {iterations[1].snapshot} -w {where}")
+    if pending:
+        lines.append(f"{dws} openlineage deliver -w {where}")
+    return lines
 
 
 def command(name: str) -> str:
-    """How the user's shell runs the project's tool `name` (dws-dagster, dagster, dg): through
-    `./dev` as it was invoked when the demo was started by it (`$DWS_DEV_SCRIPT ...`), else
-    bare when PATH finds this environment's script (installed, or an activated virtualenv),
-    else that script's path."""
+    """How a new shell, in the folder the user is in, runs the project's tool `name`
+    (dws-dagster, dagster, dg): through `./dev` as it was invoked when the demo was started
+    by it (`$DWS_DEV_SCRIPT ...`), else by the absolute path of this environment's script,
+    quoted for the shell. Never the bare name: an activated virtualenv puts it on this
+    shell's PATH, not on the next one's."""
     dev = os.environ.get(DEV_SCRIPT_ENV)
     if dev:
         return f"{shlex.quote(dev)} {name}"
-    script = Path(sys.executable).parent / name
+    # The environment's bin folder as the interpreter was started from it (not resolved: a
+    # virtualenv's python is a link to the base interpreter, whose folder holds no scripts).
+    script = Path(os.path.abspath(sys.executable)).parent / name
+    if script.exists():
+        return shlex.quote(str(script))
     found = shutil.which(name)
-    if not script.exists() or (found is not None and Path(found).resolve() == script.resolve()):
-        return name
-    return shlex.quote(str(script))
+    if found is not None:
+        return shlex.quote(os.path.abspath(found))
+    if name == "dws-dagster":  # not installed as a script: this interpreter runs the module
+        return f"{shlex.quote(os.path.abspath(sys.executable))} -m dws_dagster.cli"
+    return name
 
 
 def dg_dev_command(root: Path) -> str:

@@ -11,6 +11,7 @@ import errno
 import sys
 from typing import Any
 
+from dws_dagster.cli.output import terminal_text
 from dws_dagster.workspace.files import first_os_error, write_error
 
 
@@ -48,9 +49,7 @@ def os_error_message(exc: OSError) -> str:
 
 
 def one_line(text: str) -> str:
-    """A message on one line: a newline becomes a space, and any other character that is not
-    printable (in a file name, a tag: a line separator, a terminal escape) is shown escaped."""
-    text = text.replace("\n", " ")
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """A message on one line: a newline becomes a space, and any other character that could
+    drive a terminal (in a file name, a tag: a line separator, a terminal escape) is shown
+    escaped, as the CLI's writer shows it everywhere (`output.terminal_text`)."""
+    return terminal_text(text.replace("\n", " "))

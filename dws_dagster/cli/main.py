@@ -25,7 +25,7 @@ from typing import Any
 
 from dws_dagster.cli.failures import one_line, os_error_message, show_warning
 from dws_dagster.cli.openlineage_commands import cmd_ol_deliver, cmd_ol_replay, cmd_ol_status
-from dws_dagster.cli.output import utf8_tolerant_output
+from dws_dagster.cli.output import terminal_safe_output, utf8_tolerant_output
 from dws_dagster.cli.replay_command import cmd_replay
 from dws_dagster.cli.snapshot_commands import cmd_delete_snapshot, cmd_gc, cmd_restore, cmd_snapshot
 from dws_dagster.cli.view_commands import (
@@ -328,6 +328,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a value given before the command.
     if not hasattr(args, "workspace"):
         args.workspace = None
+    # Whatever the command and its renderers print, stdout and stderr escape what could drive
+    # the terminal (data holds escapes, bidi overrides, newlines); see `output`.
+    with terminal_safe_output():
+        return _run(args, argv)
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """The command `args` names, each failure as one line on stderr with its exit code."""
     try:
         # A command lives for seconds and builds large acyclic structures from JSON; the
         # cyclic garbage collector would only walk them again and again.
@@ -354,7 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as exc:  # a bug: one line, not a traceback, and a distinct exit code
         if os.environ.get("DWS_DEBUG"):
-            traceback.print_exc()
+            for line in traceback.format_exc().splitlines():
+                print(line, file=sys.stderr)
         print(
             f"internal error: {type(exc).__name__}: {one_line(str(exc))}; please report "
             "it (DWS_DEBUG=1 shows the traceback)",

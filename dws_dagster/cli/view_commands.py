@@ -16,10 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from dws_dagster.cli.context import open_workspace, remote_data
-from dws_dagster.cli.output import print_json, progress_bar
+from dws_dagster.cli.output import (
+    json_text,
+    print_json,
+    progress_bar,
+    say,
+    say_lines,
+    say_text,
+    write_exact,
+)
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.files import writing
 from dws_dagster.workspace.store.messages import attention_note
@@ -99,7 +105,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
 
         if finish_interrupted_restore(ws, remote_data()):
-            print(
+            say(
                 "finished a restore that was interrupted (see 'dws-dagster history')",
                 file=sys.stderr,
             )
@@ -123,24 +129,26 @@ def cmd_status(args: argparse.Namespace) -> int:
             }
         )
         return code
-    print(f"Workspace {ws.name} ({ws.root})")
-    print(f"Lineage store: {ws.store.shown} (from {_origin(ws.store_settings.origin)})")
-    print("\nResources:")
+    say(f"Workspace {ws.name} ({ws.root})")
+    say(f"Lineage store: {ws.store.shown} (from {_origin(ws.store_settings.origin)})")
+    say()
+    say("Resources:")
     if not resources:
-        print("  (none: add one with 'dws-dagster add')")
+        say("  (none: add one with 'dws-dagster add')")
     for shown in resources:
-        print(
+        say(
             f"  {shown['name']:<20} {shown['role']:<18} {shown.get('path') or shown.get('uri')}"
             f"  [{shown['refs']} ref{'s' if shown['refs'] != 1 else ''}]"
         )
-    print("\nRefs:")
+    say()
+    say("Refs:")
     for line in report.refs_lines(expand=args.expand):
-        print(line)
+        say(line)
     lines = report.lines(expand=args.expand)
     if lines:
-        print()
+        say()
     for line in lines:
-        print(line)
+        say(line)
     return code
 
 
@@ -157,9 +165,9 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.snapshots.history import resolve_snapshot, snapshot_manifest
     from dws_dagster.workspace.snapshots.replay_record import latest_replay
     from dws_dagster.workspace.views.graph import SnapshotView, build_graph
-    from dws_dagster.workspace.views.lineage_text import render_grouped_text
+    from dws_dagster.workspace.views.lineage_text import grouped_text_lines, render_grouped_text
     from dws_dagster.workspace.views.render_diagram import render_dot, render_html, render_mermaid
-    from dws_dagster.workspace.views.render_report import render_json, render_text
+    from dws_dagster.workspace.views.render_report import render_json, render_text, text_lines
 
     ws = open_workspace(args)
     ref = ws.check_ref(ResourceRef.parse(args.ref))
@@ -178,7 +186,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
         "html": render_html,
     }
     if args.format == "json":
-        output = orjson.dumps(render_json(graph), option=orjson.OPT_INDENT_2).decode()
+        output = json_text(render_json(graph))
     else:
         output = renderers[args.format](graph)
     if args.output:
@@ -186,9 +194,13 @@ def cmd_lineage(args: argparse.Namespace) -> int:
             Path(args.output).write_text(
                 output + ("" if output.endswith("\n") else "\n"), encoding="utf-8"
             )
-        print(f"wrote {args.format} lineage of {ref} to {args.output}")
-    else:
-        sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
+        say(f"wrote {args.format} lineage of {ref} to {args.output}")
+    elif args.format in ("json", "html"):  # formats that escape what they hold
+        write_exact(output + ("" if output.endswith("\n") else "\n"))
+    elif args.format == "text":  # line by line: a newline in a value is data, escaped
+        say_lines(text_lines(graph) if args.expand else grouped_text_lines(graph))
+    else:  # DOT and Mermaid put a value's newlines in their own syntax
+        say_text(output)
     return 0
 
 
@@ -203,14 +215,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print_json([{"ref": c.ref, "kind": c.kind, "changes": c.changes} for c in changes])
         return 0
     if not changes:
-        print(f"no differences between {args.a} and {args.b}")
+        say(f"no differences between {args.a} and {args.b}")
         return 0
 
     def owners(name: str) -> list[tuple[str, str | None]]:
         return ws.store.owners(None if name == CURRENT else resolve_snapshot(ws, name).hash)
 
     for line in diff_text(changes, owners(args.a), owners(args.b), expand=args.expand):
-        print(line)
+        say(line)
     return 0
 
 
@@ -223,11 +235,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         print_json([info.to_json() for info in infos])
         return 0
     if not infos:
-        print("no snapshots yet: take one with 'dws-dagster snapshot TAG'")
+        say("no snapshots yet: take one with 'dws-dagster snapshot TAG'")
     for info in infos:
         tags = ",".join(info.tags) or "-"
         metrics = " ".join(f"{k}={v}" for k, v in (info.metrics or {}).items())
-        print(
+        say(
             f"{info.hash[:12]}  {info.created:<25}  {tags:<16}  {info.message}"
             f"{'  ' + metrics if metrics else ''}"
         )
@@ -260,5 +272,5 @@ def cmd_version(args: argparse.Namespace) -> int:
                 " (matches its lineage)" if recorded == version else f" (lineage says {recorded})"
             )
         )
-        print(f"{ref}@{version}{note}")
+        say(f"{ref}@{version}{note}")
     return 0

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from dws_dagster.cli.context import open_workspace
-from dws_dagster.cli.output import print_json
+from dws_dagster.cli.output import print_json, say
 from dws_dagster.errors import WorkspaceConfigError
 from dws_dagster.workspace.versions import short
 from dws_dagster.workspace.workspace import Workspace
@@ -33,8 +33,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise WorkspaceConfigError("--store-password-env and --store-schema go with --store URL")
     ws = Workspace.init(args.directory, name=args.name, store=entry)
     ws.store.workspace_id  # noqa: B018  (registers the workspace in its store now)
-    print(f"initialised workspace '{ws.name}' in {ws.root}")
-    print(f"lineage store: {ws.store.shown}")
+    say(f"initialised workspace '{ws.name}' in {ws.root}")
+    say(f"lineage store: {ws.store.shown}")
     return 0
 
 
@@ -48,7 +48,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         versioning=args.versioning,
         description=args.description or "",
     )
-    print(f"added {resource.role} resource '{resource.name}' at {resource.location}")
+    say(f"added {resource.role} resource '{resource.name}' at {resource.location}")
     return 0
 
 
@@ -58,9 +58,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     ws = open_workspace(args)
     ref = ws.check_ref(ResourceRef.parse(args.ref))
     if ws.store.forget(ref):
-        print(f"forgot the lineage of {ref}; its data is untouched")
+        say(f"forgot the lineage of {ref}; its data is untouched")
     else:
-        print(f"{ref} has no lineage; nothing to forget")
+        say(f"{ref} has no lineage; nothing to forget")
     return 0
 
 
@@ -80,12 +80,12 @@ def cmd_observe(args: argparse.Namespace) -> int:
         )
     elif outcome.recorded:
         cleared = "; it is no longer unknown" if outcome.was_unknown else ""
-        print(
+        say(
             f"recorded {outcome.ref}@{short(outcome.version)} as the lineage of that source "
             f"data{cleared}"
         )
     else:
-        print(
+        say(
             f"{outcome.ref}@{short(outcome.version)} is already its recorded lineage; "
             "nothing written"
         )

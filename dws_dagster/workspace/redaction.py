@@ -56,6 +56,7 @@ MIN_REPEATED = 3
 _SECRET_WORDS = frozenset(
     {
         "password",
+        "sslpassword",
         "passwd",
         "pass",
         "pwd",
@@ -119,6 +120,14 @@ _URI = re.compile(
 )
 _PORT_AFTER_COLON = re.compile(r"\d*(?:[/?#]|$)")
 _QUERY_PAIR = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#;?]+)=(?P<value>[^&#;]*)")
+#: Where a credential's query value ends: SQLAlchemy and libpq split a query at `&` only, so a
+#: `;` belongs to the value.
+_QUERY_VALUE_END = re.compile(r"[&#]")
+#: Punctuation that may end a sentence or a clause after a value (`?sig=abc, then`).
+_PROSE_TAIL = re.compile(r"[,.;:!?)\]}]+\Z")
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+#: What follows a value in a list of settings (`password=a, dbname=x`): not prose.
+_NEXT_SETTING = re.compile(r"\s+[\w.-]+\s*[=:]")
 _KNOWN_TOKENS = re.compile(
     "|".join(
         (
@@ -150,7 +159,7 @@ _VALUE = re.compile(
 #: for further keys, `user=a;password=b`).
 _KEY = re.compile(
     r"(?<![\w.-])(?P<kq>\\?[\"']?)(?P<key>-{0,2}[A-Za-z_][\w.-]*)(?P=kq)"
-    r"[ \t]*(?:=>?|:)[ \t]*(?!//)"
+    r"[ \t]*(?:=>?[ \t]*|:[ \t]*(?!//))"
 )
 #: `--flag value` and `'--flag', 'value'` (a list's repr, as in subprocess errors).
 _FLAG = re.compile(
@@ -349,8 +358,10 @@ def _redact_pairs(keys: re.Pattern[str], text: str, found: set[str]) -> str:
             continue
         group = next(g for g in ("ev", "qv", "bv") if value.group(g) is not None)
         start, end = value.span(group)
+        if group == "bv":
+            end -= _prose_tail(value.group(group), text, end)
         if not text.startswith(REDACTED, start):
-            parts += [text[done:start], _hide(value.group(group), found)]
+            parts += [text[done:start], _hide(text[start:end], found)]
             done = end
         pos = max(value.end(), pos + 1)
     if not parts:
@@ -385,8 +396,33 @@ def split_userinfo(rest: str) -> tuple[str | None, str]:
     return rest[:at], rest[at + 1 :]
 
 
+def _prose_tail(value: str, text: str, end: int) -> int:
+    """How many characters at the end of `value` (which ends at `text[end]`) are punctuation of
+    the sentence around it rather than part of it: `,` `.` `;` `:` `!` `?` and closing brackets
+    the value did not open, when prose resumes after a space (`token=abc, retrying`,
+    `(see https://h/x?sig=abc) and`). Anything else stays in the value, to be redacted with it:
+    at the end of a text, before another setting (`password=ab, dbname=x`) or inside a value
+    (`token=x,y`), a comma cannot be told from the secret's own."""
+    if end >= len(text) or not text[end].isspace() or _NEXT_SETTING.match(text, end):
+        return 0
+    tail = _PROSE_TAIL.search(value)
+    if tail is None or tail.start() == 0:
+        return 0
+    start = tail.start()
+    for index in range(tail.start(), len(value)):
+        opener = _CLOSING.get(value[index])
+        if opener is not None and value.count(opener, 0, index) > value.count(
+            value[index], 0, index
+        ):
+            start = index + 1  # closes a bracket the value opened: part of it
+    return len(value) - start
+
+
 def _redact_uri_match(match: re.Match[str], found: set[str]) -> str:
-    scheme, rest = match.group("scheme"), match.group("rest")
+    scheme, whole = match.group("scheme"), match.group("rest")
+    # A URI ends before the punctuation of the sentence it is in (`see https://h/x?sig=abc, and`)
+    cut = len(whole) - _prose_tail(whole, match.string, match.end())
+    rest, prose = whole[:cut], whole[cut:]
     userinfo, after = split_userinfo(rest)
     if userinfo is not None:
         _user, colon, password = userinfo.partition(":")
@@ -397,14 +433,31 @@ def _redact_uri_match(match: re.Match[str], found: set[str]) -> str:
         if colon or scheme.lower() not in AZURE_SCHEMES:
             rest = after  # the whole user-info goes: the user name may be a token too
     if "=" in rest:
-        rest = _QUERY_PAIR.sub(lambda m: _redact_query_pair(m, found), rest)
-    return f"{scheme}://{rest}"
+        rest = _redact_query(rest, found)
+    return f"{scheme}://{rest}{prose}"
 
 
-def _redact_query_pair(match: re.Match[str], found: set[str]) -> str:
-    if not _is_secret_query_name(unquote(match.group("name"))) or not match.group("value"):
-        return match.group(0)
-    return _hide_group(match, "value", found)
+def _redact_query(rest: str, found: set[str]) -> str:
+    """`rest` (after `scheme://`) with the value of each credential query parameter redacted:
+    to the next `&` or `#` (a `;` in it is part of it, as SQLAlchemy and libpq read it). A
+    parameter whose value holds another query (`?next=https://h/?token=x`) is looked into."""
+    parts: list[str] = []
+    done = pos = 0
+    while (match := _QUERY_PAIR.search(rest, pos)) is not None:
+        start = match.start("value")
+        if not _is_secret_query_name(unquote(match.group("name"))):
+            pos = start
+            continue
+        ends = _QUERY_VALUE_END.search(rest, start)
+        end = len(rest) if ends is None else ends.start()
+        if end > start and not rest.startswith(REDACTED, start):
+            parts += [rest[done:start], _hide(rest[start:end], found)]
+            done = end
+        pos = max(end, start + 1)
+    if not parts:
+        return rest
+    parts.append(rest[done:])
+    return "".join(parts)
 
 
 def _safe_name(name: str) -> str:

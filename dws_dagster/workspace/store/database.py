@@ -98,7 +98,7 @@ class Database:
         """A DwsError for a database failure: what failed, the store (no password), advice."""
         original = getattr(exc, "orig", None) or exc
         reason = " ".join(str(original).split())[:300]
-        reason = redact_text(reason, [p for p in (self.settings.password,) if p])
+        reason = redact_text(reason, self.settings.secrets)
         lowered = reason.lower()
         if "disk is full" in lowered or "no space" in lowered:
             advice = "No space left on device: free space on the disk that holds it, then try again"

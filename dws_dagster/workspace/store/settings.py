@@ -19,12 +19,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from dws_dagster.errors import WorkspaceConfigError
-from dws_dagster.workspace.redaction import redact_text
+from dws_dagster.workspace.redaction import REDACTED, is_secret_name, redact_text
 
 ENV_URL = "DWS_STORE_URL"
 ENV_SCHEMA = "DWS_STORE_SCHEMA"
@@ -55,6 +56,7 @@ class StoreSettings:
             text = f"{self.url.drivername}:///{self.url.database}"
         else:
             text = without_password(self.url).render_as_string(hide_password=False)
+            text = text.replace(quote(REDACTED, safe=""), REDACTED)  # as the rest of the text
         return text + (f" (schema {self.schema})" if self.schema else "")
 
     @property
@@ -67,6 +69,14 @@ class StoreSettings:
     @property
     def password(self) -> str | None:
         return self.url.password if isinstance(self.url.password, str) else None
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every credential the URL holds, to be removed from any text about the store: the
+        user-info's password and the values of credential query parameters (libpq takes
+        `?password=` and `?sslpassword=`)."""
+        found = [self.password] if self.password else []
+        return found + [value for _name, value in query_secrets(self.url) if value]
 
 
 def default_settings(meta_dir: Path) -> StoreSettings:
@@ -100,12 +110,12 @@ def resolve(meta_dir: Path, config: Any, *, environ: dict[str, str] | None = Non
         url = _parse(_from_env(url_value, env, f"{where}.url"), f"{where}.url")
     elif isinstance(url_value, str):
         url = _parse(url_value, f"{where}.url")
-        if url.password is not None:
-            raise WorkspaceConfigError(
-                f"{where}.url holds a password: config.json is kept under version control, so "
-                'it may not. Remove it and give "password": {"env": "VAR"}, or set '
-                f"${ENV_URL}"
-            )
+        _refuse_stored_password(
+            url,
+            f"{where}.url",
+            "config.json is kept under version control, so it may not. Remove it and give "
+            f'"password": {{"env": "VAR"}}, or set ${ENV_URL}',
+        )
     else:
         raise WorkspaceConfigError(f'{where}.url: expected a URL or {{"env": VAR}}')
     if url.get_backend_name() != "postgresql":
@@ -124,11 +134,12 @@ def store_entry(
 ) -> dict[str, Any]:
     """The `store` entry `dws-dagster init --store URL` writes, checked as `resolve` will."""
     parsed = _parse(url, "--store")
-    if parsed.password is not None:
-        raise WorkspaceConfigError(
-            "--store: the URL holds a password, which would be written to config.json (kept "
-            "under version control); give the URL without it and --store-password-env VAR"
-        )
+    _refuse_stored_password(
+        parsed,
+        "--store: the URL",
+        "it would be written to config.json (kept under version control); give the URL "
+        "without it and --store-password-env VAR",
+    )
     if parsed.get_backend_name() != "postgresql":
         raise WorkspaceConfigError(
             "--store: only a PostgreSQL URL (postgresql://user@host:port/db) is configured "
@@ -143,15 +154,42 @@ def store_entry(
 
 
 def without_password(url: URL) -> URL:
-    """`url` with no password (`URL.set(password=None)` keeps it: None means unchanged)."""
+    """`url` with no password (`URL.set(password=None)` keeps it: None means unchanged), and
+    the value of each credential query parameter (`?password=`, `?sslpassword=`, which libpq
+    takes as well as the user-info's) replaced by `***REDACTED***`; a `passfile` is a path and
+    stays."""
+    query = {
+        name: (REDACTED if is_secret_name(name) else value) for name, value in url.query.items()
+    }
     return URL.create(
         url.drivername,
         username=url.username,
         host=url.host,
         port=url.port,
         database=url.database,
-        query=url.query,
+        query=query,
     )
+
+
+def query_secrets(url: URL) -> list[tuple[str, str]]:
+    """(name, value) of each credential parameter in `url`'s query (a name given several
+    times gives each of its values)."""
+    found = []
+    for name, value in url.query.items():
+        if is_secret_name(name):
+            values = (value,) if isinstance(value, str) else tuple(value)
+            found += [(name, item) for item in values]
+    return found
+
+
+def _refuse_stored_password(url: URL, where: str, advice: str) -> None:
+    """A URL that is written to config.json (kept under version control) may hold no
+    password, in its user-info or its query."""
+    named = [name for name, _ in query_secrets(url)]
+    if url.password is None and not named:
+        return
+    holder = "a password" if url.password is not None else f"a password ({named[0]}=)"
+    raise WorkspaceConfigError(f"{where} holds {holder}: {advice}")
 
 
 def _parse(text: str, where: str) -> URL:

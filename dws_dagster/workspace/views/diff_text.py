@@ -97,7 +97,9 @@ def _input_lines(
     """The lines of `details` (of one ref, or `members` refs that changed alike, `seen`
     telling in how many each line is): inputs and code of one asset or folder that changed
     the same way as one line."""
-    lines: list[str] = []
+    # Each slot one line, or the lines of one group of inputs (kept apart, never joined with
+    # newlines: a name may hold one, which must not start a line of its own).
+    lines: list[list[str]] = []
     grouped: dict[tuple[str, str], list[ChangeDetail]] = {}
     slots: dict[tuple[str, str], int] = {}
     for detail in details:
@@ -105,15 +107,17 @@ def _input_lines(
             key = (detail.what, _how(detail))
             if key not in grouped:
                 slots[key] = len(lines)
-                lines.append("")
+                lines.append([])
             grouped.setdefault(key, []).append(detail)
         else:
             lines.append(
-                _counted(
-                    _generic(detail) if members > 1 else worded(detail),
-                    seen(detail) if seen else members,
-                    members,
-                )
+                [
+                    _counted(
+                        _generic(detail) if members > 1 else worded(detail),
+                        seen(detail) if seen else members,
+                        members,
+                    )
+                ]
             )
     for key, found in grouped.items():
         what, how = key
@@ -146,8 +150,8 @@ def _input_lines(
             versions = {(d.before, d.after) for d in same}
             text = worded(same[0]) if len(versions) == 1 else f"{what} {ref} {how}"
             out.append(_counted(text, len(same) if seen else members, members))
-        lines[slots[key]] = "\n".join(out)
-    return [line for text in lines for line in text.split("\n") if line]
+        lines[slots[key]] = out
+    return [line for slot in lines for line in slot if line]
 
 
 def _counted(text: str, count: int, members: int) -> str:

@@ -19,7 +19,7 @@ from dws_dagster.workspace.views.render_parts import (
 )
 from dws_dagster.workspace.views.render_report import text_line
 
-__all__ = ["render_grouped_text"]
+__all__ = ["grouped_text_lines", "render_grouped_text"]
 
 GroupKey = tuple[str | None, ...]
 
@@ -160,6 +160,11 @@ def _tree(grouped: _Grouped, upstream: bool) -> list[str]:
 def render_grouped_text(graph: LineageGraph) -> str:
     """`render_report.render_text` with the refs one step wrote (or one folder holds) on one
     line."""
+    return "\n".join(grouped_text_lines(graph)) + "\n"
+
+
+def grouped_text_lines(graph: LineageGraph) -> list[str]:
+    """`render_grouped_text` as its lines (each one line, whatever the data holds)."""
     grouped = _Grouped(graph)
     out: list[str] = []
     if graph.snapshot is not None:
@@ -173,7 +178,9 @@ def render_grouped_text(graph: LineageGraph) -> str:
         out.append("  (never run)")
     else:
         for name, value in last_run_rows(graph.last_run):
-            value_lines = value.splitlines() or [""]
+            # An error's lines (a traceback) are shown as lines; any other value is one line
+            # (a newline in a step's name is the writer's to escape).
+            value_lines = value.rstrip("\n").split("\n") if name == "error" else [value]
             out.append(f"  {name + ':':<10}{value_lines[0]}")
             out += [f"  {'':<10}{more}" for more in value_lines[1:]]
     if grouped.groups:
@@ -181,4 +188,4 @@ def render_grouped_text(graph: LineageGraph) -> str:
             "",
             "Partitions and files of one step or folder are on one line: --expand lists each.",
         ]
-    return "\n".join(out) + "\n"
+    return out

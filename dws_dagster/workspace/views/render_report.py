@@ -22,7 +22,7 @@ from dws_dagster.workspace.views.render_parts import (
     walk,
 )
 
-__all__ = ["render_json", "render_text", "text_line"]
+__all__ = ["render_json", "render_text", "text_line", "text_lines"]
 
 
 def text_line(node: GraphNode, line: TreeLine) -> str:
@@ -65,6 +65,12 @@ def _text_tree(nodes: dict[str, GraphNode], lines: list[TreeLine]) -> list[str]:
 
 def render_text(graph: LineageGraph) -> str:
     """A terminal report: where the focus came from, what reads it, and how its step last ran."""
+    return "\n".join(text_lines(graph)) + "\n"
+
+
+def text_lines(graph: LineageGraph) -> list[str]:
+    """`render_text` as its lines (each line one line, whatever the data holds: the CLI's
+    writer escapes a newline in a value)."""
     nodes = all_nodes(graph)
     edges = merged_edges(graph)
     out: list[str] = []
@@ -79,10 +85,12 @@ def render_text(graph: LineageGraph) -> str:
         out.append("  (never run)")
     else:
         for name, value in last_run_rows(graph.last_run):
-            value_lines = value.splitlines() or [""]
+            # An error's lines (a traceback) are shown as lines; any other value is one line
+            # (a newline in a step's name is the writer's to escape).
+            value_lines = value.rstrip("\n").split("\n") if name == "error" else [value]
             out.append(f"  {name + ':':<10}{value_lines[0]}")
             out += [f"  {'':<10}{more}" for more in value_lines[1:]]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _flat(lines: list[TreeLine]) -> list[dict[str, Any]]:
