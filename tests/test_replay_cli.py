@@ -279,6 +279,7 @@ def test_a_deterministic_results_step_reproduces(git_ws, tmp_path: Path) -> None
 #: `with_workspace_directory`), else from its own file's absolute path; it writes through
 #: that path, not through the lineage API's workspace.
 SELF_LOCATING_SCRIPT = """\
+import os
 import sys
 from pathlib import Path
 from dws_dagster.lineage import LineageBuilder
@@ -286,6 +287,8 @@ from dws_dagster.lineage import LineageBuilder
 STAMP = "v1"
 if "--workspace" in sys.argv:
     root = Path(sys.argv[sys.argv.index("--workspace") + 1])
+elif "--pwd" in sys.argv:
+    root = Path(os.environ["PWD"])
 else:
     root = Path(__file__).resolve().parents[1]
 builder = LineageBuilder().as_script_step().with_parameters({}).with_workspace_directory(root)
@@ -297,7 +300,7 @@ with builder.with_input_paths([root / "data/src/trips.csv"]).eval() as lineage:
 """
 
 
-@pytest.mark.parametrize("form", ["--workspace $PWD", "absolute __file__"])
+@pytest.mark.parametrize("form", ["--workspace $PWD", "absolute __file__", "os.environ PWD"])
 def test_a_step_that_finds_the_workspace_by_itself_replays_without_touching_it(
     git_ws, tmp_path: Path, form: str
 ) -> None:
@@ -310,12 +313,12 @@ def test_a_step_that_finds_the_workspace_by_itself_replays_without_touching_it(
     git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "located")
     if form == "--workspace $PWD":
         argv = [sys.executable, "code/located.py", "--workspace", str(ws.root)]
+    elif form == "os.environ PWD":
+        argv = [sys.executable, "code/located.py", "--pwd"]
     else:
         argv = [sys.executable, str(ws.root / "code/located.py")]
-    ran = subprocess.run(
-        argv, cwd=ws.root, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-        text=True, check=False,
-    )  # fmt: skip
+    shell = {**os.environ, "PYTHONPATH": str(ROOT), "PWD": str(ws.root)}
+    ran = subprocess.run(argv, cwd=ws.root, env=shell, capture_output=True, text=True, check=False)
     assert ran.returncode == 0, ran.stderr
     take_snapshot(ws, "s1")
     # Today's checkout moved on (not committed): a replay must not run it.
@@ -323,7 +326,8 @@ def test_a_step_that_finds_the_workspace_by_itself_replays_without_touching_it(
     forget_databases()
     before = tree_state(ws.root)
 
-    done = _cli("replay", "s1", "--into", str(tmp_path / "again"), cwd=ws.root)
+    # Replay run from the workspace's folder, as a shell there runs it (PWD set).
+    done = _cli("replay", "s1", "--into", str(tmp_path / "again"), cwd=ws.root, env=shell)
 
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert [line.split()[:2] for line in done.stdout.splitlines()[1:2]] == [

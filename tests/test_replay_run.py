@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dws_dagster.workspace.snapshots.history import SnapshotInfo
 from dws_dagster.workspace.snapshots.replay_plan import SCRIPT, ReplayPlan, ReplayStep, plan_replay
@@ -20,6 +22,7 @@ from dws_dagster.workspace.snapshots.replay_run import (
     NON_DETERMINISTIC,
     NOT_REPLAYABLE,
     REPRODUCED,
+    _in_scratch_arg,
     run_plan,
     step_error,
 )
@@ -337,3 +340,43 @@ def test_code_found_through_pythonpath_is_the_recorded_commits(
     stamped = {v.ref: v for v in report.verdicts}["results/stamped"]
     assert stamped.outcome == REPRODUCED, stamped
     assert (tmp_path / "scratch/results/stamped/part-0.csv").read_text() == "v\nv1\n"
+
+
+_PART = st.text(alphabet="abcXYZ019_-. ", min_size=1, max_size=6).filter(
+    lambda part: part not in (".", "..")
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(_PART, max_size=4),
+    where=st.sampled_from(["workspace", "repository", "elsewhere", "relative"]),
+    option=st.sampled_from(["", "--workspace=", "-w="]),
+)
+def test_every_path_into_the_workspace_replayed_is_given_as_the_scratch_ones(
+    parts: list[str], where: str, option: str
+) -> None:
+    """Command-line arguments naming the workspace replayed or its repository, whole or as
+    an option's value, name the same place in the scratch workspace or clone; nothing else
+    changes."""
+    repository, clone = Path("/home/u/repo"), Path("/tmp/replays/r1")
+    scratch = Workspace(
+        root=clone / "ws",
+        name="ws-replay",
+        replay_of={"snapshot": "0" * 32, "root": str(repository / "ws"), "clone": str(clone)},
+    )
+    base = {
+        "workspace": repository / "ws",
+        "repository": repository,
+        "elsewhere": Path("/home/u/other"),
+        "relative": Path("data"),
+    }[where]
+    path = base.joinpath(*parts)
+    mapped = _in_scratch_arg(f"{option}{path}", scratch)
+    expected = {
+        "workspace": scratch.root.joinpath(*parts),
+        "repository": clone.joinpath(*parts),
+    }.get(where, path)
+    if where == "repository" and parts[:1] == ["ws"]:
+        expected = scratch.root.joinpath(*parts[1:])
+    assert mapped == f"{option}{expected}"

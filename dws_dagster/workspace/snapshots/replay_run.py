@@ -233,7 +233,9 @@ def run_script(step: ReplayStep, scratch: Workspace) -> str | None:
     argv = [step.command_line[0], *(_in_scratch_arg(a, scratch) for a in step.command_line[1:])]
     if not Path(argv[0]).exists() and Path(argv[0]).name.startswith("python"):
         argv[0] = sys.executable  # the interpreter it ran with is gone: this one
-    return run_process(argv, folder, step_environment(scratch), code=_code_root(scratch))
+    env = step_environment(scratch)
+    env["PWD"] = str(folder)  # the shell's, which a step may read, is the workspace replayed
+    return run_process(argv, folder, env, code=_code_root(scratch))
 
 
 def _in_scratch_arg(arg: str, scratch: Workspace) -> str:
