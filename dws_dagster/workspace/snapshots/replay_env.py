@@ -69,7 +69,8 @@ def in_scratch(path: Path, scratch: Workspace) -> Path:
     of = scratch.replay_of or {}
     pairs = [(Path(of["root"]), scratch.root)] if "root" in of else []
     clone = of.get("clone")
-    if clone is not None and pairs:
+    if clone is not None and pairs and scratch.root.is_relative_to(clone):
+        # (config.json is untrusted: a clone that does not hold the workspace maps nothing)
         inside = scratch.root.relative_to(clone).parts
         repository = Path(of["root"])
         for _ in inside:
