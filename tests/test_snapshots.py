@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
 import socket
+import sqlite3
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -45,11 +49,12 @@ from dws_dagster.workspace.snapshots.snapshots import (
     take_snapshot,
     validate_tag,
 )
+from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import keep_copy
 from dws_dagster.workspace.versions import content_version, short
 
-from .conftest import run_python, run_step, tree_state, write
+from .conftest import ROOT, run_python, run_step, tree_state, write
 from .store_db import (
     STORES,
     damage,
@@ -1243,3 +1248,162 @@ def test_diff_names_a_resource_added_between_snapshots_and_every_ref_after_it(ws
     assert {change.ref: change.kind for change in diff_lineage(ws, "two", "one")}[
         "aaa"
     ] == "removed"
+
+
+# ------------------------------------------- refusals leave .dataworkspace/ as it was
+
+
+def _meta_tree(ws: Workspace) -> dict[str, tuple[str, int, int] | str]:
+    """Every entry under `.dataworkspace/`: each file's bytes (hashed), size and modification
+    time, each folder by name (a refusal that makes a folder changed something too)."""
+    found: dict[str, tuple[str, int, int] | str] = {}
+    for folder, dirs, files in os.walk(ws.meta_dir):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(folder, name), ws.meta_dir)] = "folder"
+        for name in files:
+            path = os.path.join(folder, name)
+            info = os.stat(path)
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            found[os.path.relpath(path, ws.meta_dir)] = (digest, info.st_size, info.st_mtime_ns)
+    return found
+
+
+def _settled(ws: Workspace) -> None:
+    """Let SQLite fold its write-ahead log into the store file (the last connection to close
+    does), as it stands after any command of a process that ended."""
+    forget_databases()
+    sqlite3.connect(ws.meta_dir / "store.db").close()
+
+
+def _cli_process(ws: Workspace, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dws_dagster.cli", *argv],
+        cwd=ws.root,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _refusal_ws(root: Path) -> Workspace:
+    """A workspace with a snapshot `v1` of source data, an intermediate ref and a results
+    ref, then changed (a new source file, new step outputs) so that any command that versions
+    the data has hashes to learn: old enough (RACY_SECONDS) for the cache to keep them."""
+    ws = Workspace.init(root)
+    ws.add_resource("src", "source-data", path="data/src")
+    ws.add_resource("inter", "intermediate-data", path="data/inter")
+    ws.add_resource("results", "results", path="results")
+    chain(ws)
+    past = time.time() - 3600
+    for path in ws.root.rglob("*"):
+        if path.is_file() and ".dataworkspace" not in path.parts:
+            os.utime(path, (past, past))
+    assert _cli_process(ws, "snapshot", "v1").returncode == 0
+    chain(ws, source="a,b\n3,4\n", mae=2.5)
+    write(ws.root / "data/src/extra.csv", "x\n1\n")
+    for path in ws.root.rglob("*"):
+        if path.is_file() and ".dataworkspace" not in path.parts:
+            os.utime(path, (past, past))
+    return ws
+
+
+def _lose_prep_objects(ws: Workspace) -> None:
+    """v1's inter/prep version is retained no more: its files are gone from the objects."""
+    digest = resolve_snapshot(ws, "v1").hash
+    version = next(row.version for row in rows_of(ws, digest) if row.ref == "inter/prep")
+    lose_retained(ws, "inter/prep", version)
+
+
+def _prep_through_a_link_outside(ws: Workspace) -> None:
+    """inter/prep is now a symlink to a folder outside the workspace: writing it (as restoring
+    v1's data would) would lead outside its resource."""
+    outside = ws.root.parent / "outside"
+    shutil.copytree(ws.local_path("inter/prep"), outside)
+    shutil.rmtree(ws.local_path("inter/prep"))
+    ws.local_path("inter/prep").symlink_to(outside, target_is_directory=True)
+
+
+def _damage_v1_record(ws: Workspace) -> None:
+    digest = resolve_snapshot(ws, "v1").hash
+    damage(
+        ws,
+        "UPDATE dws_snapshot_refs SET record_id = :id WHERE hash = :hash AND ref = 'inter/prep'",
+        id=_bad_record(ws, "inter/prep", "[]"),
+        hash=digest,
+    )
+
+
+#: Every way `snapshot` and `restore` refuse: (what makes the refusal, command line, what the
+#: one-line error says).
+REFUSALS: dict[str, tuple[Any, list[str], str]] = {
+    "snapshot: a tag naming another snapshot": (None, ["snapshot", "v1"], "already names"),
+    "snapshot: an invalid tag": (None, ["snapshot", "has space"], "invalid tag"),
+    "snapshot: a tag like a hash": (None, ["snapshot", "abcdef12"], "looks like a snapshot hash"),
+    **{
+        f"snapshot: corrupt index, {kind}": (
+            lambda ws, kind=kind: damage(
+                ws, INDEX_DAMAGE[kind] + " WHERE workspace_id = :ws", missing="0" * 32
+            ),
+            ["snapshot", "v2"],
+            "restore the store from a backup",
+        )
+        for kind in ("metrics not JSON", "results not a list", "tag naming a missing snapshot")
+    },
+    **{
+        f"snapshot: corrupt {table} position": (
+            lambda ws, table=table: damage(ws, f"UPDATE {table} SET position = 'null'"),
+            ["snapshot", "v2"],
+            "not a number",
+        )
+        for table in ("dws_snapshots", "dws_snapshot_tags")
+    },
+    "snapshot: a results folder in the way": (
+        lambda ws: (ws.resource_root("results") / "snapshots/v2").mkdir(parents=True),
+        ["snapshot", "v2"],
+        "already exists",
+    ),
+    "snapshot: a damaged results record": (
+        lambda ws: damage(
+            ws,
+            "UPDATE dws_records SET body = '[]' WHERE workspace_id = :ws AND ref = 'results/exp' "
+            "AND id = (SELECT record_id FROM dws_refs WHERE ref = 'results/exp')",
+        ),
+        ["snapshot", "v2"],
+        "results/exp",
+    ),
+    "restore: data not kept": (_lose_prep_objects, ["restore", "v1"], "was not kept"),
+    "restore: a symlink leading outside": (
+        _prep_through_a_link_outside,
+        ["restore", "v1"],
+        "symlink",
+    ),
+    "restore: an unknown snapshot": (None, ["restore", "v9"], "v9"),
+    "restore: a damaged record": (_damage_v1_record, ["restore", "v1"], "inter/prep"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_refused_snapshot_or_restore_changes_nothing_under_dataworkspace(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte for byte and time for time, every file under `.dataworkspace/` (the file-hash
+    cache, the objects, the store) is what it was after a refused `snapshot` or `restore`
+    (the real CLI, in a process of its own): they plan first and touch later."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    ws = _refusal_ws(tmp_path / "ws")
+    make, argv, said = REFUSALS[case]
+    if make is not None:
+        make(ws)
+    data_before = workspace_state(ws)[0]
+    _settled(ws)
+    before = _meta_tree(ws)
+    done = _cli_process(ws, *argv)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and said in done.stderr, done.stderr
+    after = _meta_tree(ws)
+    assert {k: v for k, v in after.items() if k not in before} == {}
+    assert {k: v for k, v in before.items() if after.get(k) != v} == {}
+    assert workspace_state(ws)[0] == data_before

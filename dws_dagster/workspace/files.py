@@ -71,8 +71,10 @@ def write_error(
         advice = f"make {target.parent} writable for this user, then re-run"
     elif code in (errno.ENOTDIR, errno.EEXIST):
         advice = "a file stands where a folder is needed: move it away or choose another path"
-    elif code == errno.ENOENT:
+    elif code == errno.ENOENT and not target.parent.is_dir():
         advice = f"the folder {target.parent} does not exist: create it first"
+    elif code == errno.ENOENT:  # the folder is there: what went is a file the write used
+        advice = "a file it was writing went away meanwhile (another program removed it): re-run"
     else:
         advice = "fix the cause, then re-run"
     unchanged = "; its earlier contents are unchanged" if kept else ""

@@ -92,16 +92,17 @@ def collect_garbage(
             if not dry_run:
                 objects.remove(digest)
         unnamed = _orphan_results_copies(ws)
-        report.leftovers = objects.leftovers() + [
-            path for path in unnamed if path.name.startswith(STAGING_PREFIX)
-        ]
+        staged = [path for path in unnamed if path.name.startswith(STAGING_PREFIX)]
+        # Copies a snapshot is making right now are not leftovers: the object store skips
+        # what a live snapshot holds (snapshots retain before taking the lock gc holds).
+        report.leftovers = objects.clear_leftovers(dry_run=dry_run) + staged
         # A folder in place may be a user's own, however reserved `snapshots/` is: named,
         # never deleted.
         report.results_copies = [
             path for path in unnamed if not path.name.startswith(STAGING_PREFIX)
         ]
         if not dry_run:
-            for path in report.leftovers:
+            for path in staged:
                 _remove(path)
         _collect_remote(ws, report, remote)
     return report

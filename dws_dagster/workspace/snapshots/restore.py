@@ -91,26 +91,26 @@ def restore_snapshot(
     store = ws.store
     hashes = FileHashCache.of_workspace(ws.meta_dir)
     objects = ObjectStore.of_workspace(ws.meta_dir)
-    try:
-        with store.locked(), gc_paused():
-            finish_interrupted_restore(ws, remote)
-            current = store.refs()
-            rows = rows_to_restore(ws, info, manifest)
-            plans, missing = plan_all(
-                ws, info, rows, lineage, hashes, objects, report, progress, code, remote,
-                replayed or {},
-            )  # fmt: skip
-            if missing and not partial:
-                raise SnapshotRestoreError(refusal(info, missing))
-            report.not_restored = list(missing)
-            staged = stage_all(ws, info, plans, objects, report, lineage, partial)
-            report.not_restored.sort()
-            unknown = [ref for ref, _ in report.not_restored]
-            _swap_all(ws, info.hash, staged, unknown, remote)
-            report.lineage_restored = sorted(lineage)
-            report.lineage_removed = sorted(set(current) - set(lineage))
-    finally:
-        hashes.save()
+    with store.locked(), gc_paused():
+        finish_interrupted_restore(ws, remote)
+        current = store.refs()
+        rows = rows_to_restore(ws, info, manifest)
+        plans, missing = plan_all(
+            ws, info, rows, lineage, hashes, objects, report, progress, code, remote,
+            replayed or {},
+        )  # fmt: skip
+        if missing and not partial:
+            raise SnapshotRestoreError(refusal(info, missing))
+        report.not_restored = list(missing)
+        staged = stage_all(ws, info, plans, objects, report, lineage, partial)
+        report.not_restored.sort()
+        unknown = [ref for ref, _ in report.not_restored]
+        _swap_all(ws, info.hash, staged, unknown, remote)
+        report.lineage_restored = sorted(lineage)
+        report.lineage_removed = sorted(set(current) - set(lineage))
+    # Only once the restore went ahead: a refused one leaves the cache (and everything else
+    # under .dataworkspace/) as it was.
+    hashes.save()
     return report
 
 

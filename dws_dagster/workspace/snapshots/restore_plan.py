@@ -85,6 +85,8 @@ class Plan:
     remote: bool = False
     #: Which of `sources` the staged copy came from.
     used: str | None = None
+    #: Folders made to hold the staged copy (deepest last): removed again on a refusal.
+    made: list[Path] = field(default_factory=list)
 
 
 def rows_to_restore(ws: Workspace, info: SnapshotInfo, manifest: dict[str, Any]) -> list[DataRow]:
@@ -318,6 +320,7 @@ def stage_all(
         for plan in staged:
             if plan.staging is not None:
                 remove_path(plan.staging)
+            remove_made(plan)
         raise
     failed = {ref for ref, _ in report.not_restored}
     back = []
@@ -347,12 +350,18 @@ def _stage(ws: Workspace, plan: Plan, objects: ObjectStore) -> str | None:
     None."""
     assert plan.row.version is not None  # planned without sources otherwise
     target = ws.local_path(as_ref(plan.row.ref))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staged = stage_copy(
-        ws, plan.row.ref, plan.row.version, plan.sources, objects, target,
-        lambda: staging_path(target),
-    )  # fmt: skip
+    plan.made = [folder for folder in target.parents if not folder.exists()][::-1]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = stage_copy(
+            ws, plan.row.ref, plan.row.version, plan.sources, objects, target,
+            lambda: staging_path(target),
+        )  # fmt: skip
+    except BaseException:
+        remove_made(plan)
+        raise
     if staged is None:
+        remove_made(plan)
         return (
             f"no kept copy of version {short(plan.row.version)} has that version any more "
             "(a damaged copy)"
@@ -400,6 +409,16 @@ def stage_copy(
             return staging, how
         remove_path(staging)
     return None
+
+
+def remove_made(plan: Plan) -> None:
+    """Remove the folders made for `plan`'s staged copy, deepest first (only while empty)."""
+    for folder in reversed(plan.made):
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+    plan.made = []
 
 
 def remove_path(path: Path) -> None:
