@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dws_dagster import (
     DwsError,
@@ -35,6 +38,7 @@ from dws_dagster import (
     Workspace,
     WorkspaceConfigError,
 )
+from dws_dagster.workspace.files import atomic_write_bytes
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import snapshots as snapshots_module
 from dws_dagster.workspace.snapshots.diff import RefChange, diff_lineage, diff_states, lineage_state
@@ -51,7 +55,15 @@ from dws_dagster.workspace.snapshots.snapshots import (
 )
 from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.store.ref_state import RefState
-from dws_dagster.workspace.swap import keep_copy
+from dws_dagster.workspace.swap import (
+    is_staging_name,
+    keep_copy,
+    old_name,
+    staging_name,
+    staging_path,
+    swap_into_place,
+)
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.versions import content_version, short
 
 from .conftest import ROOT, run_python, run_step, tree_state, write
@@ -1407,3 +1419,201 @@ def test_a_refused_snapshot_or_restore_changes_nothing_under_dataworkspace(
     assert {k: v for k, v in after.items() if k not in before} == {}
     assert {k: v for k, v in before.items() if after.get(k) != v} == {}
     assert workspace_state(ws)[0] == data_before
+
+
+# ------------------------------------------------- names near the 255-byte limit
+
+
+def _name_of(size: int, wide: bool) -> str:
+    """A file name of exactly `size` bytes in UTF-8 (with two-byte letters when `wide`)."""
+    if not wide:
+        return "n" * size
+    return "é" * (size // 2) + "n" * (size % 2)
+
+
+_SIZES = st.integers(min_value=1, max_value=255)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(size=st.one_of(st.just(255), st.just(210), _SIZES), wide=st.booleans())
+def test_every_name_a_snapshot_accepts_restores(size: int, wide: bool) -> None:
+    """A ref whose last component is any valid length (up to 255 bytes) snapshots and
+    restores: every staging, set-aside and kept name beside it has a fixed length."""
+    name = _name_of(size, wide)
+    assert len(name.encode()) == size
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
+        ws.add_resource("src", "source-data", path="data/src")
+        ws.add_resource("inter", "intermediate-data", path="data/inter")
+        ref = f"inter/{name}"
+        write(ws.root / "data/src/trips.csv", "a\n1\n")
+        fresh_step(ws, "prep", [SRC], {ref: "A\n1\n"})
+        first = ws.version_of(ref)
+        take_snapshot(ws, "v1")
+        fresh_step(ws, "prep", [SRC], {ref: "A\n2\n"})
+        take_snapshot(ws, "v2")
+        assert restore_snapshot(ws, "v1").data_restored == [ref]
+        assert ws.version_of(ref) == first
+        assert restore_snapshot(ws, "v2").data_restored == [ref]
+        # A kept copy of the replaced version (not retained: a new one) goes beside it too.
+        fresh_step(ws, "prep", [SRC], {ref: "A\n3\n"})
+        assert restore_snapshot(ws, "v1").data_restored == [ref]
+        forget_databases()
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=_SIZES, wide=st.booleans())
+def test_staging_and_temporary_names_fit_whatever_the_name(size: int, wide: bool) -> None:
+    """Each name the code builds beside a target (staging, set aside in a swap, a kept copy's
+    staging, an atomic write's temporary file) fits in a file name, and each is used for real
+    on disk: a swap, a kept copy and an atomic write of a file named `size` bytes."""
+    name = _name_of(size, wide)
+    for built in (staging_name(name), old_name(name)):
+        assert len(built.encode()) <= 255 and is_staging_name(staging_name(name), name)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / name
+        write(target / "a.csv", "1\n")
+        staged = staging_path(target)
+        write(staged / "a.csv", "2\n")
+        swap_into_place(staged, target, keep_old_as=Path(tmp) / "kept" / name)
+        assert (target / "a.csv").read_text() == "2\n"
+        assert (Path(tmp) / "kept" / name / "a.csv").read_text() == "1\n"
+        kept = keep_copy(Path(tmp), name, "0" * 32, target)
+        assert (kept / "a.csv").read_text() == "2\n"
+        atomic_write_bytes(target / name, b"x")
+        assert (target / name).read_bytes() == b"x"
+        assert sorted(p.name for p in Path(tmp).iterdir()) == sorted(["kept", name, ".dws"])
+
+
+# --------------------------------------- file names as bytes, folders of any depth
+
+#: Names that are not UTF-8: Latin-1, a lone continuation byte, an overlong form, a cut
+#: three-byte sequence; and one that is (with a newline).
+_BYTE_NAMES = st.lists(
+    st.sampled_from([b"caf\xe9.csv", b"\x80x", b"\xc0\xafy", b"\xe2\x82.csv", b"new\nline"]),
+    min_size=1,
+    max_size=3,
+    unique=True,
+)
+
+
+def _put(folder: Path, name: bytes, data: bytes) -> None:
+    path = os.path.join(os.fsencode(folder), name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def _byte_tree(folder: Path) -> dict[bytes, bytes]:
+    """Every file under `folder` by its path's bytes (relative), with its bytes."""
+    found = {}
+    top = os.fsencode(folder)
+    for where, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(where, name)
+            if not os.path.isfile(path):
+                continue  # a named pipe: not data (opening it would block)
+            with open(path, "rb") as handle:
+                found[os.path.relpath(path, top)] = handle.read()
+    return found
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(names=_BYTE_NAMES, nested=st.booleans())
+def test_file_names_that_are_not_utf8_are_snapshotted_and_restored_as_bytes(
+    names: list[bytes], nested: bool
+) -> None:
+    """File names are bytes on POSIX. Landed in source data (in a folder whose name is not
+    UTF-8 either, when `nested`), they are retained and brought back byte for byte, and the
+    snapshots after them are not blocked."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
+        ws.add_resource("src", "source-data", path="data/src")
+        src = ws.resource_root("src")
+        write(src / "trips.csv", "a\n1\n")
+        for number, name in enumerate(names):
+            _put(src, (b"d\xff/" if nested else b"") + name, b"row %d\n" % number)
+        first = _byte_tree(src)
+        assert take_snapshot(ws, "v1").created
+        for name in names:
+            _put(src, (b"d\xff/" if nested else b"") + name, b"changed\n")
+        write(src / "more.csv", "b\n")
+        assert take_snapshot(ws, "v2").created
+        assert restore_snapshot(ws, "v1").data_restored == ["src"]
+        assert _byte_tree(src) == first
+        assert not take_snapshot(ws).created  # the same state as v1: nothing new, no error
+        forget_databases()
+
+
+def test_the_cli_snapshots_restores_and_warns_about_names_that_are_not_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real CLI, text and JSON: a landed file and a named pipe whose names are not
+    UTF-8 (the pipe is skipped with a warning naming it, its byte escaped)."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    ws = Workspace.init(tmp_path / "ws")
+    ws.add_resource("src", "source-data", path="data/src")
+    src = ws.resource_root("src")
+    _put(src, b"caf\xe9.csv", b"a\n1\n")
+    os.mkfifo(os.path.join(os.fsencode(src), b"pipe\xff"))
+    first = _byte_tree(src)
+    done = _cli_process(ws, "snapshot", "v1")
+    assert done.returncode == 0, done.stderr
+    assert "pipe\\xff (named pipe)" in done.stderr
+    _put(src, b"caf\xe9.csv", b"a\n2\n")
+    done = _cli_process(ws, "snapshot", "--format", "json", "v2")
+    assert done.returncode == 0, done.stderr
+    assert any("pipe\\xff" in w for w in json.loads(done.stdout)["warnings"])
+    done = _cli_process(ws, "restore", "v1")
+    assert done.returncode == 0, done.stderr
+    assert _byte_tree(src) == first
+
+
+def _deep(folder: Path, depth: int) -> Path:
+    """`folder/d/d/…/d` (`depth` levels), made one level at a time (`os.makedirs` recurses)."""
+    path = folder
+    path.mkdir(parents=True, exist_ok=True)
+    for _ in range(depth):
+        path = path / "d"
+        path.mkdir()
+    return path
+
+
+def test_data_nested_1200_folders_deep_is_versioned_snapshotted_and_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No walk recurses: `version`, `snapshot` (with its results copy), `restore` (from the
+    retained files and from a kept copy), `delete-snapshot --remove-results` and `gc` over
+    folders nested deeper than Python's recursion limit, through the real CLI."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    try:
+        _deep_round_trip(tmp_path / "ws")
+    finally:  # pytest's own clean-up of old temporary folders recurses: leave it nothing deep
+        remove_tree(tmp_path / "ws", ignore_errors=True)
+
+
+def _deep_round_trip(root: Path) -> None:
+    ws = Workspace.init(root)
+    ws.add_resource("src", "source-data", path="data/src")
+    ws.add_resource("results", "results", path="results")
+    write(_deep(ws.resource_root("src"), 1200) / "f.csv", "a\n1\n")
+    fresh_step(ws, "report", ["src"], {"results/exp": "r\n1\n"})
+    write(_deep(ws.local_path("results/exp"), 1200) / "g.csv", "deep\n")
+    first = ws.version_of("src")
+    done = _cli_process(ws, "version", "src")
+    assert done.returncode == 0 and first[:12] in done.stdout, done.stderr
+    done = _cli_process(ws, "snapshot", "v1")
+    assert done.returncode == 0, done.stderr
+    deepest = _deep(ws.resource_root("src"), 0)
+    for _ in range(1200):
+        deepest = deepest / "d"
+    write(deepest / "f.csv", "a\n2\n")
+    for argv in (["snapshot", "v2"], ["restore", "v1"], ["restore", "v2"], ["restore", "v1"]):
+        done = _cli_process(ws, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+    assert Workspace.open(ws.root).version_of("src") == first
+    keep_copy(ws.resource_root("src"), None, "0" * 32, ws.resource_root("src"))
+    for argv in (["delete-snapshot", "--remove-results", "v1"], ["gc"]):
+        done = _cli_process(ws, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+    assert not (ws.resource_root("results") / "snapshots/v1").exists()

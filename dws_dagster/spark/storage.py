@@ -33,7 +33,13 @@ from pyspark.sql.types import MapType
 from dws_dagster.errors import DwsError
 from dws_dagster.spark.write_stats import described, rows_written
 from dws_dagster.workspace.files import atomic_write_json, canonical_json
-from dws_dagster.workspace.swap import STAGING_PREFIX, recover, swap_into_place
+from dws_dagster.workspace.swap import (
+    old_name,
+    recover,
+    staging_name,
+    staging_path,
+    swap_into_place,
+)
 from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
@@ -198,7 +204,7 @@ def write_atomic(
     target = local_path(location)
     target.parent.mkdir(parents=True, exist_ok=True)
     recover(target)
-    staging = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}"
+    staging = staging_path(target)
     try:
         if observation is None:
             with described(df.sparkSession, what) as description:
@@ -307,10 +313,9 @@ def _write_remote(
     fs, jvm = _hadoop_fs(spark, location)
     target = jvm.org.apache.hadoop.fs.Path(location)
     parent = target.getParent()
-    staging = jvm.org.apache.hadoop.fs.Path(
-        parent, f"{STAGING_PREFIX}{target.getName()}-{uuid.uuid4().hex}"
-    )
-    old = jvm.org.apache.hadoop.fs.Path(parent, f".dws-old-{target.getName()}-{uuid.uuid4().hex}")
+    # Fixed-length names (see swap.py): a target named near the 255-byte limit still fits.
+    staging = jvm.org.apache.hadoop.fs.Path(parent, staging_name(target.getName()))
+    old = jvm.org.apache.hadoop.fs.Path(parent, old_name(target.getName()))
     try:
         writer.save(staging.toString())
         version, rows = version_of_metrics(df.schema.json(), observation.get)

@@ -136,7 +136,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     was, with no temp file."""
     with writing(path, kept=True):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # A name of fixed length, whatever the file's (one near the 255-byte limit included).
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".dws-tmp-", suffix=".tmp")
         try:
             _write_all(fd, data)
             if durable:

@@ -20,7 +20,6 @@ keeps it.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from dws_dagster.workspace.snapshots.remote import (
 from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.swap import KEPT_MARK, STAGING_PREFIX
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace
 
 
@@ -195,7 +195,7 @@ def _orphan_results_copies(ws: Workspace) -> list[Path]:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path, ignore_errors=True)
     else:
         try:
             os.unlink(path)

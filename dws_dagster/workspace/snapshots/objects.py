@@ -41,7 +41,8 @@ from typing import Any
 
 from dws_dagster.errors import RetentionError
 from dws_dagster.workspace.files import write_error
-from dws_dagster.workspace.versions import hash_file
+from dws_dagster.workspace.trees import make_folders
+from dws_dagster.workspace.versions import hash_file, printable_path
 
 OBJECTS_DIR = "objects"
 _TMP = "tmp"
@@ -96,6 +97,7 @@ class ObjectStore:
         if final.is_file():
             return Stored(0, "present")
         tmp = self._tmp_path()
+        named = printable_path(source)
         how = "copy"
         previous: int | None = None
         try:
@@ -109,8 +111,8 @@ class ObjectStore:
             _make_read_only(tmp)
             if hash_file(tmp) != digest:
                 raise RetentionError(
-                    f"{shown(source)} changed while it was being retained (its bytes no longer "
-                    "have the hash just read); nothing was kept: take the snapshot again once "
+                    f"{named} changed while it was being retained (its bytes no longer have "
+                    "the hash just read); nothing was kept: take the snapshot again once "
                     "nothing writes there"
                 )
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -121,11 +123,11 @@ class ObjectStore:
             _unlink_quietly(tmp)
             if exc.errno == errno.ENOENT and not tmp.exists() and os.path.exists(source):
                 raise RetentionError(
-                    f"the copy of {shown(source)} being retained was removed from {tmp.parent} "
+                    f"the copy of {named} being retained was removed from {tmp.parent} "
                     "while it was made (by something other than dws_dagster, which leaves a "
                     "snapshot's copies alone); nothing was kept: take the snapshot again"
                 ) from exc
-            raise write_error(final, exc, action=f"retain a copy of {shown(source)} as") from exc
+            raise write_error(final, exc, action=f"retain a copy of {named} as") from exc
         except BaseException:
             if previous is not None:
                 _chmod_quietly(source, previous)
@@ -161,7 +163,7 @@ class ObjectStore:
         source = self.path_of(digest)
         if not source.is_file():
             raise RetentionError(f"retained file {digest} is missing from {self.root}")
-        destination.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(destination.parent)
         if link and protection_holds() and _try_hardlink(os.fspath(source), destination):
             return
         _clone_or_copy(os.fspath(source), destination)
@@ -329,12 +331,6 @@ def _unlink_quietly(path: Path) -> None:
 def _chmod_quietly(path: str, mode: int) -> None:
     with contextlib.suppress(OSError):
         os.chmod(path, mode)
-
-
-def shown(path: str | os.PathLike[str]) -> str:
-    """A path for a message: a name that is not UTF-8 shown with its bytes escaped (`\\xe9`),
-    so the message can be printed and encoded whatever the name."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _lock(fd: int, *, blocking: bool) -> bool:

@@ -8,7 +8,6 @@ is removed again. Only what they hand on, every copy checked, goes to `restore`'
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from dws_dagster.workspace.snapshots.retention import (
 from dws_dagster.workspace.store.messages import recovery_advice
 from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import copy_data, kept_version_path, staging_path
+from dws_dagster.workspace.trees import make_folders, remove_path
 from dws_dagster.workspace.versions import DataNotFoundError, short
 from dws_dagster.workspace.workspace import Workspace
 
@@ -352,7 +352,7 @@ def _stage(ws: Workspace, plan: Plan, objects: ObjectStore) -> str | None:
     target = ws.local_path(as_ref(plan.row.ref))
     plan.made = [folder for folder in target.parents if not folder.exists()][::-1]
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(target.parent)
         staged = stage_copy(
             ws, plan.row.ref, plan.row.version, plan.sources, objects, target,
             lambda: staging_path(target),
@@ -391,7 +391,7 @@ def stage_copy(
                 link, files = source
                 stage(objects, files, link, staging)
             else:
-                copy_data(source, staging)
+                copy_data(source, staging, shown=target)
                 if how == "results" and staging.is_dir():
                     (staging / "lineage.json").unlink(missing_ok=True)
             restored: str | None = ws.version_of(parsed, at=staging, on_skip=lambda _m: None)
@@ -419,10 +419,3 @@ def remove_made(plan: Plan) -> None:
         except OSError:
             break
     plan.made = []
-
-
-def remove_path(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)

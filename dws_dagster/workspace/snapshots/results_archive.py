@@ -19,6 +19,7 @@ from dws_dagster.workspace.refs import as_ref
 from dws_dagster.workspace.snapshots.history import INDEX_FORMAT, SnapshotInfo
 from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import staging_path
+from dws_dagster.workspace.trees import copy_tree, make_folders, remove_tree
 from dws_dagster.workspace.versions import is_ignored_name, short, special_names
 from dws_dagster.workspace.views.graph import prefetch_upstream, upstream_records
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace
@@ -73,7 +74,7 @@ def archive_results(
             stage = staged.get(parsed.name)
             if stage is None:
                 stage = staging_path(final)
-                stage.mkdir(parents=True)
+                make_folders(stage)
                 staged[parsed.name] = stage
             target = stage / parsed.subpath if parsed.subpath else stage
             lineage = {
@@ -89,7 +90,7 @@ def archive_results(
                     _copy_results_dir(source, target)
                     (target / "lineage.json").write_bytes(pretty_json(lineage))
                 else:
-                    target.parent.mkdir(parents=True, exist_ok=True)
+                    make_folders(target.parent)
                     shutil.copy2(source, target)
                     target.with_name(target.name + ".lineage.json").write_bytes(
                         pretty_json(lineage)
@@ -101,9 +102,9 @@ def archive_results(
             placed.append(final)
     except BaseException:
         for stage in staged.values():
-            shutil.rmtree(stage, ignore_errors=True)
+            remove_tree(stage, ignore_errors=True)
         for folder in placed:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder, ignore_errors=True)
         raise
     return placed
 
@@ -120,4 +121,4 @@ def _copy_results_dir(source: Path, target: Path) -> None:
         )
         return skipped
 
-    shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
+    copy_tree(source, target, ignore=ignore, exists_ok=True)

@@ -30,6 +30,7 @@ from dws_dagster.workspace.gitinfo import git_state
 from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.snapshots.file_hashes import FileHashCache, stamp_of
 from dws_dagster.workspace.snapshots.objects import ObjectStore, Stored
+from dws_dagster.workspace.trees import make_folders
 from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
@@ -399,7 +400,7 @@ def stage(objects: ObjectStore, files: list[RetainedFile], link: bool, staging: 
     """Rebuild a retained version at `staging` (which must not exist) from the objects."""
     single = len(files) == 1 and files[0].relpath == ""
     if not single:
-        staging.mkdir(parents=True)
+        make_folders(staging)
     for entry in files:
         destination = staging if single else staging / entry.relpath
         objects.checkout(entry.digest, destination, link=link)

@@ -10,7 +10,6 @@ Taking one is one transaction: all or nothing.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from dws_dagster.workspace.store import schema
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.store.messages import too_deep
 from dws_dagster.workspace.store.ref_state import RefState
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, Workspace
 
 
@@ -231,7 +231,7 @@ def _take(ws: Workspace, tag: str | None, message: str, hashes: FileHashCache) -
         return outcome
     except BaseException:
         for folder in placed:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder, ignore_errors=True)
         _take_back(ws, objects, added)
         raise
     finally:
