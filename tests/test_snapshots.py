@@ -1445,19 +1445,34 @@ def test_every_name_a_snapshot_accepts_restores(size: int, wide: bool) -> None:
         ws = Workspace.init(Path(tmp) / "ws")
         ws.add_resource("src", "source-data", path="data/src")
         ws.add_resource("inter", "intermediate-data", path="data/inter")
-        ref = f"inter/{name}"
+        ws.add_resource("results", "results", path="results")
+        ref, report = f"inter/{name}", f"results/{name}"
         write(ws.root / "data/src/trips.csv", "a\n1\n")
-        fresh_step(ws, "prep", [SRC], {ref: "A\n1\n"})
-        first = ws.version_of(ref)
+
+        def steps(n: int) -> None:
+            fresh_step(ws, "prep", [SRC], {ref: f"A\n{n}\n"})
+            builder = (  # a single-file result: archived with its lineage beside it
+                LineageBuilder()
+                .with_step_name("report")
+                .with_parameters({})
+                .with_workspace_directory(ws.root)
+                .with_input_refs([ref])
+            )
+            with builder.eval() as lineage:
+                lineage.add_output_ref(report)
+                rewrite(ws.local_path(report), f"report {n}\n")
+
+        steps(1)
+        first = {r: ws.version_of(r) for r in (ref, report)}
         take_snapshot(ws, "v1")
-        fresh_step(ws, "prep", [SRC], {ref: "A\n2\n"})
-        take_snapshot(ws, "v2")
-        assert restore_snapshot(ws, "v1").data_restored == [ref]
-        assert ws.version_of(ref) == first
-        assert restore_snapshot(ws, "v2").data_restored == [ref]
+        steps(2)
+        assert take_snapshot(ws, "v2").info.results == [{"ref": report, "folder": "snapshots/v2"}]
+        assert restore_snapshot(ws, "v1").data_restored == [ref, report]
+        assert {r: ws.version_of(r) for r in (ref, report)} == first
+        assert restore_snapshot(ws, "v2").data_restored == [ref, report]
         # A kept copy of the replaced version (not retained: a new one) goes beside it too.
-        fresh_step(ws, "prep", [SRC], {ref: "A\n3\n"})
-        assert restore_snapshot(ws, "v1").data_restored == [ref]
+        steps(3)
+        assert restore_snapshot(ws, "v1").data_restored == [ref, report]
         forget_databases()
 
 

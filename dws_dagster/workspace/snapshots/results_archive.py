@@ -13,6 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
+import xxhash
+
 from dws_dagster.errors import SnapshotError
 from dws_dagster.workspace.files import pretty_json, writing
 from dws_dagster.workspace.refs import as_ref
@@ -92,9 +94,7 @@ def archive_results(
                 else:
                     make_folders(target.parent)
                     shutil.copy2(source, target)
-                    target.with_name(target.name + ".lineage.json").write_bytes(
-                        pretty_json(lineage)
-                    )
+                    lineage_beside(target).write_bytes(pretty_json(lineage))
             info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{name}"})
         for resource_name, stage in staged.items():
             final = ws.resource_root(resource_name) / RESULTS_SNAPSHOT_DIR / name
@@ -107,6 +107,18 @@ def archive_results(
             remove_tree(folder, ignore_errors=True)
         raise
     return placed
+
+
+def lineage_beside(target: Path) -> Path:
+    """Where the lineage of a single-file results copy goes: `<name>.lineage.json`, or, for a
+    name within 13 bytes of the 255-byte limit, its first bytes, a 16-hex hash of the whole
+    name and `.lineage.json` (255 bytes at most, so such a result is archived too)."""
+    suffix = ".lineage.json"
+    name = os.fsencode(target.name)
+    if len(name) + len(suffix) <= 255:
+        return target.with_name(target.name + suffix)
+    head = name[: 255 - len(suffix) - 17].decode("utf-8", "ignore")  # whole characters
+    return target.with_name(f"{head}-{xxhash.xxh3_64_hexdigest(name)}{suffix}")
 
 
 def _copy_results_dir(source: Path, target: Path) -> None:
