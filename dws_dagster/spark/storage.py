@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from dws_dagster.workspace.swap import (
     staging_path,
     swap_into_place,
 )
+from dws_dagster.workspace.trees import make_folders, remove_tree
 from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
@@ -202,7 +202,7 @@ def write_atomic(
     if observation is not None and not is_local(location):
         return _write_remote(df, writer, observation, location, fmt, keep_old_as, lineage)
     target = local_path(location)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)
     recover(target)
     staging = staging_path(target)
     try:
@@ -284,7 +284,7 @@ def _disk_problem(exc: BaseException) -> str | None:
 
 def _remove_local(path: Path) -> None:
     if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path, ignore_errors=True)
     elif path.exists():
         path.unlink()
 

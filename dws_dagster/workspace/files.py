@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from dws_dagster.errors import DwsError, WorkspaceConfigError
+from dws_dagster.workspace.trees import make_folders
 
 
 class WorkspaceWriteError(DwsError, OSError):
@@ -135,7 +136,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     A failed write (full or read-only disk) raises `WorkspaceWriteError` and leaves `path` as it
     was, with no temp file."""
     with writing(path, kept=True):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)
         # A name of fixed length, whatever the file's (one near the 255-byte limit included).
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".dws-tmp-", suffix=".tmp")
         try:

@@ -24,6 +24,7 @@ from dws_dagster.workspace import shapes
 from dws_dagster.workspace.files import atomic_write_json, read_json_file, writing
 from dws_dagster.workspace.refs import ResourceRef, as_ref
 from dws_dagster.workspace.resources import Resource, check_local_root, make_resource
+from dws_dagster.workspace.trees import make_folders
 from dws_dagster.workspace.versions import (
     DataNotFoundError,
     SkipReporter,
@@ -229,7 +230,7 @@ class Workspace:
             if rel_path is not None and create:
                 folder = self.resource_root(resource)
                 with writing(folder, action="create the resource folder"):
-                    folder.mkdir(parents=True, exist_ok=True)
+                    make_folders(folder)
             resources = {**self.resources, name: resource}
             atomic_write_json(
                 self.meta_dir / "resources.json",
