@@ -3,6 +3,8 @@ message naming the thing and the fix, and changes nothing on disk or in the stor
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -302,3 +304,89 @@ def test_writes_do_not_follow_a_symlink_out_of_the_resource(
     # Reading through it stays allowed: data linked into a resource is common.
     assert busy_ws.check_ref("inter/linked/precious.txt")
     assert busy_ws.version_of("inter/linked/precious.txt")
+
+
+# ------------------------------------------------- what a local resource may name
+
+#: URI resources a workspace refuses, with what the error says: a `file://` URI names one
+#: local folder by its normalised absolute path, which is not a system folder or the root.
+BAD_FILE_URIS = {
+    "file:///etc": "inside the system folder /etc",
+    "file:///etc/ssl/private": "inside the system folder /etc",
+    "file:///usr/lib/data": "inside the system folder /usr",
+    "file:///proc/self": "inside the system folder /proc",
+    "file:///": "not a normalised absolute folder",
+    "file://": "not a normalised absolute folder",
+    "file:///data/../etc": "not a normalised absolute folder",
+    "file:///data/./x": "not a normalised absolute folder",
+    "file:///data//x": "not a normalised absolute folder",
+    "file://fileserver/share": "names the host 'fileserver'",
+    "file://localhost:8020/data": "names the host",
+    "file:///data/odd%20name": "%-escapes",
+    "file:///data/x?version=2": "query",
+    "file:///data/x#part": "fragment",
+    "FILE:///data/x": "write it file:///absolute/path",
+}
+#: Paths likewise (stored relative to the workspace, they may still lead anywhere).
+BAD_PATHS = {"/etc": "/etc", "/usr/share/doc": "/usr", "/": "the filesystem root"}
+
+
+@pytest.mark.parametrize("uri", sorted(BAD_FILE_URIS))
+def test_a_file_uri_resource_names_a_normalised_folder_that_is_not_the_systems(
+    tmp_path: Path, cli, uri: str
+) -> None:
+    """Refused at `add` (nothing written) and when a hand-edited resources.json holding it is
+    read, by every command (the file names the resource and what to do)."""
+    ws = Workspace.init(tmp_path / "ws")
+    before = tree_state(ws.root)
+    code, _, err = cli("add", "lake", "--role", "source-data", "--uri", uri, cwd=ws.root)
+    assert code == 1 and BAD_FILE_URIS[uri] in err and "resource 'lake'" in err, err
+    assert tree_state(ws.root) == before
+    _hand_written(ws, {"name": "lake", "role": "source-data", "uri": uri})
+    for argv in (["status"], ["snapshot", "v1"], ["version", "lake"]):
+        code, _, err = cli(*argv, cwd=ws.root)
+        assert code == 1 and "resources.json" in err and BAD_FILE_URIS[uri] in err, err
+
+
+@pytest.mark.parametrize("path", sorted(BAD_PATHS))
+def test_a_path_resource_may_not_be_a_system_folder_either(tmp_path: Path, cli, path: str) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    code, _, err = cli("add", "lake", "--role", "source-data", "--path", path, cwd=ws.root)
+    assert code == 1 and BAD_PATHS[path] in err, err
+    relative = os.path.relpath(path, ws.root)
+    _hand_written(ws, {"name": "lake", "role": "source-data", "path": relative})
+    code, _, err = cli("status", cwd=ws.root)
+    assert code == 1 and "resources.json" in err and BAD_PATHS[path] in err, err
+
+
+def test_a_resource_holding_the_workspace_files_is_refused_when_read_too(
+    tmp_path: Path, cli
+) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    for entry in (
+        {"name": "all", "role": "source-data", "path": "."},
+        {"name": "up", "role": "source-data", "uri": (tmp_path).as_uri()},
+        {"name": "meta", "role": "source-data", "path": ".dataworkspace/objects"},
+    ):
+        _hand_written(ws, entry)
+        code, _, err = cli("status", cwd=ws.root)
+        assert code == 1 and "would contain or lie inside .dataworkspace/" in err, err
+
+
+def test_file_uris_and_paths_outside_the_workspace_still_name_data(tmp_path: Path, cli) -> None:
+    """What a file:// resource is for: data outside the workspace folder (a shared mount
+    standing in for object storage), `file:///…` or `file://localhost/…`."""
+    ws = Workspace.init(tmp_path / "ws")
+    for name, uri in (
+        ("lake", (tmp_path / "lake").as_uri()),
+        ("pond", f"file://localhost{tmp_path}/pond"),
+    ):
+        code, _, err = cli("add", name, "--role", "source-data", "--uri", uri, cwd=ws.root)
+        assert code == 0, err
+    code, _, err = cli("add", "near", "--role", "source-data", "--path", "../near", cwd=ws.root)
+    assert code == 0, err
+    assert sorted(Workspace.open(ws.root).resources) == ["lake", "near", "pond"]
+
+
+def _hand_written(ws: Workspace, entry: dict) -> None:
+    (ws.meta_dir / "resources.json").write_text(json.dumps({"format": 1, "resources": [entry]}))

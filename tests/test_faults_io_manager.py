@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.spark import storage
-from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX
+from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX, name_tag
 
 from .conftest import ROOT
 from .pipeline import io_manager, make_workspace
@@ -95,7 +95,7 @@ elif point == "swap":
 
     def replace(src, dst, *args, **kwargs):
         real_replace(src, dst, *args, **kwargs)
-        if Path(dst).name.startswith(swap_module.OLD_PREFIX + "victim-"):
+        if Path(dst).name.startswith(swap_module.OLD_PREFIX + swap_module.name_tag("victim")):
             stop_here("swap")  # old data aside, new data not yet in place
 
     os.replace = replace
@@ -215,10 +215,10 @@ def test_kill_leaves_old_or_new_data_whole_and_lineage_matching(spark, killed, p
     df = storage.read(spark, str(target))  # recovers what a crashed swap left first
     rows = df.count()
     assert rows == POINTS[point]
-    assert not list(target.parent.glob(f"{OLD_PREFIX}victim-*"))
+    assert not list(target.parent.glob(f"{OLD_PREFIX}{name_tag('victim')}-*"))
     if point == "spark-write":
         # The half-written copy is hidden beside the data, invisible to readers and versions.
-        staging = list(target.parent.glob(f"{STAGING_PREFIX}victim-*"))
+        staging = list(target.parent.glob(f"{STAGING_PREFIX}{name_tag('victim')}-*"))
         assert staging and any(p.is_file() for p in staging[0].rglob("*"))
 
     # Exactly the old or the new rows, and the version recorded with them is theirs.

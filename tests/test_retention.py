@@ -24,7 +24,7 @@ from dws_dagster.workspace.snapshots import retention, snapshot_data
 from dws_dagster.workspace.snapshots.diff import diff_lineage
 from dws_dagster.workspace.snapshots.file_hashes import RACY_SECONDS, FileHashCache
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
-from dws_dagster.workspace.snapshots.history import delete_snapshot
+from dws_dagster.workspace.snapshots.history import delete_snapshot, list_snapshots
 from dws_dagster.workspace.snapshots.objects import ObjectStore, protection_holds
 from dws_dagster.workspace.snapshots.restore import INTENT_FILE, restore_snapshot
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
@@ -599,6 +599,201 @@ def test_kill_9_during_gc_keeps_every_snapshot_restorable(tmp_path: Path) -> Non
         assert report.not_restored == []
     for ref, version in seen["v1"].items():
         assert fresh.version_of(ref) == version
+
+
+# ------------------------------------------------------------ gc during a snapshot
+
+
+def _paused_at(
+    ws: Workspace, folder: Path, target: str, count: int, action: str, *, after: bool = False
+) -> subprocess.Popen[str]:
+    """Start `action` (Python) in a child process that stops at the `count`-th call of
+    `target` (module:function; before it, or `after` it returned) until `folder/go` exists,
+    having made `folder/paused`: the moment is the only thing injected. Returns once the child
+    is stopped there."""
+    module, function = target.split(":")
+    folder.mkdir()
+    code = textwrap.dedent(f"""
+        import importlib, sys, time
+        from pathlib import Path
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        from dws_dagster import Workspace
+        folder = Path({str(folder)!r})
+        mod = importlib.import_module({module!r})
+        owner, _, name = {function!r}.rpartition(".")
+        holder = getattr(mod, owner) if owner else mod
+        real = getattr(holder, name)
+        calls = [0]
+        def stop():
+            (folder / "paused").touch()
+            while not (folder / "go").exists():
+                time.sleep(0.01)
+        def pausing(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == {count} and not {after!r}:
+                stop()
+            result = real(*args, **kwargs)
+            if calls[0] == {count} and {after!r}:
+                stop()
+            return result
+        setattr(holder, name, pausing)
+        from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+        from dws_dagster.workspace.snapshots.garbage import collect_garbage
+        ws = Workspace.open({str(ws.root)!r})
+        {action}
+    """)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    while not (folder / "paused").exists():
+        if child.poll() is not None:
+            raise AssertionError(f"never reached {target}: {child.communicate()[1][-2000:]}")
+        time.sleep(0.01)
+    return child
+
+
+def _finished(child: subprocess.Popen[str]) -> None:
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+
+
+def _gc_prey(root: Path) -> tuple[Workspace, dict[str, str]]:
+    """A workspace whose deleted snapshot left versions for gc to free, and whose data has
+    changed since, so that the next snapshot retains new files (several: it pauses between)."""
+    ws = new_ws(root)
+    write(ws.local_path("src/trips.csv"), "a\n1\n")
+    for step in ("prep", "feat", "model"):
+        run_step(ws, step, ["src/trips.csv"], {f"inter/{step}": f"{step} 1\n"})
+    take_snapshot(ws, "old")
+    delete_snapshot(ws, "old")
+    write(ws.local_path("src/trips.csv"), "a\n2\n")
+    for step in ("prep", "feat", "model"):
+        run_step(ws, step, ["src/trips.csv"], {f"inter/{step}": f"{step} 2\n"})
+    return ws, {ref: state.version for ref, state in ws.store.items()}
+
+
+#: Where a snapshot may stand when gc runs: (what it calls there, which call, after it
+#: returned?, holding the store's lock?).
+SNAPSHOT_PHASES = {
+    "scanning the data": ("dws_dagster.workspace.snapshots.retention:scan", 1, False, False),
+    "in the middle of copying a file": (
+        "dws_dagster.workspace.snapshots.objects:_make_read_only",
+        1,
+        False,
+        False,
+    ),
+    "between two copies": (
+        "dws_dagster.workspace.snapshots.objects:ObjectStore.add",
+        2,
+        False,
+        False,
+    ),
+    "copied everything, not yet locked": (
+        "dws_dagster.workspace.snapshots.snapshots:_retain",
+        1,
+        True,
+        False,
+    ),
+    "committing under the lock": (
+        "dws_dagster.workspace.snapshots.snapshot_data:save_rows",
+        1,
+        False,
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("phase", sorted(SNAPSHOT_PHASES))
+def test_gc_while_a_snapshot_is_stopped_at_any_phase_leaves_it_whole(
+    tmp_path: Path, phase: str
+) -> None:
+    """gc frees what no snapshot references, and a snapshot retains its files before taking
+    the lock gc holds: whatever the snapshot is doing when gc runs, the snapshot is taken and
+    restores, and gc frees exactly what it should."""
+    ws, seen = _gc_prey(tmp_path / "ws")
+    target, count, after, locked = SNAPSHOT_PHASES[phase]
+    snapshot = _paused_at(
+        ws, tmp_path / "snap", target, count, "take_snapshot(ws, 'new')", after=after
+    )
+    gc_child = None
+    if locked:  # gc waits for the lock: in a process of its own, let go of before the snapshot
+        gc_child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.path.insert(0, sys.argv[2]); from dws_dagster import Workspace;"
+                "from dws_dagster.workspace.snapshots.garbage import collect_garbage;"
+                "collect_garbage(Workspace.open(sys.argv[1]))",
+                str(ws.root),
+                str(Path(__file__).parent.parent),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    else:
+        collect_garbage(Workspace.open(ws.root))
+    (tmp_path / "snap/go").touch()
+    _finished(snapshot)
+    if gc_child is not None:
+        _finished(gc_child)
+    fresh = Workspace.open(ws.root)
+    assert [info.tags for info in list_snapshots(fresh)] == [["new"]]
+    collect_garbage(fresh)
+    for step in ("prep", "feat", "model"):
+        run_step(fresh, step, ["src/trips.csv"], {f"inter/{step}": f"{step} 3\n"})
+    shutil.rmtree(fresh.resource_root("src"))
+    report = restore_snapshot(fresh, "new")
+    assert report.not_restored == []
+    for ref, version in seen.items():
+        assert fresh.version_of(ref) == version, ref
+    assert collect_garbage(fresh).objects == 0
+
+
+def test_gc_stopped_between_its_passes_or_while_deleting_lets_a_snapshot_through(
+    tmp_path: Path,
+) -> None:
+    """The other way round: gc stopped after dropping versions (no lock held) while a snapshot
+    is taken whole, and gc stopped while deleting objects (the lock held) while a snapshot
+    copies its files and then waits for the lock."""
+    ws, seen = _gc_prey(tmp_path / "ws")
+    gc = _paused_at(  # its third lock: the first pass's, drop_versions' (joins it), the second
+        ws,
+        tmp_path / "gc1",
+        "dws_dagster.workspace.store.transactions:StoreTransactions.locked",
+        3,
+        "collect_garbage(ws)",
+    )
+    take_snapshot(Workspace.open(ws.root), "mid")
+    (tmp_path / "gc1/go").touch()
+    _finished(gc)
+    write(ws.local_path("src/trips.csv"), "a\n4\n")
+    gc = _paused_at(
+        ws,
+        tmp_path / "gc2",
+        "dws_dagster.workspace.snapshots.objects:ObjectStore.clear_leftovers",
+        1,
+        "collect_garbage(ws)",
+    )
+    snapshot = _paused_at(
+        ws,
+        tmp_path / "snap",
+        "dws_dagster.workspace.snapshots.snapshots:_retain",
+        1,
+        "take_snapshot(ws, 'late')",
+        after=True,
+    )
+    (tmp_path / "gc2/go").touch()
+    _finished(gc)
+    (tmp_path / "snap/go").touch()
+    _finished(snapshot)
+    fresh = Workspace.open(ws.root)
+    collect_garbage(fresh)
+    for tag in ("mid", "late", "mid"):
+        assert restore_snapshot(fresh, tag).not_restored == []
+    for ref, version in seen.items():
+        assert fresh.version_of(ref) == version, ref
 
 
 def test_the_hash_cache_forgets_files_that_are_gone(tmp_path: Path) -> None:

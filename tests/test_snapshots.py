@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
 import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -20,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dws_dagster import (
     DwsError,
@@ -31,6 +38,7 @@ from dws_dagster import (
     Workspace,
     WorkspaceConfigError,
 )
+from dws_dagster.workspace.files import atomic_write_bytes
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from dws_dagster.workspace.snapshots import snapshots as snapshots_module
 from dws_dagster.workspace.snapshots.diff import RefChange, diff_lineage, diff_states, lineage_state
@@ -45,11 +53,20 @@ from dws_dagster.workspace.snapshots.snapshots import (
     take_snapshot,
     validate_tag,
 )
+from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.store.ref_state import RefState
-from dws_dagster.workspace.swap import keep_copy
+from dws_dagster.workspace.swap import (
+    is_staging_name,
+    keep_copy,
+    old_name,
+    staging_name,
+    staging_path,
+    swap_into_place,
+)
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.versions import content_version, short
 
-from .conftest import run_python, run_step, tree_state, write
+from .conftest import ROOT, run_python, run_step, tree_state, write
 from .store_db import (
     STORES,
     damage,
@@ -1243,3 +1260,375 @@ def test_diff_names_a_resource_added_between_snapshots_and_every_ref_after_it(ws
     assert {change.ref: change.kind for change in diff_lineage(ws, "two", "one")}[
         "aaa"
     ] == "removed"
+
+
+# ------------------------------------------- refusals leave .dataworkspace/ as it was
+
+
+def _meta_tree(ws: Workspace) -> dict[str, tuple[str, int, int] | str]:
+    """Every entry under `.dataworkspace/`: each file's bytes (hashed), size and modification
+    time, each folder by name (a refusal that makes a folder changed something too)."""
+    found: dict[str, tuple[str, int, int] | str] = {}
+    for folder, dirs, files in os.walk(ws.meta_dir):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(folder, name), ws.meta_dir)] = "folder"
+        for name in files:
+            path = os.path.join(folder, name)
+            info = os.stat(path)
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            found[os.path.relpath(path, ws.meta_dir)] = (digest, info.st_size, info.st_mtime_ns)
+    return found
+
+
+def _settled(ws: Workspace) -> None:
+    """Let SQLite fold its write-ahead log into the store file (the last connection to close
+    does), as it stands after any command of a process that ended."""
+    forget_databases()
+    sqlite3.connect(ws.meta_dir / "store.db").close()
+
+
+def _cli_process(ws: Workspace, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dws_dagster.cli", *argv],
+        cwd=ws.root,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _refusal_ws(root: Path) -> Workspace:
+    """A workspace with a snapshot `v1` of source data, an intermediate ref and a results
+    ref, then changed (a new source file, new step outputs) so that any command that versions
+    the data has hashes to learn: old enough (RACY_SECONDS) for the cache to keep them."""
+    ws = Workspace.init(root)
+    ws.add_resource("src", "source-data", path="data/src")
+    ws.add_resource("inter", "intermediate-data", path="data/inter")
+    ws.add_resource("results", "results", path="results")
+    chain(ws)
+    past = time.time() - 3600
+    for path in ws.root.rglob("*"):
+        if path.is_file() and ".dataworkspace" not in path.parts:
+            os.utime(path, (past, past))
+    assert _cli_process(ws, "snapshot", "v1").returncode == 0
+    chain(ws, source="a,b\n3,4\n", mae=2.5)
+    write(ws.root / "data/src/extra.csv", "x\n1\n")
+    for path in ws.root.rglob("*"):
+        if path.is_file() and ".dataworkspace" not in path.parts:
+            os.utime(path, (past, past))
+    return ws
+
+
+def _lose_prep_objects(ws: Workspace) -> None:
+    """v1's inter/prep version is retained no more: its files are gone from the objects."""
+    digest = resolve_snapshot(ws, "v1").hash
+    version = next(row.version for row in rows_of(ws, digest) if row.ref == "inter/prep")
+    lose_retained(ws, "inter/prep", version)
+
+
+def _prep_through_a_link_outside(ws: Workspace) -> None:
+    """inter/prep is now a symlink to a folder outside the workspace: writing it (as restoring
+    v1's data would) would lead outside its resource."""
+    outside = ws.root.parent / "outside"
+    shutil.copytree(ws.local_path("inter/prep"), outside)
+    shutil.rmtree(ws.local_path("inter/prep"))
+    ws.local_path("inter/prep").symlink_to(outside, target_is_directory=True)
+
+
+def _damage_v1_record(ws: Workspace) -> None:
+    digest = resolve_snapshot(ws, "v1").hash
+    damage(
+        ws,
+        "UPDATE dws_snapshot_refs SET record_id = :id WHERE hash = :hash AND ref = 'inter/prep'",
+        id=_bad_record(ws, "inter/prep", "[]"),
+        hash=digest,
+    )
+
+
+#: Every way `snapshot` and `restore` refuse: (what makes the refusal, command line, what the
+#: one-line error says).
+REFUSALS: dict[str, tuple[Any, list[str], str]] = {
+    "snapshot: a tag naming another snapshot": (None, ["snapshot", "v1"], "already names"),
+    "snapshot: an invalid tag": (None, ["snapshot", "has space"], "invalid tag"),
+    "snapshot: a tag like a hash": (None, ["snapshot", "abcdef12"], "looks like a snapshot hash"),
+    **{
+        f"snapshot: corrupt index, {kind}": (
+            lambda ws, kind=kind: damage(
+                ws, INDEX_DAMAGE[kind] + " WHERE workspace_id = :ws", missing="0" * 32
+            ),
+            ["snapshot", "v2"],
+            "restore the store from a backup",
+        )
+        for kind in ("metrics not JSON", "results not a list", "tag naming a missing snapshot")
+    },
+    **{
+        f"snapshot: corrupt {table} position": (
+            lambda ws, table=table: damage(ws, f"UPDATE {table} SET position = 'null'"),
+            ["snapshot", "v2"],
+            "not a number",
+        )
+        for table in ("dws_snapshots", "dws_snapshot_tags")
+    },
+    "snapshot: a results folder in the way": (
+        lambda ws: (ws.resource_root("results") / "snapshots/v2").mkdir(parents=True),
+        ["snapshot", "v2"],
+        "already exists",
+    ),
+    "snapshot: a damaged results record": (
+        lambda ws: damage(
+            ws,
+            "UPDATE dws_records SET body = '[]' WHERE workspace_id = :ws AND ref = 'results/exp' "
+            "AND id = (SELECT record_id FROM dws_refs WHERE ref = 'results/exp')",
+        ),
+        ["snapshot", "v2"],
+        "results/exp",
+    ),
+    "restore: data not kept": (_lose_prep_objects, ["restore", "v1"], "was not kept"),
+    "restore: a symlink leading outside": (
+        _prep_through_a_link_outside,
+        ["restore", "v1"],
+        "symlink",
+    ),
+    "restore: an unknown snapshot": (None, ["restore", "v9"], "v9"),
+    "restore: a damaged record": (_damage_v1_record, ["restore", "v1"], "inter/prep"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_refused_snapshot_or_restore_changes_nothing_under_dataworkspace(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte for byte and time for time, every file under `.dataworkspace/` (the file-hash
+    cache, the objects, the store) is what it was after a refused `snapshot` or `restore`
+    (the real CLI, in a process of its own): they plan first and touch later."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    ws = _refusal_ws(tmp_path / "ws")
+    make, argv, said = REFUSALS[case]
+    if make is not None:
+        make(ws)
+    data_before = workspace_state(ws)[0]
+    _settled(ws)
+    before = _meta_tree(ws)
+    done = _cli_process(ws, *argv)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and said in done.stderr, done.stderr
+    after = _meta_tree(ws)
+    assert {k: v for k, v in after.items() if k not in before} == {}
+    assert {k: v for k, v in before.items() if after.get(k) != v} == {}
+    assert workspace_state(ws)[0] == data_before
+
+
+# ------------------------------------------------- names near the 255-byte limit
+
+
+def _name_of(size: int, wide: bool) -> str:
+    """A file name of exactly `size` bytes in UTF-8 (with two-byte letters when `wide`)."""
+    if not wide:
+        return "n" * size
+    return "é" * (size // 2) + "n" * (size % 2)
+
+
+_SIZES = st.integers(min_value=1, max_value=255)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(size=st.one_of(st.just(255), st.just(210), _SIZES), wide=st.booleans())
+def test_every_name_a_snapshot_accepts_restores(size: int, wide: bool) -> None:
+    """A ref whose last component is any valid length (up to 255 bytes) snapshots and
+    restores: every staging, set-aside and kept name beside it has a fixed length."""
+    name = _name_of(size, wide)
+    assert len(name.encode()) == size
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
+        ws.add_resource("src", "source-data", path="data/src")
+        ws.add_resource("inter", "intermediate-data", path="data/inter")
+        ws.add_resource("results", "results", path="results")
+        ref, report = f"inter/{name}", f"results/{name}"
+        write(ws.root / "data/src/trips.csv", "a\n1\n")
+
+        def steps(n: int) -> None:
+            fresh_step(ws, "prep", [SRC], {ref: f"A\n{n}\n"})
+            builder = (  # a single-file result: archived with its lineage beside it
+                LineageBuilder()
+                .with_step_name("report")
+                .with_parameters({})
+                .with_workspace_directory(ws.root)
+                .with_input_refs([ref])
+            )
+            with builder.eval() as lineage:
+                lineage.add_output_ref(report)
+                rewrite(ws.local_path(report), f"report {n}\n")
+
+        steps(1)
+        first = {r: ws.version_of(r) for r in (ref, report)}
+        take_snapshot(ws, "v1")
+        steps(2)
+        assert take_snapshot(ws, "v2").info.results == [{"ref": report, "folder": "snapshots/v2"}]
+        assert restore_snapshot(ws, "v1").data_restored == [ref, report]
+        assert {r: ws.version_of(r) for r in (ref, report)} == first
+        assert restore_snapshot(ws, "v2").data_restored == [ref, report]
+        # A kept copy of the replaced version (not retained: a new one) goes beside it too.
+        steps(3)
+        assert restore_snapshot(ws, "v1").data_restored == [ref, report]
+        forget_databases()
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=_SIZES, wide=st.booleans())
+def test_staging_and_temporary_names_fit_whatever_the_name(size: int, wide: bool) -> None:
+    """Each name the code builds beside a target (staging, set aside in a swap, a kept copy's
+    staging, an atomic write's temporary file) fits in a file name, and each is used for real
+    on disk: a swap, a kept copy and an atomic write of a file named `size` bytes."""
+    name = _name_of(size, wide)
+    for built in (staging_name(name), old_name(name)):
+        assert len(built.encode()) <= 255 and is_staging_name(staging_name(name), name)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / name
+        write(target / "a.csv", "1\n")
+        staged = staging_path(target)
+        write(staged / "a.csv", "2\n")
+        swap_into_place(staged, target, keep_old_as=Path(tmp) / "kept" / name)
+        assert (target / "a.csv").read_text() == "2\n"
+        assert (Path(tmp) / "kept" / name / "a.csv").read_text() == "1\n"
+        kept = keep_copy(Path(tmp), name, "0" * 32, target)
+        assert (kept / "a.csv").read_text() == "2\n"
+        atomic_write_bytes(target / name, b"x")
+        assert (target / name).read_bytes() == b"x"
+        assert sorted(p.name for p in Path(tmp).iterdir()) == sorted(["kept", name, ".dws"])
+
+
+# --------------------------------------- file names as bytes, folders of any depth
+
+#: Names that are not UTF-8: Latin-1, a lone continuation byte, an overlong form, a cut
+#: three-byte sequence; and one that is (with a newline).
+_BYTE_NAMES = st.lists(
+    st.sampled_from([b"caf\xe9.csv", b"\x80x", b"\xc0\xafy", b"\xe2\x82.csv", b"new\nline"]),
+    min_size=1,
+    max_size=3,
+    unique=True,
+)
+
+
+def _put(folder: Path, name: bytes, data: bytes) -> None:
+    path = os.path.join(os.fsencode(folder), name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def _byte_tree(folder: Path) -> dict[bytes, bytes]:
+    """Every file under `folder` by its path's bytes (relative), with its bytes."""
+    found = {}
+    top = os.fsencode(folder)
+    for where, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(where, name)
+            if not os.path.isfile(path):
+                continue  # a named pipe: not data (opening it would block)
+            with open(path, "rb") as handle:
+                found[os.path.relpath(path, top)] = handle.read()
+    return found
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(names=_BYTE_NAMES, nested=st.booleans())
+def test_file_names_that_are_not_utf8_are_snapshotted_and_restored_as_bytes(
+    names: list[bytes], nested: bool
+) -> None:
+    """File names are bytes on POSIX. Landed in source data (in a folder whose name is not
+    UTF-8 either, when `nested`), they are retained and brought back byte for byte, and the
+    snapshots after them are not blocked."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
+        ws.add_resource("src", "source-data", path="data/src")
+        src = ws.resource_root("src")
+        write(src / "trips.csv", "a\n1\n")
+        for number, name in enumerate(names):
+            _put(src, (b"d\xff/" if nested else b"") + name, b"row %d\n" % number)
+        first = _byte_tree(src)
+        assert take_snapshot(ws, "v1").created
+        for name in names:
+            _put(src, (b"d\xff/" if nested else b"") + name, b"changed\n")
+        write(src / "more.csv", "b\n")
+        assert take_snapshot(ws, "v2").created
+        assert restore_snapshot(ws, "v1").data_restored == ["src"]
+        assert _byte_tree(src) == first
+        assert not take_snapshot(ws).created  # the same state as v1: nothing new, no error
+        forget_databases()
+
+
+def test_the_cli_snapshots_restores_and_warns_about_names_that_are_not_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real CLI, text and JSON: a landed file and a named pipe whose names are not
+    UTF-8 (the pipe is skipped with a warning naming it, its byte escaped)."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    ws = Workspace.init(tmp_path / "ws")
+    ws.add_resource("src", "source-data", path="data/src")
+    src = ws.resource_root("src")
+    _put(src, b"caf\xe9.csv", b"a\n1\n")
+    os.mkfifo(os.path.join(os.fsencode(src), b"pipe\xff"))
+    first = _byte_tree(src)
+    done = _cli_process(ws, "snapshot", "v1")
+    assert done.returncode == 0, done.stderr
+    assert "pipe\\xff (named pipe)" in done.stderr
+    _put(src, b"caf\xe9.csv", b"a\n2\n")
+    done = _cli_process(ws, "snapshot", "--format", "json", "v2")
+    assert done.returncode == 0, done.stderr
+    assert any("pipe\\xff" in w for w in json.loads(done.stdout)["warnings"])
+    done = _cli_process(ws, "restore", "v1")
+    assert done.returncode == 0, done.stderr
+    assert _byte_tree(src) == first
+
+
+def _deep(folder: Path, depth: int) -> Path:
+    """`folder/d/d/…/d` (`depth` levels), made one level at a time (`os.makedirs` recurses)."""
+    path = folder
+    path.mkdir(parents=True, exist_ok=True)
+    for _ in range(depth):
+        path = path / "d"
+        path.mkdir()
+    return path
+
+
+def test_data_nested_1200_folders_deep_is_versioned_snapshotted_and_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No walk recurses: `version`, `snapshot` (with its results copy), `restore` (from the
+    retained files and from a kept copy), `delete-snapshot --remove-results` and `gc` over
+    folders nested deeper than Python's recursion limit, through the real CLI."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    try:
+        _deep_round_trip(tmp_path / "ws")
+    finally:  # pytest's own clean-up of old temporary folders recurses: leave it nothing deep
+        remove_tree(tmp_path / "ws", ignore_errors=True)
+
+
+def _deep_round_trip(root: Path) -> None:
+    ws = Workspace.init(root)
+    ws.add_resource("src", "source-data", path="data/src")
+    ws.add_resource("results", "results", path="results")
+    write(_deep(ws.resource_root("src"), 1200) / "f.csv", "a\n1\n")
+    fresh_step(ws, "report", ["src"], {"results/exp": "r\n1\n"})
+    write(_deep(ws.local_path("results/exp"), 1200) / "g.csv", "deep\n")
+    first = ws.version_of("src")
+    done = _cli_process(ws, "version", "src")
+    assert done.returncode == 0 and first[:12] in done.stdout, done.stderr
+    done = _cli_process(ws, "snapshot", "v1")
+    assert done.returncode == 0, done.stderr
+    deepest = _deep(ws.resource_root("src"), 0)
+    for _ in range(1200):
+        deepest = deepest / "d"
+    write(deepest / "f.csv", "a\n2\n")
+    for argv in (["snapshot", "v2"], ["restore", "v1"], ["restore", "v2"], ["restore", "v1"]):
+        done = _cli_process(ws, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+    assert Workspace.open(ws.root).version_of("src") == first
+    keep_copy(ws.resource_root("src"), None, "0" * 32, ws.resource_root("src"))
+    for argv in (["delete-snapshot", "--remove-results", "v1"], ["gc"]):
+        done = _cli_process(ws, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+    assert not (ws.resource_root("results") / "snapshots/v1").exists()

@@ -179,6 +179,27 @@ def test_hadoop_filesystem_path(spark, tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dws-")]
 
 
+@pytest.mark.parametrize("name", ["n" * 255, "é" * 127 + "n", "n" * 210])
+def test_a_target_named_up_to_the_255_byte_limit_is_written_and_replaced(
+    spark, tmp_path: Path, name: str
+) -> None:
+    """The staging and set-aside names beside a target have a fixed length, so a target whose
+    name is as long as a file name may be is written, replaced and kept, through the local
+    path and through the Hadoop FileSystem API alike."""
+    assert len(name.encode()) <= 255
+    for location, kept in (
+        (str(tmp_path / "local" / name), str(tmp_path / "local-kept" / name)),
+        (f"file://{tmp_path}/hadoop/{name}", f"file://{tmp_path}/hadoop-kept/{name}"),
+    ):
+        first = write_atomic(trips(spark, 50), location)
+        again = write_atomic(trips(spark, 60), location, keep_old_as=kept)
+        assert first.version != again.version
+        assert read(spark, location).count() == 60
+        assert read(spark, kept).count() == 50
+    for folder in ("local", "hadoop"):
+        assert [p.name for p in (tmp_path / folder).iterdir()] == [name]
+
+
 def test_bad_format_and_missing_data(spark, tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="unknown format 'xlsx'"):
         write_atomic(trips(spark, 10), str(tmp_path / "x"), fmt="xlsx")

@@ -234,6 +234,68 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path, monkeypatch):
     assert "restore it from a backup" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["status"], ["history"], ["snapshot", "again"], ["lineage", "src"], ["gc"], ["restore", "v1"]],
+)
+def test_a_zero_byte_store_is_refused_not_made_anew(tmp_path, monkeypatch, argv):
+    """SQLite takes an empty file for an empty database: a store truncated to nothing would
+    get new tables and its history would be gone without a word. Every command refuses it,
+    naming the file and what to do, and leaves it as it is (a real CLI process each)."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    ws = Workspace.init(tmp_path / "ws")
+    ws.add_resource("src", "source-data", path="data/src")
+    (ws.root / "data/src/a.csv").write_text("a\n1\n")
+    assert (
+        run_python(
+            "import sys; from dws_dagster import Workspace\n"
+            "from dws_dagster.workspace.snapshots.snapshots import take_snapshot\n"
+            "take_snapshot(Workspace.open(sys.argv[1]), 'v1')",
+            ws.root,
+            str(ws.root),
+        ).returncode
+        == 0
+    )
+    for leftover in ws.meta_dir.glob("store.db-*"):
+        leftover.unlink()
+    (ws.meta_dir / "store.db").write_bytes(b"")
+    before = sorted(p.name for p in ws.meta_dir.iterdir())
+    done = run_python(
+        "import sys; from dws_dagster.cli.main import main; sys.exit(main())", ws.root, *argv
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "store.db is an empty file (0 bytes)" in done.stderr
+    assert "Restore it from a backup" in done.stderr and "delete it" in done.stderr
+    assert (ws.meta_dir / "store.db").stat().st_size == 0
+    assert sorted(p.name for p in ws.meta_dir.iterdir()) == before
+
+
+def test_many_processes_creating_a_new_store_never_take_it_for_an_empty_one(tmp_path, monkeypatch):
+    """A store file is made with its header before anyone else may open it: processes that
+    open a store being created at that moment wait, and never see the zero-byte file that
+    `sqlite3.connect` first leaves."""
+    monkeypatch.delenv("DWS_STORE_URL", raising=False)
+    ws = Workspace.init(tmp_path / "ws")
+    (ws.meta_dir / "store.db").unlink(missing_ok=True)
+    code = (
+        "import sys; from dws_dagster import Workspace\n"
+        "print(Workspace.open(sys.argv[1]).store.workspace_id)"
+    )
+    results = []
+
+    def start() -> None:
+        results.append(run_python(code, ws.root, str(ws.root)))
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.returncode for r in results] == [0] * 4, "\n".join(r.stderr[-800:] for r in results)
+    assert len({r.stdout.strip() for r in results}) == 1
+
+
 def test_an_unreachable_server_is_named_without_its_password(tmp_path, monkeypatch):
     from tests.postgres_server import free_port
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,14 @@ from pyspark.sql.types import MapType
 from dws_dagster.errors import DwsError
 from dws_dagster.spark.write_stats import described, rows_written
 from dws_dagster.workspace.files import atomic_write_json, canonical_json
-from dws_dagster.workspace.swap import STAGING_PREFIX, recover, swap_into_place
+from dws_dagster.workspace.swap import (
+    old_name,
+    recover,
+    staging_name,
+    staging_path,
+    swap_into_place,
+)
+from dws_dagster.workspace.trees import make_folders, remove_tree
 from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
@@ -196,9 +202,9 @@ def write_atomic(
     if observation is not None and not is_local(location):
         return _write_remote(df, writer, observation, location, fmt, keep_old_as, lineage)
     target = local_path(location)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)
     recover(target)
-    staging = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}"
+    staging = staging_path(target)
     try:
         if observation is None:
             with described(df.sparkSession, what) as description:
@@ -278,7 +284,7 @@ def _disk_problem(exc: BaseException) -> str | None:
 
 def _remove_local(path: Path) -> None:
     if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path, ignore_errors=True)
     elif path.exists():
         path.unlink()
 
@@ -307,10 +313,9 @@ def _write_remote(
     fs, jvm = _hadoop_fs(spark, location)
     target = jvm.org.apache.hadoop.fs.Path(location)
     parent = target.getParent()
-    staging = jvm.org.apache.hadoop.fs.Path(
-        parent, f"{STAGING_PREFIX}{target.getName()}-{uuid.uuid4().hex}"
-    )
-    old = jvm.org.apache.hadoop.fs.Path(parent, f".dws-old-{target.getName()}-{uuid.uuid4().hex}")
+    # Fixed-length names (see swap.py): a target named near the 255-byte limit still fits.
+    staging = jvm.org.apache.hadoop.fs.Path(parent, staging_name(target.getName()))
+    old = jvm.org.apache.hadoop.fs.Path(parent, old_name(target.getName()))
     try:
         writer.save(staging.toString())
         version, rows = version_of_metrics(df.schema.json(), observation.get)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from dws_dagster.errors import DwsError, WorkspaceConfigError
+from dws_dagster.workspace.trees import make_folders
 
 
 class WorkspaceWriteError(DwsError, OSError):
@@ -71,8 +72,10 @@ def write_error(
         advice = f"make {target.parent} writable for this user, then re-run"
     elif code in (errno.ENOTDIR, errno.EEXIST):
         advice = "a file stands where a folder is needed: move it away or choose another path"
-    elif code == errno.ENOENT:
+    elif code == errno.ENOENT and not target.parent.is_dir():
         advice = f"the folder {target.parent} does not exist: create it first"
+    elif code == errno.ENOENT:  # the folder is there: what went is a file the write used
+        advice = "a file it was writing went away meanwhile (another program removed it): re-run"
     else:
         advice = "fix the cause, then re-run"
     unchanged = "; its earlier contents are unchanged" if kept else ""
@@ -133,8 +136,9 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     A failed write (full or read-only disk) raises `WorkspaceWriteError` and leaves `path` as it
     was, with no temp file."""
     with writing(path, kept=True):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        make_folders(path.parent)
+        # A name of fixed length, whatever the file's (one near the 255-byte limit included).
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".dws-tmp-", suffix=".tmp")
         try:
             _write_all(fd, data)
             if durable:

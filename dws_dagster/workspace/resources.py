@@ -4,16 +4,38 @@ its name, role and location."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dws_dagster.errors import InvalidResourceRefError, WorkspaceConfigError
 from dws_dagster.workspace.redaction import redact_text, uri_credentials
 from dws_dagster.workspace.refs import validate_resource_name
 
 ROLES = ("source-data", "intermediate-data", "code", "results")
+#: Folders of the system, never data: a resource may be neither one of them nor inside one
+#: (nor the filesystem root). Anything else may be a resource's folder, inside the workspace
+#: or not (a shared mount standing in for object storage is named by a `file://` URI).
+SYSTEM_FOLDERS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/System",
+    "/private/etc",
+)
 VERSIONING_MODES = ("content", "listing")
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -101,8 +123,61 @@ def make_resource(
                 f"resource '{name}': the URI carries credentials ({credential}); remove them "
                 "and configure credentials through Spark/Hadoop settings or the environment"
             )
+        if uri.lower().startswith("file:"):
+            _check_file_uri(name, uri)
         uri = uri.rstrip("/") or uri
     if path is not None and ("\x00" in path or not path.strip()):
         raise WorkspaceConfigError(f"resource '{name}': invalid path {path!r}")
     # Free text typed by a user is stored and printed: no credential it quotes may go with it.
     return Resource(name, role, path, uri, versioning, redact_text(description))
+
+
+def _check_file_uri(name: str, uri: str) -> None:
+    """A `file://` URI names one local folder by its absolute path, read the same way by
+    dws_dagster (which takes its path as it is) and by Spark (which decodes it): `file:///abs`
+    or `file://localhost/abs`, normalised, with nothing else in it."""
+    parts = urlsplit(uri.rstrip("/") or uri)
+    problem = None
+    if not uri.startswith("file://"):
+        problem = "write it file:///absolute/path"
+    elif parts.netloc not in ("", "localhost"):
+        problem = (
+            f"it names the host {parts.netloc!r}, and a file:// resource is a folder of this "
+            "machine (or a mount of it) named by its absolute path"
+        )
+    elif parts.query or parts.fragment or "?" in uri or "#" in uri or ";" in uri:
+        problem = "it has a query, fragment or parameters, which name no folder"
+    elif "%" in parts.path:
+        problem = "it has %-escapes, which Spark decodes and a folder name does not: write the name"
+    elif (
+        not parts.path.startswith("/")
+        or parts.path == "/"
+        or any(part in ("", ".", "..") for part in parts.path.split("/")[1:])
+    ):
+        problem = "its path is not a normalised absolute folder (no '.', '..' or '//', not '/')"
+    if problem is not None:
+        raise WorkspaceConfigError(
+            f"resource '{name}': {uri!r} is not a usable file:// URI: {problem}; or give the "
+            "folder as a path (--path)"
+        )
+    check_local_root(name, parts.path)
+
+
+def check_local_root(name: str, folder: str) -> None:
+    """Refuse a local resource whose folder (absolute) is the filesystem root or lies in a
+    system folder (`SYSTEM_FOLDERS`): restoring or replacing a resource's data renames its
+    folder, so a definition naming `/etc` would let a snapshot, restore or step rewrite it."""
+    normal = os.path.normpath(folder)
+    for candidate in dict.fromkeys([normal, os.path.realpath(normal)]):
+        inside = next(
+            (top for top in SYSTEM_FOLDERS if candidate == top or candidate.startswith(top + "/")),
+            None,
+        )
+        if candidate == os.sep or inside is not None:
+            where = (
+                "the filesystem root" if inside is None else f"inside the system folder {inside}"
+            )
+            raise WorkspaceConfigError(
+                f"resource '{name}' would be {candidate!r}, {where}, which is never data: give "
+                "it a folder of its own (inside the workspace, or a data folder elsewhere)"
+            )

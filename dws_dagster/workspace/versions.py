@@ -96,14 +96,22 @@ def _report_skipped(
 ) -> None:
     if not skipped:
         return
-    shown = ", ".join(f"{rel or path.name} ({what})" for rel, what in skipped[:_SHOWN_SKIPPED])
+    shown = ", ".join(
+        f"{printable_path(rel or path.name)} ({what})" for rel, what in skipped[:_SHOWN_SKIPPED]
+    )
     more = len(skipped) - _SHOWN_SKIPPED
     message = (
-        f"skipped {len(skipped)} file(s) under {path} that are not data: {shown}"
+        f"skipped {len(skipped)} file(s) under {printable_path(path)} that are not data: {shown}"
         f"{f' and {more} more' if more > 0 else ''}; they are not part of its version "
         "(move or delete them to silence this)"
     )
     (on_skip or warn_skipped)(message)
+
+
+def printable_path(path: str | os.PathLike[str]) -> str:
+    """A path for a message: a name that is not UTF-8 (bytes on POSIX) shown with its bytes
+    escaped (`\\xe9`), so the message can be printed, logged and put in JSON as it is."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _special_kind(mode: int) -> str:
@@ -156,8 +164,8 @@ def special_names(folder: str | os.PathLike[str]) -> set[str]:
 
 def _read_error(path: str, exc: OSError) -> DataReadError:
     return DataReadError(
-        f"cannot read data file {path}: {exc.strerror or exc}; fix its permissions or move "
-        "it out of the data folder, then re-run"
+        f"cannot read data file {printable_path(path)}: {exc.strerror or exc}; fix its "
+        "permissions or move it out of the data folder, then re-run"
     )
 
 
@@ -248,40 +256,46 @@ def _walk(
     """Files of `folder` (sorted), then its subfolders in name order, as `os.walk` visits
     them: unreadable folders are skipped and symlinked folders are not entered; what is
     neither a regular file nor a folder (following links) goes to `skipped`. Entries of a
-    plain folder know their type from the listing, so this costs no call per file."""
-    try:
-        with os.scandir(folder) as scan:
-            entries = list(scan)
-    except OSError:
-        return
-    files: list[str] = []
-    folders: list[str] = []
-    for entry in entries:
-        name = entry.name
-        if is_ignored_name(name) or (not prefix and name in excluded):
-            if sidecars is not None and not name.startswith(BOOKKEEPING_PREFIX):
-                try:
-                    if entry.is_file(follow_symlinks=False):
-                        sidecars.append((prefix + name, entry.path))
-                except OSError:
-                    pass
-            continue
+    plain folder know their type from the listing, so this costs no call per file.
+
+    An explicit stack, not recursion: data nested deeper than Python's recursion limit is
+    versioned like any other (see `trees`)."""
+    pending = [(folder, prefix)]
+    while pending:
+        folder, prefix = pending.pop()
         try:
-            if entry.is_file():
-                files.append(name)
-                continue
-            is_dir = entry.is_dir()
+            with os.scandir(folder) as scan:
+                entries = list(scan)
         except OSError:
-            is_dir = False
-        if not is_dir:
-            skipped.append((prefix + name, _describe_special(entry.path)))
-        elif not entry.is_symlink():
-            folders.append(name)
-    base = folder + os.sep
-    for name in sorted(files):
-        found.append((prefix + name, base + name))
-    for name in sorted(folders):
-        _walk(base + name, f"{prefix}{name}/", excluded, found, skipped, sidecars)
+            continue
+        files: list[str] = []
+        folders: list[str] = []
+        for entry in entries:
+            name = entry.name
+            if is_ignored_name(name) or (not prefix and name in excluded):
+                if sidecars is not None and not name.startswith(BOOKKEEPING_PREFIX):
+                    try:
+                        if entry.is_file(follow_symlinks=False):
+                            sidecars.append((prefix + name, entry.path))
+                    except OSError:
+                        pass
+                continue
+            try:
+                if entry.is_file():
+                    files.append(name)
+                    continue
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                skipped.append((prefix + name, _describe_special(entry.path)))
+            elif not entry.is_symlink():
+                folders.append(name)
+        base = folder + os.sep
+        for name in sorted(files):
+            found.append((prefix + name, base + name))
+        # Pushed last-first, so the first subfolder (by name) is walked next, whole.
+        pending.extend((base + name, f"{prefix}{name}/") for name in sorted(folders, reverse=True))
 
 
 def _open_data(path: str) -> int | None:

@@ -23,7 +23,8 @@ from dws_dagster.errors import (
 from dws_dagster.workspace import shapes
 from dws_dagster.workspace.files import atomic_write_json, read_json_file, writing
 from dws_dagster.workspace.refs import ResourceRef, as_ref
-from dws_dagster.workspace.resources import Resource, make_resource
+from dws_dagster.workspace.resources import Resource, check_local_root, make_resource
+from dws_dagster.workspace.trees import make_folders
 from dws_dagster.workspace.versions import (
     DataNotFoundError,
     SkipReporter,
@@ -164,8 +165,27 @@ class Workspace:
                 raise WorkspaceConfigError(
                     f"{path}: resource '{resource.name}' is defined twice; remove one"
                 )
+            if resource.path is not None:  # a file:// URI was checked with its resource
+                try:
+                    check_local_root(resource.name, str(self.root / resource.path))
+                except WorkspaceConfigError as exc:
+                    raise WorkspaceConfigError(f"{path}: {exc}") from None
+            if resource.is_local:
+                self._check_apart_from_meta(resource, path)
             resources[resource.name] = resource
         return resources
+
+    def _check_apart_from_meta(self, resource: Resource, source: Path | None = None) -> None:
+        """A local resource may neither hold `.dataworkspace/` nor lie inside it: restoring
+        its data would move the workspace's own files, or write into them."""
+        root = os.path.realpath(self.resource_root(resource))
+        meta = os.path.realpath(self.meta_dir)
+        if _path_within(meta, root) or _path_within(root, meta):
+            raise WorkspaceConfigError(
+                f"{f'{source}: ' if source else ''}resource '{resource.name}' at "
+                f"{resource.location!r} would contain or lie inside {WORKSPACE_DIR}/; give it "
+                "its own folder"
+            )
 
     def _config_lock(self) -> FileLock:
         return FileLock(str(self.meta_dir / "config.lock"))
@@ -193,6 +213,8 @@ class Workspace:
         resource = make_resource(
             name, role, path=rel_path, uri=uri, versioning=versioning, description=description
         )
+        if rel_path is not None:
+            check_local_root(name, str(self.root / rel_path))
         lock = self._config_lock()
         with writing(lock.lock_file, action="lock"):
             lock.acquire()
@@ -208,7 +230,7 @@ class Workspace:
             if rel_path is not None and create:
                 folder = self.resource_root(resource)
                 with writing(folder, action="create the resource folder"):
-                    folder.mkdir(parents=True, exist_ok=True)
+                    make_folders(folder)
             resources = {**self.resources, name: resource}
             atomic_write_json(
                 self.meta_dir / "resources.json",
@@ -224,12 +246,7 @@ class Workspace:
 
     def _check_no_overlap(self, new: Resource) -> None:
         new_root = os.path.realpath(self.resource_root(new))
-        meta = os.path.realpath(self.meta_dir)
-        if _path_within(meta, new_root) or _path_within(new_root, meta):
-            raise WorkspaceConfigError(
-                f"resource '{new.name}' at {new.location!r} would contain or lie inside "
-                f"{WORKSPACE_DIR}/; give it its own folder"
-            )
+        self._check_apart_from_meta(new)
         for other in self.resources.values():
             if not other.is_local:
                 continue

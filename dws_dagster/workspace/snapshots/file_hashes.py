@@ -10,20 +10,28 @@ A write in the same clock tick as the hash would leave every stamp unchanged (gi
 files), so a hash is cached only for a file last modified well before hashing began. The cache
 holds inode numbers, which mean nothing on another machine: it lives in `.dataworkspace/cache/`,
 never in the shared store, and losing it only costs re-reading the data.
+
+Reading the cache changes nothing (it is opened read-only, and not created when missing): what
+was learned is written by `save`, which callers make only once their operation goes ahead, so
+a refused snapshot or restore leaves `.dataworkspace/` as it found it. File names are bytes on
+POSIX and need not be UTF-8, so the cache keys files by their path's bytes (`os.fsencode`).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import urllib.parse
 from contextlib import closing, suppress
 from pathlib import Path
 
 #: A file modified less than this before its hash was taken is not cached (see above); two
 #: seconds covers the coarsest timestamps a filesystem here may keep (FAT).
 RACY_SECONDS = 2.0
+#: Paths are BLOBs (the bytes of the file's path): a name that is not UTF-8 is kept as it is.
+#: (The table of earlier versions, `hashes`, keyed paths as text; it is dropped on a save.)
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, dev INTEGER, "
+    "CREATE TABLE IF NOT EXISTS files (path BLOB PRIMARY KEY, dev INTEGER, "
     "ino INTEGER, size INTEGER, mtime INTEGER, ctime INTEGER, digest TEXT)"
 )
 
@@ -54,12 +62,19 @@ class FileHashCache:
     def of_workspace(cls, meta_dir: Path) -> FileHashCache:
         return cls(meta_dir / "cache" / "file-hashes.sqlite")
 
-    def _connect(self) -> sqlite3.Connection | None:
+    def _connect(self, *, write: bool) -> sqlite3.Connection | None:
+        """The cache's database: read-only and never created for reading (a read changes
+        nothing on disk), created with its folder for writing; None when it cannot be."""
         if self._path is None:
             return None
         try:
+            if not write:
+                if not self._path.is_file():
+                    return None
+                quoted = urllib.parse.quote(os.fsencode(self._path))
+                return sqlite3.connect(f"file:{quoted}?mode=ro", uri=True, timeout=5.0)
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self._path, timeout=5.0)
+            connection = sqlite3.connect(os.fsencode(self._path), timeout=5.0)
             connection.execute(_SCHEMA)
             return connection
         except sqlite3.Error:
@@ -76,18 +91,19 @@ class FileHashCache:
                 return
             probe = probe[:-1].rpartition(os.sep)[0] + os.sep if probe != os.sep else ""
         self._loaded.add(prefix)
-        connection = self._connect()
+        connection = self._connect(write=False)
         if connection is None:
             return
-        upper = prefix[:-1] + chr(ord(os.sep) + 1)
+        low = os.fsencode(prefix)
+        upper = low[:-1] + bytes([low[-1] + 1])
         with closing(connection), suppress(sqlite3.Error):
             for path, dev, ino, size, mtime, ctime, digest in connection.execute(
-                "SELECT path, dev, ino, size, mtime, ctime, digest FROM hashes "
+                "SELECT path, dev, ino, size, mtime, ctime, digest FROM files "
                 "WHERE path >= ? AND path < ?",
-                (prefix, upper),
+                (low, upper),
             ):
-                if isinstance(digest, str) and isinstance(path, str):
-                    self._known[path] = ((dev, ino, size, mtime, ctime), digest)
+                if isinstance(digest, str) and isinstance(path, bytes):
+                    self._known[os.fsdecode(path)] = ((dev, ino, size, mtime, ctime), digest)
 
     def get(self, path: str, info: os.stat_result) -> str | None:
         """The cached hash of the file at `path` if `info` (its stat now) still matches."""
@@ -119,18 +135,22 @@ class FileHashCache:
             self._stale.update(path for path in self._known if path not in self._seen)
         if not self._new and not self._stale:
             return
-        connection = self._connect()
+        connection = self._connect(write=True)
         if connection is None:
             return
         with closing(connection), suppress(sqlite3.Error):
             with connection:
+                connection.execute("DROP TABLE IF EXISTS hashes")
                 gone = self._stale - set(self._new)
                 connection.executemany(
-                    "DELETE FROM hashes WHERE path = ?", ((path,) for path in gone)
+                    "DELETE FROM files WHERE path = ?", ((os.fsencode(path),) for path in gone)
                 )
                 connection.executemany(
-                    "INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    ((path, *stamp, digest) for path, (stamp, digest) in self._new.items()),
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        (os.fsencode(path), *stamp, digest)
+                        for path, (stamp, digest) in self._new.items()
+                    ),
                 )
             self._known.update(self._new)
             self._new.clear()

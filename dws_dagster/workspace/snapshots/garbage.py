@@ -20,7 +20,6 @@ keeps it.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from dws_dagster.workspace.snapshots.remote import (
 from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.swap import KEPT_MARK, STAGING_PREFIX
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace
 
 
@@ -92,16 +92,17 @@ def collect_garbage(
             if not dry_run:
                 objects.remove(digest)
         unnamed = _orphan_results_copies(ws)
-        report.leftovers = objects.leftovers() + [
-            path for path in unnamed if path.name.startswith(STAGING_PREFIX)
-        ]
+        staged = [path for path in unnamed if path.name.startswith(STAGING_PREFIX)]
+        # Copies a snapshot is making right now are not leftovers: the object store skips
+        # what a live snapshot holds (snapshots retain before taking the lock gc holds).
+        report.leftovers = objects.clear_leftovers(dry_run=dry_run) + staged
         # A folder in place may be a user's own, however reserved `snapshots/` is: named,
         # never deleted.
         report.results_copies = [
             path for path in unnamed if not path.name.startswith(STAGING_PREFIX)
         ]
         if not dry_run:
-            for path in report.leftovers:
+            for path in staged:
                 _remove(path)
         _collect_remote(ws, report, remote)
     return report
@@ -194,7 +195,7 @@ def _orphan_results_copies(ws: Workspace) -> list[Path]:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path, ignore_errors=True)
     else:
         try:
             os.unlink(path)

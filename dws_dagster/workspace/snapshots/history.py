@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from dws_dagster.workspace import shapes
 from dws_dagster.workspace.refs import as_ref
 from dws_dagster.workspace.snapshots import snapshot_data
 from dws_dagster.workspace.store import schema
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import Workspace
 
 INDEX_FORMAT = 1
@@ -293,7 +293,7 @@ def delete_snapshot(ws: Workspace, name: str, *, remove_results: bool = False) -
     # Folders go once the snapshot is gone from the store (committed): a crash between leaves
     # a results copy nobody names, never an index entry whose copy is missing.
     for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder, ignore_errors=True)
     return SnapshotDeletion(info, removed_results=folders)
 
 

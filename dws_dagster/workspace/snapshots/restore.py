@@ -50,7 +50,13 @@ from dws_dagster.workspace.snapshots.restore_plan import (
 )
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.store.ref_state import RefState
-from dws_dagster.workspace.swap import STAGING_PREFIX, kept_version_path, swap_into_place
+from dws_dagster.workspace.swap import (
+    STAGING_PREFIX,
+    is_staging_name,
+    kept_version_path,
+    swap_into_place,
+)
+from dws_dagster.workspace.trees import make_folders
 from dws_dagster.workspace.versions import is_ignored_name
 from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, RESULTS_SNAPSHOT_DIR, Workspace
 
@@ -91,26 +97,26 @@ def restore_snapshot(
     store = ws.store
     hashes = FileHashCache.of_workspace(ws.meta_dir)
     objects = ObjectStore.of_workspace(ws.meta_dir)
-    try:
-        with store.locked(), gc_paused():
-            finish_interrupted_restore(ws, remote)
-            current = store.refs()
-            rows = rows_to_restore(ws, info, manifest)
-            plans, missing = plan_all(
-                ws, info, rows, lineage, hashes, objects, report, progress, code, remote,
-                replayed or {},
-            )  # fmt: skip
-            if missing and not partial:
-                raise SnapshotRestoreError(refusal(info, missing))
-            report.not_restored = list(missing)
-            staged = stage_all(ws, info, plans, objects, report, lineage, partial)
-            report.not_restored.sort()
-            unknown = [ref for ref, _ in report.not_restored]
-            _swap_all(ws, info.hash, staged, unknown, remote)
-            report.lineage_restored = sorted(lineage)
-            report.lineage_removed = sorted(set(current) - set(lineage))
-    finally:
-        hashes.save()
+    with store.locked(), gc_paused():
+        finish_interrupted_restore(ws, remote)
+        current = store.refs()
+        rows = rows_to_restore(ws, info, manifest)
+        plans, missing = plan_all(
+            ws, info, rows, lineage, hashes, objects, report, progress, code, remote,
+            replayed or {},
+        )  # fmt: skip
+        if missing and not partial:
+            raise SnapshotRestoreError(refusal(info, missing))
+        report.not_restored = list(missing)
+        staged = stage_all(ws, info, plans, objects, report, lineage, partial)
+        report.not_restored.sort()
+        unknown = [ref for ref, _ in report.not_restored]
+        _swap_all(ws, info.hash, staged, unknown, remote)
+        report.lineage_restored = sorted(lineage)
+        report.lineage_removed = sorted(set(current) - set(lineage))
+    # Only once the restore went ahead: a refused one leaves the cache (and everything else
+    # under .dataworkspace/) as it was.
+    hashes.save()
     return report
 
 
@@ -176,7 +182,7 @@ def _finish(ws: Workspace, intent: dict[str, Any], remote: RemoteData | None) ->
         if swap["staging"] is None:  # the snapshot had no data here
             if target.exists() or target.is_symlink():
                 if keep is not None and not keep.exists():
-                    keep.parent.mkdir(parents=True, exist_ok=True)
+                    make_folders(keep.parent)
                     os.replace(target, keep)
                 else:
                     remove_path(target)
@@ -275,7 +281,7 @@ def _checked_intent(raw: bytes, path: Path) -> dict[str, Any]:
             type(staging) is not str
             or "/" in staging
             or not staging.startswith(STAGING_PREFIX)
-            or (name is not None and not staging.startswith(f"{STAGING_PREFIX}{name}-"))
+            or (name is not None and not is_staging_name(staging, name))
         ):
             raise bad
         if keep is not None and type(keep) is not str:

@@ -8,7 +8,6 @@ is removed again. Only what they hand on, every copy checked, goes to `restore`'
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from dws_dagster.workspace.snapshots.retention import (
 from dws_dagster.workspace.store.messages import recovery_advice
 from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import copy_data, kept_version_path, staging_path
+from dws_dagster.workspace.trees import make_folders, remove_path
 from dws_dagster.workspace.versions import DataNotFoundError, short
 from dws_dagster.workspace.workspace import Workspace
 
@@ -85,6 +85,8 @@ class Plan:
     remote: bool = False
     #: Which of `sources` the staged copy came from.
     used: str | None = None
+    #: Folders made to hold the staged copy (deepest last): removed again on a refusal.
+    made: list[Path] = field(default_factory=list)
 
 
 def rows_to_restore(ws: Workspace, info: SnapshotInfo, manifest: dict[str, Any]) -> list[DataRow]:
@@ -318,6 +320,7 @@ def stage_all(
         for plan in staged:
             if plan.staging is not None:
                 remove_path(plan.staging)
+            remove_made(plan)
         raise
     failed = {ref for ref, _ in report.not_restored}
     back = []
@@ -347,12 +350,18 @@ def _stage(ws: Workspace, plan: Plan, objects: ObjectStore) -> str | None:
     None."""
     assert plan.row.version is not None  # planned without sources otherwise
     target = ws.local_path(as_ref(plan.row.ref))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staged = stage_copy(
-        ws, plan.row.ref, plan.row.version, plan.sources, objects, target,
-        lambda: staging_path(target),
-    )  # fmt: skip
+    plan.made = [folder for folder in target.parents if not folder.exists()][::-1]
+    try:
+        make_folders(target.parent)
+        staged = stage_copy(
+            ws, plan.row.ref, plan.row.version, plan.sources, objects, target,
+            lambda: staging_path(target),
+        )  # fmt: skip
+    except BaseException:
+        remove_made(plan)
+        raise
     if staged is None:
+        remove_made(plan)
         return (
             f"no kept copy of version {short(plan.row.version)} has that version any more "
             "(a damaged copy)"
@@ -382,7 +391,7 @@ def stage_copy(
                 link, files = source
                 stage(objects, files, link, staging)
             else:
-                copy_data(source, staging)
+                copy_data(source, staging, shown=target)
                 if how == "results" and staging.is_dir():
                     (staging / "lineage.json").unlink(missing_ok=True)
             restored: str | None = ws.version_of(parsed, at=staging, on_skip=lambda _m: None)
@@ -402,8 +411,11 @@ def stage_copy(
     return None
 
 
-def remove_path(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+def remove_made(plan: Plan) -> None:
+    """Remove the folders made for `plan`'s staged copy, deepest first (only while empty)."""
+    for folder in reversed(plan.made):
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+    plan.made = []

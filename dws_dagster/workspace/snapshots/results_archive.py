@@ -13,12 +13,15 @@ import os
 import shutil
 from pathlib import Path
 
+import xxhash
+
 from dws_dagster.errors import SnapshotError
 from dws_dagster.workspace.files import pretty_json, writing
 from dws_dagster.workspace.refs import as_ref
 from dws_dagster.workspace.snapshots.history import INDEX_FORMAT, SnapshotInfo
 from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.swap import staging_path
+from dws_dagster.workspace.trees import copy_tree, make_folders, remove_tree
 from dws_dagster.workspace.versions import is_ignored_name, short, special_names
 from dws_dagster.workspace.views.graph import prefetch_upstream, upstream_records
 from dws_dagster.workspace.workspace import RESULTS_SNAPSHOT_DIR, Workspace
@@ -73,7 +76,7 @@ def archive_results(
             stage = staged.get(parsed.name)
             if stage is None:
                 stage = staging_path(final)
-                stage.mkdir(parents=True)
+                make_folders(stage)
                 staged[parsed.name] = stage
             target = stage / parsed.subpath if parsed.subpath else stage
             lineage = {
@@ -89,11 +92,9 @@ def archive_results(
                     _copy_results_dir(source, target)
                     (target / "lineage.json").write_bytes(pretty_json(lineage))
                 else:
-                    target.parent.mkdir(parents=True, exist_ok=True)
+                    make_folders(target.parent)
                     shutil.copy2(source, target)
-                    target.with_name(target.name + ".lineage.json").write_bytes(
-                        pretty_json(lineage)
-                    )
+                    lineage_beside(target).write_bytes(pretty_json(lineage))
             info.results.append({"ref": ref, "folder": f"{RESULTS_SNAPSHOT_DIR}/{name}"})
         for resource_name, stage in staged.items():
             final = ws.resource_root(resource_name) / RESULTS_SNAPSHOT_DIR / name
@@ -101,11 +102,23 @@ def archive_results(
             placed.append(final)
     except BaseException:
         for stage in staged.values():
-            shutil.rmtree(stage, ignore_errors=True)
+            remove_tree(stage, ignore_errors=True)
         for folder in placed:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder, ignore_errors=True)
         raise
     return placed
+
+
+def lineage_beside(target: Path) -> Path:
+    """Where the lineage of a single-file results copy goes: `<name>.lineage.json`, or, for a
+    name within 13 bytes of the 255-byte limit, its first bytes, a 16-hex hash of the whole
+    name and `.lineage.json` (255 bytes at most, so such a result is archived too)."""
+    suffix = ".lineage.json"
+    name = os.fsencode(target.name)
+    if len(name) + len(suffix) <= 255:
+        return target.with_name(target.name + suffix)
+    head = name[: 255 - len(suffix) - 17].decode("utf-8", "ignore")  # whole characters
+    return target.with_name(f"{head}-{xxhash.xxh3_64_hexdigest(name)}{suffix}")
 
 
 def _copy_results_dir(source: Path, target: Path) -> None:
@@ -120,4 +133,4 @@ def _copy_results_dir(source: Path, target: Path) -> None:
         )
         return skipped
 
-    shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
+    copy_tree(source, target, ignore=ignore, exists_ok=True)

@@ -29,7 +29,8 @@ from dws_dagster.errors import WorkspaceConfigError
 from dws_dagster.workspace.gitinfo import git_state
 from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.snapshots.file_hashes import FileHashCache, stamp_of
-from dws_dagster.workspace.snapshots.objects import ObjectStore
+from dws_dagster.workspace.snapshots.objects import ObjectStore, Stored
+from dws_dagster.workspace.trees import make_folders
 from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
@@ -300,15 +301,22 @@ class RetentionReport:
 
 
 def retain(
-    objects: ObjectStore, found: DataScan, hashes: FileHashCache, report: RetentionReport
+    objects: ObjectStore,
+    found: DataScan,
+    hashes: FileHashCache,
+    report: RetentionReport,
+    added: list[Stored] | None = None,
 ) -> list[list[Any]]:
-    """Put the files of `found` into the object store; returns the manifest's rows."""
+    """Put the files of `found` into the object store; returns the manifest's rows. Each file
+    newly stored goes to `added` (what to take back if the snapshot does not go ahead)."""
     for entry in found.files:
         absolute = found.path if found.single_file else found.path / entry.relpath
         stored = objects.add(os.fspath(absolute), entry.digest, link=found.link)
         report.bytes_added += stored.added_bytes
         if stored.how == "present":
             continue
+        if added is not None:
+            added.append(stored)
         report.files_added += 1
         if stored.how == "hardlink":
             report.linked += 1
@@ -322,7 +330,32 @@ def retain(
             report.cloned += 1
         else:
             report.copied += 1
-    return [list(entry) for entry in found.files]
+    return [manifest_row(entry) for entry in found.files]
+
+
+#: A manifest row's path whose name is not UTF-8 is stored as {"bytes": "<hex of the path's
+#: bytes>"} (JSON text cannot hold it); every other path as text.
+_BYTES_KEY = "bytes"
+
+
+def manifest_row(entry: RetainedFile) -> list[Any]:
+    """A retained file as its manifest row (JSON): the path as text, or, for a name that is
+    not UTF-8 (bytes on POSIX, surrogate-escaped in Python), as the hex of its bytes."""
+    relpath: Any = entry.relpath
+    try:
+        relpath.encode("utf-8")
+    except UnicodeEncodeError:
+        relpath = {_BYTES_KEY: os.fsencode(entry.relpath).hex()}
+    return [relpath, entry.size, entry.digest, entry.mtime_ns, entry.mode]
+
+
+def _row_path(raw: Any) -> str:
+    """A manifest row's path as `manifest_row` wrote it."""
+    if isinstance(raw, dict):
+        if set(raw) != {_BYTES_KEY} or not isinstance(raw[_BYTES_KEY], str):
+            raise ValueError("not a path")
+        return os.fsdecode(bytes.fromhex(raw[_BYTES_KEY]))
+    return str(raw)
 
 
 def manifest_files(ref: str, version: str, raw: Any) -> list[RetainedFile]:
@@ -331,7 +364,9 @@ def manifest_files(ref: str, version: str, raw: Any) -> list[RetainedFile]:
     where = f"retained version {version[:12]} of {ref}"
     try:
         rows = orjson.loads(raw)
-        files = [RetainedFile(str(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows]
+        files = [
+            RetainedFile(_row_path(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows
+        ]
     except (orjson.JSONDecodeError, TypeError, ValueError, IndexError, KeyError):
         raise WorkspaceConfigError(
             f"{where} is damaged in the workspace store (its file list is not what "
@@ -370,7 +405,7 @@ def stage(objects: ObjectStore, files: list[RetainedFile], link: bool, staging: 
     """Rebuild a retained version at `staging` (which must not exist) from the objects."""
     single = len(files) == 1 and files[0].relpath == ""
     if not single:
-        staging.mkdir(parents=True)
+        make_folders(staging)
     for entry in files:
         destination = staging if single else staging / entry.relpath
         objects.checkout(entry.digest, destination, link=link)

@@ -10,7 +10,6 @@ Taking one is one transaction: all or nothing.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import orjson
 import xxhash
 from sqlalchemy import func, insert, select
 
-from dws_dagster.errors import SnapshotError, WorkspaceConfigError
+from dws_dagster.errors import DwsError, SnapshotError, WorkspaceConfigError
 from dws_dagster.workspace.files import canonical_json
 from dws_dagster.workspace.records import identity_digest
 from dws_dagster.workspace.records import (
@@ -34,7 +33,7 @@ from dws_dagster.workspace.snapshots.history import (
     list_snapshots,
     validate_tag,
 )
-from dws_dagster.workspace.snapshots.objects import ObjectStore
+from dws_dagster.workspace.snapshots.objects import ObjectStore, Stored
 from dws_dagster.workspace.snapshots.remote import RemoteData
 from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
 from dws_dagster.workspace.snapshots.results_archive import archive_results, folder_name
@@ -52,6 +51,7 @@ from dws_dagster.workspace.store import schema
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.store.messages import too_deep
 from dws_dagster.workspace.store.ref_state import RefState
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, Workspace
 
 
@@ -139,12 +139,24 @@ def take_snapshot(
         validate_tag(tag)
     if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
         finish_interrupted_restore(ws, remote)
+    hashes = FileHashCache.of_workspace(ws.meta_dir)
+    outcome = _take(ws, tag, message, hashes)
+    # Only now, the snapshot taken (or found): a refused one leaves the cache as it was.
+    # Every ref was scanned, so what was not is gone from the cache.
+    hashes.save(prune=True)
+    return outcome
+
+
+def _take(ws: Workspace, tag: str | None, message: str, hashes: FileHashCache) -> SnapshotOutcome:
+    """`take_snapshot`'s work, planned before anything is touched: everything that can refuse
+    it from what the store holds (the tag, the index, its positions, the results' records) is
+    checked before a file is retained; what a later refusal finds (a tag taken meanwhile, a
+    results folder in the way, a disk error) takes back every object it retained."""
     store = ws.store
     placed: list[Path] = []
-    hashes = FileHashCache.of_workspace(ws.meta_dir)
     objects = ObjectStore.of_workspace(ws.meta_dir)
+    added: list[Stored] = []
     warnings: list[str] = []
-    scanned = False
     try:
         # Scanning every ref and copying what changed may take long (a first snapshot copies
         # everything), and steps wait for the store's lock at most its timeout: both happen
@@ -153,20 +165,20 @@ def take_snapshot(
         # cheap), and every object a new version needs is checked present (a `gc` may have
         # freed what nothing referenced yet). The results copies go if anything fails before
         # the store commits, the commit itself included (a full disk refuses it): an index
-        # entry and its copies commit together, or neither stays. Objects retained by a
-        # snapshot that did not commit are named by nothing: `gc` frees them.
+        # entry and its copies commit together, or neither stays.
         with gc_paused():
             seen = store.last_operation()
             rows = store.identity_rows()
             data, scans = capture(ws, store.recorded_versions(), hashes, warnings.append)
-            scanned = True
             code = resource_states(ws)
             digest = hash_of_rows(ws, rows, data, code)
             infos = list_snapshots(ws)
             _check_tag(infos, tag, digest)
             copied = RetentionReport(versions=len(scans))
             if not any(info.hash == digest for info in infos):
-                _retain(ws, objects, scans, hashes, copied, record=False)
+                _check_positions(ws)
+                _results_states(ws, rows)
+                _retain(ws, objects, scans, hashes, copied, record=False, added=added)
         with store.locked(), gc_paused():
             if store.last_operation() != seen:
                 warnings.clear()
@@ -178,6 +190,7 @@ def take_snapshot(
             _check_tag(infos, tag, digest)
             existing = next((i for i in infos if i.hash == digest), None)
             if existing is not None:
+                _take_back(ws, objects, added)  # what a snapshot taken meanwhile holds stays
                 if tag is None or tag in existing.tags:
                     return SnapshotOutcome(existing, created=False)
                 existing.tags.append(tag)
@@ -197,12 +210,10 @@ def take_snapshot(
                 warnings=warnings,
                 drift=[row.ref for row in data if row.kind == DRIFT],
             )
-            outcome.retention = _retain(ws, objects, scans, hashes, copied, record=True)
-            # Only the results refs' records are read: the rest is references to records.
-            results_refs = _results_refs(
-                ws, [ref for ref, _status, identity in rows if identity is not None]
+            outcome.retention = _retain(
+                ws, objects, scans, hashes, copied, record=True, added=added
             )
-            states = store.states_in(None, results_refs)
+            results_refs, states = _results_states(ws, rows)
             info.metrics = snapshot_metrics(
                 ws,
                 results_refs,
@@ -220,10 +231,39 @@ def take_snapshot(
         return outcome
     except BaseException:
         for folder in placed:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder, ignore_errors=True)
+        _take_back(ws, objects, added)
         raise
     finally:
-        hashes.save(prune=scanned)  # once every ref was scanned, what was not is gone
+        objects.close()
+
+
+def _results_states(
+    ws: Workspace, rows: list[tuple[str, str, str | None]]
+) -> tuple[list[str], dict[str, RefState]]:
+    """The refs (with a good record) of results resources and their states: only these
+    records are read (the rest of a snapshot is references to records), and a damaged one
+    refuses the snapshot."""
+    results_refs = _results_refs(
+        ws, [ref for ref, _status, identity in rows if identity is not None]
+    )
+    return results_refs, ws.store.states_in(None, results_refs)
+
+
+def _take_back(ws: Workspace, objects: ObjectStore, added: list[Stored]) -> None:
+    """Remove the objects this snapshot put in the object store, for a snapshot that does not
+    go ahead: under the store's lock, so that only objects no retained version names go (a
+    snapshot that committed meanwhile may name the same content; one still retaining checks
+    its objects again under the lock). Best effort: what stays is freed by `gc`."""
+    if not added:
+        return
+    try:
+        with ws.store.locked():
+            live = snapshot_data.live_digests(ws)
+            objects.take_back([stored for stored in added if stored.digest not in live])
+    except (DwsError, OSError):
+        pass
+    added.clear()
 
 
 def _check_tag(infos: list[SnapshotInfo], tag: str | None, digest: str) -> None:
@@ -235,6 +275,20 @@ def _check_tag(infos: list[SnapshotInfo], tag: str | None, digest: str) -> None:
         )
 
 
+def _check_positions(ws: Workspace) -> None:
+    """Refuse, before anything is retained, an index whose positions the new entry could not
+    follow (see `_next`)."""
+    ws_id = ws.store.workspace_id
+    with ws.store.reading() as connection:
+        for table, what in ((_SNAPSHOTS, "snapshot"), (_TAGS, "tag")):
+            last = connection.execute(
+                select(func.coalesce(func.max(table.c.position), 0)).where(
+                    table.c.workspace_id == ws_id
+                )
+            ).scalar()
+            _next(ws, last, what)
+
+
 def _retain(
     ws: Workspace,
     objects: ObjectStore,
@@ -243,10 +297,12 @@ def _retain(
     report: RetentionReport,
     *,
     record: bool,
+    added: list[Stored],
 ) -> RetentionReport:
     """Retain every scanned version no earlier snapshot retained already: its files into the
-    object store (counted in `report`; a file there already costs one `stat`) and, when
-    `record` (under the store's lock), its manifest into the store."""
+    object store (counted in `report`; a file there already costs one `stat`; each one newly
+    stored goes to `added`) and, when `record` (under the store's lock), its manifest into
+    the store."""
     report.versions = len(scans)
     wanted = {(ref, found.version) for ref, found in scans.items() if found.version is not None}
     # Most of a snapshot is what the previous one held: only the rest is looked up.
@@ -256,7 +312,9 @@ def _retain(
     for ref, found in scans.items():
         if found.version is None or (ref, found.version) in have:
             continue
-        manifests.append((ref, found.version, found.link, retain(objects, found, hashes, report)))
+        manifests.append(
+            (ref, found.version, found.link, retain(objects, found, hashes, report, added))
+        )
     if record:
         report.new_versions = len(manifests)
         snapshot_data.save_manifests(ws, manifests)

@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -358,6 +358,7 @@ def _create_engine(settings: StoreSettings) -> Engine:
         def connect() -> sqlite3.Connection:
             # The path as bytes: a workspace folder whose name is not UTF-8 (surrogates in
             # the str) cannot be passed to SQLite as text.
+            _check_sqlite_file(path, settings.shown)
             return sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False)
 
         # A file database (the URL names the dialect; `creator` opens the file): pooled.
@@ -374,6 +375,49 @@ def _create_engine(settings: StoreSettings) -> Engine:
         execution_options=options,
         connect_args={"connect_timeout": 10, "application_name": "dws_dagster"},
     )
+
+
+def _check_sqlite_file(path: bytes, shown: str) -> None:
+    """Create a new SQLite store's file, or refuse an empty one.
+
+    SQLite takes an empty file for an empty database, so a store truncated to zero bytes (a
+    copy cut short, a full disk, `> store.db`) would be given new tables and its history would
+    be gone without a word. A new file is made here instead, under a lock on its folder, and
+    left holding SQLite's header (WAL mode, 4096 bytes) before the lock goes: so a zero-byte
+    file seen under that lock (taken only when the file looks empty or missing) is damage,
+    never a store that another process is creating right now."""
+    try:
+        if os.stat(path).st_size > 0:
+            return  # the usual case: one stat, no lock
+    except FileNotFoundError:
+        pass
+    folder = os.path.dirname(path) or b"."
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # no folder to lock (or none to create the file in): SQLite says what is wrong
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            size = None
+        if size == 0:
+            raise StoreUnavailableError(
+                f"workspace store {shown} is an empty file (0 bytes): its lineage, "
+                "snapshots and history are not in it (a copy cut short or a full disk "
+                "truncates a file so). Restore it from a backup; or, to start again with "
+                "no history, delete it (the next command creates a new store)"
+            )
+        if size is None:
+            with closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS)) as created:
+                _enable_wal(created.cursor())
+    except ImportError:  # no flock here: SQLite opens the file as it finds it
+        pass
+    finally:
+        os.close(fd)
 
 
 def _with_driver(settings: StoreSettings) -> Any:
