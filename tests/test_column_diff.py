@@ -99,3 +99,29 @@ def test_any_single_changed_value_is_found(spark, tmp_path_factory, values, chan
     before = _write(spark, rows, "i INT, v BIGINT", folder / "a")
     after = _write(spark, changed, "i INT, v BIGINT", folder / "b")
     assert differing_columns(spark, before, after, "parquet") == ("v",)
+
+
+def test_the_format_of_script_data_is_found_however_deep_it_is_nested(tmp_path: Path) -> None:
+    """A script's output has no recorded format: replay reads it by the one suffix its data
+    files share, found by a walk that does not recurse (data may lie deeper than Python's
+    recursion limit) and skips what Spark skips (`_SUCCESS`, `.crc`, `_`/`.` folders)."""
+    from dws_dagster.workspace.snapshots.replay_compare import _format_of_files
+    from dws_dagster.workspace.trees import remove_tree
+
+    top = tmp_path / "out"
+    folder = top
+    folder.mkdir()
+    try:
+        for _ in range(1200):
+            folder = folder / "d"
+            folder.mkdir()
+        (folder / "part-0.csv").write_text("a\n1\n")
+        (folder / "_SUCCESS").write_text("")
+        (folder / ".part-0.csv.crc").write_text("")
+        (top / "_temporary").mkdir()
+        (top / "_temporary" / "x.json").write_text("{}")
+        assert _format_of_files(top) == "csv"
+        (top / "more.json").write_text("{}")
+        assert _format_of_files(top) is None  # two suffixes: no one format to read it by
+    finally:  # pytest's own clean-up of old temporary folders recurses: leave it nothing deep
+        remove_tree(top, ignore_errors=True)

@@ -26,6 +26,7 @@ from dws_dagster.workspace.snapshots.replay_run import (
     ReplayReport,
 )
 from dws_dagster.workspace.snapshots.restore_plan import kept_copies, remove_path, stage_copy
+from dws_dagster.workspace.versions import iter_data_files
 from dws_dagster.workspace.workspace import Workspace
 
 #: Compares the data at two paths in one format; the columns that differ (added, removed,
@@ -99,13 +100,10 @@ def _recorded_format(scratch: Workspace, ws: Workspace, ref: str) -> str | None:
 def _format_of_files(path: Path) -> str | None:
     """The format of data no writer recorded one for (a script's files): the one suffix all
     its data files share, if Spark reads it."""
-    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-    suffixes = {
-        p.suffix.lstrip(".").lower()
-        for p in files
-        if not p.name.startswith(("_", "."))
-        and not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts[:-1])
-    }
+    # Spark's own rule for what is data (no `_`/`.` names, no `.crc`), walked without
+    # recursion: data may be nested deeper than Python's recursion limit.
+    files = [path] if path.is_file() else [p for _rel, p in iter_data_files(path)]
+    suffixes = {p.suffix.lstrip(".").lower() for p in files}
     return suffixes.pop() if len(suffixes) == 1 else None
 
 

@@ -13,7 +13,6 @@ own, beside the original's, for the verdict to compare.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from dws_dagster.errors import SnapshotError
@@ -23,6 +22,7 @@ from dws_dagster.workspace.snapshots import snapshot_data
 from dws_dagster.workspace.snapshots.objects import ObjectStore
 from dws_dagster.workspace.snapshots.replay_plan import ReplayPlan
 from dws_dagster.workspace.snapshots.retention import LOCAL_KINDS, stage
+from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import WORKSPACE_DIR, Workspace
 
 #: Seconds a clone or checkout may take (a large repository, a slow disk).
@@ -57,7 +57,7 @@ def prepare_scratch(
         root = into / ws.root.resolve().relative_to(top.resolve())
         # The workspace definition at that commit, if it was committed, is not the one to
         # use: the scratch workspace gets today's resources and a store of its own.
-        shutil.rmtree(root / WORKSPACE_DIR, ignore_errors=True)
+        remove_tree(root / WORKSPACE_DIR, ignore_errors=True)
         replay_of["clone"] = str(into)
     else:
         into.mkdir(parents=True, exist_ok=True)
@@ -145,7 +145,7 @@ def _bring_back_sources(ws: Workspace, scratch: Workspace, plan: ReplayPlan) -> 
         _link, files = found
         target = scratch.local_path(ResourceRef.parse(row.ref))
         if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)  # what git brought is not the snapshot's
+            remove_tree(target)  # what git brought is not the snapshot's
         else:
             target.unlink(missing_ok=True)
         target.parent.mkdir(parents=True, exist_ok=True)
