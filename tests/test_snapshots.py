@@ -1503,9 +1503,12 @@ def test_staging_and_temporary_names_fit_whatever_the_name(size: int, wide: bool
 # --------------------------------------- file names as bytes, folders of any depth
 
 #: Names that are not UTF-8: Latin-1, a lone continuation byte, an overlong form, a cut
-#: three-byte sequence; and one that is (with a newline).
+#: three-byte sequence; and ones that are (with a newline; with backslashes, an ordinary
+#: character of a POSIX name, not a separator).
 _BYTE_NAMES = st.lists(
-    st.sampled_from([b"caf\xe9.csv", b"\x80x", b"\xc0\xafy", b"\xe2\x82.csv", b"new\nline"]),
+    st.sampled_from(
+        [b"caf\xe9.csv", b"\x80x", b"\xc0\xafy", b"\xe2\x82.csv", b"new\nline", b"a\\b.csv", b"\\"]
+    ),
     min_size=1,
     max_size=3,
     unique=True,
@@ -1554,6 +1557,7 @@ def test_file_names_that_are_not_utf8_are_snapshotted_and_restored_as_bytes(
             _put(src, (b"d\xff/" if nested else b"") + name, b"changed\n")
         write(src / "more.csv", "b\n")
         assert take_snapshot(ws, "v2").created
+        assert [change.ref for change in diff_lineage(ws, "v1", "v2")] == ["src"]
         assert restore_snapshot(ws, "v1").data_restored == ["src"]
         assert _byte_tree(src) == first
         assert not take_snapshot(ws).created  # the same state as v1: nothing new, no error

@@ -387,7 +387,12 @@ def manifest_files(ref: str, version: str, raw: Any) -> list[RetainedFile]:
 
 
 def _safe_relpath(relpath: str) -> bool:
-    if "\x00" in relpath or "\\" in relpath:
+    """Whether a stored file path stays inside its ref: relative, '/'-separated, no '.' or
+    '..' part. A backslash is an ordinary character of a POSIX file name (a landed `a\\b.csv`
+    is retained like any file); only where the system takes it for a separator is it one."""
+    if "\x00" in relpath or any(
+        sep != "/" and sep in relpath for sep in (os.sep, os.altsep) if sep
+    ):
         return False
     parts = PurePosixPath(relpath).parts
     return (
