@@ -7,7 +7,12 @@ from typing import Any
 from openlineage.client.transport import Transport
 from openlineage.client.transport.file import FileTransport
 
-from dws_dagster._compat.openlineage import file_path_for, local_path, writes_local_files
+from dws_dagster._compat.openlineage import (
+    client_logs_kept,
+    file_path_for,
+    local_path,
+    writes_local_files,
+)
 
 
 def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
@@ -38,13 +43,22 @@ class Emitter:
             and writes_local_files(transport)
         )
         self._path: str | None = None
+        self._logs: Any = None
         self._file: Any = None
 
     def __enter__(self) -> Emitter:
+        # The client logs some failures before raising them (a composite transport that goes
+        # on after a failing catalog logs a warning per event): they are said in the
+        # delivery's report, not printed on a terminal or the sensor's log.
+        self._logs = client_logs_kept()
+        self._logs.__enter__()
         return self
 
-    def __exit__(self, *_exc: object) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+        logs, self._logs = self._logs, None
+        if logs is not None:
+            logs.__exit__(*exc)
 
     def emit(self, event: dict[str, Any], line: bytes) -> None:
         if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:

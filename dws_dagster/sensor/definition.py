@@ -209,6 +209,9 @@ def _process_events(
         from dws_dagster.ol.outbox import Outbox
 
         outbox = Outbox(ws)
+        # A damaged delivery row or pending flag fails the tick before anything is applied
+        # (WorkspaceConfigError naming the row): the cursor stays.
+        outbox.check()
     if outbox is not None and deliver:
         from dws_dagster.ol.transport import make_transport
 
