@@ -119,3 +119,37 @@ def test_transport_types_are_those_the_client_builds_by_name() -> None:
     for kind in types:
         assert get_default_factory().transports[kind] is not None
     assert "zzcarrierpigeon" not in types
+
+
+def test_an_http_adapter_set_before_the_first_send_carries_every_request() -> None:
+    """Every URL the transport may post to (its endpoint, another host a redirect names)
+    goes through the adapter given, on a session that follows no redirect itself; and a
+    real send goes through it."""
+    from requests.adapters import HTTPAdapter
+
+    from .ol_receiver import Receiver
+
+    sent: list[str] = []
+
+    class Counting(HTTPAdapter):
+        def send(self, request, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+            sent.append(str(request.url))
+            return super().send(request, *args, **kwargs)
+
+    with Receiver() as receiver:
+        transport = HttpTransport(HttpConfig.from_dict({"url": receiver.url}))
+        adapter = Counting()
+        ol_compat.set_http_adapter(transport, adapter)
+        session = transport.session
+        for url in (f"{receiver.url}/api/v1/lineage", "https://elsewhere.example/x"):
+            assert session.get_adapter(url) is adapter
+        assert session.max_redirects == 0
+        event = RunEvent(
+            eventType=RunState.START,
+            eventTime="2024-05-01T12:00:00Z",
+            run=Run(runId="0b6f3b52-8c1e-4f5e-9a43-2f7f6b1f1c11"),
+            job=Job(namespace="dagster", name="asset"),
+        )
+        transport.emit(event)
+        transport.close()
+    assert sent == [f"{receiver.url}/api/v1/lineage"] and len(receiver.events) == 1

@@ -1,11 +1,12 @@
 """Every use of openlineage-python internals, in one place, each behind one small function.
 
 The client's documented API builds transports from configuration; it offers no way to change a
-built HTTP transport's retries (the `OPENLINEAGE_URL` transport is built without the factory,
-so its config cannot be edited first), nor to ask a file transport where it writes an event
-and whether that is a local file. `Emitter` needs the latter to append spooled lines itself.
-Nor does it name the schema URL of an event or facet class without building an instance;
-`ol/facets.py` builds events as plain dicts and takes each URL from the class.
+built HTTP transport's retries or the `requests` adapter it sends through (`ol/transport_http`:
+no redirect followed, a deadline per event); the `OPENLINEAGE_URL` transport is built without
+the factory, so its config cannot be edited first. Nor can one ask a file transport where it
+writes an event and whether that is a local file: `Emitter` needs this to append spooled
+lines itself. Nor does it name the schema URL of an event or facet class without building
+an instance; `ol/facets.py` builds events as plain dicts and takes each URL from the class.
 The client also logs to its own loggers (`openlineage.client...`) where it should raise or say
 nothing: an unknown transport type logs "not enough values to unpack" before raising, which
 Python's last-resort handler prints on stderr above the CLI's one-line error;
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from openlineage.client.generated.base import BaseEvent, BaseFacet
     from openlineage.client.transport.file import FileTransport
     from openlineage.client.transport.http import HttpTransport
+    from requests.adapters import HTTPAdapter
 
 
 def schema_url(generated: type[BaseEvent] | type[BaseFacet]) -> str:
@@ -49,6 +51,26 @@ def transport_types() -> list[str]:
     from openlineage.client.transport import get_default_factory
 
     return sorted(get_default_factory().transports)
+
+
+def set_http_adapter(transport: HttpTransport, adapter: HTTPAdapter) -> None:
+    """Send every request of a built HTTP transport through `adapter`, whatever its URL.
+
+    The transport mounts `config.adapter` on its session for its own URL when it is given a
+    session (its `session` setter), and builds a session of its own on first use otherwise.
+    A new session with `adapter` mounted for every http and https URL (the endpoint may lie
+    outside the transport's URL, and a redirect anywhere) is handed over before any send;
+    the session also refuses to follow redirects itself (`max_redirects = 0`), should a
+    3xx answer ever reach it.
+    """
+    import requests
+
+    transport.config.adapter = adapter
+    session = requests.Session()
+    session.max_redirects = 0
+    for prefix in ("http://", "https://"):
+        session.mount(prefix, adapter)
+    transport.session = session
 
 
 def file_path_for(transport: FileTransport, event: Any) -> str:

@@ -76,6 +76,7 @@ from dws_dagster.ol.outbox_table import (
 from dws_dagster.ol.timestamps import assume_utc, iso_or_none, utc_now
 from dws_dagster.ol.transport import prepare_default_file
 from dws_dagster.ol.transport_emit import Emitter
+from dws_dagster.ol.transport_http import watching
 from dws_dagster.ol.transport_text import error_text, redact
 
 if TYPE_CHECKING:
@@ -93,6 +94,9 @@ LEASE_SECONDS = 120.0
 #: what was sent since).
 CHECKPOINT_SECONDS = 1.0
 MAX_ERROR_CHARS = 2000
+#: The longest one event may take to be sent, answer included, however slowly the catalog
+#: answers (the transport's timeout bounds each read only).
+DEADLINE_SECONDS = 30.0
 
 
 class Outbox:
@@ -180,11 +184,23 @@ class Outbox:
         budget_seconds: float = 30.0,
         now: dt.datetime | None = None,
         ignore_backoff: bool = False,
+        deadline_seconds: float | None = None,
     ) -> DeliveryReport:
         """Send pending events oldest first until none is left, the budget is spent, or one
         fails; a failure sets the next attempt time (exponential backoff with jitter), before
         which calls send nothing unless `ignore_backoff`. Another deliverer holding the lease
-        makes the call return at once with `busy`."""
+        makes the call return at once with `busy`.
+
+        No event starts once `budget_seconds` are spent, and each must be sent, its answer
+        read, within `deadline_seconds` (default `DEADLINE_SECONDS`), or it fails
+        (`DeliveryDeadlineError`) and stays pending: a call lasts at most its budget plus
+        one deadline, however slowly a catalog answers."""
+        if deadline_seconds is not None and not deadline_seconds > 0:
+            raise OutboxError(
+                f"the delivery deadline must be a positive number of seconds, got "
+                f"{deadline_seconds}"
+            )
+        deadline = DEADLINE_SECONDS if deadline_seconds is None else deadline_seconds
         now = assume_utc(now or utc_now())
         if transport.kind == "noop":
             return self._report(self._state(), sent=0, failed=0, paused=True)
@@ -206,7 +222,7 @@ class Outbox:
         try:
             if self._waiting(state, now) and not ignore_backoff:
                 return self._report(state, sent=0, failed=0)  # it failed just now
-            return self._deliver_leased(transport, holder, state, budget_seconds, now)
+            return self._deliver_leased(transport, holder, state, budget_seconds, deadline, now)
         finally:
             self._release(holder)
 
@@ -239,6 +255,7 @@ class Outbox:
         holder: str,
         state: DeliveryState,
         budget_seconds: float,
+        deadline: float,
         now: dt.datetime,
     ) -> DeliveryReport:
         started = time.monotonic()
@@ -277,7 +294,7 @@ class Outbox:
                         damage, stop = exc, True  # not the catalog's failure: no backoff
                         break
                     try:
-                        emitter.emit(event, body.encode())
+                        emitter.emit(event, body.encode(), deadline)
                     except Exception as exc:
                         failure = (event, exc, at())
                         stop = True
@@ -409,6 +426,7 @@ class Outbox:
         transport: Transport,
         since: dt.datetime | None = None,
         progress: Callable[[dict[str, Any]], Any] | None = None,
+        deadline_seconds: float = DEADLINE_SECONDS,
     ) -> int:
         """Send archived events again, in order (to backfill a new catalog); what is pending or
         delivered is not touched. Returns how many were sent."""
@@ -421,7 +439,8 @@ class Outbox:
         prepare_default_file(transport, self.workspace)
         for event in self.events(since):
             try:
-                transport.emit(event)  # type: ignore[arg-type]
+                with watching(deadline_seconds):
+                    transport.emit(event)  # type: ignore[arg-type]
             except Exception as exc:
                 message = redact(error_text(exc), transport)[:MAX_ERROR_CHARS]
                 raise OutboxError(

@@ -39,8 +39,14 @@ from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
 from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
-from dws_dagster._compat.openlineage import client_logs_kept, set_http_retry, transport_types
+from dws_dagster._compat.openlineage import (
+    client_logs_kept,
+    set_http_adapter,
+    set_http_retry,
+    transport_types,
+)
 from dws_dagster.errors import DwsError
+from dws_dagster.ol.transport_http import CatalogAdapter
 from dws_dagster.ol.transport_text import describe, error_text, redact
 
 if TYPE_CHECKING:
@@ -245,9 +251,13 @@ def _openlineage_environ_kept(config_path: str | None) -> Iterator[None]:
 
 
 def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
-    """One request per delivery attempt: the outbox, not the client, retries."""
-    if isinstance(transport, HttpTransport) and transport.config.retry == _default_retry():
-        set_http_retry(transport, dict(NO_RETRY))
+    """One request per delivery attempt: the outbox, not the client, retries. HTTP goes
+    through a `CatalogAdapter`: no redirect is taken for a delivery unless it keeps the POST
+    and stays at the catalog, and each event is bounded by its deadline."""
+    if isinstance(transport, HttpTransport):
+        if transport.config.retry == _default_retry():
+            set_http_retry(transport, dict(NO_RETRY))
+        set_http_adapter(transport, CatalogAdapter(transport.url, dict(transport.config.retry)))
     elif isinstance(transport, CompositeTransport):
         if "continue_on_failure" not in settings:
             transport.config.continue_on_failure = False

@@ -13,6 +13,7 @@ from dws_dagster._compat.openlineage import (
     local_path,
     writes_local_files,
 )
+from dws_dagster.ol.transport_http import watching
 
 
 def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
@@ -60,7 +61,9 @@ class Emitter:
         if logs is not None:
             logs.__exit__(*exc)
 
-    def emit(self, event: dict[str, Any], line: bytes) -> None:
+    def emit(self, event: dict[str, Any], line: bytes, deadline: float | None = None) -> None:
+        """Send one event; through the client's transport, within `deadline` seconds in all
+        (`transport_http.watching`: else `DeliveryDeadlineError`)."""
         if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
             text = line if line.endswith(b"\n") else line + b"\n"
             try:
@@ -70,7 +73,8 @@ class Emitter:
             except Exception:  # the client's own emit() then reports it in its words
                 pass
             self.close()
-        self.transport.emit(event)  # type: ignore[arg-type]
+        with watching(deadline):
+            self.transport.emit(event)  # type: ignore[arg-type]
 
     def _open(self, path: str) -> Any:
         """The file `emit()` would append to, kept open while events go to the same one."""
