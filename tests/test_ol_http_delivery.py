@@ -218,3 +218,20 @@ def test_a_sensor_tick_gives_up_on_a_dribbling_catalog(
     assert (outcome.delivered, outcome.pending) == (0, 4)
     assert "within the 1 s deadline" in (outcome.delivery_error or ""), outcome.delivery_error
     assert "deadline" in outcome.tick_text()
+
+
+def test_the_catalog_is_its_scheme_host_and_port() -> None:
+    """What "within the configured catalog" compares: case and default ports do not matter,
+    a scheme, host or port of its own does (an https Location of an http catalog included)."""
+    from dws_dagster.ol.transport_http import origin
+
+    catalog = origin("http://Catalog.example/api")
+    assert origin("http://catalog.example:80/api/v1/lineage?x") == catalog
+    assert origin("HTTP://CATALOG.EXAMPLE/other") == catalog
+    for elsewhere in (
+        "https://catalog.example/api",
+        "http://catalog.example:8080/api",
+        "http://catalog.example.evil/api",
+        "http://user@other.example/api",
+    ):
+        assert origin(elsewhere) != catalog, elsewhere

@@ -215,7 +215,8 @@ class CatalogAdapter(HTTPAdapter):
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        manager.pool_classes_by_scheme = dict(_POOLS)
+        if not proxy.lower().startswith("socks"):  # SOCKS pools have connections of their own
+            manager.pool_classes_by_scheme = dict(_POOLS)
         return manager
 
     def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
