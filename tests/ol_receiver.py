@@ -4,8 +4,11 @@
         os.environ["OPENLINEAGE_URL"] = receiver.url
         receiver.fail_next(3)                    # the next 3 requests get 500
         receiver.slow_next(2, seconds=3)         # the next 2 are answered 3 s late
+        receiver.redirect(302, "/elsewhere")     # every POST to the endpoint is redirected
+        receiver.dribble(interval=0.5)           # every answer, a byte every half second
         ...
         receiver.events                          # bodies of the requests it accepted
+        receiver.requests                        # every request: method, path, body, status
 
 `Receiver()` picks a free port without listening on it, so until `start()` (and after `stop()`)
 connections to `receiver.url` are refused: a catalog that is down.
@@ -57,6 +60,8 @@ class Receiver:
         self._status = 500
         self._record_failed = False
         self._slow: list[float] = []  # delays of the next requests, in order
+        self._redirect: tuple[int, str] | None = None
+        self._dribble: tuple[str, float] | None = None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -89,6 +94,19 @@ class Receiver:
         with self._lock:
             self._slow = [float(seconds)] * count
 
+    def redirect(self, status: int | None, location: str = "") -> None:
+        """Answer every POST to exactly the lineage endpoint (no query) with `status` and a
+        `Location: location` header (none if empty); requests elsewhere (`/api/v1/lineage?x`)
+        are handled as usual. None: stop redirecting."""
+        with self._lock:
+            self._redirect = None if status is None else (status, location)
+
+    def dribble(self, part: str = "status", *, interval: float = 1.0) -> None:
+        """Answer every request a byte every `interval` seconds: from its status line on
+        (`part="status"`), or with its headers at once and then a 1 MB body (`"body"`)."""
+        with self._lock:
+            self._dribble = (part, interval)
+
     def _delay(self) -> float:
         with self._lock:
             return self._slow.pop(0) if self._slow else 0.0
@@ -100,6 +118,29 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self._other()
+
+            def do_PUT(self) -> None:
+                self._other()
+
+            def _other(self) -> None:
+                """Any other method: recorded, and answered 200 as a login page would."""
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                with receiver._lock:
+                    receiver.requests.append(
+                        {
+                            "method": self.command,
+                            "path": self.path,
+                            "status": 200,
+                            "headers": dict(self.headers),
+                            "body": body,
+                            "event": None,
+                        }
+                    )
+                self._answer(200)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
@@ -108,16 +149,57 @@ class Receiver:
                 delay = receiver._delay()
                 if delay:
                     time.sleep(delay)
+                with receiver._lock:
+                    redirect = receiver._redirect
+                if redirect is not None and self.path == LINEAGE_PATH:
+                    with receiver._lock:
+                        receiver.requests.append(
+                            {
+                                "method": "POST",
+                                "path": self.path,
+                                "status": redirect[0],
+                                "headers": dict(self.headers),
+                                "body": body,
+                                "event": None,
+                            }
+                        )
+                    self._answer(redirect[0], location=redirect[1])
+                    return
                 status = receiver._handle(self.path, dict(self.headers), body)
                 if status == 0:  # hang up without an answer
                     self.close_connection = True
                     return
+                self._answer(status)
+
+            def _answer(self, status: int, location: str = "") -> None:
+                with receiver._lock:
+                    dribble = receiver._dribble
                 try:
+                    if dribble is not None:
+                        self._dribble(status, *dribble)
+                        return
                     self.send_response(status)
+                    if location:
+                        self.send_header("Location", location)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                 except OSError:  # the sender stopped waiting (a slow answer)
                     self.close_connection = True
+
+            def _dribble(self, status: int, part: str, interval: float) -> None:
+                body = b"x" * 1_000_000
+                head = (
+                    f"HTTP/1.1 {status} Created\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode()
+                if part == "body":
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                    head = b""
+                self.close_connection = True
+                for byte in head + body:  # until the sender hangs up
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(interval)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -158,7 +240,14 @@ class Receiver:
             if event is not None and (status == 201 or self._record_failed):
                 self.events.append(event)
             self.requests.append(
-                {"path": path, "status": status, "headers": headers, "event": event}
+                {
+                    "method": "POST",
+                    "path": path,
+                    "status": status,
+                    "headers": headers,
+                    "body": body,
+                    "event": event,
+                }
             )
         return status
 

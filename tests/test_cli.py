@@ -14,7 +14,7 @@ import pytest
 from dws_dagster import Workspace
 from dws_dagster.workspace.versions import data_size
 
-from .conftest import ROOT, run_python, run_step, write
+from .conftest import ROOT, run_python, run_step, tree_state, write
 
 
 def test_init_add_and_status(tmp_path: Path, cli) -> None:
@@ -306,3 +306,79 @@ def test_workspace_option_before_or_after_the_command(
         "-w", script_pipeline_ws.root, "openlineage", "status", "--format", "json", cwd=elsewhere
     )
     assert nested[0] == 0 and json.loads(nested[1])["pending"] == 0
+
+
+READ_ONLY = [
+    ["status"],
+    ["status", "--verify", "--format", "json"],
+    ["status", "--expand"],
+    ["lineage", "inter/prep"],
+    ["lineage", "inter/prep", "--snapshot", "s1", "--format", "html"],
+    ["history", "--format", "json"],
+    ["diff", "s1"],
+    ["diff", "s1", "current", "--expand"],
+    ["version", "inter/prep"],
+    ["gc", "--dry-run"],
+    ["openlineage", "status"],
+    ["openlineage", "status", "--format", "json"],
+    ["openlineage", "replay", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [None, "data changed", "no hash cache", "damaged delivery row", "damaged record"],
+)
+def test_commands_that_only_read_create_and_change_nothing(
+    script_pipeline_ws: Workspace, cli, damage: str | None, clean_ol_env: None
+) -> None:
+    """Every command that only reads, on a healthy workspace and on damaged ones: whether it
+    answers or refuses, every file (the hash cache included), every store row and every
+    folder is as it was — no empty `.dataworkspace/openlineage/` or `cache/` made."""
+    from sqlalchemy import update
+
+    from dws_dagster.workspace.store import schema
+
+    from .store_db import db_dump
+
+    ws = script_pipeline_ws
+    assert cli("snapshot", "s1", "-w", ws.root)[0] == 0
+    from dws_dagster.ol.outbox import Outbox
+
+    Outbox(ws).spool([_ol_event()])
+    if damage == "data changed":
+        write(ws.root / "data/inter/prep/part-1.csv", "B\n2\n")
+    elif damage == "no hash cache":
+        shutil.rmtree(ws.meta_dir / "cache")
+    elif damage == "damaged delivery row":
+        with ws.store.db.engine.begin() as connection:
+            connection.execute(update(schema.ol_delivery).values(next_attempt_at="soon"))
+    elif damage == "damaged record":
+        with ws.store.db.engine.begin() as connection:
+            connection.execute(update(schema.records).values(body="{"))
+
+    def state() -> tuple[dict[str, str], list[str], object]:
+        files = {
+            name: digest
+            for name, digest in tree_state(ws.root).items()
+            if not Path(name).name.startswith("store.db")  # SQLite's files move on reads
+        }
+        folders = sorted(str(p.relative_to(ws.root)) for p in ws.root.rglob("*") if p.is_dir())
+        return files, folders, db_dump(ws)
+
+    before = state()
+    for args in READ_ONLY:
+        code, _, err = cli(*args, "-w", ws.root)
+        assert code in (0, 1, 3), (args, err)
+        assert state() == before, (damage, args, err)
+
+
+def _ol_event() -> dict[str, object]:
+    return {
+        "eventTime": "2026-03-01T12:00:00+00:00",
+        "eventType": "START",
+        "producer": "https://example.com/tests",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": "0b6f3b52-8c1e-4f5e-9a43-2f7f6b1f1c11"},
+        "job": {"namespace": "tests", "name": "job"},
+    }

@@ -2,8 +2,10 @@
 each exercised against the installed client so that an upgrade that moves one fails here,
 loudly."""
 
+import logging
 from pathlib import Path
 
+import pytest
 from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     dataset_version_dataset,
@@ -70,3 +72,84 @@ def test_schema_url_of_a_class_is_the_one_its_instances_carry() -> None:
         assert url == written.get("schemaURL", written.get("_schemaURL")), generated
         assert url.startswith("https://openlineage.io/spec/"), url
         assert url.endswith(f"#/$defs/{generated.__name__}"), url  # the class's, not its base's
+
+
+def test_client_logs_kept_keeps_what_the_client_logs_from_every_handler(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The client logs a failed import under `openlineage.client.utils` before raising; inside
+    the block the record is kept in the list, reaches no handler (not even Python's
+    last-resort one, which prints on stderr), and the logger is as it was afterwards, also
+    when blocks overlap."""
+    from openlineage.client.utils import import_from_string
+
+    logger = logging.getLogger(ol_compat.CLIENT_LOGGER)
+    propagate, handlers = logger.propagate, list(logger.handlers)
+    seen: list[logging.LogRecord] = []
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    root = logging.getLogger()
+    root.addHandler(spy := Seen())
+    try:
+        with ol_compat.client_logs_kept() as outer:
+            with ol_compat.client_logs_kept() as inner, pytest.raises(ImportError):
+                import_from_string("zzcarrierpigeon")
+            with pytest.raises(ImportError):
+                import_from_string("zz.carrier")
+        assert [r.name for r in inner] == ["openlineage.client.utils"]
+        assert "not enough values to unpack" in inner[0].getMessage()
+        assert len(outer) == 2 and seen == []
+        assert (logger.propagate, logger.handlers) == (propagate, handlers)
+        with pytest.raises(ImportError):  # outside a block the client logs as usual
+            import_from_string("zzcarrierpigeon")
+        assert len(seen) == 1
+    finally:
+        root.removeHandler(spy)
+    assert capsys.readouterr().err == ""
+
+
+def test_transport_types_are_those_the_client_builds_by_name() -> None:
+    from openlineage.client.transport import get_default_factory
+
+    types = ol_compat.transport_types()
+    assert {"http", "file", "kafka", "console", "composite", "noop"} <= set(types)
+    for kind in types:
+        assert get_default_factory().transports[kind] is not None
+    assert "zzcarrierpigeon" not in types
+
+
+def test_an_http_adapter_set_before_the_first_send_carries_every_request() -> None:
+    """Every URL the transport may post to (its endpoint, another host a redirect names)
+    goes through the adapter given, on a session that follows no redirect itself; and a
+    real send goes through it."""
+    from requests.adapters import HTTPAdapter
+
+    from .ol_receiver import Receiver
+
+    sent: list[str] = []
+
+    class Counting(HTTPAdapter):
+        def send(self, request, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+            sent.append(str(request.url))
+            return super().send(request, *args, **kwargs)
+
+    with Receiver() as receiver:
+        transport = HttpTransport(HttpConfig.from_dict({"url": receiver.url}))
+        adapter = Counting()
+        ol_compat.set_http_adapter(transport, adapter)
+        session = transport.session
+        for url in (f"{receiver.url}/api/v1/lineage", "https://elsewhere.example/x"):
+            assert session.get_adapter(url) is adapter
+        assert session.max_redirects == 0
+        event = RunEvent(
+            eventType=RunState.START,
+            eventTime="2024-05-01T12:00:00Z",
+            run=Run(runId="0b6f3b52-8c1e-4f5e-9a43-2f7f6b1f1c11"),
+            job=Job(namespace="dagster", name="asset"),
+        )
+        transport.emit(event)
+        transport.close()
+    assert sent == [f"{receiver.url}/api/v1/lineage"] and len(receiver.events) == 1

@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import select, update
 
 from dws_dagster import Workspace
+from dws_dagster._compat.openlineage import transport_types
 from dws_dagster.errors import DwsError
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.ol.outbox_table import OutboxError, event_key
@@ -842,3 +843,83 @@ def test_file_delivery_writes_the_events_the_clients_file_transport_writes(tmp_p
         # the events with nothing to remove are their spooled lines; the others the client's
         assert written == [lines[0], client[1], client[2], client[3]]
     assert "inputs" not in json.loads(client[1])
+
+
+def test_an_unknown_transport_type_is_one_line_and_nothing_else(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """`type: zzcarrierpigeon`, in openlineage.yml or `OPENLINEAGE__TRANSPORT__TYPE`: `deliver`
+    fails with one line naming the type and the ones there are, and `status` shows it as
+    the transport; nothing else reaches stderr (the client logs its failed import, which
+    Python's last-resort handler would print). Real processes: no test logging in between."""
+    events_file = ws.meta_dir / "openlineage" / "events.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENLINEAGE")}
+    env["PYTHONPATH"] = str(ROOT)
+    config = ws.root / "openlineage.yml"
+    for source in ("file", "variable"):
+        run_env = dict(env)
+        if source == "file":
+            config.write_text("transport:\n  type: zzcarrierpigeon\n")
+            where = str(config)
+        else:
+            config.unlink()
+            run_env["OPENLINEAGE__TRANSPORT__TYPE"] = "zzcarrierpigeon"
+            where = "OPENLINEAGE__ variables"
+        refusal = (
+            f"the OpenLineage transport configuration ({where}) names the transport type "
+            "'zzcarrierpigeon', which the OpenLineage client does not have; use one of "
+        )
+        advice = (
+            ", or the import path of a Transport class (module.Class); or remove the "
+            f"configuration to write events to {events_file}"
+        )
+
+        def run(*args: str, env: dict[str, str] = run_env) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "dws_dagster.cli", "openlineage", *args, "-w", ws.root],
+                env=env,
+                cwd=tmp_path / "cwd",
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+
+        deliver = run("deliver")
+        assert (deliver.returncode, deliver.stdout) == (1, ""), deliver
+        types = ", ".join(transport_types())
+        assert deliver.stderr == f"error: {refusal}{types}{advice}\n"
+        assert "http, kafka" in types
+        status = run("status")
+        assert (status.returncode, status.stderr) == (0, ""), status
+        assert f"  transport:  not usable: {refusal}{types}{advice}\n" in status.stdout
+    assert not events_file.parent.exists()
+
+
+def test_commands_that_only_read_the_outbox_create_nothing(
+    ws: Workspace, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """`openlineage status` (text and JSON) and `replay --dry-run`, with events pending and
+    none delivered, under the default transport (a file never written yet) and an HTTP one:
+    every file, row and folder of the workspace is as it was — no empty
+    `.dataworkspace/openlineage/` for the default file."""
+    from .store_db import workspace_state
+
+    def tree() -> tuple[Any, list[str]]:
+        folders = sorted(str(p.relative_to(ws.root)) for p in ws.root.rglob("*") if p.is_dir())
+        return workspace_state(ws), folders
+
+    Outbox(ws).spool(runs(2))
+    for transport in ("default", "http"):
+        if transport == "http":
+            monkeypatch.setenv("OPENLINEAGE_URL", receiver.url)
+        before = tree()
+        for args in (["status"], ["status", "--format", "json"], ["replay", "--dry-run"]):
+            code, out, err = cli("openlineage", *args, "-w", ws.root)
+            assert (code, err) == (0, ""), (args, err)
+            assert tree() == before, (transport, args)
+    assert not (ws.meta_dir / "openlineage").exists()
+    monkeypatch.delenv("OPENLINEAGE_URL")  # sending to the default file makes it, of course
+    code, out, _ = cli("openlineage", "deliver", "-w", ws.root)
+    assert code == 0 and "sent 4 event(s)" in out
+    assert len((ws.meta_dir / "openlineage" / "events.jsonl").read_text().splitlines()) == 4

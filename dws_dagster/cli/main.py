@@ -301,7 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="stop sending after this long (default: 60)",
+        help="start no event after this long (default: 60)",
+    )
+    q.add_argument(
+        "--deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up on an event the catalog has not fully answered after this long, "
+        "however slowly it answers; it stays pending (default: 30)",
     )
     q = add_ol("replay", cmd_ol_replay, "send archived events again, e.g. to a new catalog")
     q.add_argument(

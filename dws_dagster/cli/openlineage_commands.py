@@ -63,7 +63,12 @@ def cmd_ol_deliver(args: argparse.Namespace) -> int:
     ws = open_workspace(args)
     transport, description = _ol_transport(ws)
     try:
-        report = Outbox(ws).deliver(transport, budget_seconds=args.budget, ignore_backoff=True)
+        report = Outbox(ws).deliver(
+            transport,
+            budget_seconds=args.budget,
+            ignore_backoff=True,
+            deadline_seconds=args.deadline,
+        )
     finally:
         transport.close()
     if args.format == "json":

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from dws_dagster.errors import WorkspaceConfigError
 from dws_dagster.ol.outbox_report import (
     DeliveryReport,
     OutboxStatus,
@@ -58,8 +59,9 @@ from dws_dagster.ol.outbox_table import (
     OutboxError,
     archive_count,
     archive_page,
+    check_pending_flags,
+    checked_event,
     describe_event,
-    event_or_stub,
     event_row,
     insert_events,
     parse_time_or_none,
@@ -72,7 +74,9 @@ from dws_dagster.ol.outbox_table import (
     take_lease,
 )
 from dws_dagster.ol.timestamps import assume_utc, iso_or_none, utc_now
+from dws_dagster.ol.transport import prepare_default_file
 from dws_dagster.ol.transport_emit import Emitter
+from dws_dagster.ol.transport_http import watching
 from dws_dagster.ol.transport_text import error_text, redact
 
 if TYPE_CHECKING:
@@ -90,6 +94,9 @@ LEASE_SECONDS = 120.0
 #: what was sent since).
 CHECKPOINT_SECONDS = 1.0
 MAX_ERROR_CHARS = 2000
+#: The longest one event may take to be sent, answer included, however slowly the catalog
+#: answers (the transport's timeout bounds each read only).
+DEADLINE_SECONDS = 30.0
 
 
 class Outbox:
@@ -177,11 +184,23 @@ class Outbox:
         budget_seconds: float = 30.0,
         now: dt.datetime | None = None,
         ignore_backoff: bool = False,
+        deadline_seconds: float | None = None,
     ) -> DeliveryReport:
         """Send pending events oldest first until none is left, the budget is spent, or one
         fails; a failure sets the next attempt time (exponential backoff with jitter), before
         which calls send nothing unless `ignore_backoff`. Another deliverer holding the lease
-        makes the call return at once with `busy`."""
+        makes the call return at once with `busy`.
+
+        No event starts once `budget_seconds` are spent, and each must be sent, its answer
+        read, within `deadline_seconds` (default `DEADLINE_SECONDS`), or it fails
+        (`DeliveryDeadlineError`) and stays pending: a call lasts at most its budget plus
+        one deadline, however slowly a catalog answers."""
+        if deadline_seconds is not None and not deadline_seconds > 0:
+            raise OutboxError(
+                f"the delivery deadline must be a positive number of seconds, got "
+                f"{deadline_seconds}"
+            )
+        deadline = DEADLINE_SECONDS if deadline_seconds is None else deadline_seconds
         now = assume_utc(now or utc_now())
         if transport.kind == "noop":
             return self._report(self._state(), sent=0, failed=0, paused=True)
@@ -190,7 +209,7 @@ class Outbox:
                 "Outbox.deliver was called inside a transaction of the workspace store; it "
                 "must not hold one while a catalog answers: deliver after the block ends"
             )
-        state = self._state()
+        state = self.check()
         if self._waiting(state, now) and not ignore_backoff:
             return self._report(state, sent=0, failed=0)
         if self._pending_count() == 0:
@@ -203,7 +222,7 @@ class Outbox:
         try:
             if self._waiting(state, now) and not ignore_backoff:
                 return self._report(state, sent=0, failed=0)  # it failed just now
-            return self._deliver_leased(transport, holder, state, budget_seconds, now)
+            return self._deliver_leased(transport, holder, state, budget_seconds, deadline, now)
         finally:
             self._release(holder)
 
@@ -226,7 +245,7 @@ class Outbox:
         with self._writing() as (connection, ws_id):
             release_lease(connection, ws_id, holder)
 
-    def _pending_page(self, after: int) -> list[tuple[int, str]]:
+    def _pending_page(self, after: int) -> list[Any]:
         with self._reading() as (connection, ws_id):
             return pending_page(connection, ws_id, after)
 
@@ -236,6 +255,7 @@ class Outbox:
         holder: str,
         state: DeliveryState,
         budget_seconds: float,
+        deadline: float,
         now: dt.datetime,
     ) -> DeliveryReport:
         started = time.monotonic()
@@ -244,18 +264,20 @@ class Outbox:
         unmarked: list[int] = []
         sent = 0
         failure: tuple[dict[str, Any], Exception, dt.datetime] | None = None
+        damage: WorkspaceConfigError | None = None
         after = 0
         stop = False
 
         def at() -> dt.datetime:
             return now + dt.timedelta(seconds=time.monotonic() - started)
 
+        prepare_default_file(transport, self.workspace)
         with Emitter(transport) as emitter:
             while not stop:
                 page = self._pending_page(after)
                 if not page:
                     break
-                for event_id, body in page:
+                for row in page:
                     if time.monotonic() - started >= budget_seconds:
                         stop = True
                         break
@@ -265,14 +287,14 @@ class Outbox:
                             unmarked, stop = [], True  # the lease was lost: stop sending
                             break
                         unmarked, last_mark = [], time.monotonic()
-                    event = event_or_stub(body)
+                    event_id, body = row[0], row[-1]
                     try:
-                        if "__corrupt__" in event:
-                            raise OutboxError(
-                                f"event {event_id} of the outbox is not a JSON object; delete "
-                                "that row of dws_ol_events (or restore the store from a backup)"
-                            )
-                        emitter.emit(event, body.encode())
+                        event = checked_event(row, self.shown)
+                    except WorkspaceConfigError as exc:
+                        damage, stop = exc, True  # not the catalog's failure: no backoff
+                        break
+                    try:
+                        emitter.emit(event, body.encode(), deadline)
                     except Exception as exc:
                         failure = (event, exc, at())
                         stop = True
@@ -283,6 +305,8 @@ class Outbox:
         if failure is None:
             if unmarked:
                 self._checkpoint(holder, unmarked, at())
+            if damage is not None:  # what was sent before it is marked; it is named
+                raise damage
         else:
             event, error, when = failure
             self._failed(
@@ -342,6 +366,16 @@ class Outbox:
 
     # ------------------------------------------------------------------ state
 
+    def check(self) -> DeliveryState:
+        """The delivery state, after checking what a delivery relies on before it sends
+        anything (the delivery row, the pending flags): damage is a `WorkspaceConfigError`
+        naming the row, so a sensor's tick can fail before it applies anything. Event rows
+        are checked as they are read."""
+        with self._reading() as (connection, ws_id):
+            state = read_state(connection, ws_id, self.shown)
+            check_pending_flags(connection, ws_id, self.shown)
+            return state
+
     def _state(self) -> DeliveryState:
         with self._reading() as (connection, ws_id):
             return read_state(connection, ws_id, self.shown)
@@ -376,15 +410,8 @@ class Outbox:
         while True:
             with self._reading() as (connection, ws_id):
                 rows = archive_page(connection, ws_id, after, since)
-            for event_id, body in rows:
-                event = event_or_stub(body)
-                if "__corrupt__" in event:
-                    raise OutboxError(
-                        f"workspace store {self.shown}: OpenLineage outbox event {event_id} is "
-                        "not a JSON object; delete that row of dws_ol_events (or restore the "
-                        "store from a backup)"
-                    )
-                yield event
+            for row in rows:
+                yield checked_event(row, self.shown)
             if len(rows) < PAGE_SIZE:
                 return
             after = rows[-1][0]
@@ -399,6 +426,7 @@ class Outbox:
         transport: Transport,
         since: dt.datetime | None = None,
         progress: Callable[[dict[str, Any]], Any] | None = None,
+        deadline_seconds: float = DEADLINE_SECONDS,
     ) -> int:
         """Send archived events again, in order (to backfill a new catalog); what is pending or
         delivered is not touched. Returns how many were sent."""
@@ -408,9 +436,11 @@ class Outbox:
                 "catalog; configure a transport first"
             )
         sent = 0
+        prepare_default_file(transport, self.workspace)
         for event in self.events(since):
             try:
-                transport.emit(event)  # type: ignore[arg-type]
+                with watching(deadline_seconds):
+                    transport.emit(event)  # type: ignore[arg-type]
             except Exception as exc:
                 message = redact(error_text(exc), transport)[:MAX_ERROR_CHARS]
                 raise OutboxError(

@@ -14,8 +14,9 @@ from sqlalchemy.engine import Connection
 
 from dws_dagster.ol.outbox_table import (
     DeliveryState,
-    event_or_stub,
-    first_pending_body,
+    check_pending_flags,
+    checked_event,
+    first_pending_row,
     parse_time_or_none,
     pending_count,
     read_state,
@@ -96,15 +97,18 @@ class OutboxStatus:
 
 
 def read_status(connection: Connection, ws_id: int, shown: str) -> OutboxStatus:
-    """The outbox of workspace `ws_id` in the store `shown` (as it may be printed)."""
+    """The outbox of workspace `ws_id` in the store `shown` (as it may be printed); damage to
+    what it reads (the delivery row, the pending flags, the first pending event) is a
+    `WorkspaceConfigError`."""
     state = read_state(connection, ws_id, shown)
+    check_pending_flags(connection, ws_id, shown)
     pending = pending_count(connection, ws_id)
-    first = first_pending_body(connection, ws_id) if pending else None
+    first = first_pending_row(connection, ws_id) if pending else None
     leased = state.holder is not None and state.lease_until > time.time()
     return OutboxStatus(
         pending=pending,
         delivered=state.delivered,
-        oldest_pending_time=None if first is None else event_or_stub(first).get("eventTime"),
+        oldest_pending_time=None if first is None else checked_event(first, shown)["eventTime"],
         attempts=state.attempts,
         next_attempt_at=parse_time_or_none(state.next_attempt_at),
         last_error=state.last_error,

@@ -9,16 +9,17 @@ that none is held while a catalog answers. Each function is one short statement 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Integer, and_, func, insert, select, type_coerce, update
 from sqlalchemy.engine import Connection
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DwsError, WorkspaceConfigError
 from dws_dagster.ol.timestamps import assume_utc, iso_or_none
 from dws_dagster.workspace.store import schema
 
@@ -36,7 +37,43 @@ _DELIVERY = schema.ol_delivery
 
 
 class OutboxError(DwsError):
-    """The OpenLineage outbox cannot take, read or send events as asked."""
+    """The OpenLineage outbox cannot take or send events as asked (events that are not
+    RunEvents, a transport that is disabled, ...). Damage to the outbox's own rows is a
+    `WorkspaceConfigError`, as for any damaged data of the workspace."""
+
+
+#: How to recover from a damaged row of `dws_ol_events`, said with every such damage found.
+EVENT_ADVICE = (
+    "delete that row of dws_ol_events (its event is then never sent), or restore the store "
+    "from a backup"
+)
+#: How to recover from a damaged `dws_ol_delivery` row.
+DELIVERY_ADVICE = (
+    "delete the workspace's row of dws_ol_delivery (it is made again; only the count of "
+    "delivered events and the last error are lost), or restore the store from a backup"
+)
+
+
+def damaged_event(shown: str, event_id: Any, problem: str) -> WorkspaceConfigError:
+    """The error for a `dws_ol_events` row no spooler could have written."""
+    return WorkspaceConfigError(
+        f"workspace store {shown}: OpenLineage outbox event {event_id} (a row of "
+        f"dws_ol_events) is damaged: {problem}; {EVENT_ADVICE}"
+    )
+
+
+def damaged_delivery(shown: str, ws_id: int, problem: str) -> WorkspaceConfigError:
+    """The error for a `dws_ol_delivery` row no deliverer could have written."""
+    return WorkspaceConfigError(
+        f"workspace store {shown}: the OpenLineage outbox's delivery state (the row of "
+        f"workspace {ws_id} in dws_ol_delivery) is damaged: {problem}; {DELIVERY_ADVICE}"
+    )
+
+
+def _shown(value: Any, chars: int = 40) -> str:
+    """A damaged value as an error message quotes it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 # ----------------------------------------------------------------------------------- times
@@ -83,6 +120,32 @@ def describe_event(event: Mapping[str, Any]) -> str:
     return f"run {run_id} {event_type} ({event.get('eventTime')})"
 
 
+def _key_columns(event: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The `run_id`, `event_type` and `event_time` columns an event is stored under, and the
+    names of the fields that cannot give them (missing or invalid)."""
+    columns: dict[str, str] = {}
+    problems = []
+    run: Any = event.get("run")
+    run_id = run.get("runId") if isinstance(run, Mapping) else None
+    if isinstance(run_id, str) and run_id:
+        columns["run_id"] = run_id
+    else:
+        problems.append("run.runId")
+    event_type = event.get("eventType")
+    if isinstance(event_type, str) and event_type and len(event_type) <= MAX_EVENT_TYPE_CHARS:
+        columns["event_type"] = event_type
+    else:
+        problems.append("eventType")
+    when = event.get("eventTime")
+    try:
+        if not isinstance(when, str):
+            raise OutboxError("not text")
+        columns["event_time"] = time_key(parse_time(when))
+    except (OutboxError, ValueError, OverflowError):
+        problems.append("eventTime")
+    return columns, problems
+
+
 def event_row(event: Any, index: int = 0) -> dict[str, Any]:
     """Validate one event and give its `dws_ol_events` columns (no workspace, no spool time):
     `run_id`, `event_type`, `event_time` (see `time_key`) and `body` (JSON, sorted keys)."""
@@ -91,21 +154,7 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
             f"event #{index} is a {type(event).__name__}, not an OpenLineage "
             "RunEvent dict; pass the dicts the event builders return"
         )
-    run: Any = event.get("run")
-    problems = []
-    if (
-        not isinstance(run, Mapping)
-        or not isinstance(run.get("runId"), str)
-        or not run.get("runId")
-    ):
-        problems.append("run.runId")
-    event_type = event.get("eventType")
-    if not isinstance(event_type, str) or not event_type or len(event_type) > MAX_EVENT_TYPE_CHARS:
-        problems.append("eventType")
-    try:
-        when = parse_time(event.get("eventTime"))  # type: ignore[arg-type]
-    except OutboxError:
-        problems.append("eventTime")
+    columns, problems = _key_columns(event)
     if problems:
         raise OutboxError(
             f"event #{index} cannot be spooled: missing or invalid {', '.join(problems)}; the "
@@ -119,22 +168,44 @@ def event_row(event: Any, index: int = 0) -> dict[str, Any]:
             f"event #{index} ({describe_event(event)}) is not JSON: {exc}; pass plain "
             "JSON data (strings, numbers, lists, dicts)"
         ) from None
-    return {
-        "run_id": run["runId"],
-        "event_type": event_type,
-        "event_time": time_key(when),
-        "body": body.decode(),
-    }
+    return {**columns, "body": body.decode()}
 
 
-def event_or_stub(body: str) -> dict[str, Any]:
-    """A stored event's JSON, or a stub saying it is corrupt (read from the database:
-    untrusted)."""
+#: The columns `checked_event` checks, in the order the queries below select them.
+EVENT_COLUMNS = (_EVENTS.c.id, _EVENTS.c.run_id, _EVENTS.c.event_type, _EVENTS.c.event_time)
+
+
+def checked_event(row: Sequence[Any], shown: str) -> dict[str, Any]:
+    """The event of a `dws_ol_events` row (`EVENT_COLUMNS` and the body), checked like any file
+    of the workspace: the database can be edited by hand, or restored from another version,
+    and what is sent to a catalog must be the RunEvent that was spooled. A body that is not
+    one, or that disagrees with the columns it was stored under, is damage
+    (`WorkspaceConfigError` naming the row; `shown` names the store)."""
+    event_id, run_id, event_type, event_time, body = row
+    if type(body) is not str:
+        raise damaged_event(shown, event_id, f"its body is not text ({_shown(body)})")
     try:
         event = orjson.loads(body)
     except orjson.JSONDecodeError:
         event = None
-    return event if isinstance(event, dict) else {"__corrupt__": True}
+    if not isinstance(event, dict):
+        raise damaged_event(shown, event_id, f"its body is not a JSON object ({_shown(body)})")
+    columns, problems = _key_columns(event)
+    if problems:
+        raise damaged_event(
+            shown,
+            event_id,
+            f"its body is not an OpenLineage RunEvent (missing or invalid {', '.join(problems)})",
+        )
+    stored = {"run_id": run_id, "event_type": event_type, "event_time": event_time}
+    for name, value in stored.items():
+        if value != columns[name]:
+            raise damaged_event(
+                shown,
+                event_id,
+                f"its {name} column {_shown(value)} is not its body's ({_shown(columns[name])})",
+            )
+    return event
 
 
 def insert_events(
@@ -171,12 +242,12 @@ def insert_events(
     return len(fresh)
 
 
-def pending_page(connection: Connection, ws_id: int, after: int) -> list[tuple[int, str]]:
-    """(id, body) of the next `PAGE_SIZE` pending events after id `after`, in spool order."""
-    return [
-        (int(row[0]), str(row[1]))
-        for row in connection.execute(
-            select(_EVENTS.c.id, _EVENTS.c.body)
+def pending_page(connection: Connection, ws_id: int, after: int) -> list[Any]:
+    """The rows (`EVENT_COLUMNS` and the body; see `checked_event`) of the next `PAGE_SIZE`
+    pending events after id `after`, in spool order."""
+    return list(
+        connection.execute(
+            select(*EVENT_COLUMNS, _EVENTS.c.body)
             .where(
                 _EVENTS.c.workspace_id == ws_id,
                 _EVENTS.c.pending,
@@ -184,8 +255,8 @@ def pending_page(connection: Connection, ws_id: int, after: int) -> list[tuple[i
             )
             .order_by(_EVENTS.c.id)
             .limit(PAGE_SIZE)
-        )
-    ]
+        ).all()
+    )
 
 
 def pending_count(connection: Connection, ws_id: int) -> int:
@@ -199,25 +270,48 @@ def pending_count(connection: Connection, ws_id: int) -> int:
     )
 
 
-def first_pending_body(connection: Connection, ws_id: int) -> str | None:
-    """The body of the first pending event in spool order."""
+def first_pending_row(connection: Connection, ws_id: int) -> Any:
+    """The row (see `checked_event`) of the first pending event in spool order, or None."""
     return connection.execute(
-        select(_EVENTS.c.body)
+        select(*EVENT_COLUMNS, _EVENTS.c.body)
         .where(
             _EVENTS.c.workspace_id == ws_id,
             _EVENTS.c.pending,
         )
         .order_by(_EVENTS.c.id)
         .limit(1)
-    ).scalar()
+    ).first()
+
+
+def check_pending_flags(connection: Connection, ws_id: int, shown: str) -> None:
+    """Refuse an outbox whose `pending` column holds something other than true or false:
+    SQLite keeps any value in a BOOLEAN column, and a damaged one would make its event read as
+    delivered (never sent) or pending by chance. PostgreSQL's boolean holds nothing else."""
+    if connection.dialect.name != "sqlite":
+        return
+    # Ranges the (workspace, pending, id) index answers without a scan, one query each (SQLite
+    # does not split an OR into ranges): it orders every number before any text or blob, so
+    # `> 1` also finds those.
+    flag = type_coerce(_EVENTS.c.pending, Integer)
+    row = None
+    for condition in (flag > 1, flag < 0, and_(flag > 0, flag < 1)):
+        row = connection.execute(
+            select(_EVENTS.c.id, flag).where(_EVENTS.c.workspace_id == ws_id, condition).limit(1)
+        ).first()
+        if row is not None:
+            break
+    if row is not None:
+        raise damaged_event(
+            shown, row[0], f"its pending column {_shown(row[1])} is neither true (1) nor false (0)"
+        )
 
 
 def archive_page(
     connection: Connection, ws_id: int, after: int, since: dt.datetime | None
 ) -> list[Any]:
-    """(id, body) of the next `PAGE_SIZE` events, pending or delivered, after id `after`; with
-    `since`, those whose eventTime is at or after it."""
-    query = select(_EVENTS.c.id, _EVENTS.c.body).where(
+    """The rows (see `checked_event`) of the next `PAGE_SIZE` events, pending or delivered,
+    after id `after`; with `since`, those whose eventTime is at or after it."""
+    query = select(*EVENT_COLUMNS, _EVENTS.c.body).where(
         _EVENTS.c.workspace_id == ws_id, _EVENTS.c.id > after
     )
     if since is not None:
@@ -270,26 +364,50 @@ _DELIVERY_COLUMNS = [getattr(_DELIVERY.c, name) for name in DeliveryState.__data
 
 
 def read_state(connection: Connection, ws_id: int, shown: str) -> DeliveryState:
-    """The delivery row (defaults if the workspace has none yet); `shown` names the store in
-    the error a corrupt time gets."""
+    """The delivery row (defaults if the workspace has none yet), checked: a value no
+    deliverer could have written is a `WorkspaceConfigError` naming it (`shown` names the
+    store), not a wrong count, a lease that never ends, or a crash further on."""
     row = connection.execute(
         select(*_DELIVERY_COLUMNS).where(_DELIVERY.c.workspace_id == ws_id)
     ).first()
     if row is None:
         return DeliveryState()
     state = DeliveryState(*row)
+    for name, expected, ok in (
+        ("holder", "text or NULL", _text_or_none),
+        ("lease_until", "a number of seconds", _seconds),
+        ("delivered", "a count", _count),
+        ("attempts", "a count", _count),
+        ("last_error", "text or NULL", _text_or_none),
+    ):
+        value = getattr(state, name)
+        if not ok(value):
+            raise damaged_delivery(shown, ws_id, f"{name} {_shown(value)} is not {expected}")
     for name in ("next_attempt_at", "last_error_at", "last_delivery_at"):
         value = getattr(state, name)
         if value is not None:
             try:
+                if type(value) is not str:
+                    raise OutboxError("not text")
                 parse_time(value, what=name)
-            except DwsError:
-                raise OutboxError(
-                    f"workspace store {shown}: the OpenLineage outbox's delivery "
-                    f"state is corrupt ({name} {str(value)[:40]!r} is not an ISO time); "
-                    "set it to NULL in dws_ol_delivery"
+            except (OutboxError, OverflowError):
+                raise damaged_delivery(
+                    shown, ws_id, f"{name} {_shown(value)} is not an ISO time"
                 ) from None
+    state.lease_until = float(state.lease_until)
     return state
+
+
+def _text_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _seconds(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 def take_lease(

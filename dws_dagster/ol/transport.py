@@ -35,11 +35,18 @@ import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import Transport
 from openlineage.client.transport.composite import CompositeTransport
+from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
 from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
-from dws_dagster._compat.openlineage import set_http_retry
+from dws_dagster._compat.openlineage import (
+    client_logs_kept,
+    set_http_adapter,
+    set_http_retry,
+    transport_types,
+)
 from dws_dagster.errors import DwsError
+from dws_dagster.ol.transport_http import CatalogAdapter
 from dws_dagster.ol.transport_text import describe, error_text, redact
 
 if TYPE_CHECKING:
@@ -89,17 +96,19 @@ def make_transport(workspace: Workspace) -> tuple[Transport, str]:
     if config_path is not None:
         read_config_file(config_path)  # the client would log a broken file and carry on
     defaulted = False
-    with _openlineage_environ_kept(config_path):
+    with _openlineage_environ_kept(config_path), client_logs_kept():
         try:
             # An explicit transport is used as is: this client only merges the configuration.
             probe = OpenLineageClient(transport=NoopTransport(NoopConfig()))
             settings = dict(probe.config.transport or {})
+            _check_type(settings.get("type"), config_path, env_sources, workspace)
             if _disabled() or settings.get("type") or os.environ.get("OPENLINEAGE_URL"):
                 client = OpenLineageClient()
             else:
                 defaulted = True
+                # Its folder is made when an event is written (`prepare_default_file`): a
+                # command that only looks (`openlineage status`) creates nothing.
                 path = workspace.meta_dir / DEFAULT_EVENTS_FILE
-                path.parent.mkdir(parents=True, exist_ok=True)
                 default = {**_DEFAULT_FILE, "log_file_path": str(path)}
                 client = OpenLineageClient(config={"transport": default})
         except _CLIENT_ERRORS as exc:
@@ -121,6 +130,35 @@ def make_transport(workspace: Workspace) -> tuple[Transport, str]:
     else:
         source = _sources(config_path, env_sources)
     return transport, redact(f"{describe(transport)}; from {source}", transport)
+
+
+def _check_type(
+    kind: Any, config_path: str | None, env_sources: list[str], workspace: Workspace
+) -> None:
+    """Refuse a transport type the client knows no transport by, nor could import (a
+    dotted `module.Class` path), in words the user can act on: the client's own error is
+    about a failed import ("not enough values to unpack")."""
+    if kind is None or (isinstance(kind, str) and ("." in kind or kind in transport_types())):
+        return
+    raise TransportConfigError(
+        f"the OpenLineage transport configuration ({_sources(config_path, env_sources)}) "
+        f"names the transport type {str(kind)[:60]!r}, which the OpenLineage client does not "
+        f"have; use one of {', '.join(transport_types())}, or the import path of a "
+        f"Transport class (module.Class); or remove the configuration to write events to "
+        f"{workspace.meta_dir / DEFAULT_EVENTS_FILE}"
+    )
+
+
+def prepare_default_file(transport: Transport, workspace: Workspace) -> None:
+    """Make the folder of the workspace's default events file, if `transport` writes there:
+    done by whoever is about to send events, not by `make_transport`, which commands that
+    only read (`openlineage status`) call too."""
+    default = workspace.meta_dir / DEFAULT_EVENTS_FILE
+    if isinstance(transport, FileTransport) and transport.config.log_file_path == str(default):
+        default.parent.mkdir(parents=True, exist_ok=True)
+    elif isinstance(transport, CompositeTransport):
+        for child in transport.transports:
+            prepare_default_file(child, workspace)
 
 
 def config_file(workspace: Workspace) -> str | None:
@@ -213,9 +251,13 @@ def _openlineage_environ_kept(config_path: str | None) -> Iterator[None]:
 
 
 def _tune(transport: Transport, settings: Mapping[str, Any]) -> None:
-    """One request per delivery attempt: the outbox, not the client, retries."""
-    if isinstance(transport, HttpTransport) and transport.config.retry == _default_retry():
-        set_http_retry(transport, dict(NO_RETRY))
+    """One request per delivery attempt: the outbox, not the client, retries. HTTP goes
+    through a `CatalogAdapter`: no redirect is taken for a delivery unless it keeps the POST
+    and stays at the catalog, and each event is bounded by its deadline."""
+    if isinstance(transport, HttpTransport):
+        if transport.config.retry == _default_retry():
+            set_http_retry(transport, dict(NO_RETRY))
+        set_http_adapter(transport, CatalogAdapter(transport.url, dict(transport.config.retry)))
     elif isinstance(transport, CompositeTransport):
         if "continue_on_failure" not in settings:
             transport.config.continue_on_failure = False

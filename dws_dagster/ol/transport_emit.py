@@ -7,7 +7,13 @@ from typing import Any
 from openlineage.client.transport import Transport
 from openlineage.client.transport.file import FileTransport
 
-from dws_dagster._compat.openlineage import file_path_for, local_path, writes_local_files
+from dws_dagster._compat.openlineage import (
+    client_logs_kept,
+    file_path_for,
+    local_path,
+    writes_local_files,
+)
+from dws_dagster.ol.transport_http import watching
 
 
 def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
@@ -38,15 +44,26 @@ class Emitter:
             and writes_local_files(transport)
         )
         self._path: str | None = None
+        self._logs: Any = None
         self._file: Any = None
 
     def __enter__(self) -> Emitter:
+        # The client logs some failures before raising them (a composite transport that goes
+        # on after a failing catalog logs a warning per event): they are said in the
+        # delivery's report, not printed on a terminal or the sensor's log.
+        self._logs = client_logs_kept()
+        self._logs.__enter__()
         return self
 
-    def __exit__(self, *_exc: object) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+        logs, self._logs = self._logs, None
+        if logs is not None:
+            logs.__exit__(*exc)
 
-    def emit(self, event: dict[str, Any], line: bytes) -> None:
+    def emit(self, event: dict[str, Any], line: bytes, deadline: float | None = None) -> None:
+        """Send one event; through the client's transport, within `deadline` seconds in all
+        (`transport_http.watching`: else `DeliveryDeadlineError`)."""
         if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
             text = line if line.endswith(b"\n") else line + b"\n"
             try:
@@ -56,7 +73,8 @@ class Emitter:
             except Exception:  # the client's own emit() then reports it in its words
                 pass
             self.close()
-        self.transport.emit(event)  # type: ignore[arg-type]
+        with watching(deadline):
+            self.transport.emit(event)  # type: ignore[arg-type]
 
     def _open(self, path: str) -> Any:
         """The file `emit()` would append to, kept open while events go to the same one."""

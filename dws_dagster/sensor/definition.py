@@ -40,6 +40,9 @@ from dws_dagster.workspace.workspace import Workspace
 DEFAULT_NAME = "dws_lineage_sensor"
 #: Share of the time budget for reading and applying events; the rest is for delivery.
 APPLY_SHARE = 0.7
+#: Share of the time budget one OpenLineage event may take to be sent and answered, however
+#: slowly a catalog answers: a tick lasts at most its budget and this share of it.
+DEADLINE_SHARE = 0.5
 
 
 class SensorConfigError(DwsError):
@@ -209,6 +212,9 @@ def _process_events(
         from dws_dagster.ol.outbox import Outbox
 
         outbox = Outbox(ws)
+        # A damaged delivery row or pending flag fails the tick before anything is applied
+        # (WorkspaceConfigError naming the row): the cursor stays.
+        outbox.check()
     if outbox is not None and deliver:
         from dws_dagster.ol.transport import make_transport
 
@@ -257,7 +263,13 @@ def _process_events(
     outcome.applied = applier.report
     if outbox is not None and transport is not None:
         remaining = time_budget_seconds - (time.monotonic() - started)
-        report = outbox.deliver(transport, budget_seconds=max(remaining, time_budget_seconds * 0.1))
+        # Each event within a deadline too (a catalog answering a byte a second would hold
+        # the tick): a tick lasts at most its budget and DEADLINE_SHARE of it.
+        report = outbox.deliver(
+            transport,
+            budget_seconds=max(remaining, time_budget_seconds * 0.1),
+            deadline_seconds=time_budget_seconds * DEADLINE_SHARE,
+        )
         outcome.delivered = report.sent
         outcome.pending = report.pending
         if report.last_error:  # stored redacted; redacted again with this transport's secrets
@@ -338,8 +350,10 @@ def lineage_sensor(
 
     The workspace is `workspace`, or the `WorkspaceResource` under `workspace_resource_key`
     in the Definitions' resources. Each tick applies up to `batch_size` events per batch, as
-    many batches as `time_budget_seconds` allows (keep it below Dagster's sensor timeout, 60 s
-    by default), then delivers spooled OpenLineage events with what is left.
+    many batches as `time_budget_seconds` allows, then delivers spooled OpenLineage events
+    with what is left, each within half the budget however slowly a catalog answers: a
+    tick lasts at most 1.5 times its budget (keep that below Dagster's sensor timeout, 60 s
+    by default).
     `snapshot_on_results` takes a workspace snapshot, tagged `run-<run id prefix>`, after each
     run that materialized a results asset. `default_resource` names where assets without
     `dws_ref` metadata live (as on the IO manager). Runs on its own (`RUNNING`) by default.

@@ -117,11 +117,9 @@ def _data_side(
             info.resources,
             retained_files,
         )
-    hashes = FileHashCache.of_workspace(ws.meta_dir)
-    try:
-        rows, scans = capture(ws, ws.store.recorded_versions(), hashes)
-    finally:
-        hashes.save()
+    # Read, never written: a diff only looks (a snapshot keeps the cache up to date).
+    hashes = FileHashCache.of_workspace(ws.meta_dir, read_only=True)
+    rows, scans = capture(ws, ws.store.recorded_versions(), hashes)
 
     def scanned_files(ref: str, version: str) -> dict[str, str] | None:
         found = scans.get(ref)

@@ -50,8 +50,11 @@ class FileHashCache:
     workspace, a damaged file) is treated as empty, since every answer can be recomputed.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, *, read_only: bool = False) -> None:
         self._path = path
+        #: Only read the cache, never create or write it: for commands that only look at
+        #: the workspace (`diff` against its current state), which must change nothing.
+        self._read_only = read_only
         self._known: dict[str, tuple[Stamp, str]] = {}
         self._loaded: set[str] = set()
         self._new: dict[str, tuple[Stamp, str]] = {}
@@ -59,14 +62,21 @@ class FileHashCache:
         self._seen: set[str] = set()
 
     @classmethod
-    def of_workspace(cls, meta_dir: Path) -> FileHashCache:
-        return cls(meta_dir / "cache" / "file-hashes.sqlite")
+    def of_workspace(cls, meta_dir: Path, *, read_only: bool = False) -> FileHashCache:
+        return cls(meta_dir / "cache" / "file-hashes.sqlite", read_only=read_only)
 
     def _connect(self, *, write: bool) -> sqlite3.Connection | None:
         """The cache's database: read-only and never created for reading (a read changes
         nothing on disk), created with its folder for writing; None when it cannot be."""
         if self._path is None:
             return None
+        if self._read_only:
+            try:
+                if not self._path.is_file():
+                    return None
+                return sqlite3.connect(f"{self._path.as_uri()}?mode=ro", uri=True, timeout=5.0)
+            except (sqlite3.Error, OSError):
+                return None
         try:
             if not write:
                 if not self._path.is_file():
@@ -131,6 +141,8 @@ class FileHashCache:
         the caller looked at every file it cares about under the folders loaded (a snapshot
         scans every ref), so entries not looked at (files deleted or replaced since: Spark
         names its files anew on every write) go, and the cache does not grow without end."""
+        if self._read_only:
+            return
         if prune:
             self._stale.update(path for path in self._known if path not in self._seen)
         if not self._new and not self._stale:
