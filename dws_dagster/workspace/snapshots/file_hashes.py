@@ -70,13 +70,6 @@ class FileHashCache:
         nothing on disk), created with its folder for writing; None when it cannot be."""
         if self._path is None:
             return None
-        if self._read_only:
-            try:
-                if not self._path.is_file():
-                    return None
-                return sqlite3.connect(f"{self._path.as_uri()}?mode=ro", uri=True, timeout=5.0)
-            except (sqlite3.Error, OSError):
-                return None
         try:
             if not write:
                 if not self._path.is_file():
