@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,15 +35,8 @@ REDIRECTS = [301, 302, 303, 307, 308]
 GUARD_SECONDS = 120
 
 
-@pytest.fixture(autouse=True)
-def no_openlineage_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(key)
-    (tmp_path / "home").mkdir()
-    (tmp_path / "cwd").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path / "cwd")
+#: No OpenLineage configuration from the machine running the tests.
+pytestmark = pytest.mark.usefixtures("clean_ol_env")
 
 
 @pytest.fixture

@@ -127,34 +127,31 @@ def _register(sock: Any) -> None:
         watch.add(sock)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
-    """Registers its socket with the current deadline when it connects and when it is used."""
+class _Watched:
+    """Registers a connection's socket with the current deadline when it connects and when it
+    is used (mixed into urllib3's HTTP and HTTPS connections)."""
+
+    sock: Any
 
     def connect(self) -> None:
-        super().connect()
+        super().connect()  # type: ignore[misc]
         _register(self.sock)
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         _register(self.sock)
-        super().request(*args, **kwargs)
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         _register(self.sock)
-        return super().getresponse(*args, **kwargs)
+        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        _register(self.sock)
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
 
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _register(self.sock)
-        super().request(*args, **kwargs)
 
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        _register(self.sock)
-        return super().getresponse(*args, **kwargs)
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
 
 
 class _WatchedPool(HTTPConnectionPool):
