@@ -337,7 +337,13 @@ class _Catalog:
                     pass
 
     def close(self) -> None:
+        # Closing alone does not wake a thread blocked in accept() on Linux: shut it down.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(timeout=10)
 
 
 @pytest.mark.parametrize(
