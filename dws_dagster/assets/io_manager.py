@@ -175,6 +175,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             )
         )
         location = ws.location(ws.check_writable(ref))
+        storage.check_reachable(obj.sparkSession, location, f"asset '{asset}' ({ref})")
         reads = step_reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
         config = dagster_compat.op_config(context)

@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import DataFrame
 
+from dws_dagster.spark.session_kind import is_connect
+
 
 class LineageKind(StrEnum):
     DIRECT = "DIRECT"
@@ -424,8 +426,23 @@ def _format_name(raw: str) -> str | None:
     return None
 
 
+class PlanUnavailableError(Exception):
+    """The DataFrame's analyzed plan cannot be read here (lineage is best effort: the caller
+    logs this and records the data without column lineage)."""
+
+
+#: Said once per output written on a Spark Connect session (docs/spark-connect.md).
+CONNECT_LINEAGE = (
+    "column lineage is not yet available on Spark Connect sessions (the analyzed plan lives in "
+    "the Connect server's JVM); the data, its version and its inputs are recorded. Use a "
+    "classic session for column lineage"
+)
+
+
 def plan_lineage(df: DataFrame) -> PlanLineage:
     """Input files and column lineage of `df`, read from its analyzed plan (no Spark job)."""
+    if is_connect(df):
+        raise PlanUnavailableError(CONNECT_LINEAGE)
     analyzed = df._jdf.queryExecution().analyzed()  # no public Python API for the plan
     flat = json.loads(analyzed.toJSON())
     tree = _build_tree(flat, lambda cls, raw: _Node(cls, raw))
