@@ -169,6 +169,10 @@ def run_python(
 def spark():
     """One local Spark session for the whole test run (a JVM start costs ~10 s)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (UDFs) run this interpreter, not the first `python3` on PATH: with
+    # pyarrow installed here (the `connect` extra), Spark 4 runs UDFs through Arrow, and a
+    # worker without pyarrow would fail. Child processes inherit it.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     session = (

@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,7 @@ def _env(folder: Path) -> dict[str, str]:
         "SPARK_LOG_DIR": str(folder),
         "SPARK_PID_DIR": str(folder),
         "SPARK_IDENT_STRING": "dws-tests",
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),  # UDF workers
     }
     # Not this process's Connect mode or remote: the server is a classic driver.
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_CONF_DIR"):

@@ -39,13 +39,25 @@ from .pipeline import build_assets, io_manager, make_workspace
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-REFS = ["intermediate-data/enriched", "intermediate-data/hourly", "results/ranking"]
+REFS = [
+    "intermediate-data/enriched",
+    "intermediate-data/hourly",
+    "results/ranking",
+    "intermediate-data/by_path",
+]
 
 
-def _materialize_pipeline(ws: Workspace, manager: Any) -> list[str]:
-    """The taxi pipeline (join, filter, aggregate, window; CSV and JSON sources read by path)
-    in one run; returns the run's warnings."""
-    assets = build_assets()
+def _materialize_pipeline(ws: Workspace, manager: Any, session: Any) -> list[str]:
+    """The taxi pipeline (join, filter, aggregate, window; CSV and JSON sources) and an asset
+    that reads workspace data by path, not as an input, in one run; returns the run's
+    warnings."""
+
+    @asset(metadata=dws_ref("intermediate-data", "by_path"), deps=["enriched"])
+    def by_path() -> DataFrame:
+        enriched = session.read.parquet(str(ws.local_path("intermediate-data/enriched")))
+        return enriched.groupBy("borough").count()
+
+    assets = [*build_assets(), by_path]
     resources = {"io_manager": manager}
     with DagsterInstance.ephemeral() as instance:
         observe(
@@ -83,11 +95,13 @@ def both_pipelines(spark, connect_session, tmp_path_factory):
 
     base = tmp_path_factory.mktemp("connect-pipelines")
     classic_ws = make_workspace(base / "classic")
-    classic_warnings = _materialize_pipeline(classic_ws, io_manager(classic_ws))
+    classic_warnings = _materialize_pipeline(classic_ws, io_manager(classic_ws), spark)
     connect_ws = make_workspace(base / "connect")
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     try:
-        connect_warnings = _materialize_pipeline(connect_ws, io_manager(connect_ws))
+        connect_warnings = _materialize_pipeline(
+            connect_ws, io_manager(connect_ws), connect_session
+        )
     finally:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     return classic_ws, classic_warnings, connect_ws, connect_warnings
@@ -98,6 +112,7 @@ def test_connect_records_the_versions_rows_schemas_and_inputs_of_classic(spark, 
     for ref in REFS:
         classic, connect = _recorded(classic_ws, ref), _recorded(connect_ws, ref)
         assert connect == classic, ref
+        assert classic["inputs"], ref  # data read by path is an input on both sessions
         assert classic["marker_version"] == classic["version"]
         # The data itself is the same (read back on one session: a version is not the proof).
         fmt = "json" if ref.startswith("results/") else "parquet"
@@ -113,7 +128,12 @@ def test_connect_records_the_versions_rows_schemas_and_inputs_of_classic(spark, 
 def test_connect_says_once_per_asset_that_column_lineage_is_not_available(both_pipelines):
     classic_ws, classic_warnings, connect_ws, connect_warnings = both_pipelines
     lineage_warnings = [w for w in connect_warnings if CONNECT_LINEAGE in w]
-    assert sorted(w.split("'")[1] for w in lineage_warnings) == ["enriched", "hourly", "ranking"]
+    assert sorted(w.split("'")[1] for w in lineage_warnings) == [
+        "by_path",
+        "enriched",
+        "hourly",
+        "ranking",
+    ]
     assert all("\n" not in w for w in lineage_warnings)
     assert not [w for w in classic_warnings if "column lineage" in w]
     for ref in REFS:

@@ -188,7 +188,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         inputs, input_assets = step_inputs(
             ws,
             reads,
-            plan,
+            plan if plan is not None else _read_paths(obj),
             obj.sparkSession,
             asset,
             ref,
@@ -477,6 +477,13 @@ def _output_partition(context: OutputContext, asset: str) -> str | None:
             "own: use BackfillPolicy.multi_run(1) (one partition per run)"
         )
     return keys[0]
+
+
+def _read_paths(df: DataFrame) -> PlanLineage | None:
+    """Data a Spark Connect DataFrame reads by path (its inputs, without column lineage)."""
+    from dws_dagster.spark.plan import connect_read_paths
+
+    return connect_read_paths(df)
 
 
 def _code_version(context: OutputContext) -> str | None:
