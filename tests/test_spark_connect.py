@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from dws_dagster import Workspace, dws_ref
+from dws_dagster import ConnectUnsupportedError, Workspace, dws_ref
 from dws_dagster.spark import storage
 from dws_dagster.spark.plan import CONNECT_LINEAGE
 from dws_dagster.spark.remote_data import HadoopData
-from dws_dagster.spark.session_kind import ConnectUnsupportedError, is_connect
+from dws_dagster.spark.session_kind import is_connect
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY
 from dws_dagster.workspace.swap import kept_versions
 

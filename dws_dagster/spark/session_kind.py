@@ -17,12 +17,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from dws_dagster.errors import DwsError
-
-
-class ConnectUnsupportedError(DwsError):
-    """A feature that needs the Spark driver's JVM in this process was asked of a Spark
-    Connect session."""
+from dws_dagster.errors import ConnectUnsupportedError
 
 
 def is_connect(obj: Any) -> bool:
