@@ -20,6 +20,7 @@ _EXPORTS = {
     "ResultsLineage": "dws_dagster.workspace.lineage_api",
     "LineageRecord": "dws_dagster.workspace.records",
     "DwsError": "dws_dagster.errors",
+    "ConnectUnsupportedError": "dws_dagster.errors",
     "LineageConsistencyError": "dws_dagster.errors",
     "LineageConflictError": "dws_dagster.errors",
     "InvalidResourceRefError": "dws_dagster.errors",
@@ -57,6 +58,7 @@ _EXPORTS = {
 #: `_EXPORTS` and the imports below.
 __all__ = [
     "BindingError",
+    "ConnectUnsupportedError",
     "DwsError",
     "InvalidParameterError",
     "InvalidResourceRefError",
@@ -110,6 +112,7 @@ if TYPE_CHECKING:
     from dws_dagster.assets.schema_drift import SchemaDriftError
     from dws_dagster.assets.source_assets import dws_source_asset
     from dws_dagster.errors import (
+        ConnectUnsupportedError,
         DwsError,
         InvalidParameterError,
         InvalidResourceRefError,

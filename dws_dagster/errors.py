@@ -57,6 +57,12 @@ class SnapshotError(DwsError):
     """A snapshot cannot be taken, restored or deleted as asked."""
 
 
+class ConnectUnsupportedError(DwsError):
+    """A feature that needs the Spark driver's JVM in this process was asked of a Spark
+    Connect session (no JVM on the client): the message names the feature and what works
+    instead (docs/spark-connect.md)."""
+
+
 class SnapshotRestoreError(SnapshotError):
     """A restore would leave some ref's data disagreeing with its restored lineage."""
 

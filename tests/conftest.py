@@ -169,6 +169,10 @@ def run_python(
 def spark():
     """One local Spark session for the whole test run (a JVM start costs ~10 s)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (UDFs) run this interpreter, not the first `python3` on PATH: with
+    # pyarrow installed here (the `connect` extra), Spark 4 runs UDFs through Arrow, and a
+    # worker without pyarrow would fail. Child processes inherit it.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     session = (
@@ -185,6 +189,56 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One Spark Connect server for the test run, on 127.0.0.1, started only when a Connect
+    test first needs it (skipped without Java or the `connect` extra, unless CI is set: then a
+    failure), stopped by its PID at the end."""
+    from tests.connect_server import start_server, stop_server, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is None:
+        try:
+            server = start_server(tmp_path_factory.mktemp("spark-connect"))
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            reason = f"the Spark Connect server did not start: {exc}"
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set, so the Spark Connect tests must run)")
+        pytest.skip(reason)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+@pytest.fixture(scope="session")
+def connect_session(connect_server):
+    """One Spark Connect client session for the test run. Making it puts pyspark in Connect
+    mode process-wide (`functions.*` build Connect columns); that is undone here, and set again
+    only for the duration of each Connect test (`spark_session`), so classic tests are not
+    affected by the order tests run in."""
+    # Connect's own builder: pyspark's refuses a remote session beside a running classic one.
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    session = RemoteSparkSession.builder.remote(connect_server.url).getOrCreate()
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def spark_session(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """The test runs on the shared classic session, then on the shared Spark Connect session
+    (pyspark in Connect mode for that test only)."""
+    if request.param == "classic":
+        monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+        return request.getfixturevalue("spark")
+    session = request.getfixturevalue("connect_session")
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return session
 
 
 @pytest.fixture

@@ -12,7 +12,10 @@ reached by wrapping functions inside the child only (no hook in production code)
 - `swap`: the old data has been renamed aside; the new data is not in place yet;
 - `swapped`: the new data is in place; its lineage record is not in the store yet.
 
-The children run side by side (one JVM start each is the cost of this suite).
+The children run side by side (one JVM start each is the cost of this suite). On a Spark
+Connect session (the child is a thin client of the test run's Connect server, configured as a
+user would, `PySparkResource(spark_config={"spark.remote": ...})`) the swap is the client's:
+the points `staged` and `swap` are killed there too.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from pathlib import Path
 
 root, point, ready = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 NEW_ROWS = int(sys.argv[4])
+remote = sys.argv[5] if len(sys.argv) > 5 else None
 
 
 def stop_here(where):
@@ -71,9 +75,16 @@ from dws_dagster.workspace import swap as swap_module
 from tests.pipeline import io_manager
 
 ws = Workspace.open(root)
-spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-         .getOrCreate())
+if remote:
+    from dagster_pyspark import PySparkResource
+
+    pyspark = PySparkResource(spark_config={"spark.remote": remote})
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+else:
+    pyspark = None
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
 column = F.col("id") * 3
 if point == "spark-write":
     ready_path, hang_at = str(ready), NEW_ROWS // 2
@@ -108,7 +119,7 @@ def victim():
     return spark.range(0, NEW_ROWS, 1, 2).withColumn("x", column)
 
 
-materialize([victim], resources={"io_manager": io_manager(ws)},
+materialize([victim], resources={"io_manager": io_manager(ws, pyspark=pyspark)},
             instance=DagsterInstance.ephemeral())
 ready.write_text("finished")  # the point was never reached: the test fails on this
 """
@@ -170,20 +181,30 @@ def _wait_for_point(child: subprocess.Popen[bytes], ready: Path, deadline: float
     return "never reached its point (deadline)"
 
 
-@pytest.fixture(scope="module")
-def killed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Killed]:
+def _kill_runs(
+    spark, base: Path, points: list[str], remote: str | None = None
+) -> dict[str, Killed]:
     """One workspace per point, each with old data materialized, then a run of new data
-    killed at that point."""
-    base = tmp_path_factory.mktemp("killed")
+    (on the Connect server at `remote`, if given) killed at that point."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
     started: dict[str, tuple[Workspace, str, subprocess.Popen[bytes], Path]] = {}
     try:
-        for point in POINTS:
+        for point in points:
             ws = make_workspace(base / point)
             _materialize(ws, old_data(spark))
             ready = base / f"{point}.ready"
             child = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(ws.root), point, str(ready), str(NEW_ROWS)],
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(ws.root),
+                    point,
+                    str(ready),
+                    str(NEW_ROWS),
+                    *([remote] if remote else []),
+                ],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -205,9 +226,34 @@ def killed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Killed]
                 child.wait()
 
 
+@pytest.fixture(scope="module")
+def killed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Killed]:
+    return _kill_runs(spark, tmp_path_factory.mktemp("killed"), list(POINTS))
+
+
+#: The points of a run on a Connect session: the server writes, the client swaps.
+CONNECT_POINTS = ["staged", "swap"]
+
+
+@pytest.fixture(scope="module")
+def killed_on_connect(spark, connect_server, tmp_path_factory) -> dict[str, Killed]:
+    return _kill_runs(
+        spark, tmp_path_factory.mktemp("killed-connect"), CONNECT_POINTS, connect_server.url
+    )
+
+
 @pytest.mark.parametrize("point", list(POINTS))
 def test_kill_leaves_old_or_new_data_whole_and_lineage_matching(spark, killed, point):
-    case = killed[point]
+    _check_killed(spark, killed[point], point)
+
+
+@pytest.mark.parametrize("point", CONNECT_POINTS)
+def test_kill_on_connect_leaves_the_old_data_whole(spark, killed_on_connect, point):
+    """Checked on the classic session: the version the Connect run wrote is the classic one."""
+    _check_killed(spark, killed_on_connect[point], point)
+
+
+def _check_killed(spark, case: Killed, point: str) -> None:
     assert case.reached == point, f"the run did not stop at {point}: {case.stderr[-3000:]}"
     ws = case.ws
     target = ws.local_path(REF)

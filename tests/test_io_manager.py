@@ -244,7 +244,8 @@ def test_changed_source_gives_new_versions_and_staleness(spark, pipeline_ws, ins
     assert latest(instance, "hourly")["metadata"]["dws/version"] != before["hourly"]
 
 
-def test_mixing_two_versions_is_refused_before_the_body_runs(spark, pipeline_ws, instance):
+def test_mixing_two_versions_is_refused_before_the_body_runs(spark_session, pipeline_ws, instance):
+    """On a classic and on a Spark Connect session (the rule is the store's, whatever Spark)."""
     ws = pipeline_ws
     calls: list[str] = []
     assets = build_assets(calls)
@@ -359,7 +360,9 @@ def test_unknown_input_is_refused_before_the_body_runs(spark, pipeline_ws, insta
     assert calls == []
 
 
-def test_keep_versions_keeps_earlier_data_for_restore(spark, pipeline_ws, instance):
+def test_keep_versions_keeps_earlier_data_for_restore(spark_session, pipeline_ws, instance):
+    """On a classic and on a Spark Connect session."""
+    spark = spark_session
     ws = pipeline_ws
     value = {"n": 10}
 

@@ -175,6 +175,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             )
         )
         location = ws.location(ws.check_writable(ref))
+        storage.check_reachable(obj.sparkSession, location, f"asset '{asset}' ({ref})")
         reads = step_reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
         config = dagster_compat.op_config(context)
@@ -187,7 +188,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         inputs, input_assets = step_inputs(
             ws,
             reads,
-            plan,
+            plan if plan is not None else _read_paths(obj),
             obj.sparkSession,
             asset,
             ref,
@@ -476,6 +477,13 @@ def _output_partition(context: OutputContext, asset: str) -> str | None:
             "own: use BackfillPolicy.multi_run(1) (one partition per run)"
         )
     return keys[0]
+
+
+def _read_paths(df: DataFrame) -> PlanLineage | None:
+    """Data a Spark Connect DataFrame reads by path (its inputs, without column lineage)."""
+    from dws_dagster.spark.plan import connect_read_paths
+
+    return connect_read_paths(df)
 
 
 def _code_version(context: OutputContext) -> str | None:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
+from dws_dagster.spark.session_kind import sql_column
 from dws_dagster.spark.storage import StorageError, exact_sum, hash_inputs, limb_sums
 
 _SALT = "dws-dagster/columns"
@@ -77,7 +77,7 @@ def _column_sums(df: DataFrame, names: list[str]) -> dict[str, tuple[int, int]]:
         value = f"xxhash64({inputs[name]})"
         aggregates += limb_sums(f"h{index}_", value)
         aggregates += limb_sums(f"g{index}_", f"xxhash64('{_SALT}', {value})")
-    row = df.agg(*map(F.expr, aggregates)).collect()[0].asDict()
+    row = df.agg(*(sql_column(df, text) for text in aggregates)).collect()[0].asDict()
     return {
         name: (exact_sum(row, f"h{index}_"), exact_sum(row, f"g{index}_"))
         for index, name in enumerate(names)

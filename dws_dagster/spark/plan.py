@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import DataFrame
 
+from dws_dagster.spark.session_kind import is_connect
+
 
 class LineageKind(StrEnum):
     DIRECT = "DIRECT"
@@ -424,8 +426,23 @@ def _format_name(raw: str) -> str | None:
     return None
 
 
+class PlanUnavailableError(Exception):
+    """The DataFrame's analyzed plan cannot be read here (lineage is best effort: the caller
+    logs this and records the data without column lineage)."""
+
+
+#: Said once per output written on a Spark Connect session (docs/spark-connect.md).
+CONNECT_LINEAGE = (
+    "column lineage is not yet available on Spark Connect sessions (the analyzed plan lives in "
+    "the Connect server's JVM); the data, its version and its inputs are recorded. Use a "
+    "classic session for column lineage"
+)
+
+
 def plan_lineage(df: DataFrame) -> PlanLineage:
     """Input files and column lineage of `df`, read from its analyzed plan (no Spark job)."""
+    if is_connect(df):
+        raise PlanUnavailableError(CONNECT_LINEAGE)
     analyzed = df._jdf.queryExecution().analyzed()  # no public Python API for the plan
     flat = json.loads(analyzed.toJSON())
     tree = _build_tree(flat, lambda cls, raw: _Node(cls, raw))
@@ -453,6 +470,42 @@ def plan_lineage(df: DataFrame) -> PlanLineage:
     )
     return PlanLineage(
         inputs=inputs, columns=columns, dataset=_tidy(analyzer.dataset), complete=analyzer.complete
+    )
+
+
+def connect_read_paths(df: DataFrame) -> PlanLineage | None:
+    """On a Spark Connect DataFrame, the files and folders its plan reads by path (inputs
+    only: no column lineage, `complete` false); None on a classic one.
+
+    Read from the client's own plan (`df._plan`, the `spark.connect.Relation` protobuf sent to
+    the server; no call to it): its `Read.DataSource` nodes hold the paths as the body gave
+    them, as the classic plan's file relations hold them as root paths. Tables, and SQL text
+    that reads files (FROM parquet.`path`), are not seen. Anything unexpected in the client's
+    private plan gives None: the inputs loaded through the IO manager are recorded anyway."""
+    if not is_connect(df):
+        return None
+    try:
+        from google.protobuf.message import Message
+
+        connect: Any = df  # pyspark.sql.connect.dataframe.DataFrame: its private plan
+        root = connect._plan.to_proto(connect.sparkSession.client)
+        found: dict[str, str | None] = {}
+        pending: list[Message] = [root]
+        while pending:
+            message = pending.pop()
+            if message.DESCRIPTOR.full_name == "spark.connect.Read.DataSource":
+                for raw in message.paths:
+                    found.setdefault(_normalise_path(raw), _format_name(message.format))
+            for descriptor, value in message.ListFields():
+                values = value if descriptor.label == descriptor.LABEL_REPEATED else [value]
+                pending.extend(item for item in values if isinstance(item, Message))
+    except Exception:
+        return None
+    return PlanLineage(
+        inputs=tuple(PlanInput(path, fmt, ()) for path, fmt in sorted(found.items())),
+        columns={},
+        dataset=(),
+        complete=False,
     )
 
 

@@ -26,10 +26,15 @@ from urllib.parse import urlsplit
 import orjson
 import xxhash
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from dws_dagster.errors import DwsError
+from dws_dagster.spark.session_kind import (
+    is_connect,
+    new_observation,
+    refuse_on_connect,
+    sql_column,
+)
 from dws_dagster.spark.write_stats import described, rows_written
 from dws_dagster.workspace.files import atomic_write_json, canonical_json
 from dws_dagster.workspace.swap import (
@@ -79,13 +84,22 @@ def local_path(location: str) -> Path:
 
 
 def hash_inputs(df: DataFrame) -> list[str]:
-    """SQL for each column's hash input. Map columns cannot be hashed by Spark; their JSON
-    form can."""
+    """SQL for each column's hash input. Map columns cannot be hashed by Spark; the JSON form
+    of their entries sorted by key can. Sorted, because a map's entry order is not its value:
+    the same Python dict becomes entries in one order through a classic session and in
+    another through Spark Connect, and one logical map must have one version."""
     inputs = []
     for field in df.schema.fields:
         quoted = "`" + field.name.replace("`", "``") + "`"
-        inputs.append(f"to_json({quoted})" if isinstance(field.dataType, MapType) else quoted)
+        inputs.append(_sorted_map_json(quoted) if isinstance(field.dataType, MapType) else quoted)
     return inputs
+
+
+def _sorted_map_json(column: str) -> str:
+    """JSON of a map's entries in key order (keys are unique and orderable: maps cannot be
+    keys), null for a null map and `[]` for an empty one."""
+    by_key = "(l, r) -> CASE WHEN l.key < r.key THEN -1 WHEN l.key > r.key THEN 1 ELSE 0 END"
+    return f"to_json(array_sort(map_entries({column}), {by_key}))"
 
 
 #: Each 64-bit row hash is summed as three limbs (21, 21 and 22 bits) in 64-bit longs: exact
@@ -108,14 +122,15 @@ def _version_aggregates(df: DataFrame) -> list[Column]:
     different datasets must agree on count and both sums to share a version).
 
     Built as SQL text: one py4j call per aggregate instead of one per column operation, which
-    is most of a small write's fixed cost."""
+    is most of a small write's fixed cost. The same SQL on a Spark Connect session: the server
+    computes the same numbers, so a version does not depend on how Spark was reached."""
     aggregates = ["count(1) AS rows"]
     columns = hash_inputs(df)
     if columns:
         row_hash = f"xxhash64({', '.join(columns)})"
         aggregates += limb_sums("h", row_hash)
         aggregates += limb_sums("g", f"xxhash64('{_SALT}', {row_hash})")
-    return [F.expr(aggregate) for aggregate in aggregates]
+    return [sql_column(df, aggregate) for aggregate in aggregates]
 
 
 def exact_sum(metrics: Mapping[str, Any], name: str) -> int:
@@ -124,7 +139,7 @@ def exact_sum(metrics: Mapping[str, Any], name: str) -> int:
 
 def observed(df: DataFrame) -> tuple[DataFrame, Observation]:
     """`df` with the version's aggregates attached, filled in by the next action on it."""
-    observation = Observation(f"dws_version_{uuid.uuid4().hex}")
+    observation = new_observation(df, f"dws_version_{uuid.uuid4().hex}")
     return df.observe(observation, *_version_aggregates(df)), observation
 
 
@@ -158,7 +173,8 @@ def _writer(
 ) -> Any:
     if fmt not in FORMATS:
         raise StorageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    writer = df.write.format(fmt).mode("errorifexists")
+    # "error" (errorifexists): the staging folder is new; Spark Connect knows only this name.
+    writer = df.write.format(fmt).mode("error")
     if fmt == "csv":
         writer = writer.option("header", "true")
     for key, value in (options or {}).items():
@@ -196,6 +212,7 @@ def write_atomic(
         raise StorageError(
             f"{what}: unknown versioning {versioning!r}; choose one of {', '.join(VERSIONINGS)}"
         )
+    check_reachable(df.sparkSession, location, what)
     by_files = versioning == "files" and is_local(location)
     with_version, observation = (df, None) if by_files else observed(df)
     writer = _writer(with_version, fmt, options, partition_by)
@@ -209,12 +226,14 @@ def write_atomic(
         if observation is None:
             with described(df.sparkSession, what) as description:
                 writer.save(str(staging))
+            _check_written_here(df, staging, location, what)
             rows = rows_written(df.sparkSession, description)
             if rows is None:
                 rows = _written_rows(df, staging, fmt)
             version = content = content_version(staging)
         else:
             writer.save(str(staging))
+            _check_written_here(df, staging, location, what)
             content = content_version(staging)
             version, rows = version_of_metrics(df.schema.json(), observation.get)
         atomic_write_json(
@@ -244,6 +263,34 @@ def write_atomic(
             ) from exc
         raise
     return WriteResult(str(target), version, rows, data_size(target), fmt)
+
+
+def _check_written_here(df: DataFrame, staging: Path, location: str, what: str) -> None:
+    """A Spark Connect server writes a plain path on its own machine: the staging folder must be
+    visible here for the marker and the swap (the same machine, or a shared mount)."""
+    if staging.is_dir() or not is_connect(df):
+        return
+    raise StorageError(
+        f"{what}: the Spark Connect server wrote {location} on its own filesystem, which this "
+        f"process does not see (no {staging} here); the previous data is unchanged. Give the "
+        "resource a path that this process and the Connect server share (the same machine or "
+        "a mount at the same path), or use a classic Spark session"
+    )
+
+
+def check_reachable(spark: SparkSession | None, location: str, what: str) -> None:
+    """Refuse, before anything is written, remote data on a Spark Connect session: dws_dagster
+    reaches Hadoop filesystem URIs (staging, atomic rename, markers, listings) through the
+    driver's JVM, which a Connect client does not have."""
+    if is_local(location):
+        return
+    refuse_on_connect(
+        spark,
+        f"{what}: {location} is a Hadoop filesystem URI; reaching it (staging, atomic rename, "
+        "version markers, listings)",
+        "Use a classic Spark session (with the filesystem's Hadoop settings) for this resource, "
+        "or a local or mounted path that this process and the Connect server share",
+    )
 
 
 def _written_rows(df: DataFrame, staging: Path, fmt: str) -> int:
@@ -290,6 +337,7 @@ def _remove_local(path: Path) -> None:
 
 
 def _hadoop_fs(spark: SparkSession, location: str) -> tuple[Any, Any]:
+    check_reachable(spark, location, "remote data")
     jvm: Any = spark.sparkContext._jvm  # the Hadoop FileSystem API has no Python face
     path = jvm.org.apache.hadoop.fs.Path(location)
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jvm

@@ -17,6 +17,8 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
+from dws_dagster.spark.session_kind import is_connect
+
 _DESCRIPTION = "spark.job.description"
 _ROWS_METRIC = "number of output rows"
 #: The plan node of a file write (DataFrameWriter.save to a path).
@@ -29,9 +31,13 @@ _RECENT = 32
 @contextmanager
 def described(spark: SparkSession, what: str) -> Iterator[str]:
     """Run the block's Spark work under a unique description (shown in the Spark UI), by which
-    `rows_written` finds the write."""
-    context = spark.sparkContext
+    `rows_written` finds the write. A Spark Connect session has no SparkContext here: the
+    description is only returned (and `rows_written` gives None)."""
     description = f"dws_dagster: write {what} [{uuid.uuid4().hex[:12]}]"
+    if is_connect(spark):
+        yield description
+        return
+    context = spark.sparkContext
     previous = context.getLocalProperty(_DESCRIPTION)
     context.setLocalProperty(_DESCRIPTION, description)
     try:
@@ -42,7 +48,9 @@ def described(spark: SparkSession, what: str) -> Iterator[str]:
 
 def rows_written(spark: SparkSession, description: str) -> int | None:
     """The rows the write described by `description` committed, or None when Spark's record
-    of it cannot be read."""
+    of it cannot be read (a Spark Connect session: the status store is in the server's JVM)."""
+    if is_connect(spark):
+        return None
     try:
         spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
         store = spark._jsparkSession.sharedState().statusStore()
