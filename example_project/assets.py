@@ -12,6 +12,7 @@ annotations when the assets are defined.
 """
 
 import datetime as dt
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -241,26 +242,27 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
 
         The landed files are read by path, so the lineage is the files themselves (their byte
         versions, one file per month) rather than the whole landing folder."""
-        month = context.partition_time_window.start
-        locations = [
-            _landed(
-                workspace,
-                f"{TRIPS_SUBPATH}/{trip_file_name(dt.date.fromisoformat(key))}",
-                "yellow_taxi_staging",
+        months = []
+        for key in context.partition_keys:
+            month = dt.date.fromisoformat(key)
+            location = _landed(
+                workspace, f"{TRIPS_SUBPATH}/{trip_file_name(month)}", "yellow_taxi_staging"
             )
-            for key in context.partition_keys
-        ]
-        trips = pyspark.spark_session.read.csv(
-            locations, header=True, schema=trips_ddl, mode="PERMISSIVE"
-        )
-        end = context.partition_time_window.end
-        return trips.where(
-            (F.col("trip_distance") > 0)
-            & (F.col("fare_amount") > 0)
-            & (F.col("tpep_dropoff_datetime") > F.col("tpep_pickup_datetime"))
-            & (F.col("tpep_pickup_datetime") >= _timestamp(month))
-            & (F.col("tpep_pickup_datetime") < _timestamp(end))
-        )
+            trips = pyspark.spark_session.read.csv(
+                location, header=True, schema=trips_ddl, mode="PERMISSIVE"
+            )
+            # Each month's file gives its own month's pickups (a file may hold a few of the
+            # months around it), whether the month is written alone or in a range.
+            months.append(
+                trips.where(
+                    (F.col("trip_distance") > 0)
+                    & (F.col("fare_amount") > 0)
+                    & (F.col("tpep_dropoff_datetime") > F.col("tpep_pickup_datetime"))
+                    & (F.col("tpep_pickup_datetime") >= _timestamp(month))
+                    & (F.col("tpep_pickup_datetime") < _timestamp(next_month(month)))
+                )
+            )
+        return functools.reduce(DataFrame.unionByName, months)
 
     @asset(
         partitions_def=parts.months,
@@ -296,19 +298,24 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     ) -> DataFrame:
         """Days of Central Park weather as landed, typed, with implausible readings
         dropped. Read by path: the lineage is the days' landed files."""
-        days = [dt.date.fromisoformat(key) for key in context.partition_keys]
-        locations = [
-            _landed(workspace, f"{WEATHER_SUBPATH}/{weather_file_name(day)}", "weather_staging")
-            for day in days
-        ]
-        readings = pyspark.spark_session.read.csv(
-            locations, header=True, schema=weather_ddl, mode="PERMISSIVE"
-        )
-        return readings.where(
-            F.col("date").between(F.lit(days[0]), F.lit(days[-1]))
-            & F.col("temperature_c").between(-40.0, 50.0)
-            & F.col("precipitation_mm").between(0.0, 500.0)
-        )
+        days = []
+        for key in context.partition_keys:
+            day = dt.date.fromisoformat(key)
+            location = _landed(
+                workspace, f"{WEATHER_SUBPATH}/{weather_file_name(day)}", "weather_staging"
+            )
+            readings = pyspark.spark_session.read.csv(
+                location, header=True, schema=weather_ddl, mode="PERMISSIVE"
+            )
+            # Each day's file gives its own day's readings, alone or in a range.
+            days.append(
+                readings.where(
+                    (F.col("date") == F.lit(day))
+                    & F.col("temperature_c").between(-40.0, 50.0)
+                    & F.col("precipitation_mm").between(0.0, 500.0)
+                )
+            )
+        return functools.reduce(DataFrame.unionByName, days)
 
     @asset(
         partitions_def=parts.days,
