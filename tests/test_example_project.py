@@ -392,8 +392,14 @@ def test_staging_is_typed_as_tlc_cleaned_and_reads_the_landed_file(example, spar
     )
     record = ws.store.get(ref).record
     landed = "source-data/yellow_tripdata/yellow_tripdata_2024-01.csv"
-    assert [item["ref"] for item in record["inputs"]] == [landed]
-    assert record["inputs"][0]["version"] == ws.version_of(landed)
+    # The months were backfilled in one run: files read by path belong to every partition of
+    # the range (the step read them all), each at its byte version.
+    other = "source-data/yellow_tripdata/yellow_tripdata_2024-02.csv"
+    assert [item["ref"] for item in record["inputs"]] == [landed, other]
+    assert [item["version"] for item in record["inputs"]] == [
+        ws.version_of(landed),
+        ws.version_of(other),
+    ]
     with open(ws.local_path(landed), newline="") as handle:
         landed_rows = sum(1 for _ in handle) - 1
     rows = staged.count()
