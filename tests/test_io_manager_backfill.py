@@ -311,3 +311,49 @@ def test_a_range_needs_its_partition_column_and_refuses_rows_outside_it(spark, t
             assert ws.store.get(f"intermediate-data/{name}/eu") is None or (
                 ws.store.get(f"intermediate-data/{name}/eu").version is None
             )
+
+
+@pytest.mark.parametrize("kind", ["date", "timestamp", "timestamp_ntz", "string"])
+def test_each_row_finds_its_partition_by_its_column(spark, kind: str):
+    """Rows on window bounds, inside windows and outside the range, for every column type a
+    time-window partition's column may have: the index is the window holding the value."""
+    import datetime as dt
+
+    from dagster import HourlyPartitionsDefinition
+
+    from dws_dagster.assets.partition_range import partition_index
+
+    hours = HourlyPartitionsDefinition(start_date="2024-03-30-00:00", timezone="Europe/Paris")
+    keys = hours.get_partition_keys(current_time=dt.datetime(2024, 4, 1, tzinfo=dt.UTC))[20:47]
+    windows = [hours.time_window_for_partition_key(k) for k in keys]
+    moments = [w.start for w in windows] + [w.start + dt.timedelta(minutes=59) for w in windows]
+    moments += [windows[0].start - dt.timedelta(seconds=1), windows[-1].end]
+    expected = [
+        next((i for i, w in enumerate(windows) if w.start <= m < w.end), None) for m in moments
+    ]
+    utc = [m.astimezone(dt.UTC).replace(tzinfo=None) for m in moments]
+    if kind == "date":
+        days = DAYS.get_partition_keys()
+        keys = days
+        windows = [DAYS.time_window_for_partition_key(k) for k in days]
+        values: list[Any] = [w.start.date() for w in windows]
+        values += [dt.date(2023, 12, 31), dt.date(2024, 2, 3)]
+        expected = [*range(len(days)), None, None]
+        df = spark.createDataFrame([(v,) for v in values], "c date")
+        partitions_def: Any = DAYS
+    elif kind == "string":
+        values = [*keys, "nope"]
+        expected = [*range(len(keys)), None]
+        df = spark.createDataFrame([(v,) for v in values], "c string")
+        partitions_def = hours
+    elif kind == "timestamp":
+        # Session time zone UTC (conftest): naive values are UTC instants.
+        df = spark.createDataFrame([(v,) for v in utc], "c timestamp")
+        partitions_def = hours
+    else:
+        wall = [m.replace(tzinfo=None) for m in moments]
+        df = spark.createDataFrame([(v,) for v in wall], "c timestamp_ntz")
+        partitions_def = hours
+    index = partition_index(partitions_def, keys, "c", df, "probe")
+    found = [row[0] for row in df.select(index).collect()]
+    assert found == expected

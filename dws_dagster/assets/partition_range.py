@@ -91,11 +91,11 @@ def partition_index(
         kind, StringType
     ):
         windows = [partitions_def.time_window_for_partition_key(k) for k in partition_keys]
-        literal: Callable[[dt.datetime], Column]
+        literal: Callable[[dt.datetime], str]
         if isinstance(kind, DateType):
             literal = _date_literal
         elif isinstance(kind, TimestampType):
-            literal = F.lit
+            literal = _timestamp_literal
         elif isinstance(kind, TimestampNTZType):
             literal = _wall_time_literal
         else:
@@ -106,32 +106,47 @@ def partition_index(
             )
         starts = [literal(w.start) for w in windows]
         ends = [literal(w.end) for w in windows]
-        return _bisect(F.col(f"`{column}`"), starts, ends, 0, len(windows))
+        # SQL text: one call into Spark, where Column objects take one per operation.
+        return F.expr(_bisect(_quoted(column), starts, ends, 0, len(windows)))
     if not isinstance(kind, StringType):
         raise PartitionRangeError(
             f"asset '{asset}': {PARTITION_EXPR} column '{column}' is {kind.simpleString()}; "
             "it must hold the partition key as a string; nothing was written"
         )
-    mapping = F.create_map(*[x for i, k in enumerate(partition_keys) for x in (F.lit(k), F.lit(i))])
-    return mapping[F.col(f"`{column}`")]
+    pairs = ", ".join(f"{_string_literal(k)}, {i}" for i, k in enumerate(partition_keys))
+    return F.expr(f"map({pairs})[{_quoted(column)}]")
 
 
-def _date_literal(moment: dt.datetime) -> Column:
-    return F.lit(moment.date())
+def _string_literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _wall_time_literal(moment: dt.datetime) -> Column:
-    return F.lit(moment.replace(tzinfo=None)).cast(TimestampNTZType())
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
 
 
-def _bisect(value: Column, starts: list[Column], ends: list[Column], lo: int, hi: int) -> Column:
+def _date_literal(moment: dt.datetime) -> str:
+    return f"DATE'{moment.date().isoformat()}'"
+
+
+def _timestamp_literal(moment: dt.datetime) -> str:
+    """An instant: the window's bound with its offset, whatever the session time zone."""
+    return f"TIMESTAMP'{moment.isoformat()}'"
+
+
+def _wall_time_literal(moment: dt.datetime) -> str:
+    return f"TIMESTAMP_NTZ'{moment.replace(tzinfo=None).isoformat(sep=' ')}'"
+
+
+def _bisect(value: str, starts: list[str], ends: list[str], lo: int, hi: int) -> str:
     """The index of the window holding `value` among windows lo..hi-1 (sorted, disjoint): a
     balanced tree of comparisons, so each row costs log2(n) of them, not n."""
     if hi - lo == 1:
-        return F.when((value >= starts[lo]) & (value < ends[lo]), F.lit(lo))
+        return f"CASE WHEN {value} >= {starts[lo]} AND {value} < {ends[lo]} THEN {lo} END"
     mid = (lo + hi) // 2
-    return F.when(value < starts[mid], _bisect(value, starts, ends, lo, mid)).otherwise(
-        _bisect(value, starts, ends, mid, hi)
+    return (
+        f"CASE WHEN {value} < {starts[mid]} THEN {_bisect(value, starts, ends, lo, mid)} "
+        f"ELSE {_bisect(value, starts, ends, mid, hi)} END"
     )
 
 
