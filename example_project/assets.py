@@ -200,7 +200,7 @@ def partitions_for(size: ExampleSize) -> ExamplePartitions:
 def build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     """The example's assets for the data `size` describes."""
     with warnings.catch_warnings():
-        # backfill_policy is marked beta; it is how one partition per run is asked for.
+        # backfill_policy is marked beta; it is how a backfill asks for one run per range.
         warnings.simplefilter("ignore", BetaWarning)
         return _build_assets(size)
 
