@@ -302,3 +302,65 @@ class _NoMaximum:
         @staticmethod
         def get_maximum_record_id() -> int:
             raise NotImplementedError
+
+
+class _RangeProbe(IOManager):
+    """Gives each partition of a range its own metadata, and reads the job's asset graph."""
+
+    def __init__(self) -> None:
+        self.mapped: list[str] | None = None
+
+    def handle_output(self, context: OutputContext, obj: Any) -> None:
+        for key in context.asset_partition_keys:
+            dagster_compat.add_partition_metadata(context, key, {"own": f"value-{key}"})
+        graph = dagster_compat.asset_graph(context)
+        assert graph is not None
+        self.mapped = dagster_compat.parent_partition_keys(
+            graph, "b", AssetKey("ranged_parent"), AssetKey("ranged_child")
+        )
+
+    def load_input(self, context: InputContext) -> Any:
+        return None
+
+
+def test_partition_metadata_reaches_each_partitions_materialization() -> None:
+    """A step storing a range (BackfillPolicy.single_run()) gets one materialization per
+    partition, each with the metadata the IO manager gave that partition."""
+    from dagster import BackfillPolicy, StaticPartitionsDefinition
+
+    parts = StaticPartitionsDefinition(["a", "b", "c"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        @asset(partitions_def=parts, backfill_policy=BackfillPolicy.single_run())
+        def ranged_parent() -> int:
+            return 1
+
+        @asset(partitions_def=parts, backfill_policy=BackfillPolicy.single_run())
+        def ranged_child(ranged_parent: Any) -> int:
+            return 2
+
+    probe = _RangeProbe()
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            [ranged_parent, ranged_child],
+            instance=instance,
+            resources={"io_manager": probe},
+            tags={
+                "dagster/asset_partition_range_start": "a",
+                "dagster/asset_partition_range_end": "c",
+            },
+        )
+    seen = {
+        (
+            event.event_specific_data.materialization.asset_key.to_user_string(),
+            event.event_specific_data.materialization.partition,
+        ): event.event_specific_data.materialization.metadata["own"].value
+        for event in result.get_asset_materialization_events()
+    }
+    assert seen == {
+        (name, key): f"value-{key}"
+        for name in ("ranged_parent", "ranged_child")
+        for key in ("a", "b", "c")
+    }
+    assert probe.mapped == ["b"]

@@ -48,6 +48,34 @@ def set_data_version(context: OutputContext, version: str) -> None:
     setter(context.asset_key, DataVersion(version))
 
 
+def add_partition_metadata(
+    context: OutputContext, partition: str, metadata: Mapping[str, Any]
+) -> None:
+    """Metadata for the materialization of one partition of a range a step stores.
+
+    Dagster builds one materialization per partition of the step after `handle_output`
+    returns, each with the output's metadata merged with that partition's asset metadata (the
+    step context's `add_asset_metadata(partition_key=...)`, which the asset body reaches as
+    `AssetExecutionContext.add_asset_metadata`); an IO manager has no public way to it.
+    """
+    step_context = _step_context(context)
+    adder = getattr(step_context, "add_asset_metadata", None)
+    if adder is None:
+        raise DagsterCompatibilityError(
+            "this Dagster's step context has no add_asset_metadata(): pin dagster to a version "
+            "dws_dagster supports (see pyproject.toml)"
+        )
+    adder(metadata, asset_key=context.asset_key, partition_key=partition)
+
+
+def asset_graph(context: InputContext | OutputContext) -> Any | None:
+    """The asset graph of the running job (partition mappings between its assets)."""
+    try:
+        return _step_context(context).job_def.asset_layer.asset_graph
+    except (AttributeError, DagsterCompatibilityError):
+        return None
+
+
 def consumer_asset_keys(context: InputContext) -> list[AssetKey]:
     """The assets computed by the step that loads this input."""
     step_context = _step_context(context)

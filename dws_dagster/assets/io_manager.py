@@ -27,6 +27,7 @@ from dws_dagster.assets.bindings import Binding, BindingError, binding_from_meta
 from dws_dagster.assets.input_versions import current_version, step_inputs
 from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
 from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
+from dws_dagster.assets.partition_range import write_partition_range
 from dws_dagster.assets.partitions import is_hive_style, partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept, prune_remote_kept
 from dws_dagster.assets.resources import WorkspaceResource
@@ -166,7 +167,20 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
                 f"asset here, launch a new run without the {keys.REPLAY_OF} tag"
             )
         binding = self.binding_for(context.definition_metadata, context.asset_key.path)
-        partition = _output_partition(context, asset)
+        partition_keys = _output_partitions(context)
+        if len(partition_keys) > 1:  # a range in one step (BackfillPolicy.single_run())
+            write_partition_range(
+                self,
+                context,
+                obj,
+                binding,
+                ws,
+                partition_keys,
+                step_reads(context.run_id, context.step_key),
+                _code_version(context),
+            )
+            return
+        partition = partition_keys[0] if partition_keys else None
         ref = (
             binding.ref
             if partition is None
@@ -390,7 +404,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
         run_id, step_key = dagster_compat.step_identity(context)
         reads = step_reads(run_id, step_key)
-        loaded = LoadedInput(upstream, list(zip(refs, versions, strict=True)))
+        loaded = LoadedInput(
+            upstream, list(zip(refs, versions, strict=True)), keys=[str(k) for k in keys] or None
+        )
         others = [
             pair
             for name, other in reads.inputs.items()
@@ -466,17 +482,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         return active if active is not None else SparkSession.builder.getOrCreate()
 
 
-def _output_partition(context: OutputContext, asset: str) -> str | None:
+def _output_partitions(context: OutputContext) -> list[str]:
+    """The partition keys the step stores: none, one, or a range (`partition_range.py`)."""
     if not context.has_asset_partitions:
-        return None
-    keys = list(context.asset_partition_keys)
-    if len(keys) != 1:
-        raise DwsError(
-            f"asset '{asset}' materializes {len(keys)} partitions in one step "
-            f"({keys[0]} … {keys[-1]}); SparkWorkspaceIOManager versions each partition on its "
-            "own: use BackfillPolicy.multi_run(1) (one partition per run)"
-        )
-    return keys[0]
+        return []
+    return [str(key) for key in context.asset_partition_keys]
 
 
 def _read_paths(df: DataFrame) -> PlanLineage | None:

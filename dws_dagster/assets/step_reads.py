@@ -22,6 +22,9 @@ class LoadedInput:
 
     asset: str
     refs: list[tuple[ResourceRef, str]]
+    #: The partition key of each of `refs` (None: an unpartitioned asset), so a step writing
+    #: a range of partitions records with each the upstream partitions it maps to.
+    keys: list[str] | None = None
 
 
 @dataclass

@@ -1,0 +1,165 @@
+"""A backfill of daily partitions through SparkWorkspaceIOManager: one run for the whole range
+(`BackfillPolicy.single_run()`), one run per partition (`BackfillPolicy.multi_run(1)`), and a
+plain partitioned Spark write of the same rows (`df.write.partitionBy(day).parquet`).
+
+All three run in one process and one Spark session, on the same rows, alternating; each figure
+is the median of `--repeats` runs, printed as a ratio measured in the same run. The runs go
+through Dagster's `materialize` (in-process executor): one run per partition here pays no
+process or JVM start per run, which a deployment's run launcher adds on top (about 10 s of
+Spark start each, locally), so its ratio is a lower bound.
+
+Targets: one run ≤ 1.3× the plain partitioned write; ≥ 10× faster than one run per partition.
+
+    python bench/backfill.py --days 60 --rows-per-day 20000 --repeats 3
+"""
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--days", type=int, default=60)
+    parser.add_argument("--rows-per-day", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args()
+
+    from dagster import (
+        BackfillPolicy,
+        DagsterInstance,
+        DailyPartitionsDefinition,
+        asset,
+        materialize,
+    )
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dws_dagster import SparkWorkspaceIOManager, Workspace, WorkspaceResource, dws_ref
+
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("dws-bench-backfill")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    tmp = Path(tempfile.mkdtemp(prefix="dws-bench-backfill-"))
+    ws = Workspace.init(tmp / "ws")
+    ws.add_resource("inter", "intermediate-data", path="inter")
+    first = dt.date(2024, 1, 1)
+    days = DailyPartitionsDefinition(
+        start_date=first.isoformat(),
+        end_date=(first + dt.timedelta(days=args.days)).isoformat(),
+    )
+    keys = days.get_partition_keys()
+
+    def frame(start: dt.date, end: dt.date) -> DataFrame:
+        """rows_per_day rows for each day in [start, end)."""
+        n = (end - start).days * args.rows_per_day
+        return spark.range(n, numPartitions=4).selectExpr(
+            f"DATE_ADD(DATE'{start.isoformat()}', CAST(id DIV {args.rows_per_day} AS INT)) AS day",
+            "id",
+            "id % 263 AS zone",
+            "CAST(id % 9973 AS DOUBLE) / 7 AS fare",
+            "CONCAT('trip-', CAST(id AS STRING)) AS name",
+        )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        @asset(
+            name="trips",
+            partitions_def=days,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata={**dws_ref("inter", "trips"), "partition_expr": "day"},
+        )
+        def trips_one_run(context) -> DataFrame:
+            window = context.partition_time_window
+            return frame(window.start.date(), window.end.date())
+
+        @asset(
+            name="trips_per_partition",
+            partitions_def=days,
+            backfill_policy=BackfillPolicy.multi_run(1),
+            metadata=dws_ref("inter", "trips_per_partition"),
+        )
+        def trips_per_partition(context) -> DataFrame:
+            window = context.partition_time_window
+            return frame(window.start.date(), window.end.date())
+
+    instance = DagsterInstance.ephemeral()
+    manager = SparkWorkspaceIOManager(workspace=WorkspaceResource(root=str(ws.root)))
+    resources = {"io_manager": manager}
+    end = first + dt.timedelta(days=args.days)
+
+    def plain_partitioned_write() -> None:
+        frame(first, end).write.mode("overwrite").partitionBy("day").parquet(str(tmp / "plain"))
+
+    def one_run() -> None:
+        materialize(
+            [trips_one_run],
+            instance=instance,
+            resources=resources,
+            tags={
+                "dagster/asset_partition_range_start": keys[0],
+                "dagster/asset_partition_range_end": keys[-1],
+            },
+        )
+
+    def one_run_per_partition() -> None:
+        for key in keys:
+            materialize(
+                [trips_per_partition], instance=instance, resources=resources, partition_key=key
+            )
+
+    cases: dict[str, Callable[[], None]] = {
+        "plain partitionBy write": plain_partitioned_write,
+        "one run (single_run)": one_run,
+        "one run per partition": one_run_per_partition,
+    }
+    import logging
+
+    logging.getLogger("dagster").setLevel(logging.ERROR)
+    for case in cases.values():  # warm up: JIT, file system caches, Dagster imports
+        case()
+    wall: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.repeats):
+        for name, case in cases.items():
+            start = time.perf_counter()
+            case()
+            wall[name].append(time.perf_counter() - start)
+    median = {name: statistics.median(values) for name, values in wall.items()}
+    base = median["plain partitionBy write"]
+    print(
+        f"days={args.days} rows/day={args.rows_per_day:,} repeats={args.repeats} "
+        f"master={args.master}"
+    )
+    print(f"{'case':28} {'wall s':>8} {'× plain':>8}")
+    for name in cases:
+        print(f"{name:28} {median[name]:8.3f} {median[name] / base:8.3f}")
+    one, per = median["one run (single_run)"], median["one run per partition"]
+    print(f"\none run vs the plain partitioned write: {one / base:.2f}× (target ≤ 1.3×)")
+    print(f"one run per partition vs one run: {per / one:.1f}× slower (target ≥ 10×)")
+    instance.dispose()
+    shutil.rmtree(tmp, ignore_errors=True)
+    spark.stop()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

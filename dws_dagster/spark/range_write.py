@@ -1,0 +1,239 @@
+"""A range of partitions written from one DataFrame in one Spark write, each partition swapped
+into its own location with its own content version, as if each had been written on its own.
+
+The whole range is written once to a hidden staging folder with `partitionBy` on a derived
+column holding each row's partition *index* (the caller's expression; null: the row belongs to
+no partition of the range). That column exists only for the write: `partitionBy` keeps it out
+of the files, so each `index=i` folder holds exactly the columns of the DataFrame, as a
+one-partition write does. Each partition's version is the one a one-partition write of the same
+rows gives (`storage.version_of_metrics`: the DataFrame's schema, the row count and the two
+row-hash sums), computed per partition by one aggregation over what was written (Parquet and
+ORC give back exactly the values written; other formats, and writes Spark partitions further,
+aggregate the DataFrame itself). A partition with no row becomes what a one-partition write of
+an empty DataFrame gives: a dataset with the schema and no rows.
+
+Each partition's folder gets its marker (version, lineage record) and is then swapped into
+place, one atomic rename each: a failure or crash part-way leaves every partition whole, old or
+new. `RangeWriteError.written` tells the caller which partitions are new.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from dws_dagster.spark import storage
+from dws_dagster.workspace.files import atomic_write_json
+from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
+from dws_dagster.workspace.versions import MARKER_NAME, MARKER_SCHEME, content_version, data_size
+
+#: The derived column the range is partitioned by while it is written (never in the files).
+INDEX_COLUMN = "__dws_partition_index"
+#: Formats whose files give back exactly the values written (so the versions can be computed
+#: from them); CSV and JSON text may not (timestamps lose digits).
+_EXACT_FORMATS = ("parquet", "orc")
+
+
+class RangeWriteError(storage.StorageError):
+    """A range write failed; `written` holds the partitions already swapped in (new data, whole),
+    every other partition still holds its previous data."""
+
+    def __init__(self, message: str, written: Mapping[str, storage.WriteResult]) -> None:
+        super().__init__(message)
+        self.written = dict(written)
+
+
+class RowsOutsideRangeError(storage.StorageError):
+    """Rows of a range write belong to no partition of the range."""
+
+
+@dataclass(frozen=True)
+class RangeTarget:
+    """One partition of a range: its key, where it goes, where its replaced data is kept."""
+
+    key: str
+    location: str
+    keep_old_as: str | None = None
+
+
+@dataclass
+class RangeResult:
+    results: dict[str, storage.WriteResult] = field(default_factory=dict)
+
+
+def write_range_atomic(
+    df: DataFrame,
+    targets: Sequence[RangeTarget],
+    index: Column,
+    *,
+    staging_parent: str,
+    fmt: str = "parquet",
+    options: Mapping[str, Any] | None = None,
+    partition_by: Sequence[str] | None = None,
+    what: str = "output",
+    lineage: Callable[[str, str, int], Mapping[str, Any]] | None = None,
+    versioning: str = "rows",
+) -> RangeResult:
+    """Write the rows of `df` to the partitions `targets`: `index` gives each row the position
+    of its partition in `targets` (null: none of them, which is refused before anything is
+    swapped). `lineage(key, version, rows)` gives each partition's record, kept in its marker
+    like `storage.write_atomic` keeps it. Local locations only."""
+    if versioning not in storage.VERSIONINGS:
+        raise storage.StorageError(
+            f"{what}: unknown versioning {versioning!r}; choose one of "
+            f"{', '.join(storage.VERSIONINGS)}"
+        )
+    remote = [t.location for t in targets if not storage.is_local(t.location)]
+    if remote or not storage.is_local(staging_parent):
+        raise storage.StorageError(
+            f"{what}: a range of partitions is written in one step to local or mounted storage "
+            f"only ({(remote or [staging_parent])[0]} is remote); give the asset "
+            "BackfillPolicy.multi_run(1) to write one partition per run"
+        )
+    if INDEX_COLUMN in df.columns:
+        raise storage.StorageError(f"{what}: column {INDEX_COLUMN} is reserved; rename it")
+    parent = storage.local_path(staging_parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    recover(parent / "range")  # stale staging folders of crashed range writes
+    staging = parent / f"{STAGING_PREFIX}range-{uuid.uuid4().hex}"
+    result = RangeResult()
+    try:
+        keyed = df.withColumn(INDEX_COLUMN, index)
+        writer = storage._writer(keyed, fmt, options, [INDEX_COLUMN, *(partition_by or ())])
+        writer.save(str(staging))
+        folders = _partition_folders(staging, len(targets), what)
+        metrics = _metrics(df, keyed, staging, fmt, partition_by, folders)
+        empty = [i for i in range(len(targets)) if i not in folders]
+        if empty:
+            _write_empty(df, staging, fmt, options, partition_by, folders, empty)
+        schema_json = df.schema.json()
+        columns = storage.schema_columns(df)
+        by_files = versioning == "files"
+        for i, target in enumerate(targets):
+            folder = folders[i]
+            content = content_version(folder)
+            version, rows = storage.version_of_metrics(schema_json, metrics.get(i, {}))
+            if by_files:
+                version = content
+            atomic_write_json(
+                folder / MARKER_NAME,
+                {
+                    "format": 1,
+                    "scheme": MARKER_SCHEME,
+                    "version": version,
+                    "rows": rows,
+                    "content": content,
+                    "file_format": fmt,
+                    "versioning": versioning,
+                    "columns": columns,
+                    **({"lineage": dict(lineage(target.key, version, rows))} if lineage else {}),
+                },
+            )
+            result.results[target.key] = storage.WriteResult(
+                str(storage.local_path(target.location)), version, rows, None, fmt
+            )
+        written: dict[str, storage.WriteResult] = {}
+        for i, target in enumerate(targets):
+            location = storage.local_path(target.location)
+            location.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                swap_into_place(
+                    folders[i],
+                    location,
+                    keep_old_as=storage.local_path(target.keep_old_as)
+                    if target.keep_old_as
+                    else None,
+                )
+            except BaseException as exc:
+                raise RangeWriteError(
+                    f"{what}: putting partition {target.key} in place failed: {exc}; "
+                    f"{len(written)} of {len(targets)} partitions hold the new data, the "
+                    "others their previous data; re-run the range",
+                    written,
+                ) from exc
+            done = result.results[target.key]
+            written[target.key] = storage.WriteResult(
+                done.location, done.version, done.row_count, data_size(location), fmt
+            )
+        result.results = written
+    except RangeWriteError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        problem = storage._disk_problem(exc)
+        if problem is not None:
+            raise storage.StorageError(
+                f"{what}: writing the range failed: {problem}; the previous data is unchanged. "
+                f"Free space or make {parent} writable, then re-run"
+            ) from exc
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    return result
+
+
+def _partition_folders(staging: Path, count: int, what: str) -> dict[int, Path]:
+    """The `index=i` folders Spark wrote, by index; rows whose index was null are refused."""
+    folders: dict[int, Path] = {}
+    for entry in staging.iterdir():
+        name = entry.name
+        if not entry.is_dir() or not name.startswith(f"{INDEX_COLUMN}="):
+            continue
+        value = name.partition("=")[2]
+        if not value.isdigit() or int(value) >= count:
+            raise RowsOutsideRangeError(
+                f"{what}: some rows belong to no partition of the range being written (their "
+                "partition column is empty or outside the range); nothing was written. Filter "
+                "the DataFrame to the partitions of the run (context.partition_time_window / "
+                "partition_keys)"
+            )
+        folders[int(value)] = entry
+    return folders
+
+
+def _metrics(
+    df: DataFrame,
+    keyed: DataFrame,
+    staging: Path,
+    fmt: str,
+    partition_by: Sequence[str] | None,
+    folders: Mapping[int, Path],
+) -> dict[int, dict[str, Any]]:
+    """The version aggregates of each partition, by index: from the written files where they
+    hold exactly the DataFrame's values, else from the DataFrame."""
+    if not folders:
+        return {}
+    if fmt in _EXACT_FORMATS and not partition_by:
+        written = df.sparkSession.read.format(fmt).load(str(staging))
+        source = written.select(*[F.col(f"`{c}`") for c in df.columns], INDEX_COLUMN)
+    else:
+        source = keyed
+    aggregates = storage._version_aggregates(source.drop(INDEX_COLUMN))
+    rows = source.groupBy(INDEX_COLUMN).agg(*aggregates).collect()
+    return {int(row[INDEX_COLUMN]): row.asDict() for row in rows}
+
+
+def _write_empty(
+    df: DataFrame,
+    staging: Path,
+    fmt: str,
+    options: Mapping[str, Any] | None,
+    partition_by: Sequence[str] | None,
+    folders: dict[int, Path],
+    empty: Sequence[int],
+) -> None:
+    """What a one-partition write of an empty DataFrame gives (files with the schema, no
+    rows), written once and copied to each partition of the range that got no row."""
+    template = staging / "_empty"
+    storage._writer(df.limit(0), fmt, options, partition_by).save(str(template))
+    for i in empty:
+        folder = staging / f"{INDEX_COLUMN}={i}"
+        copy_data(template, folder)
+        folders[i] = folder

@@ -1,0 +1,359 @@
+"""A range of partitions materialized in one run (`BackfillPolicy.single_run()`): one Spark write,
+and for each partition exactly what one run per partition records — ref, data, content
+version, lineage record, Dagster metadata — with a failure part-way leaving each partition old
+or new, and downstream assets reading the range."""
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dagster import (
+    AssetKey,
+    BackfillPolicy,
+    DagsterInstance,
+    DailyPartitionsDefinition,
+    StaticPartitionsDefinition,
+    asset,
+    materialize,
+)
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dws_dagster import dws_ref, process_events
+from dws_dagster.assets.materialization import record_from_metadata
+from dws_dagster.assets.partition_range import PartitionRangeError
+from dws_dagster.spark import range_write
+from dws_dagster.spark.range_write import RowsOutsideRangeError
+from dws_dagster.workspace.versions import MARKER_NAME
+
+from .pipeline import io_manager, make_workspace
+from .test_io_manager import root_cause
+
+pytestmark = pytest.mark.spark
+
+#: 33 days: 2024-01-01 … 2024-02-02.
+DAYS = DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-03")
+KEYS = DAYS.get_partition_keys()
+RANGE_TAGS = {
+    "dagster/asset_partition_range_start": KEYS[0],
+    "dagster/asset_partition_range_end": KEYS[-1],
+}
+#: Fields of a record that name the run or its time, not what was written.
+RUN_FIELDS = ("start_time", "end_time")
+
+
+def backfill_assets(spark: Any, shift: list[int]) -> list[Any]:
+    """`events` (days whose day of month is a multiple of 5 have no rows), `daily` (one row per
+    day of events, identity mapping) and `summary` (every day), all from windows, so a day's
+    rows are the same whether it is written alone or in a range."""
+    single_run = BackfillPolicy.single_run()
+
+    @asset(
+        partitions_def=DAYS,
+        backfill_policy=single_run,
+        metadata={**dws_ref("intermediate-data", "events"), "partition_expr": "day"},
+        code_version="1",
+    )
+    def events(context) -> DataFrame:
+        window = context.partition_time_window
+        first, end = window.start.date(), window.end.date()
+        days = spark.range(1).select(
+            F.explode(F.sequence(F.lit(first), F.date_sub(F.lit(end), 1))).alias("day")
+        )
+        n = F.dayofmonth("day") % 5
+        rows = days.select(
+            "day", n.alias("n"), F.explode(F.sequence(F.lit(1), F.greatest(n, F.lit(1)))).alias("i")
+        ).where(F.col("n") > 0)
+        return rows.select(
+            "day",
+            (F.col("i") * 7 + F.lit(shift[0])).alias("value"),
+            F.concat(F.lit("x"), F.col("i").cast("string")).alias("label"),
+        )
+
+    @asset(
+        partitions_def=DAYS,
+        backfill_policy=single_run,
+        metadata={**dws_ref("intermediate-data", "daily"), "partition_expr": "day"},
+        code_version="1",
+    )
+    def daily(events: DataFrame) -> DataFrame:
+        return events.groupBy("day").agg(
+            F.count(F.lit(1)).alias("rows"), F.sum("value").alias("total")
+        )
+
+    @asset(metadata=dws_ref("intermediate-data", "summary"))
+    def summary(events: DataFrame) -> DataFrame:
+        return events.groupBy("day").count()
+
+    return [events, daily, summary]
+
+
+def materializations(result: Any, name: str) -> dict[str, dict[str, Any]]:
+    """{partition: metadata} of one asset's materializations in a run."""
+    found = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key == AssetKey(name):
+            found[mat.partition] = dict(mat.metadata)
+    return found
+
+
+def in_chain(exc: BaseException, kind: type[BaseException]) -> BaseException:
+    """The first exception of `kind` among `exc` and its causes."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, kind):
+        seen = seen.__cause__
+    assert seen is not None, f"no {kind.__name__} in {exc!r}"
+    return seen
+
+
+def comparable(record: dict[str, Any]) -> dict[str, Any]:
+    data = {k: v for k, v in record.items() if k not in RUN_FIELDS}
+    data["step"] = {k: v for k, v in data["step"].items() if k != "run_id"}
+    return data
+
+
+def test_a_single_run_backfill_records_what_one_run_per_partition_records(spark, tmp_path: Path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assets = backfill_assets(spark, [0])
+    ranged_ws, one_ws = make_workspace(tmp_path / "ranged"), make_workspace(tmp_path / "one")
+    with DagsterInstance.ephemeral() as ranged, DagsterInstance.ephemeral() as one_by_one:
+        result = materialize(
+            assets,
+            instance=ranged,
+            resources={"io_manager": io_manager(ranged_ws)},
+            selection=["events", "daily"],
+            tags=RANGE_TAGS,
+        )
+        assert result.success
+        # One step per asset for the whole range, one materialization per partition.
+        assert len(result.get_step_success_events()) == 2
+        ranged_events = materializations(result, "events")
+        ranged_daily = materializations(result, "daily")
+        assert sorted(ranged_events) == KEYS and sorted(ranged_daily) == KEYS
+        single_events: dict[str, dict[str, Any]] = {}
+        for key in KEYS:
+            one = materialize(
+                assets,
+                instance=one_by_one,
+                resources={"io_manager": io_manager(one_ws)},
+                selection=["events", "daily"],
+                partition_key=key,
+            )
+            single_events[key] = materializations(one, "events")[key]
+        empty = [k for k in KEYS if int(k[-2:]) % 5 == 0]
+        assert len(empty) == 6
+        for name in ("events", "daily"):
+            versions = set()
+            for key in KEYS:
+                ref = f"intermediate-data/{name}/{key}"
+                a, b = ranged_ws.store.get(ref), one_ws.store.get(ref)
+                assert a is not None and b is not None, ref
+                record_a, record_b = a.record, b.record
+                assert comparable(record_a) == comparable(record_b), ref
+                assert record_a["step"]["run_id"] == result.run_id
+                versions.add(record_a["version"])
+                # The data: the same rows, the same columns, the same version on disk.
+                folder_a, folder_b = ranged_ws.local_path(ref), one_ws.local_path(ref)
+                assert ranged_ws.version_of(ref) == record_a["version"]
+                assert (folder_a / MARKER_NAME).is_file()
+                rows_a = spark.read.parquet(str(folder_a))
+                rows_b = spark.read.parquet(str(folder_b))
+                assert rows_a.schema == rows_b.schema
+                assert sorted(rows_a.collect()) == sorted(rows_b.collect())
+                if name == "events" and key in empty:
+                    assert record_a["extra"]["rows"] == 0
+            # Empty days share the empty dataset's version; every other day has its own.
+            assert len(versions) == len(KEYS) - len(empty) + 1
+        # Each partition's own inputs: daily's day reads events' same day only.
+        daily_record = ranged_ws.store.get(f"intermediate-data/daily/{KEYS[3]}").record
+        assert [i["ref"] for i in daily_record["inputs"]] == [f"intermediate-data/events/{KEYS[3]}"]
+        # Dagster metadata per partition: its own ref, version and row count, as one run gives.
+        for key in KEYS:
+            meta_a, meta_b = ranged_events[key], single_events[key]
+            for item in ("dws/ref", "dws/version", "dagster/row_count", "dws/parameters"):
+                assert meta_a[item] == meta_b[item], (key, item)
+            # The record the lineage sensor rebuilds from the event is the one committed.
+            rebuilt = record_from_metadata(
+                meta_a, asset="events", run_id=result.run_id, partition=key
+            )
+            assert rebuilt is not None
+            assert (
+                rebuilt.to_json() == ranged_ws.store.get(f"intermediate-data/events/{key}").record
+            )
+        before = {ref: state.to_json() for ref, state in ranged_ws.store.items()}
+        outcome = process_events(ranged, ranged_ws, openlineage=False)
+        assert outcome.applied.events >= 2 * len(KEYS)
+        assert {ref: state.to_json() for ref, state in ranged_ws.store.items()} == before
+
+        # A downstream asset reading the whole range: every partition, as one input.
+        down = materialize(
+            assets,
+            instance=ranged,
+            resources={"io_manager": io_manager(ranged_ws)},
+            selection=["summary"],
+        )
+        meta = materializations(down, "summary")[None]
+        assert [i["ref"] for i in meta["dws/inputs"].value] == [
+            f"intermediate-data/events/{k}" for k in KEYS
+        ]
+        assert [i["version"] for i in meta["dws/inputs"].value] == [
+            one_ws.store.get(f"intermediate-data/events/{k}").version for k in KEYS
+        ]
+        rows = spark.read.parquet(str(ranged_ws.local_path("intermediate-data/summary")))
+        assert len(rows.collect()) == len(KEYS) - len(empty)
+
+
+@pytest.mark.parametrize("failing", [0, 7, 32])
+def test_a_failure_part_way_leaves_each_partition_old_or_new(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: int
+):
+    """The swap of partition `failing` fails: the partitions before it hold the new data with
+    their records, it and the ones after keep their previous data, whole, with a failed
+    attempt on record."""
+    shift = [0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assets = backfill_assets(spark, shift)
+    ws = make_workspace(tmp_path / "ws")
+    resources = {"io_manager": io_manager(ws)}
+    with DagsterInstance.ephemeral() as instance:
+        first = materialize(
+            assets, instance=instance, resources=resources, selection=["events"], tags=RANGE_TAGS
+        )
+        old = {k: ws.store.get(f"intermediate-data/events/{k}").version for k in KEYS}
+        shift[0] = 1
+        real_swap = range_write.swap_into_place
+        calls = []
+
+        def swap(staging, target, **kwargs):
+            calls.append(target)
+            if len(calls) == failing + 1:
+                raise OSError(28, "No space left on device (injected)")
+            return real_swap(staging, target, **kwargs)
+
+        monkeypatch.setattr(range_write, "swap_into_place", swap)
+        with pytest.raises(Exception) as info:
+            materialize(
+                assets,
+                instance=instance,
+                resources=resources,
+                selection=["events"],
+                tags=RANGE_TAGS,
+            )
+        error = in_chain(info.value, range_write.RangeWriteError)
+        assert f"{failing} of {len(KEYS)} partitions hold the new data" in str(error)
+        assert not list(ws.local_path("intermediate-data/events").glob(".dws-staging-*"))
+        for i, key in enumerate(KEYS):
+            ref = f"intermediate-data/events/{key}"
+            state = ws.store.get(ref)
+            on_disk = ws.version_of(ref)
+            rows = spark.read.parquet(str(ws.local_path(ref))).collect()
+            if i < failing:
+                assert state.version == on_disk and state.attempt is None
+                assert state.record["step"]["run_id"] != first.run_id
+                assert all(r.value % 7 == 1 for r in rows)
+            else:
+                assert state.version == on_disk == old[key], key
+                assert state.record["step"]["run_id"] == first.run_id
+                assert state.attempt is not None and state.attempt["status"] == "failed"
+                assert "injected" in state.attempt["error"]
+                assert all(r.value % 7 == 0 for r in rows)
+
+
+def test_a_range_needs_its_partition_column_and_refuses_rows_outside_it(spark, tmp_path: Path):
+    """Without `partition_expr` the rows cannot be told apart; rows outside the range are
+    refused; either way nothing is written."""
+    ws = make_workspace(tmp_path / "ws")
+    regions = StaticPartitionsDefinition(["eu", "us"])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        @asset(
+            partitions_def=regions,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata=dws_ref("intermediate-data", "unkeyed"),
+        )
+        def unkeyed() -> DataFrame:
+            return spark.range(3).withColumn("region", F.lit("eu"))
+
+        @asset(
+            partitions_def=regions,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata={**dws_ref("intermediate-data", "sales"), "partition_expr": "region"},
+        )
+        def sales() -> DataFrame:
+            return spark.createDataFrame(
+                [("eu", 1), ("us", 2), ("asia", 3)], "region string, n int"
+            )
+
+    tags = {"dagster/asset_partition_range_start": "eu", "dagster/asset_partition_range_end": "us"}
+    with DagsterInstance.ephemeral() as instance:
+        for assets_def, refusal in ((unkeyed, PartitionRangeError), (sales, RowsOutsideRangeError)):
+            with pytest.raises(Exception) as info:
+                materialize(
+                    [assets_def],
+                    instance=instance,
+                    resources={"io_manager": io_manager(ws)},
+                    tags=tags,
+                )
+            error = root_cause(info.value)
+            assert isinstance(error, refusal), error
+            assert "nothing was written" in str(error)
+            name = assets_def.key.to_user_string()
+            folder = ws.local_path(f"intermediate-data/{name}")
+            assert not folder.exists() or not [
+                p for p in folder.iterdir() if not p.name.startswith(".dws")
+            ]
+            assert ws.store.get(f"intermediate-data/{name}/eu") is None or (
+                ws.store.get(f"intermediate-data/{name}/eu").version is None
+            )
+
+
+@pytest.mark.parametrize("kind", ["date", "timestamp", "timestamp_ntz", "string"])
+def test_each_row_finds_its_partition_by_its_column(spark, kind: str):
+    """Rows on window bounds, inside windows and outside the range, for every column type a
+    time-window partition's column may have: the index is the window holding the value."""
+    import datetime as dt
+
+    from dagster import HourlyPartitionsDefinition
+
+    from dws_dagster.assets.partition_range import partition_index
+
+    hours = HourlyPartitionsDefinition(start_date="2024-03-30-00:00", timezone="Europe/Paris")
+    keys = hours.get_partition_keys(current_time=dt.datetime(2024, 4, 1, tzinfo=dt.UTC))[20:47]
+    windows = [hours.time_window_for_partition_key(k) for k in keys]
+    moments = [w.start for w in windows] + [w.start + dt.timedelta(minutes=59) for w in windows]
+    moments += [windows[0].start - dt.timedelta(seconds=1), windows[-1].end]
+    expected = [
+        next((i for i, w in enumerate(windows) if w.start <= m < w.end), None) for m in moments
+    ]
+    utc = [m.astimezone(dt.UTC).replace(tzinfo=None) for m in moments]
+    if kind == "date":
+        days = DAYS.get_partition_keys()
+        keys = days
+        windows = [DAYS.time_window_for_partition_key(k) for k in days]
+        values: list[Any] = [w.start.date() for w in windows]
+        values += [dt.date(2023, 12, 31), dt.date(2024, 2, 3)]
+        expected = [*range(len(days)), None, None]
+        df = spark.createDataFrame([(v,) for v in values], "c date")
+        partitions_def: Any = DAYS
+    elif kind == "string":
+        values = [*keys, "nope"]
+        expected = [*range(len(keys)), None]
+        df = spark.createDataFrame([(v,) for v in values], "c string")
+        partitions_def = hours
+    elif kind == "timestamp":
+        # Session time zone UTC (conftest): naive values are UTC instants.
+        df = spark.createDataFrame([(v,) for v in utc], "c timestamp")
+        partitions_def = hours
+    else:
+        wall = [m.replace(tzinfo=None) for m in moments]
+        df = spark.createDataFrame([(v,) for v in wall], "c timestamp_ntz")
+        partitions_def = hours
+    index = partition_index(partitions_def, keys, "c", df, "probe")
+    found = [row[0] for row in df.select(index).collect()]
+    assert found == expected
