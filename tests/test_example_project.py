@@ -213,9 +213,8 @@ def test_definitions_have_jobs_schedules_sensor_and_resources(small_root):
     ):
         node = graph.get(AssetKey(name))
         assert node.partitions_def.get_partition_keys() == keys, name
-        # A backfill is one run (one Spark write) for its whole range.
-        assert node.backfill_policy.policy_type.value == "SINGLE_RUN"
-        assert node.metadata["partition_expr"]
+        assert node.backfill_policy.policy_type.value == "MULTI_RUN"
+        assert node.backfill_policy.max_partitions_per_run == 1
     for name in ("training_data", FORECAST_ASSET):
         node = graph.get(AssetKey(name))
         assert node.partitions_def is None and node.code_version
@@ -223,7 +222,7 @@ def test_definitions_have_jobs_schedules_sensor_and_resources(small_root):
     forecast = graph.get(AssetKey(FORECAST_ASSET))
     assert forecast.metadata["dws/ref"] == FORECAST_REF
     assert AssetKey("weather_raw") in forecast.parent_keys  # deps: a possible input
-    assert len(plan(defs)) == 1 + 1 + 2  # the taxi months and the weather days: one run each
+    assert len(plan(defs)) == 2 + 15 + 2
 
 
 def test_workspace_yaml_loads_the_code_location(small_root, tmp_path):
@@ -392,14 +391,8 @@ def test_staging_is_typed_as_tlc_cleaned_and_reads_the_landed_file(example, spar
     )
     record = ws.store.get(ref).record
     landed = "source-data/yellow_tripdata/yellow_tripdata_2024-01.csv"
-    # The months were backfilled in one run: files read by path belong to every partition of
-    # the range (the step read them all), each at its byte version.
-    other = "source-data/yellow_tripdata/yellow_tripdata_2024-02.csv"
-    assert [item["ref"] for item in record["inputs"]] == [landed, other]
-    assert [item["version"] for item in record["inputs"]] == [
-        ws.version_of(landed),
-        ws.version_of(other),
-    ]
+    assert [item["ref"] for item in record["inputs"]] == [landed]
+    assert record["inputs"][0]["version"] == ws.version_of(landed)
     with open(ws.local_path(landed), newline="") as handle:
         landed_rows = sum(1 for _ in handle) - 1
     rows = staged.count()
