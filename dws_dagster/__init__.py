@@ -40,6 +40,13 @@ _EXPORTS = {
     "NoLineageError": "dws_dagster.workspace.views.graph",
     "SpecialFileWarning": "dws_dagster.workspace.versions",
     "TransportConfigError": "dws_dagster.ol.transport",
+    "OutboxError": "dws_dagster.ol.outbox_table",
+    "PartitionRangeError": "dws_dagster.assets.partition_range",
+    "RangeWriteError": "dws_dagster.spark.range_write",
+    "RowsOutsideRangeError": "dws_dagster.spark.range_write",
+    "StorageError": "dws_dagster.spark.storage",
+    "ReplayEnvironmentError": "dws_dagster.workspace.snapshots.replay_env",
+    "ReplayScratchError": "dws_dagster.workspace.snapshots.replay_scratch",
     "SparkWorkspaceIOManager": "dws_dagster.assets.io_manager",
     "OutputTypeError": "dws_dagster.assets.io_manager",
     "MissingPartitionError": "dws_dagster.assets.io_manager",
@@ -70,17 +77,24 @@ __all__ = [
     "LineageRecord",
     "MissingPartitionError",
     "NoLineageError",
+    "OutboxError",
     "OutputTypeError",
+    "PartitionRangeError",
+    "RangeWriteError",
+    "ReplayEnvironmentError",
+    "ReplayScratchError",
     "Resource",
     "ResourceRef",
     "ResultsLineage",
     "RetentionError",
+    "RowsOutsideRangeError",
     "SchemaDriftError",
     "SnapshotError",
     "SnapshotNotFoundError",
     "SnapshotRestoreError",
     "SparkWorkspaceIOManager",
     "SpecialFileWarning",
+    "StorageError",
     "StoreLockError",
     "StoreUnavailableError",
     "TransportConfigError",
@@ -108,6 +122,7 @@ if TYPE_CHECKING:
         SparkWorkspaceIOManager,
     )
     from dws_dagster.assets.materialization import dws_metrics
+    from dws_dagster.assets.partition_range import PartitionRangeError
     from dws_dagster.assets.resources import WorkspaceResource
     from dws_dagster.assets.schema_drift import SchemaDriftError
     from dws_dagster.assets.source_assets import dws_source_asset
@@ -128,13 +143,18 @@ if TYPE_CHECKING:
         WorkspaceConfigError,
         WorkspaceNotFoundError,
     )
+    from dws_dagster.ol.outbox_table import OutboxError
     from dws_dagster.ol.transport import TransportConfigError
     from dws_dagster.sensor.definition import lineage_sensor, process_events
+    from dws_dagster.spark.range_write import RangeWriteError, RowsOutsideRangeError
+    from dws_dagster.spark.storage import StorageError
     from dws_dagster.workspace.files import WorkspaceWriteError
     from dws_dagster.workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
     from dws_dagster.workspace.records import LineageRecord
     from dws_dagster.workspace.refs import ResourceRef
     from dws_dagster.workspace.resources import Resource
+    from dws_dagster.workspace.snapshots.replay_env import ReplayEnvironmentError
+    from dws_dagster.workspace.snapshots.replay_scratch import ReplayScratchError
     from dws_dagster.workspace.store.database import StoreLockError, StoreUnavailableError
     from dws_dagster.workspace.versions import SpecialFileWarning
     from dws_dagster.workspace.views.graph import NoLineageError

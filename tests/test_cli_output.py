@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dws_dagster import LineageBuilder, Workspace
@@ -31,6 +31,7 @@ from dws_dagster.cli.output import (
     terminal_text,
     unsafe,
 )
+from dws_dagster.workspace.redaction import is_secret_name
 
 from .conftest import ROOT
 
@@ -236,6 +237,9 @@ JSON_COMMANDS = [
 )
 @given(data=payloads)
 def test_no_command_writes_data_raw_to_the_terminal(data: str, tmp_path_factory, cli) -> None:
+    # A parameter named like a credential (`p…JWT…`) has its value redacted wherever it
+    # appears, rightly: the data would not be shown as it is, which this test checks.
+    assume(not is_secret_name(f"p{data}"))
     root = tmp_path_factory.mktemp("hostile")
     _hostile_workspace(root, data)
     shown = terminal_text(data)
