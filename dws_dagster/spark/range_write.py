@@ -19,7 +19,6 @@ new. `RangeWriteError.written` tells the caller which partitions are new.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +29,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dws_dagster.spark import storage
-from dws_dagster.workspace.files import atomic_write_json
 from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
-from dws_dagster.workspace.versions import MARKER_NAME, MARKER_SCHEME, content_version, data_size
+from dws_dagster.workspace.trees import remove_tree
+from dws_dagster.workspace.versions import content_version, data_size
 
 #: The derived column the range is partitioned by while it is written (never in the files).
 INDEX_COLUMN = "__dws_partition_index"
@@ -122,19 +121,15 @@ def write_range_atomic(
             version, rows = storage.version_of_metrics(schema_json, metrics.get(i, {}))
             if by_files:
                 version = content
-            atomic_write_json(
-                folder / MARKER_NAME,
-                {
-                    "format": 1,
-                    "scheme": MARKER_SCHEME,
-                    "version": version,
-                    "rows": rows,
-                    "content": content,
-                    "file_format": fmt,
-                    "versioning": versioning,
-                    "columns": columns,
-                    **({"lineage": dict(lineage(target.key, version, rows))} if lineage else {}),
-                },
+            storage.write_local_marker(
+                folder,
+                version=version,
+                rows=rows,
+                content=content,
+                fmt=fmt,
+                versioning=versioning,
+                columns=columns,
+                lineage=lineage(target.key, version, rows) if lineage else None,
             )
             result.results[target.key] = storage.WriteResult(
                 str(storage.local_path(target.location)), version, rows, None, fmt
@@ -164,10 +159,10 @@ def write_range_atomic(
             )
         result.results = written
     except RangeWriteError:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging, ignore_errors=True)
         raise
     except BaseException as exc:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging, ignore_errors=True)
         problem = storage._disk_problem(exc)
         if problem is not None:
             raise storage.StorageError(
@@ -175,7 +170,7 @@ def write_range_atomic(
                 f"Free space or make {parent} writable, then re-run"
             ) from exc
         raise
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(staging, ignore_errors=True)
     return result
 
 

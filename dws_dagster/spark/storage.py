@@ -156,6 +156,35 @@ def version_of_metrics(schema_json: str, metrics: Mapping[str, Any]) -> tuple[st
     return xxhash.xxh3_128_hexdigest(canonical_json(body)), rows
 
 
+def write_local_marker(
+    folder: Path,
+    *,
+    version: str,
+    rows: int,
+    content: str,
+    fmt: str,
+    versioning: str,
+    columns: list[list[str]],
+    lineage: Mapping[str, Any] | None,
+) -> None:
+    """The version marker of data written to a local `folder` (a one-partition write, or each
+    partition of a range): one shape, so both kinds of write are read back alike."""
+    atomic_write_json(
+        folder / MARKER_NAME,
+        {
+            "format": 1,
+            "scheme": MARKER_SCHEME,
+            "version": version,
+            "rows": rows,
+            "content": content,
+            "file_format": fmt,
+            "versioning": versioning,
+            "columns": columns,
+            **({"lineage": dict(lineage)} if lineage is not None else {}),
+        },
+    )
+
+
 def schema_columns(df: DataFrame) -> list[list[str]]:
     """The columns as `[name, type]` pairs, kept in the marker so that readers of several
     partitions can tell, without opening any data file, whether they share one schema."""
@@ -236,19 +265,15 @@ def write_atomic(
             _check_written_here(df, staging, location, what)
             content = content_version(staging)
             version, rows = version_of_metrics(df.schema.json(), observation.get)
-        atomic_write_json(
-            staging / MARKER_NAME,
-            {
-                "format": 1,
-                "scheme": MARKER_SCHEME,
-                "version": version,
-                "rows": rows,
-                "content": content,
-                "file_format": fmt,
-                "versioning": versioning,
-                "columns": schema_columns(df),
-                **({"lineage": dict(lineage(version, rows))} if lineage else {}),
-            },
+        write_local_marker(
+            staging,
+            version=version,
+            rows=rows,
+            content=content,
+            fmt=fmt,
+            versioning=versioning,
+            columns=schema_columns(df),
+            lineage=lineage(version, rows) if lineage else None,
         )
         swap_into_place(
             staging, target, keep_old_as=local_path(keep_old_as) if keep_old_as else None
