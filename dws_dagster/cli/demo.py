@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from dws_dagster.cli.demo_progress import Progress
 from dws_dagster.cli.demo_report import FORECAST_REF, Iteration, print_report
 from dws_dagster.errors import DwsError
+from dws_dagster.workspace.files import stderr_to
 from dws_dagster.workspace.views.graph import build_graph
 from dws_dagster.workspace.views.render_diagram import render_html
 
@@ -79,25 +79,9 @@ def _start_spark(config: dict[str, str], log_path: Path) -> None:
     for key, value in {**config, "spark.ui.showConsoleProgress": "false"}.items():
         builder = builder.config(key, value)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with _stderr_to(log_path):
+    with stderr_to(log_path):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-
-
-@contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """This process's file descriptor 2 appended to `path` for the block: processes started
-    in it keep writing there."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(path, "ab") as log:
-            os.dup2(log.fileno(), 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 @contextmanager

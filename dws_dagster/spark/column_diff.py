@@ -10,10 +10,6 @@ One pass over each dataset, however many columns.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.errors import PySparkException
@@ -21,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dws_dagster.spark.session_kind import sql_column
 from dws_dagster.spark.storage import StorageError, exact_sum, hash_inputs, limb_sums
+from dws_dagster.workspace.files import stderr_to
 
 _SALT = "dws-dagster/columns"
 
@@ -111,21 +108,3 @@ class SparkColumnComparer:
                 self._spark = builder.getOrCreate()
             self._spark.sparkContext.setLogLevel("ERROR")
         return differing_columns(self._spark, recorded, reproduced, fmt)
-
-
-@contextmanager
-def stderr_to(path: Path | None) -> Iterator[None]:
-    """This process's file descriptor 2 appended to `path` (None: discarded) for the block:
-    a JVM started in it keeps writing there, not on the user's terminal."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path if path is not None else os.devnull, "ab") as log:
-            os.dup2(log.fileno(), 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)

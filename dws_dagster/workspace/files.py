@@ -11,6 +11,7 @@ import errno
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -195,3 +196,21 @@ def parse_json(
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise WorkspaceConfigError(f"{what} {path} is not valid JSON ({exc}); {advice}") from None
+
+
+@contextmanager
+def stderr_to(path: Path | None) -> Iterator[None]:
+    """This process's file descriptor 2 appended to `path` (None: discarded) for the block: a
+    JVM or a process started in it keeps writing there, not on the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path if path is not None else os.devnull, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
