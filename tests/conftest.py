@@ -184,6 +184,9 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
+        # Spark forgets all but the newest SQL executions; keeping few makes every test meet
+        # that from its first minutes, as a long-lived session in production does.
+        .config("spark.sql.ui.retainedExecutions", "40")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

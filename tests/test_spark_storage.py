@@ -227,6 +227,33 @@ def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
     assert exact_sum(limbs, "h") == sum(extremes)
 
 
+#: Spark keeps only the newest `spark.sql.ui.retainedExecutions` (1,000) SQL executions, so a
+#: long test run cannot count them: executions are told apart by their ids, which only grow.
+_NEWEST = 16
+
+
+def _recent_executions(spark) -> list:
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    store = spark._jsparkSession.sharedState().statusStore()
+    count = int(store.executionsCount())
+    recent = store.executionsList(max(0, count - _NEWEST), _NEWEST).iterator()
+    found = []
+    while recent.hasNext():
+        found.append(recent.next())
+    return found
+
+
+def newest_execution_id(spark) -> int:
+    """The id of the newest SQL execution Spark has recorded (-1 before any)."""
+    return max((int(e.executionId()) for e in _recent_executions(spark)), default=-1)
+
+
+def executions_since(spark, execution_id: int) -> list:
+    """The SQL executions recorded after the one with `execution_id`, oldest first."""
+    later = [e for e in _recent_executions(spark) if int(e.executionId()) > execution_id]
+    return sorted(later, key=lambda e: int(e.executionId()))
+
+
 @pytest.mark.parametrize(
     ("fmt", "partition_by"),
     [("parquet", None), ("orc", ["zone"]), ("csv", None), ("json", ["zone"])],
@@ -237,8 +264,7 @@ def test_files_versioning_counts_rows_from_sparks_record_of_the_write(
     """The row count comes from the write's own metrics: no second Spark job over the files."""
     # A sort samples its input in a job of its own within the write: only the write's rows count.
     df = trips(spark, n=1234).drop("tags").orderBy("fare_cents")  # and CSV has no maps
-    store = spark._jsparkSession.sharedState().statusStore()
-    before = store.executionsCount()
+    before = newest_execution_id(spark)
     result = write_atomic(
         df,
         str(tmp_path / "out"),
@@ -248,9 +274,9 @@ def test_files_versioning_counts_rows_from_sparks_record_of_the_write(
         what="asset 'counted'",
     )
     assert result.row_count == 1234
-    assert store.executionsCount() == before + 1  # the write, and nothing else
-    newest = store.executionsList(int(before), 1).head()
-    assert newest.description().startswith("dws_dagster: write asset 'counted' [")
+    since = executions_since(spark, before)
+    assert len(since) == 1  # the write, and nothing else
+    assert since[0].description().startswith("dws_dagster: write asset 'counted' [")
     assert spark.sparkContext.getLocalProperty("spark.job.description") is None
 
 
@@ -260,9 +286,8 @@ def test_files_versioning_counts_the_files_when_sparks_record_is_unreadable(
     from dws_dagster.spark import storage
 
     monkeypatch.setattr(storage, "rows_written", lambda spark, description: None)
-    store = spark._jsparkSession.sharedState().statusStore()
-    before = store.executionsCount()
+    before = newest_execution_id(spark)
     result = write_atomic(trips(spark, n=321), str(tmp_path / "out"), versioning="files")
     assert result.row_count == 321
-    assert store.executionsCount() == before + 2  # the write, then the count over its files
+    assert len(executions_since(spark, before)) == 2  # the write, then the count over its files
     assert write_stats.rows_written(spark, "no write has this description") is None
