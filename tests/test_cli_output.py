@@ -440,3 +440,23 @@ def test_replays_table_shows_a_failed_steps_error_escaped(git_ws, tmp_path: Path
     )
     assert_terminal_safe(out + err, "replay --format json")
     assert any(boom in (ref.get("detail") or "") for ref in json.loads(out)["refs"]), out
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=payloads)
+def test_a_usage_error_repeats_the_refused_argument_escaped(data: str, capsys) -> None:
+    """argparse names the argument it refuses: that echo goes through the same writer."""
+    from dws_dagster.cli.main import main
+
+    for argv in (["status", f"--bogus{data}"], ["status", "--format", data], [data]):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("usage: "), err
+        assert_terminal_safe(err, argv)
+        # Shown escaped, not dropped: as it is, or as argparse quotes a refused choice.
+        assert terminal_text(data) in err or terminal_text(repr(data)) in err

@@ -326,19 +326,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         utf8_tolerant_output()
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    # `--workspace` is accepted before and after the command; its action is shared by all the
-    # parsers (parents=), so no parser may give it a default, or that default would override
-    # a value given before the command.
-    if not hasattr(args, "workspace"):
-        args.workspace = None
-    # Whatever the command and its renderers print, stdout and stderr escape what could drive
-    # the terminal (data holds escapes, bidi overrides, newlines); see `output`.
+    # Whatever the command, its renderers and argparse print, stdout and stderr escape what
+    # could drive the terminal (data holds escapes, bidi overrides, newlines; a usage error
+    # repeats the argument it refuses); see `output`.
     with terminal_safe_output():
+        try:
+            args = parser.parse_args(argv)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        # `--workspace` is accepted before and after the command; its action is shared by all
+        # the parsers (parents=), so no parser may give it a default, or that default would
+        # override a value given before the command.
+        if not hasattr(args, "workspace"):
+            args.workspace = None
         return _run(args, argv)
 
 
