@@ -194,27 +194,74 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="session")
-def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One Spark Connect server for the test run, on 127.0.0.1, started only when a Connect
-    test first needs it (skipped without Java or the `connect` extra, unless CI is set: then a
-    failure), stopped by its PID at the end."""
-    from tests.connect_server import start_server, stop_server, unavailable_reason
+#: The Spark Connect server launched when collection found tests that use one (or why it
+#: could not be), before any test runs: its JVM boots (about a minute) while other tests run.
+_early_connect: dict[str, object] = {}
+
+
+#: Fixtures through which a test reaches the Connect server (`spark_session` asks for it by
+#: name in its "connect" case, which the fixture closure does not show).
+_CONNECT_FIXTURES = frozenset({"connect_server", "connect_session", "spark_session"})
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(_CONNECT_FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
+        _launch_connect_server()
+
+
+def _launch_connect_server() -> None:
+    import tempfile
+
+    from tests.connect_server import launch_server, unavailable_reason
 
     reason = unavailable_reason()
-    if reason is None:
+    if reason is not None:
+        _early_connect["reason"] = reason
+        return
+    folder = Path(tempfile.mkdtemp(prefix="dws-spark-connect-"))
+    _early_connect["folder"] = folder
+    try:
+        _early_connect["server"] = launch_server(folder)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        _early_connect["reason"] = f"the Spark Connect server did not start: {exc}"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the early-launched server by its PID (also when no test got to use it)."""
+    import shutil
+
+    from tests.connect_server import ConnectServer, stop_server
+
+    server = _early_connect.pop("server", None)
+    if isinstance(server, ConnectServer):
+        stop_server(server)
+    folder = _early_connect.pop("folder", None)
+    if isinstance(folder, Path):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def connect_server() -> object:
+    """One Spark Connect server for the test run, on 127.0.0.1, launched as soon as
+    collection found a test that uses it (skipped without Java or the `connect` extra, unless
+    CI is set: then a failure), stopped by its PID at the end of the run."""
+    from tests.connect_server import ConnectServer, wait_until_serving
+
+    if not _early_connect:  # a test reached the server some other way: launch it now
+        _launch_connect_server()
+    reason = _early_connect.get("reason")
+    server = _early_connect.get("server")
+    if reason is None and isinstance(server, ConnectServer):
         try:
-            server = start_server(tmp_path_factory.mktemp("spark-connect"))
-        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-            reason = f"the Spark Connect server did not start: {exc}"
+            server = wait_until_serving(server)
+        except (OSError, RuntimeError) as exc:
+            _early_connect.pop("server", None)  # stopped by wait_until_serving
+            reason = _early_connect["reason"] = f"the Spark Connect server did not start: {exc}"
     if reason is not None:
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI is set, so the Spark Connect tests must run)")
-        pytest.skip(reason)
-    try:
-        yield server
-    finally:
-        stop_server(server)
+        pytest.skip(str(reason))
+    return server
 
 
 @pytest.fixture(scope="session")

@@ -75,6 +75,12 @@ def _env(folder: Path) -> dict[str, str]:
 
 def start_server(folder: Path) -> ConnectServer:
     """Start a server (local[2], UTC, as the classic test session) and wait until it serves."""
+    return wait_until_serving(launch_server(folder))
+
+
+def launch_server(folder: Path) -> ConnectServer:
+    """Start a server and return at once: its JVM boots while the caller goes on (the test
+    run launches it when collection finds Connect tests, so the boot overlaps other tests)."""
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     subprocess.run(
@@ -101,11 +107,15 @@ def start_server(folder: Path) -> ConnectServer:
     pid_files = list(folder.glob("*.pid"))
     if len(pid_files) != 1:
         raise RuntimeError(f"the Spark Connect server left no PID file in {folder}")
-    server = ConnectServer(folder, port, int(pid_files[0].read_text().strip()))
+    return ConnectServer(folder, port, int(pid_files[0].read_text().strip()))
+
+
+def wait_until_serving(server: ConnectServer) -> ConnectServer:
+    """`server` once it serves; stopped, and an error with its log, if it never does."""
     deadline = time.monotonic() + START_DEADLINE_SECONDS
     while time.monotonic() < deadline:
         if STARTED in server.log_text():
-            with socket.create_connection(("127.0.0.1", port), timeout=10):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10):
                 return server
         if not _alive(server.pid):
             break
