@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BIN = Path(sys.executable).parent
 NAME = "dws_dg_demo"
@@ -146,3 +147,18 @@ def make_project(base: Path, *, bindings: str = BINDINGS) -> DgProject:
     ):
         project.ok([*dws, "add", name, "--role", role, "--path", path, "-w", str(workspace)])
     return project
+
+
+def load_definitions(project: DgProject) -> Any:
+    """The project's definitions, loaded in this process by Dagster's own loader (with the
+    environment this process has: the caller sets `DWS_WORKSPACE`)."""
+    from dagster import load_from_defs_folder
+
+    src = str(project.root / "src")
+    sys.path.insert(0, src)
+    try:
+        return load_from_defs_folder(path_within_project=project.root / "src" / NAME)
+    finally:
+        sys.path.remove(src)
+        for name in [m for m in sys.modules if m == NAME or m.startswith(NAME + ".")]:
+            del sys.modules[name]

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, build_sensor_context, load_from_defs_folder
+from dagster import DagsterInstance, build_sensor_context
 
 from dws_dagster import ComponentConfigError, DwsError, Workspace
 
-from .dg_project import NAME, DgProject, make_project
+from .dg_project import DgProject, load_definitions, make_project
 
 pytestmark = pytest.mark.slow
 
@@ -79,17 +78,6 @@ def test_materialize_stores_bound_assets_with_lineage_and_checks(
             assert f"Asset check '{check}' on '{asset}' passed" in materialized
 
 
-def _load_defs(project: DgProject) -> object:
-    src = str(project.root / "src")
-    sys.path.insert(0, src)
-    try:
-        return load_from_defs_folder(path_within_project=project.root / "src" / NAME)
-    finally:
-        sys.path.remove(src)
-        for name in [m for m in sys.modules if m == NAME or m.startswith(NAME + ".")]:
-            del sys.modules[name]
-
-
 def test_the_components_sensor_records_lineage_and_openlineage(
     project: DgProject, materialized: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,7 +86,7 @@ def test_the_components_sensor_records_lineage_and_openlineage(
             monkeypatch.setenv(name, value)
     for name in ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED"):
         monkeypatch.delenv(name, raising=False)
-    defs = _load_defs(project)
+    defs = load_definitions(project)
     sensor = defs.get_sensor_def("dws_lineage_sensor")  # type: ignore[attr-defined]
     with DagsterInstance.from_config(str(project.home)) as instance:
         context = build_sensor_context(
@@ -141,7 +129,7 @@ def defs_yaml_as(project: DgProject, old: str, new: str) -> Iterator[Path]:
 
 def _refusal(project: DgProject) -> ComponentConfigError:
     with pytest.raises(Exception) as caught:  # Dagster wraps a component's error in its own
-        _load_defs(project)
+        load_definitions(project)
     error: BaseException | None = caught.value
     while error is not None and not isinstance(error, DwsError):
         error = error.__cause__ or error.__context__

@@ -291,10 +291,8 @@ def _result(
         keys.CHECK_RECORDED: MetadataValue.text(verdict.recorded or "-"),
         keys.CHECK_FOUND: MetadataValue.text(verdict.found or "-"),
     }
-    if verdict.to_run:
-        metadata[keys.CHECK_TO_RUN] = MetadataValue.md(
-            "\n".join(f"- `{line}`" for line in verdict.to_run)
-        )
+    if verdict.to_run:  # as text: the open-source UI shows Markdown only behind a link
+        metadata[keys.CHECK_TO_RUN] = MetadataValue.text("; ".join(verdict.to_run))
     if verdict.details:
         metadata[keys.CHECK_DETAILS] = MetadataValue.json(verdict.details)
     if partition is not None:
