@@ -1,7 +1,8 @@
 """A `dg` project for the component tests, made as a user makes one: `create-dagster project`
 (offline: `--no-uv-sync`, and `DAGSTER_DG_UPDATE_CHECK_ENABLED=0`, which skips create-dagster's
-look for a newer release on PyPI), `dg scaffold defs dws_dagster.WorkspaceComponent lineage`,
-a Data Workspace (`dws-dagster init`, `add`), and one Spark asset file in plain Python.
+look for a newer release on PyPI) and `dg scaffold defs dws_dagster.WorkspaceComponent lineage`,
+once per test session; each module copies that project, binds its assets, adds a Data
+Workspace and one Spark asset file in plain Python.
 
 The project runs on this interpreter's environment, where dws_dagster is installed: `dg` and
 `create-dagster` come first on PATH, `dg` uses the active environment when the project has no
@@ -13,6 +14,7 @@ without installing it (`dg check defs` finds `src` by itself). Telemetry is off
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -105,25 +107,36 @@ class DgProject:
         )
 
 
-def make_project(base: Path, *, bindings: str = BINDINGS) -> DgProject:
-    """Create the project, scaffold the component, bind the assets, set up the workspace."""
-    home = base / "dagster_home"
-    home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", "utf-8")
-    workspace = base / "ws"
+def project_env(base: Path) -> dict[str, str]:
+    """The environment of commands in the project made in `base` (`make_project`)."""
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
-        "DAGSTER_HOME": str(home),
+        "DAGSTER_HOME": str(base / "dagster_home"),
         "DAGSTER_DG_UPDATE_CHECK_ENABLED": "0",
-        "DWS_WORKSPACE": str(workspace),
+        "DWS_WORKSPACE": str(base / "ws"),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYTHONPATH": str(base / NAME / "src"),
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("DWS_STORE_URL", None)
     env.pop("VIRTUAL_ENV", None)
-    project = DgProject(base / NAME, workspace, home, env)
+    return env
+
+
+def _dagster_home(base: Path) -> Path:
+    home = base / "dagster_home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", "utf-8")
+    return home
+
+
+def scaffold_project(base: Path) -> Path:
+    """`create-dagster project` and `dg scaffold defs dws_dagster.WorkspaceComponent lineage`,
+    the real commands, in `base`: the project's folder, as the scaffold left it. Made once per
+    test session (the `dg_scaffolded` fixture); each test module copies it (`make_project`)."""
+    _dagster_home(base)
+    env = project_env(base)
     created = subprocess.run(
         [str(BIN / "create-dagster"), "project", NAME, "--no-uv-sync"],
         cwd=base,
@@ -134,18 +147,28 @@ def make_project(base: Path, *, bindings: str = BINDINGS) -> DgProject:
         check=False,
     )
     assert created.returncode == 0, (created.stdout, created.stderr)
+    project = DgProject(base / NAME, base / "ws", base / "dagster_home", env)
     project.ok(["dg", "scaffold", "defs", "dws_dagster.WorkspaceComponent", "lineage"])
+    return project.root
+
+
+def make_project(base: Path, scaffolded: Path, *, bindings: str = BINDINGS) -> DgProject:
+    """A copy in `base` of the project `scaffold_project` made, with the assets bound and a
+    workspace with two resources (what `dws-dagster init` and `add` make; their commands are
+    tested in test_cli*)."""
+    from dws_dagster import Workspace
+
+    home = _dagster_home(base)
+    env = project_env(base)
+    project = DgProject(base / NAME, base / "ws", home, env)
+    shutil.copytree(scaffolded, project.root)
     text = project.defs_yaml.read_text("utf-8")
     assert "  assets: []\n" in text, text
     project.defs_yaml.write_text(text.replace("  assets: []\n", bindings), "utf-8")
     (project.root / "src" / NAME / "defs" / "trips.py").write_text(ASSETS_PY, "utf-8")
-    dws = ["dws-dagster"]
-    project.ok([*dws, "init", str(workspace)])
-    for name, role, path in (
-        ("intermediate", "intermediate-data", "data/intermediate"),
-        ("results", "results", "results"),
-    ):
-        project.ok([*dws, "add", name, "--role", role, "--path", path, "-w", str(workspace)])
+    workspace = Workspace.init(project.workspace)
+    workspace.add_resource("intermediate", "intermediate-data", path="data/intermediate")
+    workspace.add_resource("results", "results", path="results")
     return project
 
 

@@ -1,23 +1,25 @@
 """The dws asset checks in the Dagster UI, on a `dg` project using `dws_dagster.WorkspaceComponent`.
 
-A project made by `create-dagster project` (`tests/dg_project.py`) is materialized once, in this
-process on the session's Spark, into the instance `dg dev` then serves: its checks passed with
-it. Headless Chromium opens the `zones` asset's Checks tab and finds the dws checks with their
-verdicts. The data is then edited by hand, the checks are executed again from that tab (a run
-of the checks alone: no Spark), and the tab shows `dws_data_version` failed, with its
-description, the versions and what to run. Screenshots go to
-`test-artifacts/e2e/<test name>/`.
+A copy of the session's project made by `create-dagster project` (`tests/dg_project.py`) is
+materialized once, in this process on the session's Spark, into the instance `dg dev` then
+serves: its checks passed with it. Headless Chromium opens the `zones` asset's Checks tab and
+finds the dws checks with their verdicts. The data is then edited by hand, the checks run again
+(a run of the checks alone, as the tab's "Execute all" launches; here in this process, into the
+same instance, rather than in a run process the webserver would start), and the tab shows
+`dws_data_version` failed, with its description, the versions and what to run. Screenshots go
+to `test-artifacts/e2e/<test name>/`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import DagsterInstance
+from dagster import AssetSelection, DagsterInstance, materialize
 
 from ..dg_project import DgProject, load_definitions, make_project
 from .browser import _browser, sync_playwright_or_skip
@@ -42,16 +44,18 @@ query E2EChecks($key: AssetKeyInput!) {
 """
 
 
+@dataclass
+class Materialized:
+    project: DgProject
+    defs: Any
+
+
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> DgProject:
+def materialized(
+    tmp_path_factory: pytest.TempPathFactory, dg_scaffolded: Path, spark: Any
+) -> Materialized:
     """The project, materialized in this process (its checks run with it)."""
-    made = make_project(tmp_path_factory.mktemp("dg_ui"))
-    # Runs launched from the UI start at once (no queue for the daemon to pick them from).
-    with open(made.home / "dagster.yaml", "a", encoding="utf-8") as config:
-        config.write(
-            "run_coordinator:\n  module: dagster._core.run_coordinator\n"
-            "  class: DefaultRunCoordinator\n"
-        )
+    made = make_project(tmp_path_factory.mktemp("dg_ui"), dg_scaffolded)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DWS_WORKSPACE", str(made.workspace))
         defs = load_definitions(made)
@@ -60,11 +64,31 @@ def project(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> DgProject:
                 instance=instance
             )
     assert result.success
-    return made
+    return Materialized(made, defs)
+
+
+def run_the_checks(materialized: Materialized) -> None:
+    """A run of the dws checks alone into the project's instance (what "Execute all" on the
+    Checks tab launches)."""
+    defs, project = materialized.defs, materialized.project
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        DagsterInstance.from_config(str(project.home)) as instance,
+    ):
+        patch.setenv("DWS_WORKSPACE", str(project.workspace))
+        result = materialize(
+            [*(defs.assets or []), *(defs.asset_checks or [])],
+            instance=instance,
+            resources=dict(defs.resources or {}),
+            selection=AssetSelection.all_asset_checks(),
+            raise_on_error=False,
+        )
+    assert result.success  # warning checks: a failed verdict does not fail the run
 
 
 @pytest.fixture(scope="module")
-def server(project: DgProject, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def server(materialized: Materialized, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    project = materialized.project
     port = free_port()
     logs = tmp_path_factory.mktemp("dg_ui_logs")
     started = launch(
@@ -95,10 +119,11 @@ def _statuses(server: DagsterServer) -> dict[str, tuple[str | None, str | None]]
 
 
 def test_the_checks_tab_shows_dws_verdicts_and_a_failure_after_a_hand_edit(
-    project: DgProject, server: DagsterServer, artifacts: Path
+    materialized: Materialized, server: DagsterServer, artifacts: Path
 ) -> None:
     from playwright.sync_api import expect
 
+    project = materialized.project
     before = _statuses(server)
     assert before["dws_data_version"][0] == "SUCCEEDED", before
     assert before["dws_inputs_consistent"][0] == "SUCCEEDED", before
@@ -114,8 +139,9 @@ def test_the_checks_tab_shows_dws_verdicts_and_a_failure_after_a_hand_edit(
         part = next((project.workspace / "data/intermediate/agg/zones").glob("part-*"))
         part.write_bytes(part.read_bytes() + b"edited by hand")
 
-        with evidence.step("execute-checks"):
-            page.get_by_role("button", name=re.compile(r"Execute all")).click()
+        with evidence.step("checks-again"):
+            expect(page.get_by_role("button", name=re.compile(r"Execute all"))).to_be_enabled()
+            run_the_checks(materialized)
 
             def finished() -> dict[str, Any] | None:
                 now = _statuses(server)
@@ -126,8 +152,8 @@ def test_the_checks_tab_shows_dws_verdicts_and_a_failure_after_a_hand_edit(
 
             after = poll(
                 finished,
-                timeout=180,
-                what="the run of the checks",
+                timeout=60,
+                what="the webserver to show the run of the checks",
                 interval=1.0,
                 on_timeout=server.log_tail,
             )
