@@ -59,12 +59,20 @@ _EXPORTS = {
     "dws_metrics": "dws_dagster.assets.materialization",
     "lineage_sensor": "dws_dagster.sensor.definition",
     "process_events": "dws_dagster.sensor.definition",
+    "WorkspaceComponent": "dws_dagster.components.workspace_component.component",
+    "ComponentConfigError": "dws_dagster.components.workspace_component.model",
+    "RefBinding": "dws_dagster.assets.binding_config",
+    "dws_asset_checks": "dws_dagster.checks.asset_checks",
+    "with_dws_checks": "dws_dagster.checks.asset_checks",
+    "CheckConfigError": "dws_dagster.checks.asset_checks",
 }
 
 #: Literal, for type checkers and readers; tests/test_public_api.py checks it against
 #: `_EXPORTS` and the imports below.
 __all__ = [
     "BindingError",
+    "CheckConfigError",
+    "ComponentConfigError",
     "ConnectUnsupportedError",
     "DwsError",
     "InvalidParameterError",
@@ -81,6 +89,7 @@ __all__ = [
     "OutputTypeError",
     "PartitionRangeError",
     "RangeWriteError",
+    "RefBinding",
     "ReplayEnvironmentError",
     "ReplayScratchError",
     "Resource",
@@ -101,19 +110,23 @@ __all__ = [
     "UnknownRefStateError",
     "UnknownResourceError",
     "Workspace",
+    "WorkspaceComponent",
     "WorkspaceConfigError",
     "WorkspaceNotFoundError",
     "WorkspaceResource",
     "WorkspaceWriteError",
     "check_definitions",
+    "dws_asset_checks",
     "dws_metrics",
     "dws_ref",
     "dws_source_asset",
     "lineage_sensor",
     "process_events",
+    "with_dws_checks",
 ]
 
 if TYPE_CHECKING:
+    from dws_dagster.assets.binding_config import RefBinding
     from dws_dagster.assets.bindings import BindingError, dws_ref
     from dws_dagster.assets.definitions_check import check_definitions
     from dws_dagster.assets.io_manager import (
@@ -126,6 +139,9 @@ if TYPE_CHECKING:
     from dws_dagster.assets.resources import WorkspaceResource
     from dws_dagster.assets.schema_drift import SchemaDriftError
     from dws_dagster.assets.source_assets import dws_source_asset
+    from dws_dagster.checks.asset_checks import CheckConfigError, dws_asset_checks, with_dws_checks
+    from dws_dagster.components.workspace_component.component import WorkspaceComponent
+    from dws_dagster.components.workspace_component.model import ComponentConfigError
     from dws_dagster.errors import (
         ConnectUnsupportedError,
         DwsError,

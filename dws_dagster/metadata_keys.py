@@ -57,6 +57,19 @@ METRICS = "dws/metrics"
 #: the workspace's; and the tag of the Dagster runs a replay launches (the UI lists it)
 REPLAY_OF = "dws/replay_of"
 
+# ------------------------------------------------------------- asset check metadata
+# On the results of the dws asset checks (checks/asset_checks.py), beside `dws/ref` (the ref,
+# or partition's ref, checked).
+
+#: the version the lineage records for the ref (or the snapshot's, for `dws_reproduced`)
+CHECK_RECORDED = "dws/recorded_version"
+#: the version found: of the data on disk now, or that a replay wrote
+CHECK_FOUND = "dws/found_version"
+#: what to run when the check failed, one command a line
+CHECK_TO_RUN = "dws/to_run"
+#: what the check looked at: how the data was hashed, each input's versions, the replay
+CHECK_DETAILS = "dws/check_details"
+
 # ------------------------------------------------------------ observation metadata
 # Written by `dws_source_asset` observations.
 

@@ -70,12 +70,33 @@ def definitions_for(
     example: ExampleWorkspace, *, spark_config: Mapping[str, str] | None = None
 ) -> Definitions:
     """The example's definitions for a workspace `ensure_workspace` has set up."""
+    workspace = WorkspaceResource(root=str(example.root), search_parents=False)
+    pyspark = PySparkResource(spark_config=dict(spark_config or SPARK_CONFIG))
+    return check_definitions(
+        Definitions.merge(
+            pipeline_definitions(example.size),
+            Definitions(
+                sensors=[lineage_sensor(snapshot_on_results=True)],
+                resources={
+                    "io_manager": SparkWorkspaceIOManager(
+                        workspace=workspace, pyspark=pyspark, keep_versions=3
+                    ),
+                    "pyspark": pyspark,
+                    "workspace": workspace,
+                },
+            ),
+        )
+    )
+
+
+def pipeline_definitions(size: ExampleSize) -> Definitions:
+    """The example's assets, jobs, schedules and executor, without the resources and the
+    sensor: what `definitions_for` adds to them in Python, and `example_project/defs/` in a
+    `dg` project (`WorkspaceComponent`)."""
     # Spark binds to a non-loopback address it finds unless told otherwise; runs launched in
     # their own process inherit this.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    workspace = WorkspaceResource(root=str(example.root), search_parents=False)
-    pyspark = PySparkResource(spark_config=dict(spark_config or SPARK_CONFIG))
-    assets = build_assets(example.size)
+    assets = build_assets(size)
     # One process per run, not per step: Dagster's default multiprocess executor starts a
     # process, hence a Spark JVM (~10 s), for every step. On a cluster, per-step processes
     # are the norm; locally the in-process executor is several times faster.
@@ -102,21 +123,11 @@ def definitions_for(
         build_schedule_from_partitioned_job(taxi_job, name="taxi_monthly_schedule"),
         build_schedule_from_partitioned_job(weather_job, name="weather_daily_schedule"),
     ]
-    return check_definitions(
-        Definitions(
-            assets=assets,
-            jobs=[taxi_job, weather_job, forecast_job],
-            schedules=schedules,
-            sensors=[lineage_sensor(snapshot_on_results=True)],
-            executor=in_process_executor,  # also for "Materialize" in the UI
-            resources={
-                "io_manager": SparkWorkspaceIOManager(
-                    workspace=workspace, pyspark=pyspark, keep_versions=3
-                ),
-                "pyspark": pyspark,
-                "workspace": workspace,
-            },
-        )
+    return Definitions(
+        assets=assets,
+        jobs=[taxi_job, weather_job, forecast_job],
+        schedules=schedules,
+        executor=in_process_executor,  # also for "Materialize" in the UI
     )
 
 

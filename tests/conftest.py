@@ -353,3 +353,13 @@ def replay_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("replay-example") / "demo"
     build_demo(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def dg_scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `dg` project made by `create-dagster project` and `dg scaffold defs
+    dws_dagster.WorkspaceComponent lineage` (the real commands), once for the test run; the
+    component tests copy it (tests/dg_project.py)."""
+    from tests.dg_project import scaffold_project
+
+    return scaffold_project(tmp_path_factory.mktemp("dg-scaffolded"))

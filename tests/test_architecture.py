@@ -23,6 +23,7 @@ NOT_LOADED = {
     "dws_dagster.sensor": ["pyspark", "py4j"],
     "dws_dagster.cli": ["dagster", "pyspark", "openlineage"],
     "dws_dagster._compat": ["pyspark"],
+    "dws_dagster.checks": ["pyspark", "py4j"],
 }
 
 #: Per package: libraries and dws_dagster packages its modules may not import, even inside a
@@ -67,6 +68,14 @@ NOT_IMPORTED = {
         "dws_dagster.spark",
         "dws_dagster.cli",
         "dws_dagster.assets.io_manager",
+    ],
+    "dws_dagster.checks": [
+        "pyspark",
+        "py4j",
+        "dws_dagster.sensor",
+        "dws_dagster.ol",
+        "dws_dagster.spark",
+        "dws_dagster.cli",
     ],
     "dws_dagster._compat": [
         "dws_dagster.workspace",

@@ -3,7 +3,7 @@ installed Dagster so that an upgrade that moves them fails here, loudly."""
 
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from dagster import (
@@ -364,3 +364,80 @@ def test_partition_metadata_reaches_each_partitions_materialization() -> None:
         for key in ("a", "b", "c")
     }
     assert probe.mapped == ["b"]
+
+
+def test_preview_warning_is_dagsters_class_for_preview_apis() -> None:
+    from dagster import AssetCheckSpec, StaticPartitionsDefinition
+
+    assert dagster_compat.preview_warning().__name__ == "PreviewWarning"
+    with pytest.warns(dagster_compat.preview_warning()):
+        AssetCheckSpec("c", asset="a", partitions_def=StaticPartitionsDefinition(["x"]))
+
+
+class ProbeComponent:
+    """What `other_component_definitions` gave the probe component, per load."""
+
+    seen: ClassVar[list[list[str]]] = []
+
+
+def _probe_component_class() -> type:
+    from dagster import Component, Definitions
+
+    class _Probe(Component):
+        @classmethod
+        def load(cls, attributes: Any, context: Any) -> Any:
+            return cls()
+
+        def build_defs(self, context: Any) -> Definitions:
+            others = dagster_compat.other_component_definitions(
+                context, skip=lambda kind: kind.__name__ == "Skipped"
+            )
+            ProbeComponent.seen.append(
+                sorted(
+                    key.to_user_string()
+                    for defs in others
+                    for key in Definitions.merge(defs).resolve_asset_graph().get_all_asset_keys()
+                )
+            )
+            return Definitions()
+
+    return _Probe
+
+
+def test_other_component_definitions_are_the_rest_of_the_defs_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A component sees every other component's definitions, in folders beside and around
+    it, each built once (the folder merges the same objects: no duplicate asset)."""
+    import sys
+    import types
+
+    from dagster import load_from_defs_folder
+
+    module = types.ModuleType("dws_compat_probe")
+    module.Probe = _probe_component_class()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dws_compat_probe", module)
+    root = tmp_path / "proj"
+    defs = root / "src" / "probe_proj" / "defs"
+    (defs / "nested" / "lineage").mkdir(parents=True)
+    (defs / "other").mkdir()
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "probe_proj"\nversion = "0"\n\n[tool.dg]\ndirectory_type = '
+        '"project"\n\n[tool.dg.project]\nroot_module = "probe_proj"\n'
+    )
+    for folder in (defs.parent, defs, defs / "nested", defs / "other"):
+        (folder / "__init__.py").write_text("")
+    asset_code = "from dagster import asset\n\n@asset\ndef {name}() -> int:\n    return 1\n"
+    (defs / "top.py").write_text(asset_code.format(name="top"))
+    (defs / "other" / "deep.py").write_text(asset_code.format(name="deep"))
+    (defs / "nested" / "beside.py").write_text(asset_code.format(name="beside"))
+    (defs / "nested" / "lineage" / "defs.yaml").write_text("type: dws_compat_probe.Probe\n")
+    monkeypatch.syspath_prepend(str(root / "src"))
+    ProbeComponent.seen.clear()
+    loaded = load_from_defs_folder(path_within_project=root / "src" / "probe_proj")
+    assert ProbeComponent.seen == [["beside", "deep", "top"]]
+    assert {k.to_user_string() for k in loaded.resolve_asset_graph().get_all_asset_keys()} == {
+        "beside",
+        "deep",
+        "top",
+    }

@@ -10,7 +10,8 @@ silently losing data versions.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from dagster import AssetKey, DagsterEventType, DataVersion, InputContext, OutputContext
@@ -298,3 +299,48 @@ def beta_warning() -> type[Warning]:
 
 class _NoWarning(Warning):
     """Never raised: the stand-in when Dagster has no beta warning class."""
+
+
+def preview_warning() -> type[Warning]:
+    """The warning class Dagster raises for preview APIs (partitioned asset checks, Components'
+    `@preview` classes), silenced where dws_dagster uses one knowingly."""
+    try:
+        from dagster._utils.warnings import PreviewWarning
+    except ImportError:  # gone or renamed: nothing to silence
+        return _NoWarning
+    return PreviewWarning
+
+
+# ------------------------------------------------------- components (dg projects)
+
+
+def other_component_definitions(context: Any, skip: Callable[[type], bool]) -> list[Any]:
+    """The definitions of every component of the project's defs folder but the one being
+    loaded with `context` (a `ComponentLoadContext`) and the folders holding it, each built
+    once by Dagster's component tree (what the folders merge is the same, cached object).
+    Components whose type `skip` accepts are left out (one that would build this one again).
+
+    Dagster offers a component the definitions of a path it names (`context.build_defs`), not
+    a list of the project's components: that is the component tree's declarations."""
+    tree = context.component_tree
+    own = context.component_decl.loc
+    own_path = Path(own.file_path)
+    root = tree.find_decl_at_path(context.defs_module_path)
+    found: list[Any] = []
+
+    def visit(decl: Any) -> None:
+        for child in decl.iterate_child_component_decls():
+            loc = child.loc
+            if loc == own:
+                continue
+            path = Path(getattr(loc, "file_path", own_path))
+            if path == own_path or path in own_path.parents:
+                visit(child)  # a folder (or file) holding this component: its other parts
+                continue
+            component_type = getattr(child, "component_type", None)
+            if isinstance(component_type, type) and skip(component_type):
+                continue
+            found.append(context.build_defs(loc))
+
+    visit(root)
+    return found

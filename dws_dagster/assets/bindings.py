@@ -16,6 +16,7 @@ from typing import Any
 from dws_dagster import metadata_keys as keys
 from dws_dagster.errors import DwsError, InvalidResourceRefError
 from dws_dagster.workspace.refs import ResourceRef
+from dws_dagster.workspace.workspace import Workspace
 
 FORMATS = ("parquet", "csv", "json", "orc")
 
@@ -151,6 +152,49 @@ def binding_from_metadata(
         explicit=explicit,
         versioning=versioning,
     )
+
+
+def default_ref(
+    ws: Workspace, default_resource: str | None, key_path: Sequence[str]
+) -> ResourceRef:
+    """Where an asset without a binding of its own lives: at its key path in
+    `default_resource`, by default the workspace's only intermediate-data resource."""
+    name = default_resource
+    if name is None:
+        candidates = sorted(r.name for r in ws.resources.values() if r.role == "intermediate-data")
+        if len(candidates) != 1:
+            raise BindingError(
+                f"asset '{'/'.join(key_path)}' has no dws_ref metadata and the workspace has "
+                f"{len(candidates)} intermediate-data resources ({', '.join(candidates)}): "
+                "set default_resource on SparkWorkspaceIOManager, or bind the asset with "
+                "metadata=dws_ref(...)"
+            )
+        name = candidates[0]
+    return ResourceRef(name, "/".join(key_path))
+
+
+def binding_in(
+    ws: Workspace,
+    metadata: Mapping[str, Any] | None,
+    key_path: Sequence[str],
+    *,
+    default_resource: str | None = None,
+    default_format: str = "parquet",
+) -> Binding:
+    """The binding of an asset from its metadata, else at its key path in the default resource,
+    checked against `ws` (the resource must exist); errors name the asset."""
+    what = f"asset '{'/'.join(key_path)}'"
+    default = None
+    if not metadata or META_REF not in metadata:
+        default = default_ref(ws, default_resource, key_path)
+    binding = binding_from_metadata(
+        metadata, default_ref=default, default_format=default_format, what=what
+    )
+    try:
+        ws.check_ref(binding.ref)
+    except DwsError as exc:
+        raise type(exc)(f"{what}: {exc}") from None
+    return binding
 
 
 def _options(raw: Any, what: str) -> dict[str, str]:

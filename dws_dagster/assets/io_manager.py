@@ -23,7 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
-from dws_dagster.assets.bindings import Binding, BindingError, binding_from_metadata
+from dws_dagster.assets.binding_config import RefBinding, bindings_by_asset, bound_metadata
+from dws_dagster.assets.bindings import Binding, binding_in, default_ref
 from dws_dagster.assets.input_versions import current_version, step_inputs
 from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
 from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
@@ -97,6 +98,11 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
     column_lineage: bool = Field(
         default=True, description="Derive dagster/column_lineage from the Spark plan."
     )
+    bindings: list[RefBinding] = Field(
+        default=[],
+        description="Assets bound to refs by configuration rather than dws_ref metadata "
+        "(the WorkspaceComponent's YAML bindings); an asset is bound one way or the other.",
+    )
     versioning: Literal["rows", "files"] = Field(
         default="rows",
         description="How written data is versioned: 'rows' hashes every row in "
@@ -112,37 +118,18 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     def default_ref(self, key_path: Sequence[str]) -> ResourceRef:
         """Where an asset without `dws_ref` metadata lives."""
-        ws = self._workspace()
-        name = self.default_resource
-        if name is None:
-            candidates = sorted(
-                r.name for r in ws.resources.values() if r.role == "intermediate-data"
-            )
-            if len(candidates) != 1:
-                raise BindingError(
-                    f"asset '{'/'.join(key_path)}' has no dws_ref metadata and the workspace has "
-                    f"{len(candidates)} intermediate-data resources ({', '.join(candidates)}): "
-                    "set default_resource on SparkWorkspaceIOManager, or bind the asset with "
-                    "metadata=dws_ref(...)"
-                )
-            name = candidates[0]
-        return ResourceRef(name, "/".join(key_path))
+        return default_ref(self._workspace(), self.default_resource, key_path)
 
     def binding_for(self, metadata: Mapping[str, Any] | None, key_path: Sequence[str]) -> Binding:
-        """The binding of an asset from its definition metadata (checked against the
-        workspace: the resource must exist)."""
-        what = f"asset '{'/'.join(key_path)}'"
-        default = None
-        if not metadata or keys.REF not in metadata:
-            default = self.default_ref(key_path)
-        binding = binding_from_metadata(
-            metadata, default_ref=default, default_format=self.format, what=what
+        """The binding of an asset from its definition metadata, or its configured binding
+        (`bindings`), checked against the workspace: the resource must exist."""
+        return binding_in(
+            self._workspace(),
+            bound_metadata(metadata, key_path, bindings_by_asset(self.bindings)),
+            key_path,
+            default_resource=self.default_resource,
+            default_format=self.format,
         )
-        try:
-            self._workspace().check_ref(binding.ref)
-        except DwsError as exc:
-            raise type(exc)(f"{what}: {exc}") from None
-        return binding
 
     # ------------------------------------------------------------------ output
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dagster import ConfigurableResource
 from pydantic import Field, PrivateAttr
 
@@ -20,6 +22,13 @@ class WorkspaceResource(ConfigurableResource):
     search_parents: bool = Field(
         default=True, description="Look for `.dataworkspace/` in the parent folders of root."
     )
+    store_url_env: str | None = Field(
+        default=None,
+        description="Name of an environment variable holding the lineage store's URL, password "
+        "included, read where the code runs (the variable's name is configuration, its value "
+        "never is). Unset or empty there: the workspace's own store ($DWS_STORE_URL, "
+        "config.json, else SQLite in .dataworkspace/).",
+    )
 
     _workspace: Workspace | None = PrivateAttr(default=None)
 
@@ -33,6 +42,10 @@ class WorkspaceResource(ConfigurableResource):
         writes elsewhere (`replay_env.replay_workspace`)."""
         if self._workspace is None:
             configured = Workspace.open(self.root, search_parents=self.search_parents)
+            url = os.environ.get(self.store_url_env) if self.store_url_env else None
+            if url:
+                configured.use_store_url(url, origin=f"${self.store_url_env}")
+            # A replay's scratch workspace keeps its own store, whatever this one names.
             self._workspace = replay_workspace(
                 configured, f"the code location's WorkspaceResource(root={self.root!r})"
             )

@@ -26,75 +26,26 @@ from dws_dagster.cli.output import (
     say_text,
     write_exact,
 )
-from dws_dagster.errors import DwsError
 from dws_dagster.workspace.files import writing
-from dws_dagster.workspace.store.messages import attention_note
-from dws_dagster.workspace.versions import DataNotFoundError
-from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, RemoteDataError, Workspace
+from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, Workspace
 
 #: `status --verify` found refs that need attention (drift, missing data, failed, unknown).
 EXIT_ATTENTION = 3
 
 
 def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
-    from dws_dagster.workspace.views.status_report import source_rows
+    from dws_dagster.workspace.views.status_rows import status_rows, verify_row
 
-    rows = []
-    items = ws.store.summaries()
-    for item in items:
-        ref, state = item.ref, item.state
-        row: dict[str, Any] = {
-            "ref": ref,
-            "version": item.version,
-            "status": item.status,
-            "step": item.owner,
-            "finished": item.finished,
-        }
-        if state is not None and state.attempt is not None:
-            row["error"] = state.attempt.get("error")
-        if state is not None:
-            row["attention"] = attention_note(ref, state)
-        rows.append(row)
-    rows += source_rows(ws.store.read_without_lineage(), [item.ref for item in items])
-    rows.sort(key=lambda row: row["ref"])
+    rows = status_rows(ws)
     if verify:
         bar = progress_bar(len(rows), "verifying")
         try:
             for row in rows:
-                _verify(ws, row)
+                verify_row(ws, row)
                 bar.update(1)
         finally:
             bar.close()
     return rows
-
-
-def _verify(ws: Workspace, row: dict[str, Any]) -> None:
-    """`data`: whether the data of the row's ref is the version its lineage says (`matches`),
-    another one (`changed`, with the version `found`), gone (`missing`), or could not be
-    read (`unchecked`). Readers of source data that changed are looked up (`read_by`), to
-    say what to re-run."""
-    try:
-        actual = ws.version_of(row["ref"])
-    except DataNotFoundError:
-        actual = None
-    except (RemoteDataError, DwsError):
-        actual = "unchecked"
-    row["data"] = (
-        "unchecked"
-        if actual == "unchecked"
-        else "missing"
-        if actual is None
-        else "matches"
-        if actual == row["version"]
-        else "changed"
-    )
-    if row["data"] == "changed":
-        row["found"] = actual
-        if row["step"] is None and "read_by" not in row:  # observed source data
-            row["read_by"] = [
-                {"ref": reader, "step": state.owner}
-                for reader, state, _ in ws.store.readers(row["ref"])
-            ]
 
 
 def cmd_status(args: argparse.Namespace) -> int:

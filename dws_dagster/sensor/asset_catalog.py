@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
@@ -20,6 +20,7 @@ from dagster import AssetKey, TimeWindowPartitionsDefinition
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
+from dws_dagster.assets.binding_config import RefBinding, bindings_by_asset, bound_metadata
 from dws_dagster.assets.bindings import Binding, binding_from_metadata
 from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.errors import DwsError
@@ -60,11 +61,18 @@ class AssetCatalog:
     """Asset facts from a repository definition (None: events only, no definitions)."""
 
     def __init__(
-        self, ws: Workspace, repository_def: Any | None, *, default_resource: str | None = None
+        self,
+        ws: Workspace,
+        repository_def: Any | None,
+        *,
+        default_resource: str | None = None,
+        bindings: Sequence[RefBinding] = (),
     ) -> None:
         self.ws = ws
         self.repository_def = repository_def
         self.default_resource = default_resource
+        #: assets bound by configuration (the WorkspaceComponent's YAML), by user string
+        self.configured = bindings_by_asset(bindings)
         self._owned: dict[str, list[tuple[str, str | None]]] | None = None
         # Per-catalog memos (not functools caches, which would keep every tick's catalog).
         self._bindings: dict[AssetKey, Binding | None] = {}
@@ -92,7 +100,12 @@ class AssetCatalog:
 
     def _new_binding(self, key: AssetKey) -> Binding | None:
         node = self.node(key)
-        metadata = node.metadata if node is not None else {}
+        try:
+            metadata = bound_metadata(
+                node.metadata if node is not None else {}, key.path, self.configured
+            )
+        except DwsError:
+            return None
         default = None
         if keys.REF not in (metadata or {}):
             name = self.default_resource

@@ -14,7 +14,7 @@ import datetime as dt
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from dagster import (
     sensor,
 )
 
+from dws_dagster.assets.binding_config import RefBinding
 from dws_dagster.assets.resources import WorkspaceResource
 from dws_dagster.errors import DwsError
 from dws_dagster.sensor.apply_lineage import EVENT_TYPES, ApplyReport, EventApplier
@@ -162,6 +163,7 @@ def process_events(
     openlineage: bool = True,
     deliver: bool = True,
     save_cursor: Callable[[int], None] | None = None,
+    bindings: Sequence[RefBinding] = (),
 ) -> TickOutcome:
     """Apply the event log after `after_storage_id` to `ws`: what one sensor tick does.
 
@@ -184,6 +186,7 @@ def process_events(
             deliver=deliver,
             save_cursor=save_cursor,
             between_batches=gc_spares.spare_survivors,
+            bindings=bindings,
         )
 
 
@@ -202,10 +205,11 @@ def _process_events(
     deliver: bool,
     save_cursor: Callable[[int], None] | None,
     between_batches: Callable[[], None],
+    bindings: Sequence[RefBinding],
 ) -> TickOutcome:
     started = time.monotonic()
     apply_until = started + time_budget_seconds * APPLY_SHARE
-    catalog = AssetCatalog(ws, repository_def, default_resource=default_resource)
+    catalog = AssetCatalog(ws, repository_def, default_resource=default_resource, bindings=bindings)
     outbox = None
     transport = None
     if openlineage:
@@ -345,6 +349,7 @@ def lineage_sensor(
     snapshot_on_results: bool = False,
     openlineage: bool = True,
     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+    bindings: Sequence[RefBinding] = (),
 ) -> SensorDefinition:
     """A sensor keeping the workspace's lineage, results and OpenLineage events up to date.
 
@@ -356,7 +361,8 @@ def lineage_sensor(
     by default).
     `snapshot_on_results` takes a workspace snapshot, tagged `run-<run id prefix>`, after each
     run that materialized a results asset. `default_resource` names where assets without
-    `dws_ref` metadata live (as on the IO manager). Runs on its own (`RUNNING`) by default.
+    `dws_ref` metadata live (as on the IO manager), `bindings` the assets bound by
+    configuration (as on the IO manager). Runs on its own (`RUNNING`) by default.
     """
     _check_settings(f"lineage_sensor '{name}'", batch_size, time_budget_seconds)
     if minimum_interval_seconds < 1:
@@ -403,6 +409,7 @@ def lineage_sensor(
             default_resource=default_resource,
             snapshot_on_results=snapshot_on_results,
             openlineage=openlineage,
+            bindings=bindings,
         )
         for message in outcome.applied.skipped:
             context.log.warning(message)

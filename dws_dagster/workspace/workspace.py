@@ -429,6 +429,19 @@ class Workspace:
             self._store_settings = resolve(self.meta_dir, self.store_config)
         return self._store_settings
 
+    def use_store_url(self, url: str, *, origin: str) -> None:
+        """Keep this workspace's lineage in the store at `url` (a full SQLAlchemy URL, as
+        `$DWS_STORE_URL` takes it) instead of the one its configuration names; `origin` says
+        where the URL came from. Before the store is first opened only."""
+        from dws_dagster.workspace.store.settings import from_url
+
+        if self._store is not None:
+            raise WorkspaceConfigError(
+                f"workspace {self.name}: its store is already open; give the store URL "
+                "before anything reads the lineage"
+            )
+        self._store_settings = from_url(url, origin=origin)
+
     @property
     def store(self) -> LineageStore:
         """The lineage store of this workspace (opened on first use)."""

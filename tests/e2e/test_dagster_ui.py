@@ -26,7 +26,6 @@ import re
 import shutil
 import time
 import urllib.parse
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from dws_dagster import ResourceRef, Workspace
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
 
-from .browser import CHROMIUM, CHROMIUM_ARGS, ROOT, sync_playwright_or_skip
+from .browser import ROOT, _browser, sync_playwright_or_skip
 from .dagster_server import DagsterServer, dg_dev, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -51,7 +50,6 @@ SELECTED_GROUPS = ("taxi", "forecast")
 
 #: Waits (seconds). The backfill daemon works every 30 s and each run starts a Spark JVM; the
 #: lineage sensor ticks every 30 s (`lineage_sensor`'s default minimum interval).
-UI_TIMEOUT_MS = 30_000
 BACKFILL_TIMEOUT = 300.0
 SENSOR_TIMEOUT = 30 + 90.0
 
@@ -61,7 +59,6 @@ BACKFILL_FAILED = {"FAILED", "FAILING", "CANCELED", "CANCELING", "COMPLETED_FAIL
 ASSET_NODES_QUERY = """
 query E2EAssetNodes { assetNodes { assetKey { path } groupName } }
 """
-SHOULD_SHOW_NUX_QUERY = "query E2EShouldShowNux { shouldShowNux }"
 BACKFILL_QUERY = """
 query E2EBackfill($id: String!) {
   partitionBackfillOrError(backfillId: $id) {
@@ -137,71 +134,6 @@ LINEAGE_TABLE_COLUMNS = ["output column", "input asset", "input column", "kind"]
 @pytest.fixture(scope="module")
 def sync_playwright() -> Any:
     return sync_playwright_or_skip()
-
-
-class Evidence:
-    """Screenshots of the steps and of a failure, in the artifacts folder."""
-
-    def __init__(self, page: Any, folder: Path, *, show_nux: bool = False) -> None:
-        self.page = page
-        self.folder = folder
-        self.show_nux = show_nux
-
-    def goto(self, url: str) -> None:
-        """Open `url`; on a fresh instance, dismiss the dialog greeting the first visitor."""
-        from playwright.sync_api import expect
-
-        self.page.goto(url)
-        if self.show_nux:  # it shows after a second
-            nux = self.page.get_by_role("dialog").filter(has_text="Join the Dagster community")
-            nux.get_by_role("button", name="Skip").click()
-            expect(nux).to_be_hidden()
-            self.show_nux = False
-
-    def screenshot(self, name: str) -> Path:
-        path = self.folder / f"{name}.png"
-        # Finish transitions (dialogs fade in) rather than catch them half-way.
-        self.page.screenshot(path=str(path), animations="disabled")
-        return path
-
-    @contextlib.contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        try:
-            yield
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.screenshot(f"failure-{name}")
-            raise
-
-
-@contextlib.contextmanager
-def _browser(
-    sync_playwright: Any, server: DagsterServer, artifacts: Path, trace: str
-) -> Iterator[tuple[Any, Evidence]]:
-    """A page of headless Chromium on the server, the first-visit dialog dismissed when it
-    shows; a failure leaves a screenshot and the Playwright trace `trace`."""
-    show_nux = server.graphql(SHOULD_SHOW_NUX_QUERY)["shouldShowNux"]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1600, "height": 1100})
-        context.set_default_timeout(UI_TIMEOUT_MS)
-        context.tracing.start(screenshots=True, snapshots=True)
-        page = context.new_page()
-        evidence = Evidence(page, artifacts, show_nux=show_nux)
-        passed = False
-        try:
-            yield page, evidence
-            passed = True
-        finally:
-            if passed:
-                context.tracing.stop()
-            else:
-                with contextlib.suppress(Exception):
-                    evidence.screenshot("failure")
-                with contextlib.suppress(Exception):
-                    context.tracing.stop(path=str(artifacts / trace))
-            context.close()
-            browser.close()
 
 
 def _entries(materialization: dict[str, Any]) -> dict[str, dict[str, Any]]:

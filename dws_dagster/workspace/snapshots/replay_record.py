@@ -8,6 +8,7 @@ input: checked against `formats.ReplayFile` before anything of them is shown.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,21 +65,40 @@ def save_replay(ws: Workspace, document: dict[str, Any], name: str) -> Path:
     return path
 
 
-def latest_replay(ws: Workspace, snapshot_hash: str) -> dict[str, Any] | None:
-    """The newest kept replay of snapshot `snapshot_hash`, checked; None if it was never
-    replayed. A damaged record is a `WorkspaceConfigError` naming the file."""
+def kept_replays(ws: Workspace) -> Iterator[dict[str, Any]]:
+    """Every kept replay of `ws`, checked, in file-name order. A damaged record is a
+    `WorkspaceConfigError` naming the file."""
     folder = replays_dir(ws)
     if not folder.is_dir():
-        return None
-    newest: dict[str, Any] | None = None
+        return
     for path in sorted(folder.glob("*.json")):
         if not path.is_file() or path.is_symlink():
             continue
         raw = read_json_file(path, what="replay record", advice=_ADVICE)
         checked = formats.check(formats.REPLAY, raw, path, advice=_ADVICE, what="replay record")
-        document: dict[str, Any] = {**checked}
+        yield {**checked}
+
+
+def latest_replay(ws: Workspace, snapshot_hash: str) -> dict[str, Any] | None:
+    """The newest kept replay of snapshot `snapshot_hash`, checked; None if it was never
+    replayed. A damaged record is a `WorkspaceConfigError` naming the file."""
+    newest: dict[str, Any] | None = None
+    for document in kept_replays(ws):
         if document["snapshot"] != snapshot_hash:
             continue
         if newest is None or document["replayed_at"] > newest["replayed_at"]:
             newest = document
+    return newest
+
+
+def latest_verdict(ws: Workspace, ref: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the replay, its verdict of `ref`) of the newest kept replay, of any snapshot, that
+    replayed `ref`; None if none did."""
+    newest: tuple[dict[str, Any], dict[str, Any]] | None = None
+    for document in kept_replays(ws):
+        for verdict in document["refs"]:
+            if verdict["ref"] == ref and (
+                newest is None or document["replayed_at"] > newest[0]["replayed_at"]
+            ):
+                newest = (document, verdict)
     return newest

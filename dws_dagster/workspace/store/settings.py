@@ -129,6 +129,15 @@ def resolve(meta_dir: Path, config: Any, *, environ: dict[str, str] | None = Non
     return StoreSettings(url, _schema(config.get("schema"), f"{where}.schema"), "config.json")
 
 
+def from_url(url: str, *, origin: str, environ: dict[str, str] | None = None) -> StoreSettings:
+    """A store given as a full URL (password included) from `origin` (an environment
+    variable's name, shown in `status`), with `$DWS_STORE_SCHEMA` as for `$DWS_STORE_URL`."""
+    env = os.environ if environ is None else environ
+    return StoreSettings(
+        _parse(url, origin), _schema(env.get(ENV_SCHEMA), f"${ENV_SCHEMA}"), origin
+    )
+
+
 def store_entry(
     url: str, *, password_env: str | None = None, schema: str | None = None
 ) -> dict[str, Any]:
