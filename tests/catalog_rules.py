@@ -15,7 +15,10 @@ Marquez's rules, as issues 18 and 34 state them:
 - a column-lineage edge is kept only when its output field is in the output's schema facet
   and its input field in the schema facet of an input with the same (namespace, name);
 - `dataQualityAssertions` and `dataQualityMetrics` are input facets (`DatasetFacetsDao`):
-  a dataset's verdicts are read from the inputs of the runs that checked it.
+  a dataset's verdicts are read from the inputs of the runs that checked it;
+- a dataset's description is the `documentation` facet of the last event naming it, as an
+  input or an output (`OpenLineageDao.upsertLineageDataset`, `DatasetDao.upsert`): an event
+  without one erases it.
 
 Each function returns the list of problems (empty when the rule holds), so a failing test
 says every broken edge at once. Events are the JSON dicts transports send, in emission order.
@@ -291,6 +294,26 @@ def undescribed_outputs(
                     f"job {event['job']['name']}: output {dataset_id(output)} has no "
                     f"{', '.join(missing)} facet"
                 )
+    return list(dict.fromkeys(problems))
+
+
+def erased_descriptions(events: Iterable[Event]) -> list[str]:
+    """Events that name a dataset described before without its description: Marquez erases
+    the description there, until an event describes the dataset again."""
+    described: set[DatasetId] = set()
+    problems = []
+    for event in events:
+        for side in ("inputs", "outputs"):
+            for dataset in event.get(side, ()):
+                identity = dataset_id(dataset)
+                documentation = (dataset.get("facets") or {}).get("documentation") or {}
+                if documentation.get("description"):
+                    described.add(identity)
+                elif identity in described:
+                    problems.append(
+                        f"job {event['job']['name']} ({event['eventType']}) names {identity} "
+                        "without its description"
+                    )
     return list(dict.fromkeys(problems))
 
 

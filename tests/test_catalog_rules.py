@@ -200,6 +200,14 @@ def test_described_outputs_and_quality_facets_in_their_place():
             "eventType": "COMPLETE",
         }
     ]
+    # Marquez takes a dataset's description from every event naming it.
+    reader = _event("COMPLETE", "t", "training", inputs=("/ws/raw",))
+    assert catalog_rules.erased_descriptions([reader, described]) == []
+    described["outputs"][0]["facets"]["documentation"] = {"description": "Raw rows."}
+    [problem] = catalog_rules.erased_descriptions([described, reader])
+    assert "training (COMPLETE) names ('file', '/ws/raw') without its description" in problem
+    reader["inputs"][0]["facets"] = {"documentation": {"description": "Raw rows."}}
+    assert catalog_rules.erased_descriptions([described, reader]) == []
     described["outputs"][0]["facets"]["dataQualityAssertions"] = verdicts
     [problem] = catalog_rules.misplaced_quality_facets([described])
     assert "dataQualityAssertions in the facets of output" in problem

@@ -77,6 +77,7 @@ def test_every_dataset_has_one_producer_named_as_marquez_names_it(events):
 
 def test_every_asset_dataset_is_described(events):
     assert catalog_rules.undescribed_outputs(events) == []
+    assert catalog_rules.erased_descriptions(events) == []
     assert catalog_rules.misplaced_quality_facets(events) == []
     [forecast] = {
         json.dumps(o["facets"]["ownership"], sort_keys=True)

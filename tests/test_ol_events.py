@@ -25,6 +25,7 @@ from dws_dagster.ol.facets import PRODUCER
 from dws_dagster.ol.model import (
     Assertion,
     AssetRunEvent,
+    DatasetAbout,
     DatasetInfo,
     EventBuildError,
     EventKind,
@@ -109,8 +110,6 @@ def full_job(**changes: Any) -> JobInfo:
         name="taxi/hourly",
         description="Rides per **zone** and hour",
         owners=("team:data-eng", "alice@example.com"),
-        tags=(("dagster/kind/spark", ""), ("domain", "mobility"), ("dagster/kind/parquet", "")),
-        kinds=("spark", "parquet"),
         source_code="def hourly(rides): ...",
         source_path="pipelines/taxi/assets.py",
         git_url="https://ghp_TOKEN@github.com/org/repo.git",
@@ -136,10 +135,22 @@ def full_run(**changes: Any) -> RunInfo:
     return _replace(run, changes)
 
 
+#: what describes the asset `full_job` is the job of, and so its dataset
+HOURLY_ABOUT = DatasetAbout(
+    description="Rides per **zone** and hour",
+    owners=("team:data-eng", "alice@example.com"),
+    tags=(("dagster/kind/spark", ""), ("domain", "mobility"), ("dagster/kind/parquet", "")),
+    kinds=("spark", "parquet"),
+)
+
+
 def full_output(**changes: Any) -> OutputInfo:
     output = OutputInfo(
         dataset=DatasetInfo(
-            location=LOCATIONS["inter/hourly"], ref="inter/hourly", version="c0ffee"
+            location=LOCATIONS["inter/hourly"],
+            ref="inter/hourly",
+            version="c0ffee",
+            about=HOURLY_ABOUT,
         ),
         schema=SCHEMA,
         rows=1234,
@@ -554,13 +565,26 @@ def test_an_assets_output_is_described_as_the_asset_is() -> None:
             {"key": "dagster/kind", "value": "parquet", "source": "DAGSTER"},
             {"key": "dagster/kind", "value": "spark", "source": "DAGSTER"},
         ]
-    # Inputs are described by their own producers' events, not by the reader's.
+    # An input without an asset behind it is not described.
     for dataset in valid(full_event())["inputs"]:
         assert not {"documentation", "ownership", "tags"} & set(dataset["facets"])
-    bare = valid(full_event(job=full_job(description=None, owners=(), tags=(), kinds=())))
+    bare = valid(full_event(outputs=(full_output(dataset=DatasetInfo(location="/tmp/o")),)))
     assert not {"documentation", "ownership", "tags"} & set(bare["outputs"][0]["facets"])
-    secret = valid(full_event(job=full_job(description="reads s3a://key:s3cr3t@b/x")))
+    leaky = DatasetAbout(description="reads s3a://key:s3cr3t@b/x")
+    secret = valid(
+        full_event(outputs=(full_output(dataset=DatasetInfo(location="/tmp/o", about=leaky)),))
+    )
     assert "s3cr3t" not in json.dumps(secret)
+
+
+def test_an_asset_read_keeps_its_description() -> None:
+    """Marquez sets a dataset's description from every event naming it: an input read from
+    an asset carries the asset's description (its owners and tags are its producer's to say)."""
+    read = DatasetInfo(location=LOCATIONS["inter/hourly"], ref="inter/hourly", about=HOURLY_ABOUT)
+    data = valid(full_event(inputs=(read,), outputs=()))
+    [dataset] = data["inputs"]
+    assert dataset["facets"]["documentation"]["description"] == "Rides per **zone** and hour"
+    assert not {"ownership", "tags"} & set(dataset["facets"])
 
 
 def test_a_results_outputs_metrics_are_its_own_validated_facet() -> None:

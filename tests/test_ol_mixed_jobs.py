@@ -395,6 +395,7 @@ def test_verdicts_on_a_partition_join_that_partitions_record(scenario):
 def test_every_asset_dataset_is_described(scenario):
     events = scenario.events
     assert catalog_rules.undescribed_outputs(events) == []
+    assert catalog_rules.erased_descriptions(events) == []
     completes = [
         e
         for e in events

@@ -2,12 +2,14 @@
 workspace ref as symlink, schema, storage, statistics, partitions read or written) and the
 column lineage of each output, whose sources are named as the inputs are.
 
-An asset's output is the asset's own dataset, so it carries what describes the asset, which
-is what catalogs show and search datasets by: `documentation` (its description), `ownership`
-(its Dagster owners) and `tags` (its Dagster tags and kinds); a results asset's output its
-metrics (`dws_metrics`, `custom_facets`). The dataset a checks run reads carries the checks'
-verdicts as `dataQualityAssertions`, which the spec makes an input facet: a verdict is about
-data a check read, never about data being written.
+A dataset written by an asset is described as the asset is, which is what catalogs show and
+search datasets by: its outputs carry `documentation` (the description), `ownership` (the
+Dagster owners) and `tags` (the Dagster tags and kinds), and wherever else the dataset is
+named (an input) it carries the `documentation` too: Marquez sets a dataset's description from
+every event naming it, so an input without one would erase it. A results asset's output
+carries its metrics (`dws_metrics`, `custom_facets`). The dataset a checks run reads carries
+the checks' verdicts as `dataQualityAssertions`, which the spec makes an input facet: a
+verdict is about data a check read, never about data being written.
 
 A partitioned asset is ONE dataset, named by its root (its ref above the partition folders),
 as catalogs keep only each job's latest inputs and outputs: a dataset per partition folder would
@@ -37,6 +39,7 @@ from dws_dagster.ol.custom_facets import METRICS_FACET
 from dws_dagster.ol.facets import TAG_SOURCE, SchemaURL, facet, owner_entry
 from dws_dagster.ol.model import (
     Assertion,
+    DatasetAbout,
     DatasetInfo,
     EventBuildError,
     JobInfo,
@@ -155,6 +158,8 @@ def _condition(partitions: Sequence[PartitionInfo]) -> dict[str, Any]:
 
 def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
     facets: dict[str, Any] = {}
+    if info.about is not None and info.about.description:
+        facets.update(orjson.loads(_documentation_json(info.about.description, producer)))
     version = dataset_version(info)
     if version:
         facets["version"] = facet(SchemaURL.DATASET_VERSION, producer, datasetVersion=version)
@@ -226,8 +231,8 @@ def output_dataset(
     facets["storage"] = facet(
         SchemaURL.STORAGE, producer, storageLayer="file", fileFormat=info.file_format or None
     )
-    if not job.checks:
-        facets.update(orjson.loads(_described_json(job, producer)))
+    if info.dataset.about is not None:
+        facets.update(orjson.loads(_owned_json(info.dataset.about, producer)))
     if info.metrics:
         facets[METRICS_FACET] = facet(
             SchemaURL.DWS_METRICS, producer, metrics=dict(_metrics(info.metrics))
@@ -248,31 +253,40 @@ def output_dataset(
 
 
 @functools.lru_cache(maxsize=1024)
-def _described_json(job: JobInfo, producer: str) -> bytes:
-    """What describes an asset's dataset (its description, owners, tags and kinds), as the
-    facets of its output, built once per asset (as its job's facets are)."""
+def _documentation_json(description: str, producer: str) -> bytes:
+    """A dataset's `documentation` facet, built once per description (every event naming
+    the dataset carries it)."""
+    # Dagster renders asset descriptions as Markdown.
+    return orjson.dumps(
+        {
+            "documentation": facet(
+                SchemaURL.DATASET_DOCUMENTATION,
+                producer,
+                description=redact_text(description),
+                contentType="text/markdown",
+            )
+        }
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _owned_json(about: DatasetAbout, producer: str) -> bytes:
+    """Who owns a dataset and how it is tagged (its Dagster tags and kinds), as the facets
+    of the asset's output, built once per asset (as its job's facets are)."""
     facets: dict[str, Any] = {}
-    if job.description:
-        # Dagster renders asset descriptions as Markdown.
-        facets["documentation"] = facet(
-            SchemaURL.DATASET_DOCUMENTATION,
-            producer,
-            description=redact_text(job.description),
-            contentType="text/markdown",
-        )
-    owners = list(dict.fromkeys(job.owners))
+    owners = list(dict.fromkeys(about.owners))
     if owners:
         facets["ownership"] = facet(
             SchemaURL.DATASET_OWNERSHIP, producer, owners=[owner_entry(o) for o in owners]
         )
     tags = [
         {"key": key, "value": value, "source": TAG_SOURCE}
-        for key, value in dict(job.tags).items()
+        for key, value in dict(about.tags).items()
         if not key.startswith(_KIND_TAG_PREFIX)
     ]
     tags += [
         {"key": KIND_TAG, "value": kind, "source": TAG_SOURCE}
-        for kind in sorted(dict.fromkeys(job.kinds))
+        for kind in sorted(dict.fromkeys(about.kinds))
     ]
     if tags:
         facets["tags"] = facet(SchemaURL.DATASET_TAGS, producer, tags=tags)

@@ -49,6 +49,20 @@ class Assertion:
 
 
 @dataclass(frozen=True)
+class DatasetAbout:
+    """What describes a dataset in a catalog, which people search datasets by: the description,
+    owners, tags and kinds of the asset that writes it."""
+
+    description: str | None = None
+    #: Dagster asset owners: e-mail addresses or `team:name`
+    owners: tuple[str, ...] = ()
+    #: the asset's Dagster tags (key, value), its kinds apart
+    tags: tuple[tuple[str, str], ...] = ()
+    #: the asset's Dagster kinds (`spark`, `parquet`)
+    kinds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """A dataset an asset reads or writes.
 
@@ -67,6 +81,8 @@ class DatasetInfo:
     schema: tuple[tuple[str, str, bool], ...] = ()
     #: the verdicts of the checks of an input (the dataset a checks run reads)
     assertions: tuple[Assertion, ...] = ()
+    #: what describes the dataset (None: not an asset's, or unknown)
+    about: DatasetAbout | None = None
 
 
 @dataclass(frozen=True)
@@ -92,8 +108,7 @@ class OutputInfo:
 @dataclass(frozen=True)
 class JobInfo:
     """The OpenLineage job of one asset, or of its checks (`checks`): one job each, named by
-    `job_names`. What describes the asset (description, owners, tags, kinds) describes its
-    dataset too: the asset's outputs carry it."""
+    `job_names`."""
 
     namespace: str
     #: the asset key as a user string, e.g. `yellow_rides_hourly_forecast` or `taxi/raw`
@@ -101,10 +116,6 @@ class JobInfo:
     description: str | None = None
     #: Dagster asset owners: e-mail addresses or `team:name`
     owners: tuple[str, ...] = ()
-    #: the asset's Dagster tags (key, value), its kinds apart
-    tags: tuple[tuple[str, str], ...] = ()
-    #: the asset's Dagster kinds (`spark`, `parquet`)
-    kinds: tuple[str, ...] = ()
     #: the job of the asset's checks rather than of its materializations
     checks: bool = False
     #: source code of the asset function

@@ -72,6 +72,7 @@ class AssetCatalog:
         self._input_keys: dict[AssetKey, tuple[list[AssetKey], list[AssetKey]]] = {}
         self._codes: dict[AssetKey, AssetCode] = {}
         self._roots: dict[ResourceRef, AssetKey] | None = None
+        self._bound: dict[ResourceRef, AssetKey] | None = None
         #: partition key of each upstream partition ref `input_refs` gave
         self._keys_of_refs: dict[ResourceRef, str] = {}
         self._graph = None
@@ -152,6 +153,22 @@ class AssetCatalog:
             key = self._roots.get(candidate)
             if key is not None:
                 return candidate, key
+        return None
+
+    def asset_bound_to(self, ref: ResourceRef) -> AssetKey | None:
+        """The asset whose data `ref` is: the one bound to it, or to the nearest folder
+        holding it (a partition, data read by path inside an asset's folder); None when no
+        asset of these definitions is."""
+        if self._bound is None:
+            self._bound = {}
+            for key in self._graph.get_all_asset_keys() if self._graph is not None else ():
+                binding = self.binding(key)
+                if binding is not None:
+                    self._bound.setdefault(binding.ref, key)
+        for candidate in (ref, *reversed(ref.ancestors())):
+            key = self._bound.get(candidate)
+            if key is not None:
+                return key
         return None
 
     def _owned_ref(self, asset: str, partition: str | None) -> ResourceRef | None:

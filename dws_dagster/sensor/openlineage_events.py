@@ -29,6 +29,7 @@ from dws_dagster.errors import DwsError
 from dws_dagster.ol.model import (
     Assertion,
     AssetRunEvent,
+    DatasetAbout,
     DatasetInfo,
     JobInfo,
     OutputInfo,
@@ -89,6 +90,7 @@ class OpenLineageEvents:
         self._checks_job_info = functools.cache(
             functools.partial(_checks_job_info, catalog, namespace)
         )
+        self._about = functools.cache(functools.partial(_about, catalog))
         self._kept_dependencies = functools.cache(functools.partial(_kept_dependencies, catalog))
 
     def locate(self, ref: ResourceRef | str) -> str:
@@ -118,7 +120,11 @@ class OpenLineageEvents:
                 if expected:
                     inputs = self._inputs([(ref, None) for ref in expected])
                     root = self.catalog.partitioned_root(key) if partition is not None else None
-                    outputs = (OutputInfo(dataset=self._written(output, root, partition)),)
+                    outputs = (
+                        OutputInfo(
+                            dataset=self._written(output, root, partition, about=self._about(key))
+                        ),
+                    )
             self._child_event(
                 AssetRunEvent(
                     kind="START",
@@ -182,7 +188,9 @@ class OpenLineageEvents:
         if ref is None or run is None:
             return False
         root = self.catalog.partitioned_root(key) if partition is not None else None
-        dataset = self._written(ref, root, partition, self._checked_version(ref, verdicts))
+        dataset = self._written(
+            ref, root, partition, self._checked_version(ref, verdicts), about=self._about(key)
+        )
         last = {verdict.name: verdict for verdict in verdicts}  # a check run twice: its last
         job = self._checks_job_info(key)
         run = replace(run, dependencies=())
@@ -303,26 +311,33 @@ class OpenLineageEvents:
 
     # ------------------------------------------------------------------ datasets
 
-    def _dataset(self, ref: ResourceRef | str, version: str | None = None) -> DatasetInfo:
-        return DatasetInfo(location=self.locate(ref), ref=str(ref), version=version)
-
     def _written(
         self,
         ref: ResourceRef,
         root: ResourceRef | None,
         partition: str | None,
         version: str | None = None,
+        *,
+        about: DatasetAbout | None = None,
     ) -> DatasetInfo:
         """An output: a partition is named by its asset's root, the partition in the subset
         facet (one OpenLineage run writes one partition, so the version is that partition's)."""
         if root is None or partition is None or not root.covers(ref):  # strictly inside
-            return self._dataset(ref, version)
+            return DatasetInfo(
+                location=self.locate(ref), ref=str(ref), version=version, about=about
+            )
         subpath = "/".join(ref.parts[len(root.parts) :])
         return DatasetInfo(
             location=self.locate(root),
             ref=str(root),
             partitions=(PartitionInfo(identifier=partition, subpath=subpath, version=version),),
+            about=about,
         )
+
+    def _about_ref(self, ref: ResourceRef) -> DatasetAbout | None:
+        """What describes the data `ref` is in: its asset's description, owners, tags."""
+        key = self.catalog.asset_bound_to(ref)
+        return self._about(key) if key is not None else None
 
     def _inputs(
         self, items: Any, schemas: Mapping[str, Schema] | None = None
@@ -346,6 +361,7 @@ class OpenLineageEvents:
                         ref=text,
                         version=version,
                         schema=schemas.get(text, ()),
+                        about=self._about_ref(ref),
                     )
                     order.append(text)
                 continue
@@ -369,6 +385,7 @@ class OpenLineageEvents:
                 ref=str(item),
                 partitions=tuple(grouped[item]),
                 schema=schema_of.get(item, ()),
+                about=self._about_ref(item),
             )
             for item in order
         )
@@ -414,7 +431,9 @@ class OpenLineageEvents:
         if root is None and key is not None and partition is not None:
             root = self.catalog.partitioned_root(key)  # events recorded before dws/ref_root
         return OutputInfo(
-            dataset=self._written(ref, root, partition, version),
+            dataset=self._written(
+                ref, root, partition, version, about=self._about(key) if key is not None else None
+            ),
             schema=columns,
             rows=int(rows) if rows is not None else None,
             size_bytes=int(size) if size is not None else None,
@@ -463,8 +482,6 @@ def _job_info(catalog: AssetCatalog, namespace: str, key: AssetKey) -> JobInfo:
         name=key.to_user_string(),
         description=catalog.description(key),
         owners=catalog.owners(key),
-        tags=catalog.tags(key),
-        kinds=catalog.kinds(key),
         source_code=code.source,
         source_path=code.path,
         git_url=code.git_url,
@@ -472,6 +489,15 @@ def _job_info(catalog: AssetCatalog, namespace: str, key: AssetKey) -> JobInfo:
         git_branch=code.git_branch,
         code_version=catalog.code_version(key),
         git_root=code.git_root,
+    )
+
+
+def _about(catalog: AssetCatalog, key: AssetKey) -> DatasetAbout:
+    return DatasetAbout(
+        description=catalog.description(key),
+        owners=catalog.owners(key),
+        tags=catalog.tags(key),
+        kinds=catalog.kinds(key),
     )
 
 
