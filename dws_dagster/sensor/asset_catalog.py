@@ -277,17 +277,17 @@ class AssetCatalog:
         if self.repository_def is None:
             return None
         check_key = AssetCheckKey(key, name)
-        owners = []
+        holders = []
         try:
             found = self.repository_def.asset_checks_defs_by_key.get(check_key)
             if found is not None:
-                owners.append(found)
+                holders.append(found)
             found = self.repository_def.assets_defs_by_key.get(key)
             if found is not None:
-                owners.append(found)
+                holders.append(found)
         except Exception:  # definitions that fail to resolve: events only
             return None
-        for definition in owners:
+        for definition in holders:
             for spec in definition.check_specs:
                 if spec.key == check_key:
                     return spec
