@@ -361,6 +361,9 @@ def worker_peer(root: Path, limit: int) -> dict[str, Any]:
 def count_delivered(events_file: Path, assets: set[str]) -> dict[str, Any]:
     """Lines delivered, asset START/COMPLETE events, and the (Dagster run, asset) pairs that
     got a COMPLETE event (the Dagster run is the parent facet's run, else the event's run)."""
+    from dws_dagster.ol.job_names import DAGSTER_JOB
+
+    dws_prefix = f"{DAGSTER_JOB}."  # dws names an asset's job `dagster.<asset key>`
     lines = asset_events = 0
     completed: dict[tuple[str, str], int] = {}
     if events_file.is_file():
@@ -371,6 +374,8 @@ def count_delivered(events_file: Path, assets: set[str]) -> dict[str, Any]:
                 lines += 1
                 event = json.loads(raw)
                 name = (event.get("job") or {}).get("name")
+                if isinstance(name, str) and name.startswith(dws_prefix):
+                    name = name[len(dws_prefix) :]
                 if name not in assets or event.get("eventType") not in ("START", "COMPLETE"):
                     continue
                 asset_events += 1

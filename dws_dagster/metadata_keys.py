@@ -21,6 +21,13 @@ PARTITION_TEMPLATE = "dws/partition_template"
 #: rows or files: how the IO manager versions what it writes
 VERSIONING = "dws/versioning"
 
+# ------------------------------------------------------------ asset check metadata
+# Set by the user on an asset check (its spec's metadata, or a result's): read by the lineage
+# sensor for the check's OpenLineage assertion.
+
+#: the column of the checked asset the check is about (none: the data as a whole)
+CHECK_COLUMN = "dws/column"
+
 # ------------------------------------------------------------ materialization metadata
 # Written by the IO manager (materialization.lineage_metadata and the table metadata); the
 # lineage sensor rebuilds the lineage record from them (materialization.record_from_metadata).

@@ -1,14 +1,24 @@
 """How a lineage catalog (Marquez 0.51, its `marquez/db` code) folds OpenLineage events into a
 graph, as plain functions over events, so tests can require the graph to come out right.
 
-Marquez's rules, as issue 18 states them:
+Marquez's rules, as issues 18 and 34 state them:
+- a job whose run names a parent (`parent` run facet) is named `<parent job>.<job>`, unless
+  its name already starts with `<parent job>.`; the parent job is the job Marquez already
+  holds the parent run under when that job has the facet's name, else the facet's job (a
+  parent job named as its child is cut at its last dot). Jobs are one per (namespace, full
+  name) (`OpenLineageDao.buildJobFromEvent`, `R__Jobs_view_and_rewrite_function.sql`);
 - a job's *current version* is made of the inputs and outputs of its LAST COMPLETE event;
 - a dataset is linked to its producer only through the outputs of the producing job's current
   version (an older run's outputs are not edges any more);
 - a run named only in a child's `parent` facet is created as running, and stays so until an
   event of its own ends it;
 - a column-lineage edge is kept only when its output field is in the output's schema facet
-  and its input field in the schema facet of an input with the same (namespace, name).
+  and its input field in the schema facet of an input with the same (namespace, name);
+- `dataQualityAssertions` and `dataQualityMetrics` are input facets (`DatasetFacetsDao`):
+  a dataset's verdicts are read from the inputs of the runs that checked it;
+- a dataset's description is the `documentation` facet of the last event naming it, as an
+  input or an output (`OpenLineageDao.upsertLineageDataset`, `DatasetDao.upsert`): an event
+  without one erases it.
 
 Each function returns the list of problems (empty when the rule holds), so a failing test
 says every broken edge at once. Events are the JSON dicts transports send, in emission order.
@@ -32,14 +42,56 @@ def job_id(event: Event) -> tuple[str, str]:
     return event["job"]["namespace"], event["job"]["name"]
 
 
+def _parent_job_name(name: str) -> str:
+    """Marquez's `Utils.parseParentJobName`: a name up to its last dot."""
+    return name[: name.rindex(".")] if "." in name else name
+
+
+def marquez_job_ids(events: Iterable[Event]) -> list[tuple[str, str]]:
+    """The (namespace, full name) of the job Marquez files each event under, in order."""
+    run_jobs: dict[str, tuple[str, str]] = {}
+    found = []
+    for event in events:
+        namespace, name = job_id(event)
+        parent = (event.get("run", {}).get("facets") or {}).get("parent")
+        full = name
+        if parent is not None:
+            facet_job = parent["job"]["name"]
+            if facet_job == name:
+                facet_job = _parent_job_name(facet_job)
+            known = run_jobs.get(parent["run"]["runId"])
+            wanted = (parent["job"]["namespace"], facet_job)
+            parent_name = known[1] if known == wanted else facet_job
+            run_jobs.setdefault(parent["run"]["runId"], wanted)
+            if not name.startswith(parent_name + "."):
+                full = f"{parent_name}.{name}"
+        run_jobs.setdefault(event["run"]["runId"], (namespace, full))
+        found.append((namespace, full))
+    return found
+
+
+def renamed_jobs(events: list[Event]) -> list[str]:
+    """Jobs Marquez files under another name than the event gives: a catalog and the events
+    (and every other catalog) would not agree on the job's name."""
+    return list(
+        dict.fromkeys(
+            f"job {job_id(event)} is {marquez} in Marquez"
+            for event, marquez in zip(events, marquez_job_ids(events), strict=True)
+            if job_id(event) != marquez
+        )
+    )
+
+
 def current_versions(
     events: Iterable[Event],
 ) -> dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]]:
-    """Each job's current version: (inputs, outputs) of its last COMPLETE event."""
+    """Each job's current version (jobs as Marquez names them): (inputs, outputs) of its last
+    COMPLETE event."""
+    events = list(events)
     versions: dict[tuple[str, str], tuple[set[DatasetId], set[DatasetId]]] = {}
-    for event in events:
+    for event, job in zip(events, marquez_job_ids(events), strict=True):
         if event["eventType"] == "COMPLETE":
-            versions[job_id(event)] = (
+            versions[job] = (
                 {dataset_id(d) for d in event.get("inputs", ())},
                 {dataset_id(d) for d in event.get("outputs", ())},
             )
@@ -53,6 +105,27 @@ def producers(events: Iterable[Event]) -> dict[DatasetId, set[tuple[str, str]]]:
         for dataset in outputs:
             found.setdefault(dataset, set()).add(job)
     return found
+
+
+def producing_jobs(events: Iterable[Event]) -> dict[DatasetId, set[tuple[str, str]]]:
+    """Every job (as Marquez names it) that ever completed a run writing each dataset."""
+    events = list(events)
+    found: dict[DatasetId, set[tuple[str, str]]] = {}
+    for event, job in zip(events, marquez_job_ids(events), strict=True):
+        if event["eventType"] == "COMPLETE":
+            for dataset in event.get("outputs", ()):
+                found.setdefault(dataset_id(dataset), set()).add(job)
+    return found
+
+
+def datasets_with_several_producers(events: Iterable[Event]) -> list[str]:
+    """Datasets written by more than one job: each such job links the dataset to its producer
+    only through its own latest version, so the catalog splits one asset's history."""
+    return [
+        f"dataset {dataset} is written by {len(jobs)} jobs: {sorted(jobs)}"
+        for dataset, jobs in producing_jobs(events).items()
+        if len(jobs) > 1
+    ]
 
 
 def inputs_without_producer(
@@ -199,3 +272,96 @@ def start_complete_differences(events: Iterable[Event]) -> list[str]:
                     f"{where}: START {side} {sorted(planned)} but COMPLETE {side} {sorted(done)}"
                 )
     return problems
+
+
+#: the facets that describe a dataset in a catalog (what people search datasets by)
+DESCRIBING_FACETS = ("documentation", "ownership", "tags")
+
+
+def undescribed_outputs(
+    events: Iterable[Event], facets: Iterable[str] = DESCRIBING_FACETS
+) -> list[str]:
+    """Outputs of completed runs without one of `facets` among their dataset facets."""
+    wanted = tuple(facets)
+    problems = []
+    for event in events:
+        if event["eventType"] != "COMPLETE":
+            continue
+        for output in event.get("outputs", ()):
+            missing = [name for name in wanted if name not in (output.get("facets") or {})]
+            if missing:
+                problems.append(
+                    f"job {event['job']['name']}: output {dataset_id(output)} has no "
+                    f"{', '.join(missing)} facet"
+                )
+    return list(dict.fromkeys(problems))
+
+
+def erased_descriptions(events: Iterable[Event]) -> list[str]:
+    """Events that name a dataset described before without its description: Marquez erases
+    the description there, until an event describes the dataset again."""
+    described: set[DatasetId] = set()
+    problems = []
+    for event in events:
+        for side in ("inputs", "outputs"):
+            for dataset in event.get(side, ()):
+                identity = dataset_id(dataset)
+                documentation = (dataset.get("facets") or {}).get("documentation") or {}
+                if documentation.get("description"):
+                    described.add(identity)
+                elif identity in described:
+                    problems.append(
+                        f"job {event['job']['name']} ({event['eventType']}) names {identity} "
+                        "without its description"
+                    )
+    return list(dict.fromkeys(problems))
+
+
+#: input facets a dataset facet or output facet would hide from Marquez's quality views
+_INPUT_ONLY = ("dataQualityAssertions", "dataQualityMetrics")
+
+
+def misplaced_quality_facets(events: Iterable[Event]) -> list[str]:
+    """Data-quality facets anywhere but among an input's `inputFacets`."""
+    problems = []
+    for event in events:
+        for side, own in (("inputs", "facets"), ("outputs", "facets"), ("outputs", "outputFacets")):
+            for dataset in event.get(side, ()):
+                for name in _INPUT_ONLY:
+                    if name in (dataset.get(own) or {}):
+                        problems.append(
+                            f"job {event['job']['name']}: {name} in the {own} of "
+                            f"{side[:-1]} {dataset_id(dataset)}"
+                        )
+    return problems
+
+
+def assertions(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """Every assertion of the events, with where it was made: `dataset` (namespace, name),
+    `partitions` (the identifiers of the input's subset facet; empty: the whole dataset),
+    `run` and `parent_run` (the run ids of the checks run and of its parent)."""
+    found = []
+    for event in events:
+        parent = (event["run"].get("facets") or {}).get("parent") or {}
+        for dataset in event.get("inputs", ()):
+            input_facets = dataset.get("inputFacets") or {}
+            facet = input_facets.get("dataQualityAssertions")
+            if not facet:
+                continue
+            subset = input_facets.get("subset") or {}
+            partitions = [
+                item["identifier"]
+                for item in (subset.get("inputCondition") or {}).get("partitions", ())
+            ]
+            for item in facet["assertions"]:
+                found.append(
+                    {
+                        **item,
+                        "dataset": dataset_id(dataset),
+                        "partitions": partitions,
+                        "run": event["run"]["runId"],
+                        "parent_run": (parent.get("run") or {}).get("runId"),
+                        "eventType": event["eventType"],
+                    }
+                )
+    return found

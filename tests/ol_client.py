@@ -24,6 +24,8 @@ from openlineage.client.event_v2 import RunEvent
 from openlineage.client.generated.base import BaseFacet
 from openlineage.client.serde import Serde
 
+from dws_dagster.ol import custom_facets
+
 __all__ = ["as_client_event", "check_client_roundtrip"]
 
 
@@ -33,10 +35,13 @@ class NotTheClientsShape(AssertionError):
 
 @functools.cache
 def _facet_classes() -> dict[str, type]:
-    """Every facet class the client ships, by its schema URL."""
+    """Every facet class the client ships, and this package's own, by its schema URL."""
     found: dict[str, type] = {}
-    for module_info in pkgutil.iter_modules(generated.__path__):
-        module = importlib.import_module(f"{generated.__name__}.{module_info.name}")
+    modules = [
+        importlib.import_module(f"{generated.__name__}.{module_info.name}")
+        for module_info in pkgutil.iter_modules(generated.__path__)
+    ]
+    for module in [*modules, custom_facets]:
         for value in vars(module).values():
             if (
                 isinstance(value, type)

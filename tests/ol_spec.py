@@ -3,9 +3,10 @@
 Import `validate_run_event` from any test: it checks the event against
 `OpenLineage.json#/$defs/RunEvent` and every facet against the schema its `_schemaURL` names,
 with format checking on (date-time, uri, uuid), and lists every problem at once. A facet whose
-schema is not in the spec folder, kept under another key than the spec's, or placed where its
-kind does not belong (a job facet among run facets) is a problem too: the schemas alone would
-let those through, and consumers would not.
+schema is not in the spec folder (nor one of this package's own facet schemas, which are held
+to the same checks), kept under another key than the spec's, or placed where its kind does
+not belong (a job facet among run facets) is a problem too: the schemas alone would let
+those through, and consumers would not.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
+
+from dws_dagster.ol.custom_facets import schema_folder
 
 __all__ = ["spec_dir", "spec_registry", "validate_run_event"]
 
@@ -59,7 +62,9 @@ def spec_dir() -> Path:
 def _load(folder: Path) -> tuple[Registry, str]:
     resources: list[tuple[str, Resource]] = []
     core_id = ""
-    for path in sorted(folder.rglob("*.json")):
+    own = sorted(schema_folder().rglob("*.json"))
+    assert own, f"no facet schemas of this package in {schema_folder()}"
+    for path in [*sorted(folder.rglob("*.json")), *own]:
         contents = json.loads(path.read_text(encoding="utf-8"))
         schema_id = contents.get("$id")
         if not isinstance(schema_id, str):

@@ -18,8 +18,14 @@ def _event(
     inputs: tuple[str, ...] = (),
     outputs: tuple[str, ...] = (),
     depends_on: tuple[str, ...] = (),
+    parent: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     facets: dict[str, Any] = {}
+    if parent is not None:
+        facets["parent"] = {
+            "run": {"runId": parent[0]},
+            "job": {"namespace": NS, "name": parent[1]},
+        }
     if depends_on:
         facets["jobDependencies"] = {
             "upstream": [{"job": {"namespace": NS, "name": name}} for name in depends_on]
@@ -109,3 +115,99 @@ def test_different_outputs_are_reported():
         _event("COMPLETE", "r", "raw", outputs=("/ws/raw/2024-01",)),
     ]
     assert len(catalog_rules.start_complete_differences(events)) == 1
+
+
+# ------------------------------------------------------------------- Marquez's job names
+
+
+def _dagster_run(run_id: str, job: str) -> list[dict[str, Any]]:
+    return [_event("START", run_id, job), _event("COMPLETE", run_id, job)]
+
+
+def test_a_child_is_named_after_its_parent_unless_it_says_it():
+    events = [
+        *_dagster_run("d1", "taxi_job"),
+        _event("COMPLETE", "a1", "raw", outputs=("/ws/raw",), parent=("d1", "taxi_job")),
+        _event("COMPLETE", "a2", "taxi_job.raw", outputs=("/ws/raw",), parent=("d1", "taxi_job")),
+        _event("COMPLETE", "a3", "raw", outputs=("/ws/raw",)),
+    ]
+    assert catalog_rules.marquez_job_ids(events)[2:] == [
+        (NS, "taxi_job.raw"),
+        (NS, "taxi_job.raw"),
+        (NS, "raw"),
+    ]
+    assert catalog_rules.renamed_jobs(events) == [
+        f"job {(NS, 'raw')} is {(NS, 'taxi_job.raw')} in Marquez"
+    ]
+
+
+def test_one_asset_run_by_two_dagster_jobs_is_two_producers_unless_named_for_one():
+    split = [
+        *_dagster_run("d1", "taxi_job"),
+        *_dagster_run("d2", "__ASSET_JOB"),
+        _event("COMPLETE", "a1", "raw", outputs=("/ws/raw",), parent=("d1", "taxi_job")),
+        _event("COMPLETE", "a2", "raw", outputs=("/ws/raw",), parent=("d2", "__ASSET_JOB")),
+    ]
+    [problem] = catalog_rules.datasets_with_several_producers(split)
+    assert "taxi_job.raw" in problem and "__ASSET_JOB.raw" in problem
+    # Each job holds part of the dataset's runs, and the graph shows two producers.
+    assert catalog_rules.producers(split)[("file", "/ws/raw")] == {
+        (NS, "taxi_job.raw"),
+        (NS, "__ASSET_JOB.raw"),
+    }
+    one = [
+        *_dagster_run("d1", "dagster"),
+        *_dagster_run("d2", "dagster"),
+        _event("COMPLETE", "a1", "dagster.raw", outputs=("/ws/raw",), parent=("d1", "dagster")),
+        _event("COMPLETE", "a2", "dagster.raw", outputs=("/ws/raw",), parent=("d2", "dagster")),
+    ]
+    assert catalog_rules.datasets_with_several_producers(one) == []
+    assert catalog_rules.renamed_jobs(one) == []
+
+
+def test_a_parent_run_marquez_holds_under_another_job_is_a_new_parent():
+    """Marquez takes a parent facet naming a run it holds under another job for a clash of
+    run ids and files the child under the facet's job."""
+    events = [
+        *_dagster_run("d1", "taxi_job"),
+        _event("COMPLETE", "a1", "raw", outputs=("/ws/raw",), parent=("d1", "dagster")),
+    ]
+    assert catalog_rules.marquez_job_ids(events)[-1] == (NS, "dagster.raw")
+    # A parent facet naming the child's own job: the parent is that name up to its last dot.
+    selfish = [_event("COMPLETE", "a1", "dagster.raw", parent=("d9", "dagster.raw"))]
+    assert catalog_rules.marquez_job_ids(selfish) == [(NS, "dagster.raw")]
+
+
+def test_described_outputs_and_quality_facets_in_their_place():
+    described = _event("COMPLETE", "r", "raw", outputs=("/ws/raw",))
+    [problem] = catalog_rules.undescribed_outputs([described])
+    assert "documentation, ownership, tags" in problem
+    for name in catalog_rules.DESCRIBING_FACETS:
+        described["outputs"][0].setdefault("facets", {})[name] = {}
+    assert catalog_rules.undescribed_outputs([described]) == []
+    checked = _event("COMPLETE", "c", "raw.checks", inputs=("/ws/raw",))
+    verdicts = {"assertions": [{"assertion": "not_null", "success": True}]}
+    checked["inputs"][0]["inputFacets"] = {"dataQualityAssertions": verdicts}
+    assert catalog_rules.misplaced_quality_facets([checked]) == []
+    assert catalog_rules.assertions([checked]) == [
+        {
+            "assertion": "not_null",
+            "success": True,
+            "dataset": ("file", "/ws/raw"),
+            "partitions": [],
+            "run": "c",
+            "parent_run": None,
+            "eventType": "COMPLETE",
+        }
+    ]
+    # Marquez takes a dataset's description from every event naming it.
+    reader = _event("COMPLETE", "t", "training", inputs=("/ws/raw",))
+    assert catalog_rules.erased_descriptions([reader, described]) == []
+    described["outputs"][0]["facets"]["documentation"] = {"description": "Raw rows."}
+    [problem] = catalog_rules.erased_descriptions([described, reader])
+    assert "training (COMPLETE) names ('file', '/ws/raw') without its description" in problem
+    reader["inputs"][0]["facets"] = {"documentation": {"description": "Raw rows."}}
+    assert catalog_rules.erased_descriptions([described, reader]) == []
+    described["outputs"][0]["facets"]["dataQualityAssertions"] = verdicts
+    [problem] = catalog_rules.misplaced_quality_facets([described])
+    assert "dataQualityAssertions in the facets of output" in problem

@@ -23,6 +23,7 @@ from dagster import (
 )
 
 from dws_dagster import SparkWorkspaceIOManager, Workspace, check_definitions, process_events
+from dws_dagster.ol.job_names import asset_job_name
 from dws_dagster.workspace.snapshots.history import list_snapshots
 from example_project import generator
 from example_project.assets import LandedFileMissingError
@@ -364,7 +365,9 @@ def test_use_weather_changes_the_forecasts_recorded_lineage(example):
         for line in (example.ws.meta_dir / "openlineage" / "events.jsonl").read_text().splitlines()
     ]
     complete = [
-        e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == FORECAST_ASSET
+        e
+        for e in events
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] == asset_job_name(FORECAST_ASSET)
     ]
     assert len(complete) == 2
     # The weather days are one dataset, the asset's root, with the days in its subset facet.

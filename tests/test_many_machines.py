@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from dws_dagster import Workspace
+from dws_dagster.ol.job_names import asset_job_name
 
 from .conftest import ROOT, STORE_DATABASE
 
@@ -448,7 +449,9 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
         for name in os.listdir(common / "inter" / "dag")
     )
     completes = {e["job"]["name"] for e in receiver.events if e["eventType"] == "COMPLETE"}
-    assert {f"by_zone_{n}" for n in range(1, MACHINES + 1)} | {f"contender_{winner}"} <= completes
+    assert {asset_job_name(f"by_zone_{n}") for n in range(1, MACHINES + 1)} | {
+        asset_job_name(f"contender_{winner}")
+    } <= completes
 
 
 def test_the_deployment_guide_says_which_files_of_the_workspace_folder_each_machine_keeps(

@@ -11,6 +11,7 @@ import pytest
 from dagster import DagsterInstance
 
 from dws_dagster import Workspace, process_events
+from dws_dagster.ol.job_names import asset_job_name
 from example_project.project import build_definitions, materialize_example
 from example_project.setup_workspace import SMALL
 
@@ -18,6 +19,8 @@ from . import catalog_rules
 from .ol_spec import validate_run_event
 
 pytestmark = pytest.mark.spark
+
+FORECAST = asset_job_name("yellow_rides_hourly_forecast")
 
 
 def _instance(root: Path) -> DagsterInstance:
@@ -67,6 +70,46 @@ def test_every_dataset_read_has_a_producer_in_the_latest_graph(events):
     assert catalog_rules.inputs_without_producer(events, _landed) == []
 
 
+def test_every_dataset_has_one_producer_named_as_marquez_names_it(events):
+    assert catalog_rules.datasets_with_several_producers(events) == []
+    assert catalog_rules.renamed_jobs(events) == []
+
+
+def test_every_asset_dataset_is_described(events):
+    assert catalog_rules.undescribed_outputs(events) == []
+    assert catalog_rules.erased_descriptions(events) == []
+    assert catalog_rules.misplaced_quality_facets(events) == []
+    [forecast] = {
+        json.dumps(o["facets"]["ownership"], sort_keys=True)
+        for e in events
+        if e["job"]["name"] == FORECAST
+        for o in e["outputs"]
+    }
+    assert json.loads(forecast)["owners"] == [{"name": "forecasting", "type": "team"}]
+
+
+def test_the_forecasts_metrics_are_a_facet_of_its_dataset(events):
+    metrics = [
+        o["facets"]["dws_metrics"]["metrics"]
+        for e in events
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] == FORECAST
+        for o in e["outputs"]
+    ]
+    assert len(metrics) == 2  # the baseline, then the forecast with weather
+    for found in metrics:
+        assert 0 < found["mae"] <= found["rmse"]
+        assert found["hours_scored"] == 7 * 24 * SMALL.zones
+    assert "rain_multiplier" not in metrics[0] and "rain_multiplier" in metrics[1]
+    # A START knows no metrics yet; no other asset has any.
+    assert not [
+        e["job"]["name"]
+        for e in events
+        for o in e["outputs"]
+        if "dws_metrics" in o["facets"]
+        and (e["eventType"] != "COMPLETE" or e["job"]["name"] != FORECAST)
+    ]
+
+
 def test_partitioned_assets_are_one_dataset_each_with_their_partitions_as_subsets(events):
     outputs: dict[str, set[tuple[str, str]]] = {}
     written: dict[str, set[str]] = {}
@@ -82,13 +125,13 @@ def test_partitioned_assets_are_one_dataset_each_with_their_partitions_as_subset
                 )
     # One identity per asset, however many partitions were written.
     assert all(len(ids) == 1 for ids in outputs.values()), outputs
-    assert len(written["weather_raw"]) == SMALL.days
-    assert "training_data" not in written  # unpartitioned: no subset
+    assert len(written[asset_job_name("weather_raw")]) == SMALL.days
+    assert asset_job_name("training_data") not in written  # unpartitioned: no subset
     # The forecast with weather reads the 15 days as ONE dataset whose condition lists them.
     weather_reads = [
         d
         for e in events
-        if e["eventType"] == "COMPLETE" and e["job"]["name"] == "yellow_rides_hourly_forecast"
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] == FORECAST
         for d in e["inputs"]
         if d["name"].endswith("/weather_raw")
     ]
@@ -124,7 +167,7 @@ def test_start_and_complete_name_the_same_datasets(events):
     # will be read, so it announces the dependency, and the COMPLETE names the data read.
     forecast_runs: dict[str, dict[str, Any]] = {}
     for event in events:
-        if event["job"]["name"] == "yellow_rides_hourly_forecast":
+        if event["job"]["name"] == FORECAST:
             forecast_runs.setdefault(event["run"]["runId"], {})[event["eventType"]] = event
     with_weather = [
         run
@@ -134,13 +177,15 @@ def test_start_and_complete_name_the_same_datasets(events):
     assert with_weather, "the example never ran the forecast with weather"
     for run in with_weather:
         upstream = run["START"]["run"]["facets"]["jobDependencies"]["upstream"]
-        assert "weather_raw" in {item["job"]["name"] for item in upstream}
-        assert "jobDependencies" not in run["COMPLETE"]["run"]["facets"] or "weather_raw" not in {
+        assert asset_job_name("weather_raw") in {item["job"]["name"] for item in upstream}
+        assert "jobDependencies" not in run["COMPLETE"]["run"]["facets"] or asset_job_name(
+            "weather_raw"
+        ) not in {
             item["job"]["name"]
             for item in run["COMPLETE"]["run"]["facets"]["jobDependencies"]["upstream"]
         }
     # training_data's START names the hourly actuals as its COMPLETE does: one root dataset.
-    training = [e for e in events if e["job"]["name"] == "training_data"]
+    training = [e for e in events if e["job"]["name"] == asset_job_name("training_data")]
     assert {e["eventType"] for e in training} >= {"START", "COMPLETE"}
     assert (
         len({tuple(sorted(catalog_rules.dataset_id(d) for d in e["inputs"])) for e in training})
@@ -171,11 +216,7 @@ def test_start_announces_the_partition_its_complete_writes(events):
 
 
 def test_job_dependencies_name_only_deps_whose_data_the_run_did_not_read(events):
-    forecasts = [
-        e
-        for e in events
-        if e["eventType"] == "COMPLETE" and e["job"]["name"] == "yellow_rides_hourly_forecast"
-    ]
+    forecasts = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == FORECAST]
     reads = []
     for event in forecasts:
         reads_weather = any(
@@ -185,7 +226,9 @@ def test_job_dependencies_name_only_deps_whose_data_the_run_did_not_read(events)
         )
         reads.append(reads_weather)
         upstream = event["run"]["facets"].get("jobDependencies", {}).get("upstream", [])
-        assert ({u["job"]["name"] for u in upstream} == {"weather_raw"}) != reads_weather
+        assert ({u["job"]["name"] for u in upstream} == {asset_job_name("weather_raw")}) != (
+            reads_weather
+        )
     assert sorted(reads) == [False, True]  # the baseline, then the forecast with weather
 
 

@@ -74,6 +74,22 @@ def test_schema_url_of_a_class_is_the_one_its_instances_carry() -> None:
         assert url.endswith(f"#/$defs/{generated.__name__}"), url  # the class's, not its base's
 
 
+def test_a_facet_class_of_this_package_carries_its_own_schema_url() -> None:
+    """The client's way to declare a facet of one's own (`custom_facets`): an attrs subclass
+    whose `_get_schema` the client writes as the facet's `_schemaURL`, which names the schema
+    file shipped with the package."""
+    import json
+
+    from dws_dagster.ol.custom_facets import METRICS_SCHEMA_FILE, DwsMetricsDatasetFacet
+
+    written = Serde.to_dict(DwsMetricsDatasetFacet(metrics={"mae": 1.5, "model": "naive"}))
+    url = ol_compat.schema_url(DwsMetricsDatasetFacet)
+    assert written["_schemaURL"] == url
+    assert written["metrics"] == {"mae": 1.5, "model": "naive"}
+    schema = json.loads(METRICS_SCHEMA_FILE.read_text())
+    assert url == f"{schema['$id']}#/$defs/{DwsMetricsDatasetFacet.__name__}"
+
+
 def test_client_logs_kept_keeps_what_the_client_logs_from_every_handler(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

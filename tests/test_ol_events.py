@@ -18,11 +18,14 @@ from typing import Any
 import pytest
 
 from dws_dagster import DwsError, __version__
+from dws_dagster.ol.custom_facets import METRICS_FACET, METRICS_SCHEMA_FILE
 from dws_dagster.ol.dataset_facets import workspace_namespace
 from dws_dagster.ol.events import PARTITION_TAG, build_run_event, ol_run_id
 from dws_dagster.ol.facets import PRODUCER
 from dws_dagster.ol.model import (
+    Assertion,
     AssetRunEvent,
+    DatasetAbout,
     DatasetInfo,
     EventBuildError,
     EventKind,
@@ -132,10 +135,22 @@ def full_run(**changes: Any) -> RunInfo:
     return _replace(run, changes)
 
 
+#: what describes the asset `full_job` is the job of, and so its dataset
+HOURLY_ABOUT = DatasetAbout(
+    description="Rides per **zone** and hour",
+    owners=("team:data-eng", "alice@example.com"),
+    tags=(("dagster/kind/spark", ""), ("domain", "mobility"), ("dagster/kind/parquet", "")),
+    kinds=("spark", "parquet"),
+)
+
+
 def full_output(**changes: Any) -> OutputInfo:
     output = OutputInfo(
         dataset=DatasetInfo(
-            location=LOCATIONS["inter/hourly"], ref="inter/hourly", version="c0ffee"
+            location=LOCATIONS["inter/hourly"],
+            ref="inter/hourly",
+            version="c0ffee",
+            about=HOURLY_ABOUT,
         ),
         schema=SCHEMA,
         rows=1234,
@@ -337,7 +352,11 @@ def test_full_events_conform_to_the_spec(kind: EventKind) -> None:
     assert data["eventType"] == kind
     assert data["eventTime"] == "2024-05-01T12:31:05.250000+00:00"
     assert data["producer"] == TEST_PRODUCER
-    assert data["job"] == {**data["job"], "namespace": "dagster-demo", "name": "taxi/hourly"}
+    assert data["job"] == {
+        **data["job"],
+        "namespace": "dagster-demo",
+        "name": "dagster.taxi/hourly",
+    }
     run_facets = data["run"]["facets"]
     expected_run = {"parent", "processing_engine", "nominalTime", "jobDependencies", "tags"}
     assert set(run_facets) == (expected_run | {"errorMessage"} if kind == "FAIL" else expected_run)
@@ -363,7 +382,7 @@ def test_every_facet_carries_the_producer_and_a_spec_schema_url() -> None:
     facets = [*data["run"]["facets"].values(), *data["job"]["facets"].values()]
     for dataset in [*data["inputs"], *data["outputs"]]:
         facets += [*dataset.get("facets", {}).values(), *dataset.get("outputFacets", {}).values()]
-    assert len(facets) == 6 + 6 + 2 * 2 + 5 + 1
+    assert len(facets) == 6 + 6 + 2 * 2 + 8 + 1
     for facet in facets:
         assert facet["_producer"] == TEST_PRODUCER
         assert facet["_schemaURL"].startswith("https://openlineage.io/spec/facets/")
@@ -449,7 +468,7 @@ def test_parent_and_root_are_the_dagster_run() -> None:
     parent = valid(full_event())["run"]["facets"]["parent"]
     dagster = {
         "run": {"runId": RUN_ID},
-        "job": {"namespace": "dagster-demo", "name": "__ASSET_JOB"},
+        "job": {"namespace": "dagster-demo", "name": "dagster"},
     }
     assert {"run": parent["run"], "job": parent["job"]} == dagster
     assert parent["root"] == dagster
@@ -464,6 +483,7 @@ def test_processing_engine_and_tags() -> None:
     }
     assert facets["tags"]["tags"] == [
         {"key": PARTITION_TAG, "value": "2024-05-01-12:00", "source": "DAGSTER"},
+        {"key": "dagster/job", "value": "__ASSET_JOB", "source": "DAGSTER"},
         {"key": "spark/version", "value": "4.0.1", "source": "DAGSTER"},
     ]
 
@@ -504,11 +524,11 @@ def test_job_dependencies() -> None:
     dependencies = valid(full_event())["run"]["facets"]["jobDependencies"]
     assert dependencies["upstream"] == [
         {
-            "job": {"namespace": "dagster-demo", "name": "taxi/calendar"},
+            "job": {"namespace": "dagster-demo", "name": "dagster.taxi/calendar"},
             "dependency_type": "IMPLICIT_DEPENDENCY",
         },
         {
-            "job": {"namespace": "dagster-demo", "name": "taxi/holidays"},
+            "job": {"namespace": "dagster-demo", "name": "dagster.taxi/holidays"},
             "dependency_type": "IMPLICIT_DEPENDENCY",
         },
     ]
@@ -526,6 +546,148 @@ def test_ownership_mapping() -> None:
         {"name": "team:"},
         {"name": "someone"},
     ]
+
+
+def test_an_assets_output_is_described_as_the_asset_is() -> None:
+    """What describes the asset describes its dataset: the catalog's dataset page shows it."""
+    for kind in ("START", "COMPLETE"):
+        [output] = valid(full_event(kind))["outputs"]
+        facets = output["facets"]
+        assert facets["documentation"]["description"] == "Rides per **zone** and hour"
+        assert facets["documentation"]["contentType"] == "text/markdown"
+        assert facets["ownership"]["owners"] == [
+            {"name": "data-eng", "type": "team"},
+            {"name": "alice@example.com", "type": "user"},
+        ]
+        # Each kind once, by one key; the tags Dagster keeps per kind are not repeated.
+        assert facets["tags"]["tags"] == [
+            {"key": "domain", "value": "mobility", "source": "DAGSTER"},
+            {"key": "dagster/kind", "value": "parquet", "source": "DAGSTER"},
+            {"key": "dagster/kind", "value": "spark", "source": "DAGSTER"},
+        ]
+    # An input without an asset behind it is not described.
+    for dataset in valid(full_event())["inputs"]:
+        assert not {"documentation", "ownership", "tags"} & set(dataset["facets"])
+    bare = valid(full_event(outputs=(full_output(dataset=DatasetInfo(location="/tmp/o")),)))
+    assert not {"documentation", "ownership", "tags"} & set(bare["outputs"][0]["facets"])
+    leaky = DatasetAbout(description="reads s3a://key:s3cr3t@b/x")
+    secret = valid(
+        full_event(outputs=(full_output(dataset=DatasetInfo(location="/tmp/o", about=leaky)),))
+    )
+    assert "s3cr3t" not in json.dumps(secret)
+
+
+def test_an_asset_read_keeps_its_description() -> None:
+    """Marquez sets a dataset's description from every event naming it: an input read from
+    an asset carries the asset's description (its owners and tags are its producer's to say)."""
+    read = DatasetInfo(location=LOCATIONS["inter/hourly"], ref="inter/hourly", about=HOURLY_ABOUT)
+    data = valid(full_event(inputs=(read,), outputs=()))
+    [dataset] = data["inputs"]
+    assert dataset["facets"]["documentation"]["description"] == "Rides per **zone** and hour"
+    assert not {"ownership", "tags"} & set(dataset["facets"])
+
+
+def test_a_results_outputs_metrics_are_its_own_validated_facet() -> None:
+    metrics = (
+        ("mae", 3.25),
+        ("hours_scored", 2016),
+        ("model", "seasonal_naive"),
+        ("tuned", True),
+        ("by_zone", {"1": 2.5}),
+        ("diverged", float("nan")),
+    )
+    data = valid(full_event(outputs=(full_output(metrics=metrics),)))
+    facet = data["outputs"][0]["facets"][METRICS_FACET]
+    assert facet["metrics"] == {
+        "mae": 3.25,
+        "hours_scored": 2016,
+        "model": "seasonal_naive",
+        "tuned": True,
+        "by_zone": '{"1":2.5}',
+        "diverged": "null",
+    }
+    schema = json.loads(METRICS_SCHEMA_FILE.read_text())
+    assert facet["_schemaURL"] == f"{schema['$id']}#/$defs/DwsMetricsDatasetFacet"
+    assert METRICS_FACET in schema["properties"]
+    assert (
+        "outputFacets" not in data["outputs"][0]
+        or METRICS_FACET not in (data["outputs"][0]["outputFacets"])
+    )
+    # The schema holds the facet to its shape like the spec's own.
+    broken = copy.deepcopy(data)
+    broken["outputs"][0]["facets"][METRICS_FACET]["metrics"]["mae"] = [1]
+    assert any("dws_metrics" in problem for problem in run_event_problems(broken))
+    assert METRICS_FACET not in valid(full_event())["outputs"][0]["facets"]
+
+
+def test_the_metrics_facets_schema_is_packaged() -> None:
+    import tomllib
+
+    from dws_dagster.ol import custom_facets
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.ol"]
+    relative = METRICS_SCHEMA_FILE.relative_to(Path(custom_facets.__file__).parent)
+    assert METRICS_SCHEMA_FILE.is_file()
+    assert any(relative.match(pattern) for pattern in patterns), relative
+
+
+def checks_event(kind: EventKind = "COMPLETE", **changes: Any) -> AssetRunEvent:
+    verdicts = (
+        Assertion(name="rides_not_negative", success=True, severity="error", column="rides"),
+        Assertion(name="enough_zones", success=False, severity="warn", description="12 zones"),
+    )
+    judged = DatasetInfo(
+        location=LOCATIONS["inter/hourly"],
+        ref="inter/hourly",
+        partitions=(PartitionInfo(identifier="2024-05-01", subpath="2024-05-01", version="v5"),),
+        assertions=verdicts if kind == "COMPLETE" else (),
+    )
+    event = AssetRunEvent(
+        kind=kind,
+        event_time=NOW,
+        job=JobInfo(namespace="dagster-demo", name="taxi/hourly", checks=True),
+        run=full_run(partition="2024-05-01", dependencies=()),
+        inputs=(judged,),
+    )
+    return _replace(event, changes)
+
+
+def test_check_verdicts_are_assertions_of_the_checked_input() -> None:
+    data = valid(checks_event())
+    assert data["job"]["name"] == "dagster.taxi/hourly.checks"
+    assert data["job"]["facets"]["jobType"]["jobType"] == "ASSET_CHECK"
+    assert data["outputs"] == []
+    [judged] = data["inputs"]
+    assertions = judged["inputFacets"]["dataQualityAssertions"]["assertions"]
+    assert assertions == [
+        {
+            "assertion": "rides_not_negative",
+            "success": True,
+            "column": "rides",
+            "severity": "error",
+            "name": "rides_not_negative",
+        },
+        {
+            "assertion": "enough_zones",
+            "success": False,
+            "severity": "warn",
+            "name": "enough_zones",
+            "description": "12 zones",
+        },
+    ]
+    # The partition judged, and its version.
+    assert judged["inputFacets"]["subset"]["inputCondition"]["partitions"] == [
+        {"identifier": "2024-05-01", "dimensions": {"partition": "2024-05-01"}}
+    ]
+    assert judged["facets"]["version"]["datasetVersion"] == "v5"
+    start = valid(checks_event("START"))
+    assert "dataQualityAssertions" not in start["inputs"][0]["inputFacets"]
+    # One run per (Dagster run, asset, partition) for the checks, apart from the asset's own.
+    asset_run = valid(full_event(run=full_run(partition="2024-05-01", dependencies=())))
+    assert start["run"]["runId"] == data["run"]["runId"] != asset_run["run"]["runId"]
+    assert data["run"]["facets"]["parent"] == asset_run["run"]["facets"]["parent"]
 
 
 def test_job_facets_content() -> None:
@@ -849,7 +1011,9 @@ def test_empty_struct_and_decimal_inside_struct() -> None:
 @pytest.mark.parametrize("kind", ["START", "COMPLETE", "FAIL", "ABORT"])
 def test_events_with_no_optional_data_conform(kind: EventKind) -> None:
     data = valid(minimal_event(kind))
-    assert set(data["run"]["facets"]) == {"parent"}
+    # The Dagster job its Dagster run executes is always known: a tag.
+    assert set(data["run"]["facets"]) == {"parent", "tags"}
+    assert [t["key"] for t in data["run"]["facets"]["tags"]["tags"]] == ["dagster/job"]
     assert set(data["job"]["facets"]) == {"jobType"}
     assert data["inputs"] == []
     assert data["outputs"] == []

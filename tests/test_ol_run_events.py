@@ -51,6 +51,22 @@ def test_events_validate_and_are_the_clients_classes(kind: str) -> None:
         "JOB",
     )
     assert ("errorMessage" in data["run"]["facets"]) == (kind == "FAIL")
+    # Every Dagster run is a run of one job; its own Dagster job and launch are tags.
+    assert data["job"]["name"] == "dagster"
+    assert data["run"]["facets"]["tags"]["tags"] == [
+        {"key": "dagster/job", "value": "__ASSET_JOB", "source": "DAGSTER"}
+    ]
+
+
+def test_what_launched_the_run_is_its_tags() -> None:
+    launched = (("dagster/schedule_name", "taxi_monthly_schedule"), ("dagster/partition", "p"))
+    data = render(parent_event(dagster_job="taxi_monthly_job", tags=launched))
+    validate_run_event(data)
+    check_client_roundtrip(data)
+    assert [(t["key"], t["value"]) for t in data["run"]["facets"]["tags"]["tags"]] == [
+        ("dagster/job", "taxi_monthly_job"),
+        *launched,
+    ]
 
 
 def test_the_run_is_the_one_its_assets_name_as_parent_and_root() -> None:

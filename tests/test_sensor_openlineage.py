@@ -13,6 +13,7 @@ from dagster import AssetKey, DagsterRunStatus, Definitions, asset, materialize
 from pyspark.sql import DataFrame
 
 from dws_dagster import dws_ref, process_events
+from dws_dagster.ol.job_names import DAGSTER_JOB, asset_job_name
 from dws_dagster.ol.outbox import Outbox
 from dws_dagster.ol.outbox_table import event_key
 from dws_dagster.ol.transport import make_transport
@@ -34,10 +35,19 @@ def file_events(ws) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def asset_of(event: dict[str, Any]) -> str:
+    """The asset an asset run's event is of: its job is `dagster.<asset key>`."""
+    name = event["job"]["name"]
+    assert name.startswith(f"{DAGSTER_JOB}."), name
+    return name[len(DAGSTER_JOB) + 1 :]
+
+
 def by_job(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The asset runs' events by asset (the Dagster runs' own left out)."""
     jobs: dict[str, list[dict[str, Any]]] = {}
     for event in events:
-        jobs.setdefault(event["job"]["name"], []).append(event)
+        if event["job"]["name"] != DAGSTER_JOB:
+            jobs.setdefault(asset_of(event), []).append(event)
     return jobs
 
 
@@ -64,7 +74,9 @@ def test_every_event_validates_and_carries_the_lineage(spark, pipeline_ws, insta
         run_ids.add(start["run"]["runId"])
         parent = complete["run"]["facets"]["parent"]
         assert parent["run"]["runId"] == result.run_id
-        assert parent["job"]["name"] == result.dagster_run.job_name
+        assert parent["job"]["name"] == DAGSTER_JOB
+        dagster_job = {t["key"]: t["value"] for t in complete["run"]["facets"]["tags"]["tags"]}
+        assert dagster_job["dagster/job"] == result.dagster_run.job_name
         assert parent["root"]["run"]["runId"] == result.run_id
         assert complete["job"]["facets"]["jobType"]["integration"] == "DAGSTER"
         assert f"def {name}" in complete["job"]["facets"]["sourceCode"]["sourceCode"]
@@ -185,14 +197,14 @@ def test_failed_run_sends_fail_events_with_the_error(spark, pipeline_ws, instanc
     events = children_of(file_events(ws), failed.run_id)
     for event in events:
         validate_run_event(event)
-    kinds = {(e["job"]["name"], e["eventType"]) for e in events}
+    kinds = {(asset_of(e), e["eventType"]) for e in events}
     assert kinds == {
         ("hourly", "START"),
         ("hourly", "FAIL"),
         ("ranking", "START"),
         ("ranking", "FAIL"),
     }
-    fail = next(e for e in events if e["job"]["name"] == "hourly" and e["eventType"] == "FAIL")
+    fail = next(e for e in events if asset_of(e) == "hourly" and e["eventType"] == "FAIL")
     error = fail["run"]["facets"]["errorMessage"]
     assert error["message"].startswith("ValueError: bad fares")
     assert error["programmingLanguage"] == "python"
@@ -235,7 +247,7 @@ def test_a_tick_starting_inside_a_failed_run_fails_only_what_the_run_missed(
     assert outcome.applied.failures == 1
     all_events = file_events(ws)
     events = children_of(all_events, failed.run_id)
-    kinds = Counter((e["job"]["name"], e["eventType"]) for e in events)
+    kinds = Counter((asset_of(e), e["eventType"]) for e in events)
     assert kinds == {("hourly", "COMPLETE"): 1, ("ranking", "FAIL"): 1}, kinds
     # The tick met the run midway: the run's own START still comes once, before its end.
     check_parents(all_events)
@@ -283,7 +295,7 @@ def test_deps_without_data_and_time_partitions_become_run_facets(tmp_path, insta
     assert [e["eventType"] for e in counted_events] == ["START", "COMPLETE"]
     facets = counted_events[1]["run"]["facets"]
     [upstream] = facets["jobDependencies"]["upstream"]
-    assert upstream["job"]["name"] == "landed"
+    assert upstream["job"]["name"] == asset_job_name("landed")
     nominal = facets["nominalTime"]
     assert nominal["nominalStartTime"].startswith("2024-01-02T00:00:00")
     assert nominal["nominalEndTime"].startswith("2024-01-03T00:00:00")
@@ -356,12 +368,16 @@ def test_each_dagster_run_starts_and_ends_as_a_job_of_its_own(
         record = instance.get_run_record_by_id(run_id)
         start_event, end_event = parent_events(events, run_id)
         assert (start_event["eventType"], end_event["eventType"]) == ("START", end)
-        assert end_event["job"]["name"] == record.dagster_run.job_name
+        # One job of every Dagster run (its assets stay one job each in a catalog whichever
+        # Dagster job ran them), the Dagster job a tag of the run.
+        assert end_event["job"]["name"] == DAGSTER_JOB
+        tags = {t["key"]: t["value"] for t in end_event["run"]["facets"]["tags"]["tags"]}
+        assert tags["dagster/job"] == record.dagster_run.job_name
         assert end_event["job"]["facets"]["jobType"]["jobType"] == "JOB"
         assert "parent" not in end_event["run"]["facets"]  # the root of its hierarchy
         children = children_of(events, run_id)
         assert children and {c["run"]["facets"]["parent"]["job"]["name"] for c in children} == {
-            record.dagster_run.job_name
+            DAGSTER_JOB
         }
         # Asset runs' ids are UUIDv7, the Dagster run's its own UUID4: no outbox key collides.
         assert {UUID(c["run"]["runId"]).version for c in children} == {7}

@@ -2,6 +2,15 @@
 workspace ref as symlink, schema, storage, statistics, partitions read or written) and the
 column lineage of each output, whose sources are named as the inputs are.
 
+A dataset written by an asset is described as the asset is, which is what catalogs show and
+search datasets by: its outputs carry `documentation` (the description), `ownership` (the
+Dagster owners) and `tags` (the Dagster tags and kinds), and wherever else the dataset is
+named (an input) it carries the `documentation` too: Marquez sets a dataset's description from
+every event naming it, so an input without one would erase it. A results asset's output
+carries its metrics (`dws_metrics`, `custom_facets`). The dataset a checks run reads carries
+the checks' verdicts as `dataQualityAssertions`, which the spec makes an input facet: a
+verdict is about data a check read, never about data being written.
+
 A partitioned asset is ONE dataset, named by its root (its ref above the partition folders),
 as catalogs keep only each job's latest inputs and outputs: a dataset per partition folder would
 be replaced at every run and left without its producer. The partitions written or read go in
@@ -19,18 +28,31 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from dws_dagster.ol.facets import SchemaURL, facet
-from dws_dagster.ol.model import DatasetInfo, EventBuildError, JobInfo, OutputInfo, PartitionInfo
+from dws_dagster.ol.custom_facets import METRICS_FACET
+from dws_dagster.ol.facets import TAG_SOURCE, SchemaURL, facet, owner_entry
+from dws_dagster.ol.model import (
+    Assertion,
+    DatasetAbout,
+    DatasetInfo,
+    EventBuildError,
+    JobInfo,
+    OutputInfo,
+    PartitionInfo,
+)
 from dws_dagster.ol.naming import dataset_name
 from dws_dagster.ol.spark_types import schema_field
+from dws_dagster.workspace.redaction import redact_text
 
 __all__ = [
+    "ASSERTIONS_FACET",
+    "KIND_TAG",
     "REF_SYMLINK_TYPE",
     "SUBSET_FACET",
     "SourceNames",
@@ -44,6 +66,13 @@ __all__ = [
 REF_SYMLINK_TYPE = "TABLE"
 #: key of the subset facets among `inputFacets` / `outputFacets` (the spec file's property)
 SUBSET_FACET = "subset"
+#: key of the checks' verdicts among `inputFacets`
+ASSERTIONS_FACET = "dataQualityAssertions"
+#: key of a Dagster kind (`spark`, `parquet`) in a dataset's `tags` facet
+KIND_TAG = "dagster/kind"
+#: Dagster keeps each kind as a tag of its own too (`dagster/kind/spark`): left out of the
+#: tags, which name each kind once, by `KIND_TAG`
+_KIND_TAG_PREFIX = "dagster/kind/"
 _HIVE_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.+)")
 _KINDS = ("DIRECT", "INDIRECT")
 
@@ -129,6 +158,8 @@ def _condition(partitions: Sequence[PartitionInfo]) -> dict[str, Any]:
 
 def _dataset_facets(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, Any]:
     facets: dict[str, Any] = {}
+    if info.about is not None and info.about.description:
+        facets.update(orjson.loads(_documentation_json(info.about.description, producer)))
     version = dataset_version(info)
     if version:
         facets["version"] = facet(SchemaURL.DATASET_VERSION, producer, datasetVersion=version)
@@ -154,13 +185,35 @@ def input_dataset(info: DatasetInfo, job: JobInfo, producer: str) -> dict[str, A
     if info.schema:
         facets["schema"] = orjson.loads(_schema_facet_json(info.schema, producer))
     dataset: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
+    input_facets: dict[str, Any] = {}
     if info.partitions:
-        dataset["inputFacets"] = {
-            SUBSET_FACET: facet(
-                SchemaURL.INPUT_SUBSET, producer, inputCondition=_condition(info.partitions)
-            )
-        }
+        input_facets[SUBSET_FACET] = facet(
+            SchemaURL.INPUT_SUBSET, producer, inputCondition=_condition(info.partitions)
+        )
+    if info.assertions:
+        input_facets[ASSERTIONS_FACET] = facet(
+            SchemaURL.DATA_QUALITY_ASSERTIONS,
+            producer,
+            assertions=[_assertion(item) for item in info.assertions],
+        )
+    if input_facets:
+        dataset["inputFacets"] = input_facets
     return dataset
+
+
+def _assertion(item: Assertion) -> dict[str, Any]:
+    """One verdict: `assertion` (the check, as the spec's own producers name it) and `name`
+    say the check's name, `success` whether it passed."""
+    found: dict[str, Any] = {"assertion": item.name, "success": bool(item.success)}
+    for key, value in (
+        ("column", item.column),
+        ("severity", item.severity),
+        ("name", item.name),
+        ("description", item.description),
+    ):
+        if value:
+            found[key] = value
+    return found
 
 
 def output_dataset(
@@ -178,6 +231,12 @@ def output_dataset(
     facets["storage"] = facet(
         SchemaURL.STORAGE, producer, storageLayer="file", fileFormat=info.file_format or None
     )
+    if info.dataset.about is not None:
+        facets.update(orjson.loads(_owned_json(info.dataset.about, producer)))
+    if info.metrics:
+        facets[METRICS_FACET] = facet(
+            SchemaURL.DWS_METRICS, producer, metrics=dict(_metrics(info.metrics))
+        )
     output: dict[str, Any] = {"namespace": namespace, "name": name, "facets": facets}
     output_facets: dict[str, Any] = {}
     if info.rows is not None or info.size_bytes is not None:
@@ -191,6 +250,61 @@ def output_dataset(
     if output_facets:
         output["outputFacets"] = output_facets
     return output
+
+
+@functools.lru_cache(maxsize=1024)
+def _documentation_json(description: str, producer: str) -> bytes:
+    """A dataset's `documentation` facet, built once per description (every event naming
+    the dataset carries it)."""
+    # Dagster renders asset descriptions as Markdown.
+    return orjson.dumps(
+        {
+            "documentation": facet(
+                SchemaURL.DATASET_DOCUMENTATION,
+                producer,
+                description=redact_text(description),
+                contentType="text/markdown",
+            )
+        }
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _owned_json(about: DatasetAbout, producer: str) -> bytes:
+    """Who owns a dataset and how it is tagged (its Dagster tags and kinds), as the facets
+    of the asset's output, built once per asset (as its job's facets are)."""
+    facets: dict[str, Any] = {}
+    owners = list(dict.fromkeys(about.owners))
+    if owners:
+        facets["ownership"] = facet(
+            SchemaURL.DATASET_OWNERSHIP, producer, owners=[owner_entry(o) for o in owners]
+        )
+    tags = [
+        {"key": key, "value": value, "source": TAG_SOURCE}
+        for key, value in dict(about.tags).items()
+        if not key.startswith(_KIND_TAG_PREFIX)
+    ]
+    tags += [
+        {"key": KIND_TAG, "value": kind, "source": TAG_SOURCE}
+        for kind in sorted(dict.fromkeys(about.kinds))
+    ]
+    if tags:
+        facets["tags"] = facet(SchemaURL.DATASET_TAGS, producer, tags=tags)
+    return orjson.dumps(facets)
+
+
+def _metrics(
+    metrics: Sequence[tuple[str, Any]],
+) -> Iterator[tuple[str, float | int | str | bool]]:
+    """Metrics as the facet's schema has them: numbers, texts and booleans as they are, any
+    other value (a list, a mapping, a number JSON cannot hold) as its JSON text."""
+    for name, value in metrics:
+        if isinstance(value, bool | str) or (
+            isinstance(value, int | float) and math.isfinite(value)
+        ):
+            yield str(name), value
+        else:
+            yield str(name), orjson.dumps(value, default=str).decode()
 
 
 @functools.lru_cache(maxsize=1024)

@@ -2,8 +2,9 @@
 
 Pure functions: no Dagster, no Spark, no I/O (the only outside call is `locate`, which the
 caller supplies), so every event can be checked against the official JSON Schemas in tests.
-One OpenLineage job per asset, one OpenLineage run per (Dagster run, asset, partition); the
-Dagster run is the parent and the root of that run.
+One OpenLineage job per asset (and one per asset's checks), named by `job_names` so that it
+stays one job in catalogs whichever Dagster job ran it; one OpenLineage run per (Dagster run,
+asset, partition); the Dagster run is the parent and the root of that run.
 
 This module builds the event with its run facets (parent, engine, times, dependencies, tags,
 error) and its job facets (type, source code, documentation, owners, tags); the inputs and
@@ -17,7 +18,6 @@ import datetime as dt
 import functools
 import json
 import os
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 from uuid import UUID
@@ -27,20 +27,53 @@ from openlineage.client.uuid import generate_static_uuid
 
 from dws_dagster import __version__
 from dws_dagster.ol.dataset_facets import SourceNames, input_dataset, output_dataset
-from dws_dagster.ol.facets import INTEGRATION, PRODUCER, SchemaURL, facet
+from dws_dagster.ol.facets import (
+    INTEGRATION,
+    PRODUCER,
+    TAG_SOURCE,
+    SchemaURL,
+    facet,
+    owner_entry,
+)
+from dws_dagster.ol.job_names import DAGSTER_JOB, asset_job_name, checks_job_name
 from dws_dagster.ol.model import AssetRunEvent, EventBuildError, JobInfo, RunInfo
 from dws_dagster.ol.source_urls import forge_file_url, path_uri, repo_uri
 from dws_dagster.ol.timestamps import iso_utc, require_aware
 from dws_dagster.workspace.redaction import redact_text
 
-__all__ = ["PARTITION_TAG", "build_run_event", "dagster_run_ol_id", "ol_run_id"]
+__all__ = [
+    "ASSET_CHECKS_JOB_TYPE",
+    "ASSET_JOB_TYPE",
+    "DAGSTER_JOB_TAG",
+    "PARTITION_TAG",
+    "build_run_event",
+    "dagster_run_ol_id",
+    "job_name",
+    "ol_run_id",
+]
 
 #: run tag holding the Dagster partition key (Dagster's own tag name)
 PARTITION_TAG = "dagster/partition"
+#: run tag naming the Dagster job a run executes (its runs are all runs of `DAGSTER_JOB`)
+DAGSTER_JOB_TAG = "dagster/job"
 SPARK_VERSION_TAG = "spark/version"
 CODE_VERSION_TAG = "dagster/code_version"
-_TAG_SOURCE = "DAGSTER"
+#: `jobType.jobType` of an asset's job and of its checks' job
+ASSET_JOB_TYPE = "ASSET"
+ASSET_CHECKS_JOB_TYPE = "ASSET_CHECK"
 _STATES = frozenset({"START", "COMPLETE", "FAIL", "ABORT"})
+
+
+def job_name(job: JobInfo) -> str:
+    """The OpenLineage name of the job of an asset or of its checks."""
+    return checks_job_name(job.name) if job.checks else asset_job_name(job.name)
+
+
+def _run_key(job: JobInfo) -> str:
+    """What a run id is derived from besides the Dagster run and partition: the asset key for
+    an asset's runs (its id does not depend on how its job is named, so the outbox's keys of
+    its events do not either), the checks job's name for its checks' runs."""
+    return job_name(job) if job.checks else job.name
 
 
 def ol_run_id(run: RunInfo, job_name: str) -> str:
@@ -85,8 +118,8 @@ def build_run_event(
             "START, COMPLETE, FAIL, ABORT"
         )
     event_time = iso_utc(event.event_time, "AssetRunEvent.event_time")
-    run_id = ol_run_id(event.run, event.job.name)
     job = event.job
+    run_id = ol_run_id(event.run, _run_key(job))
     names = SourceNames(locate, event.inputs)
     return {
         "eventTime": event_time,
@@ -95,7 +128,7 @@ def build_run_event(
         "run": {"runId": run_id, "facets": _run_facets(event, producer)},
         "job": {
             "namespace": job.namespace,
-            "name": job.name,
+            "name": job_name(job),
             "facets": orjson.loads(_job_facets_json(job, producer)),
         },
         "eventType": event.kind,
@@ -155,19 +188,23 @@ def _shared_run_facets(run: RunInfo, namespace: str, name: str, producer: str) -
             producer,
             upstream=[
                 {
-                    "job": {"namespace": namespace, "name": dependency},
+                    "job": {"namespace": namespace, "name": asset_job_name(dependency)},
                     "dependency_type": "IMPLICIT_DEPENDENCY",
                 }
                 for dependency in dependencies
             ],
         )
-    tags = [(PARTITION_TAG, run.partition), (SPARK_VERSION_TAG, run.spark_version)]
+    tags = [
+        (PARTITION_TAG, run.partition),
+        (DAGSTER_JOB_TAG, run.dagster_job or None),
+        (SPARK_VERSION_TAG, run.spark_version),
+    ]
     if any(value is not None for _key, value in tags):
         facets["tags"] = facet(
             SchemaURL.RUN_TAGS,
             producer,
             tags=[
-                {"key": key, "value": value, "source": _TAG_SOURCE}
+                {"key": key, "value": value, "source": TAG_SOURCE}
                 for key, value in tags
                 if value is not None
             ],
@@ -189,16 +226,17 @@ def dagster_run_ol_id(dagster_run_id: str, where: str) -> str:
 
 
 def _parent(run: RunInfo, namespace: str, asset: str, producer: str) -> dict[str, Any]:
-    """The Dagster run: parent of the asset's run and root of the hierarchy."""
+    """The Dagster run: parent of the asset's run and root of the hierarchy, a run of the one
+    job of Dagster runs (`job_names`), which keeps the asset one job in catalogs."""
     dagster_run_id = dagster_run_ol_id(run.dagster_run_id, f"asset '{asset}'")
     return facet(
         SchemaURL.PARENT,
         producer,
         run={"runId": dagster_run_id},
-        job={"namespace": namespace, "name": run.dagster_job},
+        job={"namespace": namespace, "name": DAGSTER_JOB},
         root={
             "run": {"runId": dagster_run_id},
-            "job": {"namespace": namespace, "name": run.dagster_job},
+            "job": {"namespace": namespace, "name": DAGSTER_JOB},
         },
     )
 
@@ -220,7 +258,7 @@ def _job_facets(job: JobInfo, producer: str) -> dict[str, Any]:
             producer,
             processingType="BATCH",
             integration=INTEGRATION,
-            jobType="ASSET",
+            jobType=ASSET_CHECKS_JOB_TYPE if job.checks else ASSET_JOB_TYPE,
         )
     }
     if job.source_code:
@@ -244,24 +282,15 @@ def _job_facets(job: JobInfo, producer: str) -> dict[str, Any]:
     owners = _unique(job.owners)
     if owners:
         facets["ownership"] = facet(
-            SchemaURL.OWNERSHIP, producer, owners=[_owner(owner) for owner in owners]
+            SchemaURL.OWNERSHIP, producer, owners=[owner_entry(owner) for owner in owners]
         )
     if job.code_version:
         facets["tags"] = facet(
             SchemaURL.JOB_TAGS,
             producer,
-            tags=[{"key": CODE_VERSION_TAG, "value": job.code_version, "source": _TAG_SOURCE}],
+            tags=[{"key": CODE_VERSION_TAG, "value": job.code_version, "source": TAG_SOURCE}],
         )
     return facets
-
-
-def _owner(owner: str) -> dict[str, str]:
-    """Dagster owners are `team:name` or e-mail addresses."""
-    if owner.startswith("team:") and owner[len("team:") :]:
-        return {"name": owner[len("team:") :], "type": "team"}
-    if re.fullmatch(r"[^@\s]+@[^@\s]+", owner):
-        return {"name": owner, "type": "user"}
-    return {"name": owner}
 
 
 def _source_code_location(job: JobInfo, producer: str) -> dict[str, Any] | None:

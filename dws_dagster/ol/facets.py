@@ -15,19 +15,23 @@ Shared by the asset runs' events (`events`, `dataset_facets`) and the Dagster ru
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from openlineage.client.event_v2 import RunEvent
 from openlineage.client.facet_v2 import (
     base_subset_dataset,
     column_lineage_dataset,
+    data_quality_assertions_dataset,
     dataset_version_dataset,
+    documentation_dataset,
     documentation_job,
     error_message_run,
     job_dependencies_run,
     job_type_job,
     nominal_time_run,
     output_statistics_output_dataset,
+    ownership_dataset,
     ownership_job,
     parent_run,
     processing_engine_run,
@@ -36,19 +40,23 @@ from openlineage.client.facet_v2 import (
     source_code_location_job,
     storage_dataset,
     symlinks_dataset,
+    tags_dataset,
     tags_job,
     tags_run,
 )
 
 from dws_dagster import __version__
 from dws_dagster._compat import openlineage as ol_compat
+from dws_dagster.ol.custom_facets import DwsMetricsDatasetFacet
 
-__all__ = ["INTEGRATION", "PRODUCER", "SchemaURL", "facet"]
+__all__ = ["INTEGRATION", "PRODUCER", "TAG_SOURCE", "SchemaURL", "facet", "owner_entry"]
 
 #: `producer` of every event and facet: this package's source at this version
 PRODUCER = f"https://github.com/dws-dagster/dws_dagster/tree/{__version__}"
 #: `jobType.integration`: names the system whose jobs these are, as SPARK or AIRFLOW do
 INTEGRATION = "DAGSTER"
+#: `source` of every tag this package writes (run, job and dataset tags): Dagster's own
+TAG_SOURCE = "DAGSTER"
 
 
 class SchemaURL:
@@ -83,6 +91,15 @@ class SchemaURL:
     OUTPUT_STATISTICS: Final = ol_compat.schema_url(
         output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet
     )
+    DATASET_DOCUMENTATION: Final = ol_compat.schema_url(
+        documentation_dataset.DocumentationDatasetFacet
+    )
+    DATASET_OWNERSHIP: Final = ol_compat.schema_url(ownership_dataset.OwnershipDatasetFacet)
+    DATASET_TAGS: Final = ol_compat.schema_url(tags_dataset.TagsDatasetFacet)
+    DATA_QUALITY_ASSERTIONS: Final = ol_compat.schema_url(
+        data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet
+    )
+    DWS_METRICS: Final = ol_compat.schema_url(DwsMetricsDatasetFacet)
 
 
 def facet(schema_url: str, producer: str, **fields: Any) -> dict[str, Any]:
@@ -92,3 +109,13 @@ def facet(schema_url: str, producer: str, **fields: Any) -> dict[str, Any]:
         if value is not None:
             built[name] = value
     return built
+
+
+def owner_entry(owner: str) -> dict[str, str]:
+    """An owner of an `ownership` facet (a job's or a dataset's): Dagster owners are
+    `team:name` or e-mail addresses."""
+    if owner.startswith("team:") and owner[len("team:") :]:
+        return {"name": owner[len("team:") :], "type": "team"}
+    if re.fullmatch(r"[^@\s]+@[^@\s]+", owner):
+        return {"name": owner, "type": "user"}
+    return {"name": owner}

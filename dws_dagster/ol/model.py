@@ -35,6 +35,34 @@ class PartitionInfo:
 
 
 @dataclass(frozen=True)
+class Assertion:
+    """One verdict of a data-quality check on a dataset (a Dagster asset check evaluation)."""
+
+    #: the check's name
+    name: str
+    success: bool
+    #: `error` or `warn` (Dagster's check severity)
+    severity: str | None = None
+    #: the column the check is about; None: the whole dataset
+    column: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class DatasetAbout:
+    """What describes a dataset in a catalog, which people search datasets by: the description,
+    owners, tags and kinds of the asset that writes it."""
+
+    description: str | None = None
+    #: Dagster asset owners: e-mail addresses or `team:name`
+    owners: tuple[str, ...] = ()
+    #: the asset's Dagster tags (key, value), its kinds apart
+    tags: tuple[tuple[str, str], ...] = ()
+    #: the asset's Dagster kinds (`spark`, `parquet`)
+    kinds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """A dataset an asset reads or writes.
 
@@ -51,6 +79,10 @@ class DatasetInfo:
     partitions: tuple[PartitionInfo, ...] = ()
     #: the columns of an input as it was read (name, Spark simple type, nullable)
     schema: tuple[tuple[str, str, bool], ...] = ()
+    #: the verdicts of the checks of an input (the dataset a checks run reads)
+    assertions: tuple[Assertion, ...] = ()
+    #: what describes the dataset (None: not an asset's, or unknown)
+    about: DatasetAbout | None = None
 
 
 @dataclass(frozen=True)
@@ -69,11 +101,14 @@ class OutputInfo:
     #: source {"ref": str|None, "column": str, "kind": "DIRECT"|"INDIRECT", "subtype": str,
     #: "location"?: str (when ref is None), "asset"?: str}
     column_lineage: Mapping[str, Any] | None = None
+    #: a results asset's metrics (name, number, text or boolean), as `results.json` has them
+    metrics: tuple[tuple[str, float | int | str | bool], ...] = ()
 
 
 @dataclass(frozen=True)
 class JobInfo:
-    """The OpenLineage job of one asset (one job per asset)."""
+    """The OpenLineage job of one asset, or of its checks (`checks`): one job each, named by
+    `job_names`."""
 
     namespace: str
     #: the asset key as a user string, e.g. `yellow_rides_hourly_forecast` or `taxi/raw`
@@ -81,6 +116,8 @@ class JobInfo:
     description: str | None = None
     #: Dagster asset owners: e-mail addresses or `team:name`
     owners: tuple[str, ...] = ()
+    #: the job of the asset's checks rather than of its materializations
+    checks: bool = False
     #: source code of the asset function
     source_code: str | None = None
     #: file of the asset function: relative to the git repository root when known, else absolute

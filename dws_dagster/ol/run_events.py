@@ -2,8 +2,11 @@
 
 Every asset run's `parent` facet names the Dagster run; a catalog that never sees an event for
 that run creates it from the children's facets and shows it running forever (Marquez does).
-So the run gets a job of its own, named after the Dagster job, with a START when it starts
-and a COMPLETE, FAIL or ABORT when it ends.
+So the run has events of its own, a START when it starts and a COMPLETE, FAIL or ABORT when it
+ends, as a run of `job_names.DAGSTER_JOB`, the one job of every Dagster run: catalogs name a
+child job after its parent's, so a job per Dagster job would split each asset into a job per
+Dagster job that ran it. Which Dagster job it executes, and what launched it (schedule,
+sensor, backfill, partition), are the run's tags.
 
 Pure functions, like `events.py`, with the same producer, schema URLs and facet shape
 (`facets`). The run id is the one the children's parent facets carry
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dws_dagster import __version__
-from dws_dagster.ol.events import dagster_run_ol_id
-from dws_dagster.ol.facets import INTEGRATION, PRODUCER, SchemaURL, facet
+from dws_dagster.ol.events import DAGSTER_JOB_TAG, dagster_run_ol_id
+from dws_dagster.ol.facets import INTEGRATION, PRODUCER, TAG_SOURCE, SchemaURL, facet
+from dws_dagster.ol.job_names import DAGSTER_JOB
 from dws_dagster.ol.model import EventBuildError
 from dws_dagster.ol.timestamps import iso_utc
 from dws_dagster.workspace.redaction import redact_text
@@ -44,6 +48,9 @@ class DagsterRunEvent:
     dagster_job: str
     error_message: str | None = None
     dagster_version: str | None = None
+    #: Dagster's tags of the run that say what launched it (schedule, sensor, backfill,
+    #: partition or partition range), as (key, value)
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER) -> dict[str, Any]:
@@ -73,6 +80,14 @@ def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER)
             message=redact_text(event.error_message),
             programmingLanguage="python",
         )
+    tags = {DAGSTER_JOB_TAG: event.dagster_job, **dict(event.tags)}
+    facets["tags"] = facet(
+        SchemaURL.RUN_TAGS,
+        producer,
+        tags=[
+            {"key": key, "value": str(value), "source": TAG_SOURCE} for key, value in tags.items()
+        ],
+    )
     return {
         "eventTime": iso_utc(event.event_time, f"{where}: event time"),
         "producer": producer,
@@ -80,7 +95,7 @@ def build_dagster_run_event(event: DagsterRunEvent, *, producer: str = PRODUCER)
         "run": {"runId": run_id, "facets": facets},
         "job": {
             "namespace": event.namespace,
-            "name": event.dagster_job,
+            "name": DAGSTER_JOB,
             "facets": {
                 "jobType": facet(
                     SchemaURL.JOB_TYPE,

@@ -30,6 +30,7 @@ from dws_dagster.assets.materialization import (
 )
 from dws_dagster.errors import DwsError, SnapshotError, WorkspaceConfigError
 from dws_dagster.sensor.asset_catalog import AssetCatalog
+from dws_dagster.sensor.check_verdicts import CheckVerdict, read_verdict
 from dws_dagster.sensor.openlineage_events import OpenLineageEvents
 from dws_dagster.sensor.run_lookup import RunLookup, error_text
 from dws_dagster.sensor.stored_events import AssetEventRecord
@@ -280,43 +281,60 @@ class EventApplier:
         except DwsError as exc:
             self.report.skip(f"observation of {ref}: {exc}", cause=exc)
 
-    def _checked(self, run_id: str, event: Any, when: dt.datetime) -> None:
-        """A check's verdict joins the current record of the ref it checked, when that record
-        is the one the check ran against (same run, or the asset's latest materialization)."""
-        evaluation = event.event_specific_data
-        key: AssetKey = evaluation.asset_key
-        binding = self.catalog.binding(key)
-        if binding is None:
+    def _checks(self, run_id: str, entries: Any) -> bool:
+        """The run's check evaluations: each verdict joins the record of what it judged, and
+        each asset (or partition of it) the run checked gets a checks run in OpenLineage.
+        True when any such run was emitted."""
+        facts = self.runs.facts(run_id)
+        run_partition = facts.partition if facts is not None else None
+        judged: dict[tuple[AssetKey, str | None], list[CheckVerdict]] = {}
+        for entry in entries:
+            verdict = read_verdict(entry, self.catalog, run_partition)
+            if verdict is None:
+                continue
+            self._checked(run_id, verdict)
+            judged.setdefault((verdict.key, verdict.partition), []).append(verdict)
+        emitted = False
+        for (key, partition), verdicts in judged.items():
+            emitted = self.openlineage.checked(run_id, key, partition, verdicts) or emitted
+        return emitted
+
+    def _checked(self, run_id: str, verdict: CheckVerdict) -> None:
+        """A check's verdict joins the current record of the ref it judged (the partition's,
+        for a check of a partition), when that record is the one the check ran against (same
+        run, or the asset's latest materialization)."""
+        key = verdict.key
+        ref = self.catalog.ref_written_by(key, verdict.partition)
+        if ref is None:
             return
-        state = self.ws.store.get(binding.ref)
+        state = self.ws.store.get(ref)
         if state is None or state.record is None:
             return
         record = LineageRecord.from_json(state.record)
         checks = dict((record.extra or {}).get("checks", {}))
-        verdict = {
-            "passed": bool(evaluation.passed),
+        entry = {
+            "passed": verdict.passed,
             "run_id": run_id,
-            "severity": getattr(evaluation.severity, "value", str(evaluation.severity)),
-            "at": when.isoformat(),
+            "severity": verdict.severity,
+            "at": verdict.at.isoformat(),
         }
-        description = getattr(evaluation, "description", None)
-        if description:
-            verdict["description"] = redact_text(str(description))
-        name = evaluation.check_name
-        if checks.get(name) == verdict:
+        if verdict.description:
+            entry["description"] = verdict.description
+        name = verdict.name
+        if checks.get(name) == entry:
             return
-        checks[name] = verdict
+        checks[name] = entry
         enriched = replace(record, extra={**record.extra, "checks": checks})
         try:
             with self.ws.store.locked():
                 # Read again under the lock: another process may have rewritten the ref or
                 # forgotten it (`dws-dagster forget`) since; the verdict joins only the record
                 # it was read with, and a forgotten ref stays forgotten.
-                now = self.ws.store.get(binding.ref)
+                now = self.ws.store.get(ref)
                 if now is None:
                     self.report.skip(
                         f"check '{name}' of '{key.to_user_string()}': the lineage of "
-                        f"{binding.ref} was forgotten meanwhile; verdict not recorded"
+                        f"{ref} was forgotten meanwhile; verdict not recorded"
                     )
                 elif now.record == state.record:
                     self.ws.store.commit([enriched])
@@ -333,10 +351,7 @@ class EventApplier:
         storage cannot list them across runs by storage id, and they follow the run's
         materializations), what it planned and materialized, and its step errors."""
         run_log = self.runs.log(run_id)
-        for entry in run_log.checks:
-            self._checked(
-                run_id, entry.dagster_event, dt.datetime.fromtimestamp(entry.timestamp, dt.UTC)
-            )
+        checked = self._checks(run_id, run_log.checks)
         planned, materialized, errors = run_log.planned, run_log.materialized, run_log.errors
         missing = [item for item in planned if item not in materialized]
         failed = kind == DagsterEventType.RUN_FAILURE
@@ -371,7 +386,7 @@ class EventApplier:
             self.openlineage.not_materialized(
                 run_id, key, partition, when, failed=failed, message=message, stack=stack
             )
-        if planned or materialized:
+        if planned or materialized or checked:
             error = run_error[0]
             if failed and error:
                 error = redact_text(error, secrets or self.runs.secrets(run_id))

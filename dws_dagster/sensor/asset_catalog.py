@@ -1,5 +1,6 @@
 """What the lineage sensor learns about an asset from the code location's definitions: its
-workspace binding, partitions, inputs and data-less deps, source code, owners, description.
+workspace binding, partitions, inputs and data-less deps, source code, owners, description,
+tags and kinds, and what its checks say of themselves.
 
 The sensor runs in the code location's process, so the definitions are the ones the runs used
 (or the newest, for events of older runs). Each lookup is cached for the catalog's life: one
@@ -16,7 +17,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, TypeVar
 
-from dagster import AssetKey, TimeWindowPartitionsDefinition
+from dagster import AssetCheckKey, AssetKey, TimeWindowPartitionsDefinition
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
@@ -79,6 +80,7 @@ class AssetCatalog:
         self._input_keys: dict[AssetKey, tuple[list[AssetKey], list[AssetKey]]] = {}
         self._codes: dict[AssetKey, AssetCode] = {}
         self._roots: dict[ResourceRef, AssetKey] | None = None
+        self._bound: dict[ResourceRef, AssetKey] | None = None
         #: partition key of each upstream partition ref `input_refs` gave
         self._keys_of_refs: dict[ResourceRef, str] = {}
         self._graph = None
@@ -164,6 +166,22 @@ class AssetCatalog:
             key = self._roots.get(candidate)
             if key is not None:
                 return candidate, key
+        return None
+
+    def asset_bound_to(self, ref: ResourceRef) -> AssetKey | None:
+        """The asset whose data `ref` is: the one bound to it, or to the nearest folder
+        holding it (a partition, data read by path inside an asset's folder); None when no
+        asset of these definitions is."""
+        if self._bound is None:
+            self._bound = {}
+            for key in self._graph.get_all_asset_keys() if self._graph is not None else ():
+                binding = self.binding(key)
+                if binding is not None:
+                    self._bound.setdefault(binding.ref, key)
+        for candidate in (ref, *reversed(ref.ancestors())):
+            key = self._bound.get(candidate)
+            if key is not None:
+                return key
         return None
 
     def _owned_ref(self, asset: str, partition: str | None) -> ResourceRef | None:
@@ -255,6 +273,38 @@ class AssetCatalog:
     def owners(self, key: AssetKey) -> tuple[str, ...]:
         node = self.node(key)
         return tuple(node.owners) if node is not None else ()
+
+    def tags(self, key: AssetKey) -> tuple[tuple[str, str], ...]:
+        """The asset's Dagster tags (its kinds among them, as `dagster/kind/...`)."""
+        node = self.node(key)
+        return tuple(sorted((node.tags or {}).items())) if node is not None else ()
+
+    def kinds(self, key: AssetKey) -> tuple[str, ...]:
+        node = self.node(key)
+        return tuple(sorted(getattr(node, "kinds", None) or ())) if node is not None else ()
+
+    def check_spec(self, key: AssetKey, name: str) -> Any | None:
+        """The spec of the check `name` of an asset (`AssetCheckSpec`: its description and
+        metadata), whether an `@asset_check` or a check the asset's own step evaluates; None
+        when these definitions do not have it."""
+        if self.repository_def is None:
+            return None
+        check_key = AssetCheckKey(key, name)
+        holders = []
+        try:
+            found = self.repository_def.asset_checks_defs_by_key.get(check_key)
+            if found is not None:
+                holders.append(found)
+            found = self.repository_def.assets_defs_by_key.get(key)
+            if found is not None:
+                holders.append(found)
+        except Exception:  # definitions that fail to resolve: events only
+            return None
+        for definition in holders:
+            for spec in definition.check_specs:
+                if spec.key == check_key:
+                    return spec
+        return None
 
     def code_version(self, key: AssetKey) -> str | None:
         node = self.node(key)

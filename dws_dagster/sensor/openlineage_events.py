@@ -3,6 +3,8 @@
 Each asset of a Dagster run is an OpenLineage run of its own (START when planned, COMPLETE when
 materialized, FAIL or ABORT when its Dagster run ended without it), nested in the Dagster run's
 own OpenLineage run, whose START comes before its assets' events and whose end after theirs.
+The checks a Dagster run evaluated on an asset (a partition of it, or all of it) are one more
+run, of the asset's checks job, reading the asset's dataset: its COMPLETE carries the verdicts.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import importlib.metadata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -25,7 +27,9 @@ from dws_dagster.assets.materialization import (
 )
 from dws_dagster.errors import DwsError
 from dws_dagster.ol.model import (
+    Assertion,
     AssetRunEvent,
+    DatasetAbout,
     DatasetInfo,
     JobInfo,
     OutputInfo,
@@ -34,6 +38,7 @@ from dws_dagster.ol.model import (
 )
 from dws_dagster.ol.run_events import DagsterRunEvent
 from dws_dagster.sensor.asset_catalog import AssetCatalog
+from dws_dagster.sensor.check_verdicts import CheckVerdict
 from dws_dagster.sensor.run_lookup import RunLookup
 from dws_dagster.sensor.stored_events import AssetEventRecord
 from dws_dagster.workspace.records import LineageRecord
@@ -82,6 +87,10 @@ class OpenLineageEvents:
         self._location = functools.cache(ws.location)
         self._run_info = functools.cache(functools.partial(_run_info, catalog, runs, skip))
         self._job_info = functools.cache(functools.partial(_job_info, catalog, namespace))
+        self._checks_job_info = functools.cache(
+            functools.partial(_checks_job_info, catalog, namespace)
+        )
+        self._about = functools.cache(functools.partial(_about, catalog))
         self._kept_dependencies = functools.cache(functools.partial(_kept_dependencies, catalog))
 
     def locate(self, ref: ResourceRef | str) -> str:
@@ -111,7 +120,11 @@ class OpenLineageEvents:
                 if expected:
                     inputs = self._inputs([(ref, None) for ref in expected])
                     root = self.catalog.partitioned_root(key) if partition is not None else None
-                    outputs = (OutputInfo(dataset=self._written(output, root, partition)),)
+                    outputs = (
+                        OutputInfo(
+                            dataset=self._written(output, root, partition, about=self._about(key))
+                        ),
+                    )
             self._child_event(
                 AssetRunEvent(
                     kind="START",
@@ -149,11 +162,68 @@ class OpenLineageEvents:
                 inputs=inputs,
                 outputs=(
                     self._output(
-                        self._parse_ref(record.ref), record.version, metadata, key, event.partition
+                        self._parse_ref(record.ref),
+                        record.version,
+                        metadata,
+                        key,
+                        event.partition,
+                        metrics=tuple((record.metrics or {}).items()),
                     ),
                 ),
             )
         )
+
+    def checked(
+        self, run_id: str, key: AssetKey, partition: str | None, verdicts: Sequence[CheckVerdict]
+    ) -> bool:
+        """The run of an asset's checks in one Dagster run, for one partition or the whole
+        asset: a START, then a COMPLETE whose input (the asset's dataset, the partition in its
+        subset facet) carries each check's last verdict as an assertion. False when nothing
+        was emitted: no verdict, a Dagster run not in the instance, or an asset that is not a
+        workspace asset (no dataset to judge)."""
+        if not verdicts:
+            return False
+        ref = self.catalog.ref_written_by(key, partition)
+        run = self.run_info(run_id, key, partition)
+        if ref is None or run is None:
+            return False
+        root = self.catalog.partitioned_root(key) if partition is not None else None
+        dataset = self._written(
+            ref, root, partition, self._checked_version(ref, verdicts), about=self._about(key)
+        )
+        last = {verdict.name: verdict for verdict in verdicts}  # a check run twice: its last
+        job = self._checks_job_info(key)
+        run = replace(run, dependencies=())
+        self._child_event(
+            AssetRunEvent(
+                kind="START",
+                event_time=min(v.at for v in verdicts),
+                job=job,
+                run=run,
+                inputs=(dataset,),
+            )
+        )
+        judged = replace(dataset, assertions=tuple(_assertion(v) for v in last.values()))
+        self._child_event(
+            AssetRunEvent(
+                kind="COMPLETE",
+                event_time=max(v.at for v in verdicts),
+                job=job,
+                run=run,
+                inputs=(judged,),
+            )
+        )
+        return True
+
+    def _checked_version(self, ref: ResourceRef, verdicts: Sequence[CheckVerdict]) -> str | None:
+        """The version the checks judged: the ref's current one when a check's target was the
+        materialization that wrote it; else unknown (a later run may have rewritten it)."""
+        state = self.ws.store.get(ref)
+        record = state.record if state is not None else None
+        written_by = ((record or {}).get("step") or {}).get("run_id")
+        if state is None or written_by is None:
+            return None
+        return state.version if any(v.target_run_id == written_by for v in verdicts) else None
 
     def not_materialized(
         self,
@@ -212,6 +282,7 @@ class OpenLineageEvents:
                     dagster_run_id=run_id,
                     dagster_job=facts.job,
                     dagster_version=_dagster_version(),
+                    tags=facts.launch_tags,
                 )
             )
 
@@ -234,13 +305,11 @@ class OpenLineageEvents:
                 dagster_job=facts.job,
                 dagster_version=_dagster_version(),
                 error_message=(error or f"run {run_id} failed") if state == "FAIL" else None,
+                tags=facts.launch_tags,
             )
         )
 
     # ------------------------------------------------------------------ datasets
-
-    def _dataset(self, ref: ResourceRef | str, version: str | None = None) -> DatasetInfo:
-        return DatasetInfo(location=self.locate(ref), ref=str(ref), version=version)
 
     def _written(
         self,
@@ -248,17 +317,27 @@ class OpenLineageEvents:
         root: ResourceRef | None,
         partition: str | None,
         version: str | None = None,
+        *,
+        about: DatasetAbout | None = None,
     ) -> DatasetInfo:
         """An output: a partition is named by its asset's root, the partition in the subset
         facet (one OpenLineage run writes one partition, so the version is that partition's)."""
         if root is None or partition is None or not root.covers(ref):  # strictly inside
-            return self._dataset(ref, version)
+            return DatasetInfo(
+                location=self.locate(ref), ref=str(ref), version=version, about=about
+            )
         subpath = "/".join(ref.parts[len(root.parts) :])
         return DatasetInfo(
             location=self.locate(root),
             ref=str(root),
             partitions=(PartitionInfo(identifier=partition, subpath=subpath, version=version),),
+            about=about,
         )
+
+    def _about_ref(self, ref: ResourceRef) -> DatasetAbout | None:
+        """What describes the data `ref` is in: its asset's description, owners, tags."""
+        key = self.catalog.asset_bound_to(ref)
+        return self._about(key) if key is not None else None
 
     def _inputs(
         self, items: Any, schemas: Mapping[str, Schema] | None = None
@@ -282,6 +361,7 @@ class OpenLineageEvents:
                         ref=text,
                         version=version,
                         schema=schemas.get(text, ()),
+                        about=self._about_ref(ref),
                     )
                     order.append(text)
                 continue
@@ -305,6 +385,7 @@ class OpenLineageEvents:
                 ref=str(item),
                 partitions=tuple(grouped[item]),
                 schema=schema_of.get(item, ()),
+                about=self._about_ref(item),
             )
             for item in order
         )
@@ -336,6 +417,8 @@ class OpenLineageEvents:
         metadata: Mapping[str, Any],
         key: AssetKey | None = None,
         partition: str | None = None,
+        *,
+        metrics: tuple[tuple[str, Any], ...] = (),
     ) -> OutputInfo:
         schema = metadata_value(metadata.get("dagster/column_schema"))
         columns: Schema = ()
@@ -348,12 +431,15 @@ class OpenLineageEvents:
         if root is None and key is not None and partition is not None:
             root = self.catalog.partitioned_root(key)  # events recorded before dws/ref_root
         return OutputInfo(
-            dataset=self._written(ref, root, partition, version),
+            dataset=self._written(
+                ref, root, partition, version, about=self._about(key) if key is not None else None
+            ),
             schema=columns,
             rows=int(rows) if rows is not None else None,
             size_bytes=int(size) if size is not None else None,
             file_format=metadata_value(metadata.get(keys.FORMAT)),
             column_lineage=lineage if isinstance(lineage, Mapping) else None,
+            metrics=metrics,
         )
 
 
@@ -403,6 +489,38 @@ def _job_info(catalog: AssetCatalog, namespace: str, key: AssetKey) -> JobInfo:
         git_branch=code.git_branch,
         code_version=catalog.code_version(key),
         git_root=code.git_root,
+    )
+
+
+def _about(catalog: AssetCatalog, key: AssetKey) -> DatasetAbout:
+    return DatasetAbout(
+        description=catalog.description(key),
+        owners=catalog.owners(key),
+        tags=catalog.tags(key),
+        kinds=catalog.kinds(key),
+    )
+
+
+def _checks_job_info(catalog: AssetCatalog, namespace: str, key: AssetKey) -> JobInfo:
+    asset = key.to_user_string()
+    return JobInfo(
+        namespace=namespace,
+        name=asset,
+        description=f"The Dagster asset checks of '{asset}': each run reads the asset's data "
+        "(a partition of it, or all of it) and judges it; the verdicts are the "
+        "dataQualityAssertions of that input.",
+        owners=catalog.owners(key),
+        checks=True,
+    )
+
+
+def _assertion(verdict: CheckVerdict) -> Assertion:
+    return Assertion(
+        name=verdict.name,
+        success=verdict.passed,
+        severity=verdict.severity.lower() or None,
+        column=verdict.column,
+        description=verdict.description,
     )
 
 

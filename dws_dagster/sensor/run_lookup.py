@@ -25,6 +25,17 @@ _RUN_OUTCOME_TYPES = {DagsterEventType.ASSET_CHECK_EVALUATION, DagsterEventType.
 _RUN_LOG_TYPES = {*_RUN_OUTCOME_TYPES, _PLANNED, DagsterEventType.ASSET_MATERIALIZATION}
 
 AssetPartition = tuple[AssetKey, str | None]
+#: Dagster's run tag holding a run's partition key
+PARTITION_TAG = "dagster/partition"
+#: Dagster's run tags that say what launched a run and for which data: its OpenLineage tags
+LAUNCH_TAGS = (
+    "dagster/schedule_name",
+    "dagster/sensor_name",
+    "dagster/backfill",
+    PARTITION_TAG,
+    "dagster/asset_partition_range_start",
+    "dagster/asset_partition_range_end",
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,10 @@ class RunFacts:
     started: dt.datetime | None = None
     #: the snapshot the run replays (`dws-dagster replay`), whose lineage is the replay's own
     replay_of: str | None = None
+    #: the run's partition key (None: none, or a range)
+    partition: str | None = None
+    #: the `LAUNCH_TAGS` the run has, as (key, value)
+    launch_tags: tuple[tuple[str, str], ...] = ()
 
 
 class RunLookup:
@@ -123,6 +138,10 @@ def _run_facts(
             started=found[2],
             description=f"Dagster run {run_id} of job '{found[0]}'",
             replay_of=found[3].get(keys.REPLAY_OF),
+            partition=found[3].get(PARTITION_TAG) or None,
+            launch_tags=tuple(
+                (tag, str(found[3][tag])) for tag in LAUNCH_TAGS if found[3].get(tag)
+            ),
         )
     )
 

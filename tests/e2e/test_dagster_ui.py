@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from dws_dagster import ResourceRef, Workspace
+from dws_dagster.ol.job_names import asset_job_name
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
 
@@ -196,7 +197,7 @@ def _forecast_events(events_file: Path) -> list[dict[str, Any]]:
         if line.strip():
             with contextlib.suppress(json.JSONDecodeError):  # a line being appended
                 events.append(json.loads(line))
-    return [e for e in events if e.get("job", {}).get("name") == FORECAST_ASSET]
+    return [e for e in events if e.get("job", {}).get("name") == asset_job_name(FORECAST_ASSET)]
 
 
 def _keep_run_logs(home: Path, folder: Path) -> None:
