@@ -238,11 +238,6 @@ def pivots(s, p):
 
 
 @case
-def pivot_values_found_by_spark(s, p):
-    return _trips(s, p).groupBy("zone_id").pivot("trip_id").agg(F.max("fare"))
-
-
-@case
 def generators(s, p):
     trips = _trips(s, p)
     return (

@@ -474,7 +474,7 @@ class _Walker:
                 if msg.WhichOneof("read_type") == "named_table"
                 else ()
             )
-            return _Out([self.new(f.name, qualifier=qualifier[-1:]) for f in schema.fields])
+            return _Out([self.new(f.name, qualifier=qualifier) for f in schema.fields])
         source = msg.data_source
         raw = list(source.paths) or ([source.options["path"]] if "path" in source.options else [])
         paths = [_plain_path(p) for p in raw]
@@ -619,7 +619,10 @@ class _Walker:
         for expr in (from_proto(e) for e in msg.columns):
             if not isinstance(expr, Attr):
                 raise _Unknown("drop of an expression")
-            hit = self.resolve(expr, scope)
+            try:
+                hit = self.resolve(expr, scope)
+            except _Unknown:  # Spark drops nothing for a name it does not find
+                continue
             if hit is not None and not hit[1]:
                 dropped.add(hit[0].key)
         cols = [
