@@ -29,9 +29,11 @@ from dws_dagster.workspace.snapshots.history import delete_snapshot
 from dws_dagster.workspace.snapshots.remote import LazyRemoteData, kept_versions
 from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore, restore_snapshot
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+from dws_dagster.workspace.store.database import forget_databases
 from dws_dagster.workspace.versions import MARKER_NAME
 from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE
 
+from .conftest import tree_state
 from .pipeline import io_manager
 
 REF = "lake/counts"
@@ -247,3 +249,50 @@ def test_cli_restores_and_collects_remote_data_with_the_machines_spark_configura
     assert done.returncode == 0, done.stderr
     assert orjson.loads(done.stdout)["remote_versions"] == [{"ref": REF, "version": v2}]
     assert _kept(folder) == set() and "Traceback" not in done.stderr
+
+
+def test_cli_refuses_remote_data_where_spark_connect_is_configured(
+    remote_ws: Workspace, lake: tuple[str, Path], spark, instance, connect_server
+) -> None:
+    """With Spark Connect configured (`SPARK_REMOTE`, as PySparkResource's `spark.remote`),
+    restore and gc cannot reach a remote resource (Hadoop's FileSystem API needs a classic
+    session's JVM; the Connect protocol has no filesystem operations): each is refused in one
+    line naming the data, the reason and what to do, before anything changes (gc frees no
+    local version either)."""
+    ws, (uri, folder) = remote_ws, lake
+    v1 = _materialize(ws, spark, instance, 3)
+    take_snapshot(ws, "one")
+    v2 = _materialize(ws, spark, instance, 4)
+    forget_databases()
+    before = (tree_state(ws.root), tree_state(folder))
+    env = {**os.environ, "SPARK_REMOTE": connect_server.url}
+    cli = [sys.executable, "-m", "dws_dagster.cli", "--workspace", str(ws.root)]
+    for command in (["restore", "one"], ["gc"], ["gc", "--dry-run"]):
+        done = subprocess.run(
+            [*cli, *command], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 1, command
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"error: {uri}") and "is remote data" in line
+        assert f"Spark Connect session configured here ({connect_server.url}" in line
+        assert "unset SPARK_REMOTE" in line and "nothing at" in line
+        forget_databases()
+        assert (tree_state(ws.root), tree_state(folder)) == before, command
+    assert _on_disk(folder) == v2 and _kept(folder) == {v1} and ws.store.get(REF).version == v2
+
+
+def test_the_connect_refusal_shows_the_server_without_its_parameters(monkeypatch) -> None:
+    """A Connect URL's parameters may carry a token: the refusal names host and port only,
+    and no session is made for it."""
+    from dws_dagster.errors import ConnectUnsupportedError
+    from dws_dagster.spark.remote_data import hadoop_data
+
+    monkeypatch.setenv("SPARK_REMOTE", "sc://spark.example:443/;token=s3cr3t;user_id=me")
+    with pytest.raises(ConnectUnsupportedError) as refused:
+        hadoop_data().version("hdfs://namenode:8020/lake/counts")
+    said = str(refused.value)
+    assert (
+        "(sc://spark.example:443, from SPARK_REMOTE)" in said
+        and "s3cr3t" not in said
+        and "user_id" not in said
+    )

@@ -113,6 +113,30 @@ def test_replay_as_json_and_exit_3_when_a_ref_does_not_reproduce(git_ws, tmp_pat
     assert found["into"] == str(tmp_path / "j")
 
 
+def test_replay_names_the_columns_through_a_spark_connect_session(
+    git_ws, tmp_path: Path, connect_server
+) -> None:
+    """With Spark Connect configured (`SPARK_REMOTE`), pyspark makes no local session: the
+    columns are compared by the Connect server, which reads the same paths, with the same
+    verdict as a local session's."""
+    ws, _ = git_ws
+    odd_step_after_prep(ws)
+    script(ws, "odd")  # FACTOR unset: 1
+    take_snapshot(ws, "v1")
+
+    done = _cli(
+        "replay", "v1", "results/odd", "--format", "json", "--into", str(tmp_path / "c"),
+        cwd=ws.root, env={"FACTOR": "2", "SPARK_REMOTE": connect_server.url},
+    )  # fmt: skip
+
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    verdict = {r["ref"]: r for r in json.loads(done.stdout)["refs"]}["results/odd"]
+    assert verdict["verdict"] == "differs" and verdict["columns"] == ["v"]
+    assert verdict["detail"].endswith("columns that differ: v")
+    assert not (tmp_path / "c" / ".dataworkspace" / "spark-compare.log").exists()
+
+
 def test_replay_refusals_are_one_line_and_change_nothing(git_ws, tmp_path: Path) -> None:
     ws, _ = git_ws
     script(ws, "prep", "--input", "src/trips.csv", "--output", "results/prep")

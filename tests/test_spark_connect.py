@@ -1,7 +1,7 @@
 """SparkWorkspaceIOManager on a Spark Connect session (`sc://`, no JVM in this process) records
-what it records on a classic session: the same versions, rows, schemas and inputs for the same
-assets. Remote (Hadoop URI) data is refused with a DwsError before anything is written; column
-lineage is not yet derived on Connect (a one-line warning says so).
+what it records on a classic session: the same versions, rows, schemas, inputs and column
+lineage for the same assets. Remote (Hadoop URI) data is refused with a DwsError before
+anything is written.
 
 One Connect server and one client session serve the whole run (tests/connect_server.py)."""
 
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dagster import (
+    AssetKey,
     DagsterInstance,
     SourceAsset,
     StaticPartitionsDefinition,
@@ -28,7 +30,6 @@ from pyspark.sql import types as T
 
 from dws_dagster import ConnectUnsupportedError, Workspace, dws_ref
 from dws_dagster.spark import storage
-from dws_dagster.spark.plan import CONNECT_LINEAGE
 from dws_dagster.spark.remote_data import HadoopData
 from dws_dagster.spark.session_kind import is_connect
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY
@@ -47,10 +48,12 @@ REFS = [
 ]
 
 
-def _materialize_pipeline(ws: Workspace, manager: Any, session: Any) -> list[str]:
+def _materialize_pipeline(
+    ws: Workspace, manager: Any, session: Any
+) -> tuple[list[str], dict[str, Any]]:
     """The taxi pipeline (join, filter, aggregate, window; CSV and JSON sources) and an asset
     that reads workspace data by path, not as an input, in one run; returns the run's
-    warnings."""
+    warnings and each asset's `dagster/column_lineage`."""
 
     @asset(metadata=dws_ref("intermediate-data", "by_path"), deps=["enriched"])
     def by_path() -> DataFrame:
@@ -67,11 +70,17 @@ def _materialize_pipeline(ws: Workspace, manager: Any, session: Any) -> list[str
         )
         result = materialize(assets, instance=instance, resources=resources)
         assert result.success
-        return [
+        warnings = [
             entry.user_message
             for entry in instance.all_logs(result.run_id)
             if entry.level >= 30 and entry.user_message
         ]
+        lineage = {}
+        for name in ("enriched", "hourly", "ranking", "by_path"):
+            event = instance.get_latest_materialization_event(AssetKey(name))
+            assert event is not None and event.asset_materialization is not None
+            lineage[name] = event.asset_materialization.metadata["dagster/column_lineage"].value
+        return warnings, lineage
 
 
 def _recorded(ws: Workspace, ref: str) -> dict[str, Any]:
@@ -95,16 +104,14 @@ def both_pipelines(spark, connect_session, tmp_path_factory):
 
     base = tmp_path_factory.mktemp("connect-pipelines")
     classic_ws = make_workspace(base / "classic")
-    classic_warnings = _materialize_pipeline(classic_ws, io_manager(classic_ws), spark)
+    classic = _materialize_pipeline(classic_ws, io_manager(classic_ws), spark)
     connect_ws = make_workspace(base / "connect")
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     try:
-        connect_warnings = _materialize_pipeline(
-            connect_ws, io_manager(connect_ws), connect_session
-        )
+        connect = _materialize_pipeline(connect_ws, io_manager(connect_ws), connect_session)
     finally:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    return classic_ws, classic_warnings, connect_ws, connect_warnings
+    return classic_ws, classic, connect_ws, connect
 
 
 def test_connect_records_the_versions_rows_schemas_and_inputs_of_classic(spark, both_pipelines):
@@ -125,20 +132,28 @@ def test_connect_records_the_versions_rows_schemas_and_inputs_of_classic(spark, 
         assert connect_ws.store.get(ref).version == classic_ws.store.get(ref).version
 
 
-def test_connect_says_once_per_asset_that_column_lineage_is_not_available(both_pipelines):
-    classic_ws, classic_warnings, connect_ws, connect_warnings = both_pipelines
-    lineage_warnings = [w for w in connect_warnings if CONNECT_LINEAGE in w]
-    assert sorted(w.split("'")[1] for w in lineage_warnings) == [
-        "by_path",
-        "enriched",
-        "hourly",
-        "ranking",
-    ]
-    assert all("\n" not in w for w in lineage_warnings)
-    assert not [w for w in classic_warnings if "column lineage" in w]
+def test_connect_records_the_column_lineage_of_classic(both_pipelines):
+    """The same column lineage, direct and indirect, in the lineage store and in Dagster's
+    `dagster/column_lineage`, for every asset (the join, the filter and aggregate, the window,
+    the data read by path), and no warning about it on either session."""
+    (
+        classic_ws,
+        (classic_warnings, classic_dagster),
+        connect_ws,
+        (connect_warnings, connect_dagster),
+    ) = both_pipelines
     for ref in REFS:
-        assert COLUMN_LINEAGE_KEY in classic_ws.store.get(ref).record["extra"]
-        assert COLUMN_LINEAGE_KEY not in connect_ws.store.get(ref).record["extra"]
+        classic = classic_ws.store.get(ref).record["extra"][COLUMN_LINEAGE_KEY]
+        connect = connect_ws.store.get(ref).record["extra"].get(COLUMN_LINEAGE_KEY)
+        assert connect == classic, ref
+    assert connect_dagster == classic_dagster
+    assert all(lineage.deps_by_column for lineage in classic_dagster.values())
+    hourly = classic_ws.store.get("intermediate-data/hourly").record["extra"][COLUMN_LINEAGE_KEY]
+    assert "GROUP_BY" in json.dumps(hourly) and "FILTER" in json.dumps(hourly)
+    ranking = classic_ws.store.get("results/ranking").record["extra"][COLUMN_LINEAGE_KEY]
+    assert "WINDOW" in json.dumps(ranking)
+    for warnings in (classic_warnings, connect_warnings):
+        assert not [w for w in warnings if "lineage" in w]
 
 
 _SCHEMA = T.StructType(

@@ -1,4 +1,6 @@
-"""Column lineage from analyzed Spark plans, checked column by column on real plans."""
+"""Column lineage from Spark plans, checked column by column on real plans: each test runs on
+the classic session (the analyzed plan) and on the Spark Connect session (the client's plan,
+spark/connect_plan.py), with the same expectations."""
 
 from __future__ import annotations
 
@@ -39,9 +41,9 @@ def src(path: str, column: str, kind: LineageKind = D, subtype: str = "IDENTITY"
     return ColumnSource(path, column, kind, subtype)
 
 
-def test_projection_aliases_casts_and_literals(spark, files):
+def test_projection_aliases_casts_and_literals(spark_session, files):
     t = files["trips"]
-    df = spark.read.parquet(t).select(
+    df = spark_session.read.parquet(t).select(
         "trip_id",
         F.col("fare").alias("amount"),
         (F.col("fare") * F.col("zone_id")).alias("x"),
@@ -61,9 +63,9 @@ def test_projection_aliases_casts_and_literals(spark, files):
     assert [(i.path, i.format) for i in lineage.inputs] == [(t, "parquet")]
 
 
-def test_join_filter_and_aggregate(spark, files):
+def test_join_filter_and_aggregate(spark_session, files):
     t, z = files["trips"], files["zones"]
-    trips, zones = spark.read.parquet(t), spark.read.json(z)
+    trips, zones = spark_session.read.parquet(t), spark_session.read.json(z)
     df = (
         trips.join(zones, trips.zone_id == zones.zone_id)
         .where(F.col("fare") > 2)
@@ -91,11 +93,11 @@ def test_join_filter_and_aggregate(spark, files):
     assert {(i.path, i.format) for i in lineage.inputs} == {(t, "parquet"), (z, "json")}
 
 
-def test_using_join_keeps_both_sides_of_a_full_outer_key(spark, files):
+def test_using_join_keeps_both_sides_of_a_full_outer_key(spark_session, files):
     t, z = files["trips"], files["zones"]
     df = (
-        spark.read.parquet(t)
-        .join(spark.read.json(z), "zone_id", "full_outer")
+        spark_session.read.parquet(t)
+        .join(spark_session.read.json(z), "zone_id", "full_outer")
         .select("zone_id", "borough")
     )
     lineage = plan_lineage(df)
@@ -107,10 +109,10 @@ def test_using_join_keeps_both_sides_of_a_full_outer_key(spark, files):
     assert src(t, "zone_id", IND, "JOIN") in lineage.dataset
 
 
-def test_window_functions(spark, files):
+def test_window_functions(spark_session, files):
     t = files["trips"]
     by_zone = Window.partitionBy("zone_id").orderBy("fare")
-    df = spark.read.parquet(t).select(
+    df = spark_session.read.parquet(t).select(
         "trip_id",
         F.row_number().over(by_zone).alias("rank"),
         F.sum("fare").over(by_zone).alias("running"),
@@ -124,10 +126,10 @@ def test_window_functions(spark, files):
     assert lineage.dataset == ()
 
 
-def test_union_by_position_and_by_name(spark, files):
+def test_union_by_position_and_by_name(spark_session, files):
     t, m = files["trips"], files["more"]
-    parquet = spark.read.parquet(t).select("trip_id", "fare")
-    csv = spark.read.option("header", True).option("inferSchema", True).csv(m)
+    parquet = spark_session.read.parquet(t).select("trip_id", "fare")
+    csv = spark_session.read.option("header", True).option("inferSchema", True).csv(m)
     by_position = parquet.union(csv.select(F.col("trip_id"), F.col("zone_id")))
     lineage = plan_lineage(by_position)
     # CSV infers int columns: Spark widens them with a cast, which is a transformation.
@@ -138,9 +140,9 @@ def test_union_by_position_and_by_name(spark, files):
     assert {i.format for i in lineage.inputs} == {"parquet", "csv"}
 
 
-def test_explode(spark, files):
+def test_explode(spark_session, files):
     t = files["trips"]
-    df = spark.read.parquet(t).select("trip_id", F.explode("tags").alias("tag"))
+    df = spark_session.read.parquet(t).select("trip_id", F.explode("tags").alias("tag"))
     lineage = plan_lineage(df)
     assert lineage.complete
     assert lineage.columns == {
@@ -149,18 +151,18 @@ def test_explode(spark, files):
     }
 
 
-def test_sort_limit_and_distinct(spark, files):
+def test_sort_limit_and_distinct(spark_session, files):
     t = files["trips"]
-    df = spark.read.parquet(t).orderBy(F.desc("fare")).limit(3).select("trip_id").distinct()
+    df = spark_session.read.parquet(t).orderBy(F.desc("fare")).limit(3).select("trip_id").distinct()
     lineage = plan_lineage(df)
     assert lineage.complete
     assert lineage.columns == {"trip_id": (src(t, "trip_id"),)}
     assert set(lineage.dataset) == {src(t, "fare", IND, "SORT"), src(t, "trip_id", IND, "GROUP_BY")}
 
 
-def test_rollup_goes_through_expand(spark, files):
+def test_rollup_goes_through_expand(spark_session, files):
     t = files["trips"]
-    df = spark.read.parquet(t).rollup("zone_id").agg(F.sum("fare").alias("total"))
+    df = spark_session.read.parquet(t).rollup("zone_id").agg(F.sum("fare").alias("total"))
     lineage = plan_lineage(df)
     assert lineage.complete
     assert lineage.columns == {
@@ -170,9 +172,9 @@ def test_rollup_goes_through_expand(spark, files):
     assert src(t, "zone_id", IND, "GROUP_BY") in lineage.dataset
 
 
-def test_case_when_conditions_are_indirect(spark, files):
+def test_case_when_conditions_are_indirect(spark_session, files):
     t = files["trips"]
-    df = spark.read.parquet(t).select(
+    df = spark_session.read.parquet(t).select(
         F.when(F.col("zone_id") > 0, F.col("fare")).otherwise(F.col("trip_id")).alias("v")
     )
     lineage = plan_lineage(df)
@@ -183,17 +185,17 @@ def test_case_when_conditions_are_indirect(spark, files):
     }
 
 
-def test_partitioned_input_folder(spark, files):
+def test_partitioned_input_folder(spark_session, files):
     p = files["parted"]
-    df = spark.read.parquet(p).where(F.col("zone_id") == 1).select("trip_id", "zone_id")
+    df = spark_session.read.parquet(p).where(F.col("zone_id") == 1).select("trip_id", "zone_id")
     lineage = plan_lineage(df)
     assert lineage.columns == {"trip_id": (src(p, "trip_id"),), "zone_id": (src(p, "zone_id"),)}
     assert lineage.inputs[0].path == p
     assert "zone_id" in lineage.inputs[0].columns
 
 
-def test_in_memory_frames_have_no_file_sources(spark):
-    df = spark.createDataFrame([(1, "a")], "k long, v string").groupBy("v").count()
+def test_in_memory_frames_have_no_file_sources(spark_session):
+    df = spark_session.createDataFrame([(1, "a")], "k long, v string").groupBy("v").count()
     lineage = plan_lineage(df)
     assert lineage.complete
     assert lineage.inputs == ()
@@ -223,17 +225,21 @@ def test_lineage_runs_no_spark_job_and_is_fast(spark, files):
     print(f"plan_lineage on a 50-column, 3-join plan: {elapsed * 1000:.1f} ms")
 
 
-def test_paths_are_plain_for_local_files(spark, files):
-    lineage = plan_lineage(spark.read.parquet(files["trips"]))
+def test_paths_are_plain_for_local_files(spark_session, files):
+    lineage = plan_lineage(spark_session.read.parquet(files["trips"]))
     assert all(
         not i.path.startswith("file:") and Path(i.path).is_absolute() for i in lineage.inputs
     )
 
 
-def test_inputs_carry_the_types_spark_read(spark, files):
+def test_inputs_carry_the_types_spark_read(spark_session, files):
     """What OpenLineage events give as the input's schema facet (dws/input_schemas)."""
     t, z = files["trips"], files["zones"]
-    df = spark.read.parquet(t).join(spark.read.json(z), "zone_id").select("trip_id", "borough")
+    df = (
+        spark_session.read.parquet(t)
+        .join(spark_session.read.json(z), "zone_id")
+        .select("trip_id", "borough")
+    )
     schemas = {i.path: i.schema for i in plan_lineage(df).inputs}
     assert schemas[t] == (
         ("trip_id", "bigint", True),

@@ -107,6 +107,11 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from dws_dagster.workspace.snapshots.garbage import collect_garbage
 
     ws = open_workspace(args)
+    remote_uris = [str(res.uri) for res in ws.resources.values() if not res.is_local]
+    if remote_uris:  # gc reaches every remote resource: refused before it frees anything
+        from dws_dagster.spark.remote_data import refuse_remote_on_connect
+
+        refuse_remote_on_connect(remote_uris[0])
     report = collect_garbage(ws, dry_run=args.dry_run, remote=remote_data())
     if args.format == "json":
         print_json(

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
+from dws_dagster.spark.remote_data import configured_connect
 from dws_dagster.spark.session_kind import sql_column
 from dws_dagster.spark.storage import StorageError, exact_sum, hash_inputs, limb_sums
 from dws_dagster.workspace.files import stderr_to
@@ -27,10 +29,10 @@ def differing_columns(
 ) -> tuple[str, ...]:
     """The columns in which the data at `reproduced` differs from the data at `recorded`:
     removed, retyped or holding other values (in the recorded order), then added ones."""
-    before = _read(spark, recorded, fmt)
-    after = _read(spark, reproduced, fmt)
-    types_before = {f.name: f.dataType for f in before.schema.fields}
-    types_after = {f.name: f.dataType for f in after.schema.fields}
+    before, schema_before = _read(spark, recorded, fmt)
+    after, schema_after = _read(spark, reproduced, fmt)
+    types_before = {f.name: f.dataType for f in schema_before.fields}
+    types_after = {f.name: f.dataType for f in schema_after.fields}
     shared = [
         name
         for name in types_before
@@ -49,12 +51,15 @@ def differing_columns(
     return (*differ, *(name for name in types_after if name not in types_before))
 
 
-def _read(spark: SparkSession, path: Path, fmt: str) -> DataFrame:
+def _read(spark: SparkSession, path: Path, fmt: str) -> tuple[DataFrame, StructType]:
+    """The data at `path` and its schema (on a Spark Connect session the server reads the path
+    only when asked for the schema: a path it does not see fails there)."""
     reader = spark.read.format(fmt)
     if fmt == "csv":  # as the IO manager writes it
         reader = reader.option("header", "true")
     try:
-        return reader.load(str(path))
+        df = reader.load(str(path))
+        return df, df.schema
     except PySparkException as exc:
         raise StorageError(f"Spark cannot read {path} as {fmt}: {_first_line(exc)}") from None
 
@@ -85,6 +90,12 @@ class SparkColumnComparer:
     """A `replay_compare.ColumnComparer` that starts Spark only when first asked (most
     replays reproduce, and need no Spark in the command's own process).
 
+    The data compared is on this machine: a local session, listening on loopback only,
+    whatever cluster the machine's Spark configuration names. Where Spark Connect is
+    configured (`SPARK_REMOTE`), pyspark makes no local session: the Connect session compares,
+    its server reading the same paths (as it writes them for the IO manager); a server that
+    does not see them gives a verdict that says its columns could not be compared.
+
     Spark says nothing on the command's standard error: the JVM's console output (its
     start-up warnings come before any log level can be set, its progress bars after) goes
     to `log` (default: nowhere), the log level is ERROR and console progress is off."""
@@ -94,9 +105,14 @@ class SparkColumnComparer:
         self._log = log
 
     def __call__(self, recorded: Path, reproduced: Path, fmt: str) -> tuple[str, ...]:
+        if self._spark is None and configured_connect() is not None:
+            try:
+                self._spark = SparkSession.builder.getOrCreate()
+            except PySparkException as exc:
+                raise StorageError(
+                    f"the Spark Connect session could not be made: {_first_line(exc)}"
+                ) from None
         if self._spark is None:
-            # The data compared is on this machine: a local session, listening on loopback
-            # only, whatever cluster the machine's Spark configuration names.
             builder = (
                 SparkSession.builder.master("local[*]")
                 .config("spark.ui.enabled", "false")

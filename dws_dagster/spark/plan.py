@@ -186,7 +186,7 @@ class _Analyzer:
             return self._all(expr.children, "AGGREGATION")
         if cls == "WindowExpression" and len(expr.children) == 2:
             function, spec = expr.children
-            found = self.sources_of(function, _stronger(level, "TRANSFORMATION"))
+            found = self.sources_of(function, stronger(level, "TRANSFORMATION"))
             return found | self.indirect(spec.attributes(), "WINDOW")
         if cls == "CaseWhen":
             found = set()
@@ -195,15 +195,15 @@ class _Analyzer:
                 if is_condition:
                     found |= self.indirect(child.attributes(), "CONDITIONAL")
                 else:
-                    found |= self.sources_of(child, _stronger(level, "TRANSFORMATION"))
+                    found |= self.sources_of(child, stronger(level, "TRANSFORMATION"))
             return found
         if cls == "If" and len(expr.children) == 3:
             return self.indirect(expr.children[0].attributes(), "CONDITIONAL") | self._all(
-                expr.children[1:], _stronger(level, "TRANSFORMATION")
+                expr.children[1:], stronger(level, "TRANSFORMATION")
             )
         if cls in ("ScalarSubquery", "Exists", "ListQuery", "InSubquery"):
             self.complete = False
-        return self._all(expr.children, _stronger(level, "TRANSFORMATION"))
+        return self._all(expr.children, stronger(level, "TRANSFORMATION"))
 
     def _all(self, children: Iterable[_Expr], level: str) -> set[ColumnSource]:
         found: set[ColumnSource] = set()
@@ -366,11 +366,11 @@ class _Analyzer:
         node.output = [(a.expr_id, str(a.fields.get("name"))) for a in outputs]
 
 
-def _stronger(a: str, b: str) -> str:
+def stronger(a: str, b: str) -> str:
     return a if _DIRECT_RANK[a] >= _DIRECT_RANK[b] else b
 
 
-def _normalise_path(raw: str) -> str:
+def normalise_path(raw: str) -> str:
     """Hadoop's `file:/x` and `file:///x` become `/x`; other URIs stay as they are."""
     parts = urlsplit(raw)
     if parts.scheme == "file":
@@ -396,8 +396,8 @@ def _relations(analyzed: Any) -> list[tuple[tuple[str, ...], str | None] | None]
                 found.append(None)
                 continue
             roots = location.rootPaths()
-            paths = tuple(_normalise_path(roots.apply(i).toString()) for i in range(roots.size()))
-            found.append((paths, _format_name(str(file_format))))
+            paths = tuple(normalise_path(roots.apply(i).toString()) for i in range(roots.size()))
+            found.append((paths, format_name(str(file_format))))
         except Exception:  # not a file relation (JDBC, Hive tables...): no path to report
             found.append(None)
     return found
@@ -418,7 +418,7 @@ def _attribute_type(attribute: _Expr) -> tuple[str, bool] | None:
     return simple, bool(attribute.fields.get("nullable", True))
 
 
-def _format_name(raw: str) -> str | None:
+def format_name(raw: str) -> str | None:
     lowered = raw.lower()
     for name in ("parquet", "csv", "json", "orc", "text", "avro"):
         if name in lowered:
@@ -426,23 +426,13 @@ def _format_name(raw: str) -> str | None:
     return None
 
 
-class PlanUnavailableError(Exception):
-    """The DataFrame's analyzed plan cannot be read here (lineage is best effort: the caller
-    logs this and records the data without column lineage)."""
-
-
-#: Said once per output written on a Spark Connect session (docs/spark-connect.md).
-CONNECT_LINEAGE = (
-    "column lineage is not yet available on Spark Connect sessions (the analyzed plan lives in "
-    "the Connect server's JVM); the data, its version and its inputs are recorded. Use a "
-    "classic session for column lineage"
-)
-
-
 def plan_lineage(df: DataFrame) -> PlanLineage:
-    """Input files and column lineage of `df`, read from its analyzed plan (no Spark job)."""
+    """Input files and column lineage of `df`, read from its analyzed plan (no Spark job); on a
+    Spark Connect session, from the client's plan (`spark/connect_plan.py`)."""
     if is_connect(df):
-        raise PlanUnavailableError(CONNECT_LINEAGE)
+        from dws_dagster.spark.connect_plan import connect_plan_lineage
+
+        return connect_plan_lineage(df)
     analyzed = df._jdf.queryExecution().analyzed()  # no public Python API for the plan
     flat = json.loads(analyzed.toJSON())
     tree = _build_tree(flat, lambda cls, raw: _Node(cls, raw))
@@ -452,7 +442,7 @@ def plan_lineage(df: DataFrame) -> PlanLineage:
     names = df.columns
     for position, (expr_id, name) in enumerate(tree.output):
         label = names[position] if position < len(names) else name
-        columns[label] = _tidy(analyzer.lineage.get(expr_id, frozenset()))
+        columns[label] = tidy(analyzer.lineage.get(expr_id, frozenset()))
     if len(tree.output) != len(names):
         analyzer.complete = False
     inputs = tuple(
@@ -469,7 +459,7 @@ def plan_lineage(df: DataFrame) -> PlanLineage:
         for path, (fmt, cols) in sorted(analyzer.inputs.items())
     )
     return PlanLineage(
-        inputs=inputs, columns=columns, dataset=_tidy(analyzer.dataset), complete=analyzer.complete
+        inputs=inputs, columns=columns, dataset=tidy(analyzer.dataset), complete=analyzer.complete
     )
 
 
@@ -495,9 +485,9 @@ def connect_read_paths(df: DataFrame) -> PlanLineage | None:
             message = pending.pop()
             if message.DESCRIPTOR.full_name == "spark.connect.Read.DataSource":
                 for raw in message.paths:
-                    found.setdefault(_normalise_path(raw), _format_name(message.format))
+                    found.setdefault(normalise_path(raw), format_name(message.format))
             for descriptor, value in message.ListFields():
-                values = value if descriptor.label == descriptor.LABEL_REPEATED else [value]
+                values = value if repeated(descriptor) else [value]
                 pending.extend(item for item in values if isinstance(item, Message))
     except Exception:
         return None
@@ -509,7 +499,16 @@ def connect_read_paths(df: DataFrame) -> PlanLineage | None:
     )
 
 
-def _tidy(sources: Iterable[ColumnSource]) -> tuple[ColumnSource, ...]:
+def repeated(descriptor: Any) -> bool:
+    """Whether a protobuf field holds a list (`is_repeated` in newer protobuf releases, which
+    deprecate `label`)."""
+    flag = getattr(descriptor, "is_repeated", None)
+    if isinstance(flag, bool):
+        return flag
+    return bool(descriptor.label == descriptor.LABEL_REPEATED)
+
+
+def tidy(sources: Iterable[ColumnSource]) -> tuple[ColumnSource, ...]:
     """Sorted, and one DIRECT entry per input column (the strongest subtype)."""
     direct: dict[tuple[str, str], ColumnSource] = {}
     indirect: set[ColumnSource] = set()

@@ -1,18 +1,25 @@
 """Remote data (HDFS, abfss, s3a, any Hadoop filesystem) for the workspace's restore and gc.
 
 The workspace layer retains a remote version where it lies (workspace/remote.py) but cannot
-reach it; this gives it Hadoop's FileSystem API through a Spark session.
+reach it; this gives it Hadoop's FileSystem API through a Spark session. That API lives in a
+classic session's JVM: where Spark Connect is configured (`SPARK_REMOTE`, as a
+PySparkResource's `spark.remote`), there is none, and the Connect protocol has no filesystem
+operations, so remote data is refused there with what to do instead, before anything remote
+is read or changed and without contacting the server.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
+from dws_dagster.errors import ConnectUnsupportedError
 from dws_dagster.spark.storage import StorageError, _hadoop_fs, read_marker, remote_listing_version
 
 
@@ -85,7 +92,56 @@ class HadoopData:
             )
 
 
-def hadoop_data() -> HadoopData:
+def configured_connect() -> str | None:
+    """The Spark Connect server a new session of this process would reach (`SPARK_REMOTE`,
+    which pyspark's builder follows), shown as `sc://host:port` (its parameters may hold a
+    token), or None when a new session would be classic."""
+    raw = os.environ.get("SPARK_REMOTE")
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    return f"{parts.scheme}://{parts.netloc.split(';')[0]}" if parts.netloc else "SPARK_REMOTE"
+
+
+def refuse_remote_on_connect(location: str) -> None:
+    """ConnectUnsupportedError when Spark Connect is configured: `location` (a Hadoop URI) can
+    only be reached through a classic session's JVM."""
+    server = configured_connect()
+    if server is None:
+        return
+    raise ConnectUnsupportedError(
+        f"{location} is remote data (a Hadoop filesystem URI): snapshot, restore, gc and replay "
+        "--in-place read, move, list and delete it with Hadoop's FileSystem API in a classic "
+        f"Spark session's JVM, and the Spark Connect session configured here ({server}, from "
+        "SPARK_REMOTE) has no JVM in this process nor filesystem operations in its protocol; "
+        f"nothing at {location} was read or changed. Run this command with a classic session: "
+        "unset SPARK_REMOTE (the machine's Spark configuration and the filesystem's Hadoop "
+        "settings are then used) (docs/spark-connect.md)"
+    )
+
+
+class ConnectRemoteData:
+    """The `RemoteData` of a process configured for Spark Connect: every call is refused."""
+
+    def version(self, location: str) -> str | None:
+        refuse_remote_on_connect(location)
+        return None
+
+    def kept(self, folder: str) -> list[tuple[str, int]]:
+        refuse_remote_on_connect(folder)
+        return []
+
+    def move(self, source: str, destination: str) -> None:
+        refuse_remote_on_connect(source)
+
+    def delete(self, location: str) -> None:
+        refuse_remote_on_connect(location)
+
+
+def hadoop_data() -> HadoopData | ConnectRemoteData:
     """A `HadoopData` over the active Spark session, or a new one made with the machine's Spark
-    configuration (`spark-defaults.conf`, `SPARK_CONF_DIR`): what the CLI uses."""
+    configuration (`spark-defaults.conf`, `SPARK_CONF_DIR`): what the CLI uses. Where Spark
+    Connect is configured, a `ConnectRemoteData` that refuses (no session is made)."""
+    if configured_connect() is not None:
+        return ConnectRemoteData()
     return HadoopData(SparkSession.builder.config("spark.ui.enabled", "false").getOrCreate())
