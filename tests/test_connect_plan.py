@@ -312,6 +312,14 @@ def higher_order_and_user_functions(s, p):
 
 
 @case
+def paths_as_the_body_wrote_them(s, p):
+    """A `file:` URI with a trailing slash, a `.`: the classic session's file relations give
+    them normalised; so does the Connect walk."""
+    trips = s.read.parquet(f"file://{p['trips']}/").select("trip_id")
+    return trips.crossJoin(s.read.json(f"{p['zones']}/./").select("borough"))
+
+
+@case
 def map_in_pandas_is_not_followed(s, p):
     def same(batches):
         yield from batches

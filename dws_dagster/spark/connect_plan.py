@@ -25,7 +25,6 @@ incomplete, never guessed.
 from __future__ import annotations
 
 import itertools
-import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -65,8 +64,8 @@ from dws_dagster.spark.plan import (
     PlanInput,
     PlanLineage,
     Sources,
+    client_path,
     format_name,
-    normalise_path,
     repeated,
     stronger,
     tidy,
@@ -476,7 +475,7 @@ class _Walker:
             return _Out([self.new(f.name, qualifier=qualifier) for f in schema.fields])
         source = msg.data_source
         raw = list(source.paths) or ([source.options["path"]] if "path" in source.options else [])
-        paths = [_plain_path(p) for p in raw]
+        paths = [client_path(p) for p in raw]
         if not paths:  # JDBC and other sources without files
             self.complete = False
         fmt = format_name(source.format)
@@ -822,15 +821,6 @@ def _leaves(rel: Any) -> Iterator[Any]:
         yield rel
     for child in children:
         yield from _leaves(child)
-
-
-def _plain_path(raw: str) -> str:
-    """A path as the classic session's file relations give it: `file:` URIs and local paths
-    normalised as Hadoop's Path does (`/a/./b/` is `/a/b`)."""
-    path = normalise_path(raw)
-    if path.startswith("/"):
-        return posixpath.normpath(path)
-    return path.rstrip("/") if "://" in path and not path.endswith("://") else path
 
 
 def connect_plan_lineage(df: DataFrame) -> PlanLineage:
