@@ -14,12 +14,24 @@ Both run in one Spark session, alternating, on the same DataFrame; each figure i
                     Measured with versioning="rows" (the default: every row hashed in the
                     write pass) and versioning="files" (the written files' bytes).
 
-Each case is timed by the wall clock and by CPU time (this process plus the Spark JVM): on a
-shared machine the CPU ratios are the steadier figures.
+With `--connect` the same DataFrame is also written through a Spark Connect session (a
+server started from the installed pyspark package on 127.0.0.1, or the `sc://` URL given),
+the client in this process:
 
-Target: IO manager ≤ 1.05× the plain IO manager.
+  Connect plain write       `df.write.parquet` on the Connect session
+  Connect IO manager        the Dagster materialization through SparkWorkspaceIOManager on the
+                            Connect session (versioning "rows" and "files"), and through the
+                            plain parquet IO manager
+  Connect plan lineage      column lineage from the client's plan (schema requests only)
 
-    python bench/io_manager_overhead.py --rows 5000000 --repeats 3
+Each case is timed by the wall clock and by CPU time (this process plus the Spark JVM, and the
+Connect server's JVM when this script started it): on a shared machine the CPU ratios are the
+steadier figures.
+
+Targets: IO manager ≤ 1.05× the plain IO manager; on Connect, IO manager ≤ 1.3× the plain
+`df.write.parquet` on Connect (wall).
+
+    python bench/io_manager_overhead.py --rows 5000000 --repeats 3 [--connect [sc://host:port]]
 """
 
 import argparse
@@ -31,6 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -40,6 +53,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--connect",
+        nargs="?",
+        const="start",
+        default=None,
+        help="also measure on Spark Connect: a server started here (default) or this sc:// URL",
+    )
     args = parser.parse_args()
 
     from dagster import ConfigurableIOManager, DagsterInstance, asset, materialize
@@ -65,13 +85,7 @@ def main() -> None:
     ws.add_resource("inter", "intermediate-data", path="inter")
 
     def frame() -> DataFrame:
-        return spark.range(args.rows, numPartitions=4).selectExpr(
-            "id",
-            "id % 263 AS zone",
-            "CAST(id % 9973 AS DOUBLE) / 7 AS fare",
-            "TIMESTAMP_SECONDS(1704067200 + id % 31536000) AS pickup",
-            "CONCAT('trip-', CAST(id AS STRING)) AS name",
-        )
+        return frame_sql(args.rows)(spark)
 
     def plain_write() -> None:
         frame().write.mode("overwrite").parquet(str(tmp / "plain"))
@@ -134,12 +148,22 @@ def main() -> None:
         "Dagster + SparkWorkspaceIOManager": through_dws_manager,
         "Dagster + SparkWorkspaceIOManager files": through_files_manager,
     }
-    jvm_pid = spark.sparkContext._gateway.proc.pid  # the driver JVM: where local tasks run
+    jvm_pids = [spark.sparkContext._gateway.proc.pid]  # the driver JVM: where local tasks run
+    server, remote = None, None
+    if args.connect is not None:
+        server, url = _connect_server(args.connect, tmp)
+        if server is not None:
+            jvm_pids.append(server.pid)
+        remote, connect_cases = _connect_cases(url, tmp, ws, instance, frame_sql(args.rows))
+        cases.update(connect_cases)
     ticks = os.sysconf("SC_CLK_TCK")
 
     def cpu_seconds() -> float:
-        fields = Path(f"/proc/{jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / ticks + time.process_time()
+        total = time.process_time()
+        for pid in jvm_pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        return total
 
     import logging
 
@@ -192,9 +216,133 @@ def main() -> None:
     )
     print(f"  staging + swap: {ratio('atomic write', 'plain df.write.parquet')} the plain write")
     print(f"  plan lineage: {median['plan lineage'] / base:.4f}× the plain write")
+    if args.connect is not None:
+        print("\nOn Spark Connect (target: IO manager ≤ 1.3× the plain write on Connect, wall):")
+        for case in (
+            "Connect: Dagster + SparkWorkspaceIOManager",
+            "Connect: Dagster + SWIOM files",
+        ):
+            print(
+                f"  {case[9:]:38} {ratio(case, 'Connect: plain df.write.parquet')} the plain "
+                f"write; {ratio(case, 'Connect: Dagster + plain IO manager')} the plain IO "
+                "manager"
+            )
+        print(
+            f"  Dagster + plain IO manager:            "
+            f"{ratio('Connect: Dagster + plain IO manager', 'Connect: plain df.write.parquet')} "
+            "the plain write (Dagster's own run)"
+        )
+        print(
+            f"  plan lineage from the client's plan:   "
+            f"{median['Connect: plan lineage'] * 1000:.0f} ms"
+        )
+        print(
+            f"  Connect plain write against the classic one: "
+            f"{ratio('Connect: plain df.write.parquet', 'plain df.write.parquet')}"
+        )
     shutil.rmtree(tmp, ignore_errors=True)
     spark.stop()
+    if remote is not None:
+        remote.stop()  # before its server: the client would retry releasing it for minutes
+    if server is not None:
+        from tests.connect_server import stop_server
+
+        stop_server(server)
     sys.exit(0)
+
+
+def frame_sql(rows: int) -> Callable[[Any], Any]:
+    """The benchmark's DataFrame on a session of either kind (SQL text: no `functions`)."""
+
+    def build(session: Any) -> Any:
+        return session.range(rows, numPartitions=4).selectExpr(
+            "id",
+            "id % 263 AS zone",
+            "CAST(id % 9973 AS DOUBLE) / 7 AS fare",
+            "TIMESTAMP_SECONDS(1704067200 + id % 31536000) AS pickup",
+            "CONCAT('trip-', CAST(id AS STRING)) AS name",
+        )
+
+    return build
+
+
+def _connect_server(option: str, tmp: Path) -> tuple[Any, str]:
+    """The Connect server to measure against: one started here from the pyspark package (the
+    test suite's starter: 127.0.0.1, local[2], stopped by its PID), or the URL given."""
+    if option != "start":
+        return None, option
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.connect_server import start_server
+
+    server = start_server(tmp / "connect-server")
+    return server, server.url
+
+
+def _connect_cases(
+    url: str, tmp: Path, ws: Any, instance: Any, build: Callable[[Any], Any]
+) -> tuple[Any, dict[str, Callable[[], None]]]:
+    """The Connect rows: each runs with pyspark's Connect switch on (as a process that makes
+    only Connect sessions has it), and off again for the classic rows."""
+    from dagster import ConfigurableIOManager, asset, materialize
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
+    from dws_dagster.spark.plan import plan_lineage
+
+    remote = RemoteSparkSession.builder.remote(url).getOrCreate()
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    ws.add_resource("connect", "intermediate-data", path="connect")
+
+    class ConnectPlainParquet(ConfigurableIOManager):
+        def handle_output(self, context, obj) -> None:
+            obj.write.mode("overwrite").parquet(str(tmp / "connect-dagster-plain"))
+
+        def load_input(self, context):
+            raise NotImplementedError
+
+    @asset(name="connect_trips", metadata=dws_ref("connect", "trips"))
+    def connect_trips() -> Any:
+        return build(remote)
+
+    managers = {
+        "plain": ConnectPlainParquet(),
+        "rows": SparkWorkspaceIOManager(workspace=WorkspaceResource(root=str(ws.root))),
+        "files": SparkWorkspaceIOManager(
+            workspace=WorkspaceResource(root=str(ws.root)), versioning="files"
+        ),
+    }
+
+    def on_connect(run: Callable[[], None]) -> Callable[[], None]:
+        def case() -> None:
+            os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+            try:
+                run()
+            finally:
+                os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+
+        return case
+
+    def through(kind: str) -> Callable[[], None]:
+        return on_connect(
+            lambda: materialize(
+                [connect_trips], instance=instance, resources={"io_manager": managers[kind]}
+            )
+        )
+
+    def plain_write() -> None:
+        build(remote).write.mode("overwrite").parquet(str(tmp / "connect-plain"))
+
+    def lineage() -> None:
+        written = remote.read.parquet(str(tmp / "connect-plain"))
+        plan_lineage(written.groupBy("zone").agg({"fare": "sum"}).where("zone > 3"))
+
+    return remote, {
+        "Connect: plain df.write.parquet": on_connect(plain_write),
+        "Connect: Dagster + plain IO manager": through("plain"),
+        "Connect: Dagster + SparkWorkspaceIOManager": through("rows"),
+        "Connect: Dagster + SWIOM files": through("files"),
+        "Connect: plan lineage": on_connect(lineage),
+    }
 
 
 if __name__ == "__main__":

@@ -11,20 +11,20 @@ each expression the way `spark/plan.py` classifies the analyzed one (identity, t
 aggregation; filter, join, group-by, sort, window and conditional inputs), so that the same
 plan gives the same lineage on either kind of session.
 
-The server is asked (one `AnalyzePlan` schema request per node, in parallel where they are
-known up front) only what the client's plan does not say: the columns of leaves (a file read's
-names and types), the names Spark makes up for unnamed expressions, stars over structs and
-generators, and the types either side of a union (Spark casts a side whose type differs). A
-node whose columns the server names differently from the walk is not trusted: its columns get
-no sources. A node the walk does not know (a pandas UDF over partitions, SQL text as a
-relation, a table) is treated as `spark/plan.py` treats one: its columns carry no sources and
-the lineage is incomplete, never guessed.
+The server is asked only what the client's plan does not say, by `AnalyzePlan` schema
+requests on sub-plans: the columns of leaves (a file read's names and types; these requests
+go in parallel), the names Spark makes up for unnamed expressions, stars over structs,
+generators and pivots, and the types either side of a set operation (Spark casts a side whose
+type differs). The root's schema is the DataFrame's own, kept by the client. A node whose
+columns the server names differently from the walk is not trusted: its columns get no sources.
+A node the walk does not know (a pandas UDF over partitions, SQL text as a relation, a table)
+is treated as `spark/plan.py` treats one: its columns carry no sources and the lineage is
+incomplete, never guessed.
 """
 
 from __future__ import annotations
 
 import itertools
-import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,8 +64,8 @@ from dws_dagster.spark.plan import (
     PlanInput,
     PlanLineage,
     Sources,
+    client_path,
     format_name,
-    normalise_path,
     repeated,
     stronger,
     tidy,
@@ -452,13 +452,11 @@ class _Walker:
     def _pass(self, msg: Any, rel: Any) -> _Out:
         return self.visit(msg.input)
 
+    # As in spark/plan.py: these keep their child's columns and decide no rows by value
+    # (a repartition's expressions only place rows; a hint's parameters are names).
     _rel_limit = _rel_offset = _rel_tail = _rel_sample = _rel_repartition = _pass
-    _rel_hint = _rel_with_watermark = _rel_collect_metrics = _pass
-
-    def _rel_repartition_by_expression(self, msg: Any, rel: Any) -> _Out:
-        child = self.visit(msg.input)
-        self.columns_read([from_proto(e) for e in msg.partition_exprs], _Scope(child.cols))
-        return child
+    _rel_repartition_by_expression = _rel_hint = _rel_with_watermark = _pass
+    _rel_collect_metrics = _pass
 
     def _rel_subquery_alias(self, msg: Any, rel: Any) -> _Out:
         child = self.visit(msg.input)
@@ -477,7 +475,7 @@ class _Walker:
             return _Out([self.new(f.name, qualifier=qualifier) for f in schema.fields])
         source = msg.data_source
         raw = list(source.paths) or ([source.options["path"]] if "path" in source.options else [])
-        paths = [_plain_path(p) for p in raw]
+        paths = [client_path(p) for p in raw]
         if not paths:  # JDBC and other sources without files
             self.complete = False
         fmt = format_name(source.format)
@@ -823,15 +821,6 @@ def _leaves(rel: Any) -> Iterator[Any]:
         yield rel
     for child in children:
         yield from _leaves(child)
-
-
-def _plain_path(raw: str) -> str:
-    """A path as the classic session's file relations give it: `file:` URIs and local paths
-    normalised as Hadoop's Path does (`/a/./b/` is `/a/b`)."""
-    path = normalise_path(raw)
-    if path.startswith("/"):
-        return posixpath.normpath(path)
-    return path.rstrip("/") if "://" in path and not path.endswith("://") else path
 
 
 def connect_plan_lineage(df: DataFrame) -> PlanLineage:

@@ -13,6 +13,7 @@ never an error.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -378,6 +379,16 @@ def normalise_path(raw: str) -> str:
     return raw
 
 
+def client_path(raw: str) -> str:
+    """A path as a Spark Connect client's plan holds it (as the body gave it), made what the
+    classic session's file relations would give: `file:` URIs plain, and normalised as
+    Hadoop's Path does (`/a/./b/` is `/a/b`, no trailing slash)."""
+    path = normalise_path(raw)
+    if path.startswith("/"):
+        return posixpath.normpath(path)
+    return path.rstrip("/") if "://" in path and not path.endswith("://") else path
+
+
 def _relations(analyzed: Any) -> list[tuple[tuple[str, ...], str | None] | None]:
     """Root paths and format of each leaf of the plan, in pre-order (as in the JSON)."""
     leaves = analyzed.collectLeaves()
@@ -485,7 +496,7 @@ def connect_read_paths(df: DataFrame) -> PlanLineage | None:
             message = pending.pop()
             if message.DESCRIPTOR.full_name == "spark.connect.Read.DataSource":
                 for raw in message.paths:
-                    found.setdefault(normalise_path(raw), format_name(message.format))
+                    found.setdefault(client_path(raw), format_name(message.format))
             for descriptor, value in message.ListFields():
                 values = value if repeated(descriptor) else [value]
                 pending.extend(item for item in values if isinstance(item, Message))
