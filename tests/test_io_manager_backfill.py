@@ -20,7 +20,7 @@ from dagster import (
     asset,
     materialize,
 )
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref, process_events
@@ -458,3 +458,174 @@ def test_each_row_finds_its_partition_by_its_column(spark, kind: str):
     index = partition_index(partitions_def, keys, "c", df, "probe")
     found = [row[0] for row in df.select(index).collect()]
     assert found == expected
+
+
+def test_inputs_read_by_path_are_recorded_with_every_partition_where_rows_cannot_tell(
+    spark, tmp_path: Path
+):
+    """Three days in one run: `joined` joins the days' files (a row's file is not all it
+    depends on), `filtered` drops every row of the second day. The records are conservative,
+    never short: more inputs than one run per partition records, said on each
+    materialization and in the run's log."""
+    ws = make_workspace(tmp_path / "ws")
+    land_readings(ws)
+    first = KEYS[:3]
+    files = [f"source-data/readings/day_{key}.csv" for key in first]
+
+    def read(key: str) -> DataFrame:
+        return spark.read.csv(
+            str(ws.local_path(f"source-data/readings/day_{key}.csv")),
+            header=True,
+            schema="day date, reading int",
+        ).where(F.col("day") == F.lit(key).cast("date"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        @asset(
+            partitions_def=DAYS,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata={**dws_ref("intermediate-data", "joined"), "partition_expr": "day"},
+        )
+        def joined(context) -> DataFrame:
+            days = functools.reduce(DataFrame.unionByName, map(read, context.partition_keys))
+            return days.join(spark.range(100).withColumnRenamed("id", "reading"), "reading")
+
+        @asset(
+            partitions_def=DAYS,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata={**dws_ref("intermediate-data", "filtered"), "partition_expr": "day"},
+        )
+        def filtered(context) -> DataFrame:
+            days = functools.reduce(DataFrame.unionByName, map(read, context.partition_keys))
+            return days.where(F.col("day") != F.lit(first[1]).cast("date"))
+
+    tags = {
+        "dagster/asset_partition_range_start": first[0],
+        "dagster/asset_partition_range_end": first[-1],
+    }
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            [joined, filtered],
+            instance=instance,
+            resources={"io_manager": io_manager(ws)},
+            tags=tags,
+        )
+        assert result.success
+        logged = warnings_of(instance, result.run_id)
+
+    def recorded(name: str, key: str) -> list[str]:
+        record = ws.store.get(f"intermediate-data/{name}/{key}").record
+        assert set(record["provenance"]) >= {i["ref"] for i in record["inputs"]}
+        return [i["ref"] for i in record["inputs"]]
+
+    by_path = {name: materializations(result, name) for name in ("joined", "filtered")}
+    for key in first:
+        assert recorded("joined", key) == files
+        said = by_path["joined"][key]["dws/inputs_by_path"].value
+        assert said["exact"] == [] and said["every_partition"] == files
+        assert "which file each row came from is unknown" in said["reason"]
+        assert "Join" in said["reason"]
+    # The second day got no row: all three files. Its file gave no row to any partition: an
+    # input of every partition. The others hold their own file's rows: exact.
+    assert recorded("filtered", first[1]) == files
+    said = by_path["filtered"][first[1]]["dws/inputs_by_path"].value
+    assert said["every_partition"] == files and "received no row" in said["reason"]
+    for key, own in ((first[0], files[0]), (first[2], files[2])):
+        assert recorded("filtered", key) == sorted([own, files[1]])
+        said = by_path["filtered"][key]["dws/inputs_by_path"].value
+        assert said["exact"] == [own] and said["every_partition"] == [files[1]]
+        assert f"no row of {files[1]} reached any partition" in said["reason"]
+    notes = [w for w in logged if "read by path as inputs of every partition" in w]
+    assert sorted(n.split("'")[1] for n in notes) == ["filtered", "joined"]
+    assert "3 of 3 partitions" in next(n for n in notes if "'filtered'" in n)
+
+
+def test_rows_are_traced_to_their_files_only_through_plans_that_keep_rows_whole(
+    spark, tmp_path: Path
+):
+    """Projections, filters, unions and explode keep each row the row its scan read; joins,
+    aggregations, windows, sorts, shuffles, limits, subqueries and Python UDFs do not. A
+    file's name comes back as its local path, whatever characters it holds."""
+    from pyspark.sql import types as T
+
+    from dws_dagster.spark.row_files import file_path, untraceable
+
+    paths = [tmp_path / "a b%.csv", tmp_path / "c.csv"]
+    for n, path in enumerate(paths):
+        path.write_text(f"day,reading\n2024-01-0{n + 1},{n}\n")
+    a, b = (spark.read.csv(str(p), header=True, schema="day date, reading int") for p in paths)
+    kept = (
+        a.where("reading >= 0")
+        .unionByName(b)
+        .select("day", F.explode(F.array("reading", F.lit(1))).alias("reading"))
+        .withColumn("twice", F.col("reading") * 2)
+    )
+    assert untraceable(kept) is None
+    assert untraceable(spark.range(3).unionByName(spark.range(2))) is None
+    assert sorted(file_path(r[0]) for r in kept.select(F.input_file_name()).collect()) == sorted(
+        [str(paths[0])] * 2 + [str(paths[1])] * 2
+    )
+    by_day = Window.partitionBy("day").orderBy("reading")
+    echo = F.udf(lambda x: x, T.IntegerType())
+    combined = {
+        "Join": a.join(b, "day"),
+        "Aggregate": a.groupBy("day").count(),
+        "Window": a.withColumn("n", F.row_number().over(by_day)),
+        "Sort": a.orderBy("reading"),
+        "Repartition": a.repartition(3),
+        "Limit": a.limit(1),
+        "subquery": a.where("reading > (SELECT max(id) FROM range(3))"),
+        "Python": a.select(echo("reading")),
+    }
+    for node, df in combined.items():
+        reason = untraceable(df)
+        assert reason is not None and node in reason, (node, reason)
+
+
+@pytest.mark.slow
+def test_a_range_on_spark_connect_records_what_classic_records(
+    spark, backfilled, connect_session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The same 33-day backfill as one run on a Spark Connect session: each partition's data,
+    version, inputs (its upstream partitions, the landed file whose rows it holds) and
+    provenance are the classic session's; column lineage is not derived on Connect yet."""
+    landed: dict[str, Path] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assets = backfill_assets(connect_session, [0], landed)
+    ws = make_workspace(tmp_path / "connect")
+    land_readings(ws)
+    landed["root"] = ws.root
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            assets,
+            instance=instance,
+            resources={"io_manager": io_manager(ws)},
+            selection=["events", "daily", "readings"],
+            tags=RANGE_TAGS,
+        )
+        assert result.success
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED")
+    readings = materializations(result, "readings")
+
+    def without_column_lineage(record: dict[str, Any]) -> dict[str, Any]:
+        data = comparable(record)
+        data["extra"] = {k: v for k, v in data["extra"].items() if k != "column_lineage"}
+        return data
+
+    classic_ws = backfilled.ranged_ws
+    for name in ("events", "daily", "readings"):
+        for key in KEYS:
+            ref = f"intermediate-data/{name}/{key}"
+            connect, classic = ws.store.get(ref).record, classic_ws.store.get(ref).record
+            assert without_column_lineage(connect) == without_column_lineage(classic), ref
+            assert "column_lineage" not in connect["extra"]
+            assert ws.version_of(ref) == classic["version"]
+        assert rows_by_partition(spark, ws, name) == rows_by_partition(spark, classic_ws, name)
+    for key in KEYS:
+        assert readings[key]["dws/inputs_by_path"].value == {
+            "exact": [f"source-data/readings/day_{key}.csv"],
+            "every_partition": [],
+        }
