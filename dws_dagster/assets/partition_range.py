@@ -35,13 +35,13 @@ from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets import range_inputs
 from dws_dagster.assets.bindings import Binding, metadata_value
-from dws_dagster.assets.materialization import (
-    META_INPUT_SCHEMAS,
-    META_REF_ROOT,
-    STEP_KIND,
-    lineage_metadata,
+from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
+from dws_dagster.assets.output_metadata import (
+    describe_lineage,
+    input_schemas,
+    table_metadata,
+    writing_assets,
 )
-from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
 from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept
 from dws_dagster.assets.step_reads import StepReads
@@ -245,10 +245,10 @@ def write_partition_range(
     )
     # One-writer and one-version rules, partition by partition as one run each would check
     # them, all before anything is written.
-    checked = {
-        k: store.begin_step(asset, claims=[ref], inputs=candidates[k], lock=True).provenance
-        for k, ref in zip(partition_keys, refs, strict=True)
-    }
+    checks = store.begin_steps(
+        asset, [(ref, candidates[k]) for k, ref in zip(partition_keys, refs, strict=True)]
+    )
+    checked = {k: check.provenance for k, check in zip(partition_keys, checks, strict=True)}
     inputs, provenance = dict(candidates), dict(checked)
     commit = git_commit(ws.root)
     steps = {
@@ -269,6 +269,7 @@ def write_partition_range(
     ref_of = dict(zip(partition_keys, refs, strict=True))
     built: dict[str, LineageRecord] = {}
     attribution: range_inputs.Attribution | None = None
+    unread: dict[str, set[str]] = {k: set() for k in partition_keys}
     untraceable = row_files.untraceable(df) if by_path else None
     if by_path and untraceable is not None:
         attribution = range_inputs.everywhere(
@@ -280,12 +281,12 @@ def write_partition_range(
         nonlocal attribution
         attribution = range_inputs.by_rows(partition_keys, by_path, files)
         for k, ref in zip(partition_keys, refs, strict=True):
-            unread = {r for r in by_path if r not in attribution.refs(k)}
-            if not unread:
+            unread[k] = {r for r in by_path if r not in attribution.refs(k)}
+            if not unread[k]:
                 continue
-            inputs[k] = tuple(item for item in candidates[k] if item[0] not in unread)
+            inputs[k] = tuple(item for item in candidates[k] if item[0] not in unread[k])
             provenance[k] = store.check_inputs(asset, inputs[k], outputs=[ref]).provenance
-            described[k] = _without(described[k], unread)
+            described[k] = _without(described[k], unread[k])
 
     def lineage(key: str, version: str, rows: int) -> dict[str, Any]:
         ref = ref_of[key]
@@ -358,33 +359,32 @@ def write_partition_range(
     note = range_inputs.summary(asset, partition_keys, attribution) if attribution else None
     if note is not None:
         context.log.warning(note)
+    # Worked out once for the range: the same for every partition but for what it did not read.
+    schemas = input_schemas(plan, ws) if plan is not None else {}
+    writers = writing_assets(ws, described_all) if described_all is not None else {}
     for k in partition_keys:
         record = built[k]
         metadata = lineage_metadata(
             record, fmt=binding.format, input_assets=input_assets, workspace=ws.name
         )
-        metadata.update(table_metadata(df, written[k], plan, direct, described[k], ws))
-        _only_read(metadata, {r for r in by_path if r not in _input_refs(record)})
+        metadata.update(
+            table_metadata(
+                df,
+                written[k],
+                plan,
+                direct,
+                described[k],
+                ws,
+                schemas={r: c for r, c in schemas.items() if r not in unread[k]},
+                writers=writers,
+            )
+        )
         if attribution is not None:
             metadata[keys.INPUTS_BY_PATH] = MetadataValue.json(attribution.describe(k))
         metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
         if ws.replay_of is not None:
             metadata[keys.REPLAY_OF] = MetadataValue.text(ws.replay_of["snapshot"])
         dagster_compat.add_partition_metadata(context, k, metadata)
-
-
-def _input_refs(record: LineageRecord) -> set[str]:
-    return {ref for ref, _ in record.inputs}
-
-
-def _only_read(metadata: dict[str, Any], unread: set[str]) -> None:
-    """Drop from a partition's input schemas the refs read by path that it does not read."""
-    schemas = metadata.get(META_INPUT_SCHEMAS)
-    if not unread or schemas is None:
-        return
-    metadata[META_INPUT_SCHEMAS] = MetadataValue.json(
-        {ref: columns for ref, columns in schemas.value.items() if ref not in unread}
-    )
 
 
 def _record_failures(
