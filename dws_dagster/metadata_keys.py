@@ -57,6 +57,10 @@ REF_ROOT = "dws/ref_root"
 #: the writer's `keep_versions` for a remote ref (gc frees its kept versions by it)
 KEEP_VERSIONS = "dws/keep_versions"
 SIZE_BYTES = "dws/size_bytes"
+#: on each partition of a range written in one step that read data by path: which of those
+#: inputs are its own ("exact", from the files its rows came from), which are recorded with
+#: every partition of the range ("every_partition"), and why ("reason")
+INPUTS_BY_PATH = "dws/inputs_by_path"
 #: a results asset's metrics, set by the asset body (`dws_metrics({...})`)
 METRICS = "dws/metrics"
 #: the snapshot a replay reproduces (`dws-dagster replay`): on a replayed materialization,

@@ -4,12 +4,15 @@ training data → an hourly ride forecast per pickup zone, all Spark DataFrames 
 
 Built by `build_assets(size)` because the partitions follow the data that was landed (months
 for trips, days for weather); each partition is its own workspace ref, version and lineage
-record, so partitioned assets materialize one partition per run (`BackfillPolicy.multi_run(1)`).
+record; a backfill of many partitions runs as one run and one Spark write
+(`BackfillPolicy.single_run()`: each asset's `partition_expr` names the column that tells the
+rows of each partition apart), and records each partition as one run per partition would.
 No `from __future__ import annotations`: Dagster inspects the `context` and `config`
 annotations when the assets are defined.
 """
 
 import datetime as dt
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -58,13 +61,23 @@ TRIP_KEY = (
 SEASON_HOURS = 168  # same hour, same weekday, one week earlier
 
 MONTHLY = "{start:%Y-%m}"
-TAXI_STAGING = dws_ref("intermediate-data", "yellow_taxi_staging", partition_template=MONTHLY)
-TAXI_RAW = dws_ref("intermediate-data", "yellow_taxi_raw", partition_template=MONTHLY)
-WEATHER_STAGING = dws_ref("intermediate-data", "weather_staging")
-WEATHER_RAW = dws_ref("intermediate-data", "weather_raw")
-HOURLY_ACTUALS = dws_ref(
-    "intermediate-data", "yellow_rides_hourly_actuals", partition_template=MONTHLY
-)
+#: The column holding each row's partition (Dagster's `partition_expr` metadata), for
+#: single-run backfills.
+PICKUP_PARTITION = {"partition_expr": "tpep_pickup_datetime"}
+TAXI_STAGING = {
+    **dws_ref("intermediate-data", "yellow_taxi_staging", partition_template=MONTHLY),
+    **PICKUP_PARTITION,
+}
+TAXI_RAW = {
+    **dws_ref("intermediate-data", "yellow_taxi_raw", partition_template=MONTHLY),
+    **PICKUP_PARTITION,
+}
+WEATHER_STAGING = {**dws_ref("intermediate-data", "weather_staging"), "partition_expr": "date"}
+WEATHER_RAW = {**dws_ref("intermediate-data", "weather_raw"), "partition_expr": "date"}
+HOURLY_ACTUALS = {
+    **dws_ref("intermediate-data", "yellow_rides_hourly_actuals", partition_template=MONTHLY),
+    "partition_expr": "hour",
+}
 TRAINING_DATA = dws_ref("intermediate-data", "training_data")
 FORECAST = dws_ref("results", "yellow_rides_hourly_forecast")
 
@@ -119,28 +132,29 @@ def _upsert(new: DataFrame, existing: DataFrame | None, keys: tuple[str, ...]) -
     )
 
 
-def _own_partition(
+def _own_partitions(
     spark: SparkSession,
     workspace: WorkspaceResource,
     metadata: dict[str, Any],
     context: AssetExecutionContext,
     columns: list[str],
 ) -> DataFrame | None:
-    """This asset's current data for the partition being written, if any (the upsert's
+    """This asset's current data for the partitions being written, if any (the upsert's
     target). Read by path: the IO manager leaves an asset's own earlier versions out of its
     inputs, as they are not a second source of truth."""
     ws = workspace.workspace()
     asset = context.asset_key.to_user_string()
-    ref = partition_key_ref(
-        binding_from_metadata(metadata, what=f"asset '{asset}'"),
-        context.assets_def.partitions_def,
-        context.partition_key,
-        f"asset '{asset}'",
-    )
-    location = ws.location(ref)
-    if not storage.exists(spark, location):
+    binding = binding_from_metadata(metadata, what=f"asset '{asset}'")
+    locations = [
+        ws.location(
+            partition_key_ref(binding, context.assets_def.partitions_def, key, f"asset '{asset}'")
+        )
+        for key in context.partition_keys
+    ]
+    existing = [location for location in locations if storage.exists(spark, location)]
+    if not existing:
         return None
-    return storage.read(spark, location, what=f"asset '{asset}'").select(*columns)
+    return storage.read(spark, existing, what=f"asset '{asset}'").select(*columns)
 
 
 def _timestamp(value: dt.datetime | dt.date) -> Column:
@@ -186,14 +200,15 @@ def partitions_for(size: ExampleSize) -> ExamplePartitions:
 def build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     """The example's assets for the data `size` describes."""
     with warnings.catch_warnings():
-        # backfill_policy is marked beta; it is how one partition per run is asked for.
+        # backfill_policy is marked beta; it is how a backfill asks for one run per range.
         warnings.simplefilter("ignore", BetaWarning)
         return _build_assets(size)
 
 
 def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     parts = partitions_for(size)
-    one_per_run = BackfillPolicy.multi_run(1)
+    # One run (one Spark write) for a backfill of many partitions.
+    one_run = BackfillPolicy.single_run()
     taxi: dict[str, Any] = {
         "group_name": "taxi",
         "owners": [DATA_OWNER],
@@ -214,7 +229,7 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
 
     @asset(
         partitions_def=parts.months,
-        backfill_policy=one_per_run,
+        backfill_policy=one_run,
         metadata=TAXI_STAGING,
         code_version="1",
         **taxi,
@@ -222,30 +237,36 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     def yellow_taxi_staging(
         context: AssetExecutionContext, pyspark: PySparkResource, workspace: WorkspaceResource
     ) -> DataFrame:
-        """One month of TLC yellow trips as landed, typed as TLC's Parquet files and cleaned:
+        """Months of TLC yellow trips as landed, typed as TLC's Parquet files and cleaned:
         no non-positive distances or fares, dropoff after pickup, pickups inside the month.
 
-        The landed file is read by path, so its lineage is the file itself (its byte version,
-        one file per month) rather than the whole landing folder."""
-        month = context.partition_time_window.start
-        location = _landed(
-            workspace, f"{TRIPS_SUBPATH}/{trip_file_name(month.date())}", "yellow_taxi_staging"
-        )
-        trips = pyspark.spark_session.read.csv(
-            location, header=True, schema=trips_ddl, mode="PERMISSIVE"
-        )
-        end = context.partition_time_window.end
-        return trips.where(
-            (F.col("trip_distance") > 0)
-            & (F.col("fare_amount") > 0)
-            & (F.col("tpep_dropoff_datetime") > F.col("tpep_pickup_datetime"))
-            & (F.col("tpep_pickup_datetime") >= _timestamp(month))
-            & (F.col("tpep_pickup_datetime") < _timestamp(end))
-        )
+        The landed files are read by path, so the lineage is the files themselves (their byte
+        versions, one file per month) rather than the whole landing folder."""
+        months = []
+        for key in context.partition_keys:
+            month = dt.date.fromisoformat(key)
+            location = _landed(
+                workspace, f"{TRIPS_SUBPATH}/{trip_file_name(month)}", "yellow_taxi_staging"
+            )
+            trips = pyspark.spark_session.read.csv(
+                location, header=True, schema=trips_ddl, mode="PERMISSIVE"
+            )
+            # Each month's file gives its own month's pickups (a file may hold a few of the
+            # months around it), whether the month is written alone or in a range.
+            months.append(
+                trips.where(
+                    (F.col("trip_distance") > 0)
+                    & (F.col("fare_amount") > 0)
+                    & (F.col("tpep_dropoff_datetime") > F.col("tpep_pickup_datetime"))
+                    & (F.col("tpep_pickup_datetime") >= _timestamp(month))
+                    & (F.col("tpep_pickup_datetime") < _timestamp(next_month(month)))
+                )
+            )
+        return functools.reduce(DataFrame.unionByName, months)
 
     @asset(
         partitions_def=parts.months,
-        backfill_policy=one_per_run,
+        backfill_policy=one_run,
         metadata=TAXI_RAW,
         code_version="1",
         **taxi,
@@ -253,10 +274,10 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     def yellow_taxi_raw(
         context: AssetExecutionContext, yellow_taxi_staging: DataFrame, workspace: WorkspaceResource
     ) -> DataFrame:
-        """The raw trip table's month: the staged month upserted into what the table held,
+        """The raw trip table's months: the staged months upserted into what the table held,
         by trip identity (vendor, pickup and dropoff times and zones); re-landed trips
         replace their earlier rows."""
-        existing = _own_partition(
+        existing = _own_partitions(
             yellow_taxi_staging.sparkSession,
             workspace,
             TAXI_RAW,
@@ -267,7 +288,7 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
 
     @asset(
         partitions_def=parts.days,
-        backfill_policy=one_per_run,
+        backfill_policy=one_run,
         metadata=WEATHER_STAGING,
         code_version="1",
         **weather,
@@ -275,24 +296,30 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     def weather_staging(
         context: AssetExecutionContext, pyspark: PySparkResource, workspace: WorkspaceResource
     ) -> DataFrame:
-        """One day of Central Park weather as landed, typed, with implausible readings
-        dropped. Read by path: its lineage is the day's landed file."""
-        day = dt.date.fromisoformat(context.partition_key)
-        location = _landed(
-            workspace, f"{WEATHER_SUBPATH}/{weather_file_name(day)}", "weather_staging"
-        )
-        readings = pyspark.spark_session.read.csv(
-            location, header=True, schema=weather_ddl, mode="PERMISSIVE"
-        )
-        return readings.where(
-            (F.col("date") == F.lit(day))
-            & F.col("temperature_c").between(-40.0, 50.0)
-            & F.col("precipitation_mm").between(0.0, 500.0)
-        )
+        """Days of Central Park weather as landed, typed, with implausible readings
+        dropped. Read by path: the lineage is the days' landed files."""
+        days = []
+        for key in context.partition_keys:
+            day = dt.date.fromisoformat(key)
+            location = _landed(
+                workspace, f"{WEATHER_SUBPATH}/{weather_file_name(day)}", "weather_staging"
+            )
+            readings = pyspark.spark_session.read.csv(
+                location, header=True, schema=weather_ddl, mode="PERMISSIVE"
+            )
+            # Each day's file gives its own day's readings, alone or in a range.
+            days.append(
+                readings.where(
+                    (F.col("date") == F.lit(day))
+                    & F.col("temperature_c").between(-40.0, 50.0)
+                    & F.col("precipitation_mm").between(0.0, 500.0)
+                )
+            )
+        return functools.reduce(DataFrame.unionByName, days)
 
     @asset(
         partitions_def=parts.days,
-        backfill_policy=one_per_run,
+        backfill_policy=one_run,
         metadata=WEATHER_RAW,
         code_version="1",
         **weather,
@@ -300,15 +327,15 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     def weather_raw(
         context: AssetExecutionContext, weather_staging: DataFrame, workspace: WorkspaceResource
     ) -> DataFrame:
-        """The weather table's day: the staged readings upserted by date."""
-        existing = _own_partition(
+        """The weather table's days: the staged readings upserted by date."""
+        existing = _own_partitions(
             weather_staging.sparkSession, workspace, WEATHER_RAW, context, weather_staging.columns
         )
         return _upsert(weather_staging, existing, ("date",))
 
     @asset(
         partitions_def=parts.months,
-        backfill_policy=one_per_run,
+        backfill_policy=one_run,
         metadata=HOURLY_ACTUALS,
         code_version="1",
         **taxi,
@@ -316,9 +343,9 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
     def yellow_rides_hourly_actuals(
         context: AssetExecutionContext, yellow_taxi_raw: DataFrame
     ) -> DataFrame:
-        """Rides per pickup zone and hour of the month, zero-filled: every zone seen in the
-        month has a row for every hour of the landed data, so a missing hour reads as no
-        rides, not as unknown."""
+        """Rides per pickup zone and hour of each month, zero-filled: every zone seen in a
+        month has a row for every hour of that month's landed data, so a missing hour reads as
+        no rides, not as unknown."""
         window = context.partition_time_window
         start = max(window.start.replace(tzinfo=None), _midnight(size.start))
         last = min(window.end.replace(tzinfo=None), _midnight(size.end)) - dt.timedelta(hours=1)
@@ -333,7 +360,13 @@ def _build_assets(size: ExampleSize) -> list[AssetsDefinition]:
             F.date_trunc("hour", "tpep_pickup_datetime").alias("hour"),
         )
         counts = trips.groupBy("zone", "hour").agg(F.count(F.lit(1)).alias("rides"))
-        grid = trips.select("zone").distinct().crossJoin(hours)
+        month = F.date_trunc("month", "hour").alias("month")
+        grid = (
+            trips.select("zone", month)
+            .distinct()
+            .join(hours.select("hour", month), "month")
+            .select("zone", "hour")
+        )
         return grid.join(counts, ["zone", "hour"], "left").select(
             "zone", "hour", F.coalesce("rides", F.lit(0)).alias("rides")
         )

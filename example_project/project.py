@@ -131,6 +131,11 @@ def pipeline_definitions(size: ExampleSize) -> Definitions:
     )
 
 
+#: Dagster's run tags for a range of partitions in one run (what a single-run backfill sets).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
 @dataclass(frozen=True)
 class Step:
     """One run of the example: a job, for one partition or none, with its run config."""
@@ -138,6 +143,9 @@ class Step:
     job: str
     partition: str | None = None
     label: str = ""
+    #: (first, last) partition key of a range materialized in one run (a single-run
+    #: backfill), instead of one `partition`.
+    partition_range: tuple[str, str] | None = None
     run_config: Mapping[str, Any] = field(default_factory=dict)
     assets: tuple[str, ...] | None = None
 
@@ -154,7 +162,12 @@ def plan(defs: Definitions, *, weather_model: bool = True) -> list[Step]:
     for job, what in ((TAXI_JOB, "taxi"), (WEATHER_JOB, "weather")):
         partitions = defs.resolve_job_def(job).partitions_def
         assert partitions is not None
-        steps += [Step(job, key, f"{what} {key}") for key in partitions.get_partition_keys()]
+        keys = partitions.get_partition_keys()
+        # One run for all the partitions, as a backfill of assets with
+        # BackfillPolicy.single_run() launches it.
+        steps.append(
+            Step(job, label=f"{what} {keys[0]} … {keys[-1]}", partition_range=(keys[0], keys[-1]))
+        )
     steps.append(Step(FORECAST_JOB, label="forecast (baseline)", run_config=forecast_config(False)))
     if weather_model:
         steps.append(
@@ -181,6 +194,14 @@ def run_step(defs: Definitions, instance: DagsterInstance, step: Step) -> StepRe
         run_config={**QUIET_LOGGING, **step.run_config},
         instance=instance,
         partition_key=step.partition,
+        tags=(
+            {
+                RANGE_START_TAG: step.partition_range[0],
+                RANGE_END_TAG: step.partition_range[1],
+            }
+            if step.partition_range
+            else None
+        ),
         asset_selection=[AssetKey(name) for name in step.assets] if step.assets else None,
     )
     return StepResult(step, result.run_id)

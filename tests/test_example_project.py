@@ -214,8 +214,9 @@ def test_definitions_have_jobs_schedules_sensor_and_resources(small_root):
     ):
         node = graph.get(AssetKey(name))
         assert node.partitions_def.get_partition_keys() == keys, name
-        assert node.backfill_policy.policy_type.value == "MULTI_RUN"
-        assert node.backfill_policy.max_partitions_per_run == 1
+        # A backfill is one run (one Spark write) for its whole range.
+        assert node.backfill_policy.policy_type.value == "SINGLE_RUN"
+        assert node.metadata["partition_expr"]
     for name in ("training_data", FORECAST_ASSET):
         node = graph.get(AssetKey(name))
         assert node.partitions_def is None and node.code_version
@@ -223,7 +224,7 @@ def test_definitions_have_jobs_schedules_sensor_and_resources(small_root):
     forecast = graph.get(AssetKey(FORECAST_ASSET))
     assert forecast.metadata["dws/ref"] == FORECAST_REF
     assert AssetKey("weather_raw") in forecast.parent_keys  # deps: a possible input
-    assert len(plan(defs)) == 2 + 15 + 2
+    assert len(plan(defs)) == 1 + 1 + 2  # the taxi months and the weather days: one run each
 
 
 def test_workspace_yaml_loads_the_code_location(small_root, tmp_path):
@@ -264,6 +265,8 @@ class ExampleRun:
     baseline_results: dict[str, Any]
     weather_results: dict[str, Any]
     snapshots: list[str]
+    #: every ref's record once the taxi months and the weather days were backfilled
+    backfilled: dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -280,6 +283,8 @@ def example(spark, tmp_path_factory):
 
     def after(result) -> None:
         nonlocal cursor
+        if result.step.job == WEATHER_JOB:  # after the backfills, before any forecast
+            seen["backfilled"] = {ref: state.record for ref, state in ws.store.items()}
         if result.step.job != FORECAST_JOB:
             return
         outcome = process_events(
@@ -309,6 +314,7 @@ def example(spark, tmp_path_factory):
             seen["baseline_results"],
             seen["weather_results"],
             seen["snapshots"],
+            seen["backfilled"],
         )
     finally:
         instance.dispose()
@@ -446,3 +452,40 @@ def test_a_missing_landed_file_is_named(spark, tmp_path, instance):
     assert "asset 'yellow_taxi_staging'" in str(error)
     assert f"landed file {landed} is missing" in str(error)
     assert "python -m example_project.setup_workspace" in str(error)
+
+
+@pytest.mark.spark
+def test_backfills_in_one_run_record_what_one_run_per_partition_records(example, tmp_path):
+    """The example backfills the taxi months and the weather days as one run each: every
+    partition's record (inputs, the landed file its rows came from included, provenance,
+    version, column lineage) is what a run of that partition alone records in a workspace set
+    up the same way."""
+    defs = build_definitions(tmp_path / "ws", SMALL)
+    ws = Workspace.open(tmp_path / "ws")
+    days = [(SMALL.start + dt.timedelta(days=i)).isoformat() for i in (0, 7, 14)]
+    months = ["2024-01-01", "2024-02-01"]
+    with DagsterInstance.ephemeral() as instance:
+        for month in months:
+            run_step(defs, instance, Step(TAXI_JOB, month))
+        for day in days:
+            run_step(defs, instance, Step(WEATHER_JOB, day))
+    refs = [
+        f"intermediate-data/{name}/{month[:7]}"
+        for name in ("yellow_taxi_staging", "yellow_taxi_raw", "yellow_rides_hourly_actuals")
+        for month in months
+    ] + [
+        f"intermediate-data/{name}/{day}"
+        for name in ("weather_staging", "weather_raw")
+        for day in days
+    ]
+
+    def comparable(record: dict[str, Any]) -> dict[str, Any]:
+        data = {k: v for k, v in record.items() if k not in ("start_time", "end_time")}
+        data["step"] = {k: v for k, v in data["step"].items() if k != "run_id"}
+        return data
+
+    for ref in refs:
+        alone, ranged = ws.store.get(ref).record, example.backfilled[ref]
+        assert comparable(ranged) == comparable(alone), ref
+    staged = example.backfilled[f"intermediate-data/weather_staging/{days[1]}"]
+    assert [i["ref"] for i in staged["inputs"]] == [f"source-data/weather/weather_{days[1]}.csv"]

@@ -492,6 +492,24 @@ def test_a_step_run_again_may_ask_for_the_lock_with_nothing_to_write(ws: Workspa
         ws.store.begin_step("other", claims=["inter/a/x"], lock=True)
 
 
+def test_the_partitions_of_a_range_are_checked_each_with_its_inputs_and_claimed_all_or_none(
+    ws: Workspace,
+) -> None:
+    """`begin_steps`: each partition's claim with its own inputs' provenance, as one step per
+    partition would get; one partition refused (another step writes it), none is claimed."""
+    ws.store.commit([record("inter/up/1", "u1", "up"), record("inter/up/2", "u2", "up")])
+    checks = ws.store.begin_steps(
+        "range", [("inter/r/1", [("inter/up/1", "u1")]), ("inter/r/2", [("inter/up/2", "u2")])]
+    )
+    assert [c.provenance for c in checks] == [{"inter/up/1": "u1"}, {"inter/up/2": "u2"}]
+    assert ws.store.get("inter/r/1").owner == ws.store.get("inter/r/2").owner == "range"
+    ws.store.claim("other", ["inter/r/4"])
+    before = db_dump(ws)
+    with pytest.raises(LineageConflictError):
+        ws.store.begin_steps("range", [("inter/r/3", []), ("inter/r/4", [])])
+    assert db_dump(ws) == before and ws.store.get("inter/r/3") is None
+
+
 def test_an_unreachable_store_is_named_without_its_password(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

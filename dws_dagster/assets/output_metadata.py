@@ -36,9 +36,14 @@ def table_metadata(
     direct: Mapping[str, list[tuple[str, str]]] | None,
     described: Mapping[str, Any] | None,
     ws: Workspace,
+    *,
+    schemas: Mapping[str, list[list[Any]]] | None = None,
+    writers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The materialization's table metadata: Dagster's schema, row count and URI, and with
-    column lineage Dagster's column deps, the column sources table and the inputs' schemas."""
+    column lineage Dagster's column deps, the column sources table and the inputs' schemas.
+    `schemas` (`input_schemas`) and `writers` (`writing_assets`), when given, were worked out
+    once for several partitions written together."""
     fields = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
     uri = result.location if not storage.is_local(result.location) else f"file://{result.location}"
     metadata: dict[str, Any] = {
@@ -54,10 +59,11 @@ def table_metadata(
         metadata[META_COLUMN_SOURCES] = column_lineage_table(
             described,
             columns=[name for name, _, _ in fields],
-            assets=_writing_assets(ws, described),
+            assets=writing_assets(ws, described) if writers is None else writers,
         )
         # (dws/column_lineage itself comes with the record: `lineage_metadata`.)
-        schemas = _input_schemas(plan, ws)
+        if schemas is None:
+            schemas = input_schemas(plan, ws)
         if schemas:
             metadata[META_INPUT_SCHEMAS] = MetadataValue.json(schemas)
     return metadata
@@ -76,13 +82,18 @@ def describe_lineage(
             refs[path] = str(ref) if ref is not None else None
         return refs[path]
 
+    loaded = [(ResourceRef.parse(ref), asset) for ref, asset in input_assets.items()]
+    assets: dict[str, str | None] = {}
+
     def asset_of(ref: str | None) -> str | None:
         if ref is None:
             return None
-        for input_ref, asset in input_assets.items():
-            if ResourceRef.parse(input_ref).overlaps(ResourceRef.parse(ref)):
-                return asset
-        return None
+        if ref not in assets:
+            parsed = ResourceRef.parse(ref)
+            assets[ref] = next(
+                (asset for input_ref, asset in loaded if input_ref.overlaps(parsed)), None
+            )
+        return assets[ref]
 
     def source(item: Any) -> dict[str, Any]:
         ref = ref_of(item.path)
@@ -119,7 +130,7 @@ def describe_lineage(
     return direct, described
 
 
-def _input_schemas(plan: PlanLineage, ws: Workspace) -> dict[str, list[list[Any]]]:
+def input_schemas(plan: PlanLineage, ws: Workspace) -> dict[str, list[list[Any]]]:
     """The columns Spark read from each input (by ref, else by location): OpenLineage events
     give them as the inputs' schema facets, so column lineage resolves to an input's field
     even for landed files no asset wrote."""
@@ -134,7 +145,7 @@ def _input_schemas(plan: PlanLineage, ws: Workspace) -> dict[str, list[list[Any]
     return schemas
 
 
-def _writing_assets(ws: Workspace, described: Mapping[str, Any]) -> dict[str, str]:
+def writing_assets(ws: Workspace, described: Mapping[str, Any]) -> dict[str, str]:
     """{ref: the Dagster asset whose materialization it holds} for the inputs of the lineage
     read by path (not loaded as an asset's input), from the store."""
     sources = [

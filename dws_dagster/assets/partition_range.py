@@ -9,7 +9,9 @@ in its window; another partition the rows whose column equals its key.
 
 Each partition's record names the inputs that partition reads: the partitions of a loaded
 upstream asset its partition mapping gives it (Dagster's mapping, as for one run per
-partition); unpartitioned inputs and data read by path belong to every partition of the range.
+partition), unpartitioned inputs, and the data read by path whose rows it holds
+(`range_inputs`: known from the files Spark read each row from, conservative where the plan
+cannot tell).
 """
 
 from __future__ import annotations
@@ -31,13 +33,21 @@ from pyspark.sql.types import DateType, StringType, TimestampNTZType, TimestampT
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
+from dws_dagster.assets import range_inputs
 from dws_dagster.assets.bindings import Binding, metadata_value
 from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
-from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
+from dws_dagster.assets.output_metadata import (
+    describe_lineage,
+    input_schemas,
+    table_metadata,
+    writing_assets,
+)
 from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept
 from dws_dagster.assets.step_reads import StepReads
 from dws_dagster.errors import DwsError
+from dws_dagster.spark import row_files
+from dws_dagster.spark.plan import connect_read_paths
 from dws_dagster.spark.range_write import RangeTarget, RangeWriteError, write_range_atomic
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import (
@@ -215,7 +225,7 @@ def write_partition_range(
     all_inputs, input_assets = step_inputs(
         ws,
         reads,
-        plan,
+        plan if plan is not None else connect_read_paths(df),
         spark,
         asset,
         binding.ref,
@@ -223,15 +233,23 @@ def write_partition_range(
         log=context.log.warning,
     )
     dropped = {k: other_partitions(context, reads, k) for k in partition_keys}
-    inputs = {
+    # What each partition may read: its upstream partitions, and all data read by path (which
+    # of it each partition's rows came from is known once the range is written).
+    candidates = {
         k: tuple(item for item in all_inputs if item[0] not in dropped[k]) for k in partition_keys
     }
+    by_path = range_inputs.paths_read(
+        ws,
+        plan if plan is not None else connect_read_paths(df),
+        [ref for ref, _ in all_inputs if ref not in input_assets],
+    )
     # One-writer and one-version rules, partition by partition as one run each would check
     # them, all before anything is written.
-    provenance = {
-        k: store.begin_step(asset, claims=[ref], inputs=inputs[k], lock=True).provenance
-        for k, ref in zip(partition_keys, refs, strict=True)
-    }
+    checks = store.begin_steps(
+        asset, [(ref, candidates[k]) for k, ref in zip(partition_keys, refs, strict=True)]
+    )
+    checked = {k: check.provenance for k, check in zip(partition_keys, checks, strict=True)}
+    inputs, provenance = dict(candidates), dict(checked)
     commit = git_commit(ws.root)
     steps = {
         k: StepInfo(
@@ -250,6 +268,25 @@ def write_partition_range(
     described = {k: _without(described_all, dropped[k]) for k in partition_keys}
     ref_of = dict(zip(partition_keys, refs, strict=True))
     built: dict[str, LineageRecord] = {}
+    attribution: range_inputs.Attribution | None = None
+    unread: dict[str, set[str]] = {k: set() for k in partition_keys}
+    untraceable = row_files.untraceable(df) if by_path else None
+    if by_path and untraceable is not None:
+        attribution = range_inputs.everywhere(
+            partition_keys, by_path, f"which file each row came from is unknown: {untraceable}"
+        )
+
+    def attribute(files: Mapping[str, frozenset[str]]) -> None:
+        """Each partition's inputs read by path, from the files its rows came from."""
+        nonlocal attribution
+        attribution = range_inputs.by_rows(partition_keys, by_path, files)
+        for k, ref in zip(partition_keys, refs, strict=True):
+            unread[k] = {r for r in by_path if r not in attribution.refs(k)}
+            if not unread[k]:
+                continue
+            inputs[k] = tuple(item for item in candidates[k] if item[0] not in unread[k])
+            provenance[k] = store.check_inputs(asset, inputs[k], outputs=[ref]).provenance
+            described[k] = _without(described[k], unread[k])
 
     def lineage(key: str, version: str, rows: int) -> dict[str, Any]:
         ref = ref_of[key]
@@ -290,6 +327,7 @@ def write_partition_range(
             what=f"{what} ({binding.ref}, {len(partition_keys)} partitions)",
             lineage=lineage,
             versioning=binding.versioning or manager.versioning,
+            read_files=attribute if by_path and untraceable is None else None,
         )
         written = result.results
         failure: BaseException | None = None
@@ -311,19 +349,38 @@ def write_partition_range(
             ref_of,
             steps,
             parameters,
-            inputs,
-            provenance,
+            candidates,
+            checked,
             reads,
             config,
             asset,
         )
         raise failure
+    note = range_inputs.summary(asset, partition_keys, attribution) if attribution else None
+    if note is not None:
+        context.log.warning(note)
+    # Worked out once for the range: the same for every partition but for what it did not read.
+    schemas = input_schemas(plan, ws) if plan is not None else {}
+    writers = writing_assets(ws, described_all) if described_all is not None else {}
     for k in partition_keys:
         record = built[k]
         metadata = lineage_metadata(
             record, fmt=binding.format, input_assets=input_assets, workspace=ws.name
         )
-        metadata.update(table_metadata(df, written[k], plan, direct, described[k], ws))
+        metadata.update(
+            table_metadata(
+                df,
+                written[k],
+                plan,
+                direct,
+                described[k],
+                ws,
+                schemas={r: c for r, c in schemas.items() if r not in unread[k]},
+                writers=writers,
+            )
+        )
+        if attribution is not None:
+            metadata[keys.INPUTS_BY_PATH] = MetadataValue.json(attribution.describe(k))
         metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
         if ws.replay_of is not None:
             metadata[keys.REPLAY_OF] = MetadataValue.text(ws.replay_of["snapshot"])

@@ -9,8 +9,14 @@ one-partition write does. Each partition's version is the one a one-partition wr
 rows gives (`storage.version_of_metrics`: the DataFrame's schema, the row count and the two
 row-hash sums), computed per partition by one aggregation over what was written (Parquet and
 ORC give back exactly the values written; other formats, and writes Spark partitions further,
-aggregate the DataFrame itself). A partition with no row becomes what a one-partition write of
-an empty DataFrame gives: a dataset with the schema and no rows.
+aggregate the DataFrame itself). Not in the write pass: observed metrics have no grouping, and
+one set of sums per partition costs every row every partition's sums. The written files are
+read with the DataFrame's schema, in groups of folders Spark lists on the driver (more at once
+and Spark lists them with a job of its own). A partition with no row becomes what a
+one-partition write of an empty DataFrame gives: a dataset with the schema and no rows.
+
+When asked (`read_files`), the write also observes the file each row was read from
+(`row_files`), so the caller can tell each partition the files its rows came from.
 
 Each partition's folder gets its marker (version, lineage record) and is then swapped into
 place, one atomic rename each: a failure or crash part-way leaves every partition whole, old or
@@ -19,6 +25,7 @@ new. `RangeWriteError.written` tells the caller which partitions are new.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +34,10 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StructField, StructType
 
-from dws_dagster.spark import storage
+from dws_dagster.spark import row_files, storage
+from dws_dagster.spark.session_kind import new_observation
 from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
 from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.versions import content_version, data_size
@@ -38,6 +47,9 @@ INDEX_COLUMN = "__dws_partition_index"
 #: Formats whose files give back exactly the values written (so the versions can be computed
 #: from them); CSV and JSON text may not (timestamps lose digits).
 _EXACT_FORMATS = ("parquet", "orc")
+#: Spark lists up to this many paths on the driver; more, and it runs a Spark job to list them
+#: (`spark.sql.sources.parallelPartitionDiscovery.threshold`, whose default this is).
+_LISTED_ON_DRIVER = 32
 
 
 class RangeWriteError(storage.StorageError):
@@ -79,11 +91,15 @@ def write_range_atomic(
     what: str = "output",
     lineage: Callable[[str, str, int], Mapping[str, Any]] | None = None,
     versioning: str = "rows",
+    read_files: Callable[[Mapping[str, frozenset[str]]], None] | None = None,
 ) -> RangeResult:
     """Write the rows of `df` to the partitions `targets`: `index` gives each row the position
     of its partition in `targets` (null: none of them, which is refused before anything is
     swapped). `lineage(key, version, rows)` gives each partition's record, kept in its marker
-    like `storage.write_atomic` keeps it. Local locations only."""
+    like `storage.write_atomic` keeps it. `read_files`, when given, is called once after the
+    write and before any `lineage` call with {key: the local paths of the files its rows were
+    read from} (a partition whose rows came from no file is left out); the caller checks first
+    that `df`'s rows can be traced (`row_files.untraceable`). Local locations only."""
     if versioning not in storage.VERSIONINGS:
         raise storage.StorageError(
             f"{what}: unknown versioning {versioning!r}; choose one of "
@@ -96,8 +112,9 @@ def write_range_atomic(
             f"only ({(remote or [staging_parent])[0]} is remote); give the asset "
             "BackfillPolicy.multi_run(1) to write one partition per run"
         )
-    if INDEX_COLUMN in df.columns:
-        raise storage.StorageError(f"{what}: column {INDEX_COLUMN} is reserved; rename it")
+    for reserved in (INDEX_COLUMN, row_files.FILE_COLUMN):
+        if reserved in df.columns:
+            raise storage.StorageError(f"{what}: column {reserved} is reserved; rename it")
     parent = storage.local_path(staging_parent)
     parent.mkdir(parents=True, exist_ok=True)
     recover(parent / "range")  # stale staging folders of crashed range writes
@@ -105,9 +122,21 @@ def write_range_atomic(
     result = RangeResult()
     try:
         keyed = df.withColumn(INDEX_COLUMN, index)
-        writer = storage._writer(keyed, fmt, options, [INDEX_COLUMN, *(partition_by or ())])
+        written_df, observation = keyed, None
+        if read_files is not None:
+            tagged = row_files.with_files(keyed)
+            observation = new_observation(df, f"dws_files_{uuid.uuid4().hex}")
+            written_df = tagged.observe(
+                observation, row_files.files_aggregate(tagged, INDEX_COLUMN)
+            ).drop(row_files.FILE_COLUMN)
+        writer = storage._writer(written_df, fmt, options, [INDEX_COLUMN, *(partition_by or ())])
         writer.save(str(staging))
         folders = _partition_folders(staging, len(targets), what)
+        if read_files is not None and observation is not None:
+            found = row_files.files_by_key(observation.get.get("dws_files"))
+            read_files(
+                {target.key: frozenset(found[i]) for i, target in enumerate(targets) if i in found}
+            )
         metrics = _metrics(df, keyed, staging, fmt, partition_by, folders)
         empty = [i for i in range(len(targets)) if i not in folders]
         if empty:
@@ -206,13 +235,27 @@ def _metrics(
     if not folders:
         return {}
     if fmt in _EXACT_FORMATS and not partition_by:
-        written = df.sparkSession.read.format(fmt).load(str(staging))
-        source = written.select(*[F.col(f"`{c}`") for c in df.columns], INDEX_COLUMN)
+        source = _read_written(df, staging, fmt, [folders[i] for i in sorted(folders)])
     else:
         source = keyed
     aggregates = storage._version_aggregates(source.drop(INDEX_COLUMN))
     rows = source.groupBy(INDEX_COLUMN).agg(*aggregates).collect()
     return {int(row[INDEX_COLUMN]): row.asDict() for row in rows}
+
+
+def _read_written(df: DataFrame, staging: Path, fmt: str, folders: Sequence[Path]) -> DataFrame:
+    """The written files with their partition index, as one DataFrame: read with the
+    DataFrame's own schema (no schema inference, which reads files), in groups of folders Spark
+    lists on the driver."""
+    schema = StructType([*df.schema.fields, StructField(INDEX_COLUMN, IntegerType())])
+    reader = df.sparkSession.read.format(fmt).schema(schema).option("basePath", str(staging))
+    paths = [str(folder) for folder in folders]
+    parts = [
+        reader.load(paths[start : start + _LISTED_ON_DRIVER])
+        for start in range(0, len(paths), _LISTED_ON_DRIVER)
+    ]
+    written = functools.reduce(DataFrame.unionAll, parts)
+    return written.select(*[F.col(f"`{c}`") for c in df.columns], INDEX_COLUMN)
 
 
 def _write_empty(

@@ -17,7 +17,7 @@ commits: a crash at any point leaves the change whole or absent. Records are con
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import delete
@@ -100,6 +100,25 @@ class LineageStore(SnapshotTables, Rules):
             for ref, version, state in observations:
                 self._write_record(connection, observation_record(ref, version), state)
         return check
+
+    def begin_steps(
+        self,
+        step: str,
+        parts: Sequence[tuple[ResourceRef | str, Collection[tuple[ResourceRef | str, str]]]],
+    ) -> list[InputCheck]:
+        """`begin_step` for each (claim, inputs) of `parts`, in one transaction under the write
+        lock: the partitions of a range written in one step, each checked with its own inputs
+        as one step per partition would be, claimed all or none (one partition refused, none
+        is claimed)."""
+        wanted = list(dict.fromkeys(as_ref(ref) for ref, _ in parts))
+        with self.locked() as connection:
+            checks = [self._check_step(step, [as_ref(ref)], inputs, ()) for ref, inputs in parts]
+            claims_now, _ = self._pending_step_writes(wanted, {})
+            at = now_iso()
+            for ref, _state in claims_now:
+                self._put(connection, ref, owner=step)
+                self._log(connection, "claim", ref, detail={"step": step}, at=at)
+        return checks
 
     def _pending_step_writes(self, claims: list[ResourceRef], observe: dict[str, str]) -> Any:
         """The claims not on record yet, and the observations of source data at a version not
