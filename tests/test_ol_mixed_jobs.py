@@ -407,7 +407,7 @@ def test_every_asset_dataset_is_described(scenario):
         facets = output["facets"]
         assert facets["ownership"]["owners"] == [{"name": "data-engineering", "type": "team"}]
         assert facets["documentation"]["description"].startswith(
-            "The raw trip table's month: the staged month upserted"
+            "The raw trip table's months: the staged months upserted"
         )
         assert facets["documentation"]["contentType"] == "text/markdown"
         assert sorted((t["key"], t["value"]) for t in facets["tags"]["tags"]) == [
