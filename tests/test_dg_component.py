@@ -23,6 +23,7 @@ import pytest
 from dagster import Component, DagsterInstance, build_sensor_context
 
 from dws_dagster import ComponentConfigError, DwsError, Workspace
+from dws_dagster.ol.job_names import asset_job_name
 
 from .dg_project import DgProject, load_definitions, make_project
 
@@ -118,7 +119,11 @@ def test_the_components_sensor_records_lineage_and_openlineage(
         json.loads(line)
         for line in (ws.meta_dir / "openlineage" / "events.jsonl").read_text().splitlines()
     ]
-    complete = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == "zones"]
+    complete = [
+        e
+        for e in events
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] == asset_job_name("zones")
+    ]
     assert complete, [e["job"]["name"] for e in events]
     inputs = [d["name"] for d in complete[-1]["inputs"]]
     assert len(inputs) == 1 and inputs[0].endswith("intermediate/trips"), inputs
