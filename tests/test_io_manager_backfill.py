@@ -471,7 +471,8 @@ def test_inputs_read_by_path_are_recorded_with_every_partition_where_rows_cannot
     spark, tmp_path: Path
 ):
     """Three days in one run: `joined` joins the days' files (a row's file is not all it
-    depends on), `filtered` drops every row of the second day. The records are conservative,
+    depends on), `filtered` drops every row of the second day, `mixed` gives it a row read from
+    no file instead. The records are conservative,
     never short: more inputs than one run per partition records, said on each
     materialization and in the run's log."""
     ws = make_workspace(tmp_path / "ws")
@@ -507,13 +508,24 @@ def test_inputs_read_by_path_are_recorded_with_every_partition_where_rows_cannot
             days = functools.reduce(DataFrame.unionByName, map(read, context.partition_keys))
             return days.where(F.col("day") != F.lit(first[1]).cast("date"))
 
+        @asset(
+            partitions_def=DAYS,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata={**dws_ref("intermediate-data", "mixed"), "partition_expr": "day"},
+        )
+        def mixed(context) -> DataFrame:
+            days = functools.reduce(DataFrame.unionByName, map(read, context.partition_keys))
+            typed = spark.createDataFrame([(first[1], 99)], "day string, reading int")
+            made = typed.select(F.col("day").cast("date").alias("day"), "reading")
+            return days.where(F.col("day") != F.lit(first[1]).cast("date")).unionByName(made)
+
     tags = {
         "dagster/asset_partition_range_start": first[0],
         "dagster/asset_partition_range_end": first[-1],
     }
     with DagsterInstance.ephemeral() as instance:
         result = materialize(
-            [joined, filtered],
+            [joined, filtered, mixed],
             instance=instance,
             resources={"io_manager": io_manager(ws)},
             tags=tags,
@@ -526,7 +538,7 @@ def test_inputs_read_by_path_are_recorded_with_every_partition_where_rows_cannot
         assert set(record["provenance"]) >= {i["ref"] for i in record["inputs"]}
         return [i["ref"] for i in record["inputs"]]
 
-    by_path = {name: materializations(result, name) for name in ("joined", "filtered")}
+    by_path = {name: materializations(result, name) for name in ("joined", "filtered", "mixed")}
     for key in first:
         assert recorded("joined", key) == files
         said = by_path["joined"][key]["dws/inputs_by_path"].value
@@ -543,8 +555,14 @@ def test_inputs_read_by_path_are_recorded_with_every_partition_where_rows_cannot
         said = by_path["filtered"][key]["dws/inputs_by_path"].value
         assert said["exact"] == [own] and said["every_partition"] == [files[1]]
         assert f"no row of {files[1]} reached any partition" in said["reason"]
+    # `mixed` gives the second day a row read from no file: that day has rows, none from the
+    # landed files, so it records no file of its own; its file reached no partition.
+    for key, own in ((first[0], [files[0]]), (first[1], []), (first[2], [files[2]])):
+        assert recorded("mixed", key) == sorted([*own, files[1]])
+        said = by_path["mixed"][key]["dws/inputs_by_path"].value
+        assert said["exact"] == own and said["every_partition"] == [files[1]]
     notes = [w for w in logged if "read by path as inputs of every partition" in w]
-    assert sorted(n.split("'")[1] for n in notes) == ["filtered", "joined"]
+    assert sorted(n.split("'")[1] for n in notes) == ["filtered", "joined", "mixed"]
     assert "3 of 3 partitions" in next(n for n in notes if "'filtered'" in n)
 
 
@@ -632,3 +650,32 @@ def test_a_range_on_spark_connect_records_what_classic_records(
             "exact": [f"source-data/readings/day_{key}.csv"],
             "every_partition": [],
         }
+
+
+@pytest.mark.parametrize("days", [3, 6])
+def test_each_partition_of_a_range_has_the_version_a_write_of_its_rows_alone_gives(
+    spark, tmp_path: Path, days: int
+):
+    """A few partitions are versioned in the write pass, more by a pass over what was written:
+    either way each partition's version is the one its rows written alone get (maps, nulls and
+    a partition with no rows included)."""
+    from dws_dagster.spark import storage
+
+    keys = KEYS[:days]
+    rows = [
+        (key, i, None if i % 2 else f"v{i}", {"b": i, "a": -i})
+        for n, key in enumerate(keys)
+        if n != 1
+        for i in range(n + 2)
+    ]
+    df = spark.createDataFrame(rows, "day string, i int, s string, m map<string,int>")
+    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
+    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
+    result = range_write.write_range_atomic(
+        df, targets, index, staging_parent=str(tmp_path / "out")
+    )
+    for key in keys:
+        alone = storage.write_atomic(df.where(F.col("day") == key), str(tmp_path / "alone" / key))
+        assert result.results[key].version == alone.version, key
+        assert result.results[key].row_count == alone.row_count
+    assert result.results[keys[1]].row_count == 0

@@ -83,8 +83,9 @@ def by_rows(
     by_path: Mapping[str, Sequence[str]],
     files: Mapping[str, frozenset[str]],
 ) -> Attribution:
-    """Each ref read by path recorded with the partitions its files gave rows (`files`: the
-    files of each partition that got rows), conservatively where that cannot tell."""
+    """Each ref read by path recorded with the partitions its files gave rows (`files`: for
+    each partition that got rows, the files they came from), conservatively where that cannot
+    tell."""
     reached: dict[str, set[str]] = {ref: set() for ref in by_path}
     for key, read in files.items():
         for ref, roots in by_path.items():

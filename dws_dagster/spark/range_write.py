@@ -7,13 +7,14 @@ no partition of the range). That column exists only for the write: `partitionBy`
 of the files, so each `index=i` folder holds exactly the columns of the DataFrame, as a
 one-partition write does. Each partition's version is the one a one-partition write of the same
 rows gives (`storage.version_of_metrics`: the DataFrame's schema, the row count and the two
-row-hash sums), computed per partition by one aggregation over what was written (Parquet and
-ORC give back exactly the values written; other formats, and writes Spark partitions further,
-aggregate the DataFrame itself). Not in the write pass: observed metrics have no grouping, and
-one set of sums per partition costs every row every partition's sums. The written files are
-read with the DataFrame's schema, in groups of folders Spark lists on the driver (more at once
-and Spark lists them with a job of its own). A partition with no row becomes what a
-one-partition write of an empty DataFrame gives: a dataset with the schema and no rows.
+row-hash sums). For a range of a few partitions the sums are observed in the write pass, one
+set per partition; observed metrics have no grouping, so each row feeds every partition's sums,
+which stops paying beyond a few. Larger ranges are versioned by one grouped aggregation over
+what was written (Parquet and ORC give back exactly the values written; other formats, and
+writes Spark partitions further, aggregate the DataFrame itself): the written files are read
+with the DataFrame's schema, in groups of folders Spark lists on the driver (more at once and
+Spark lists them with a job of its own). A partition with no row becomes what a one-partition
+write of an empty DataFrame gives: a dataset with the schema and no rows.
 
 When asked (`read_files`), the write also observes the file each row was read from
 (`row_files`), so the caller can tell each partition the files its rows came from.
@@ -32,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from dws_dagster.spark import row_files, storage
-from dws_dagster.spark.session_kind import new_observation
+from dws_dagster.spark.session_kind import new_observation, sql_column
 from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
 from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.versions import content_version, data_size
@@ -47,6 +48,11 @@ INDEX_COLUMN = "__dws_partition_index"
 #: Formats whose files give back exactly the values written (so the versions can be computed
 #: from them); CSV and JSON text may not (timestamps lose digits).
 _EXACT_FORMATS = ("parquet", "orc")
+#: Up to this many partitions, their versions are observed in the write pass (each row feeds
+#: every partition's sums: 7 aggregates a partition); beyond, a second pass groups them.
+_OBSERVED_PARTITIONS = 4
+#: The row hashes, computed once per row for the observed per-partition sums (never in files).
+_HASH_COLUMNS = ("__dws_row_hash", "__dws_row_rehash")
 #: Spark lists up to this many paths on the driver; more, and it runs a Spark job to list them
 #: (`spark.sql.sources.parallelPartitionDiscovery.threshold`, whose default this is).
 _LISTED_ON_DRIVER = 32
@@ -98,8 +104,9 @@ def write_range_atomic(
     swapped). `lineage(key, version, rows)` gives each partition's record, kept in its marker
     like `storage.write_atomic` keeps it. `read_files`, when given, is called once after the
     write and before any `lineage` call with {key: the local paths of the files its rows were
-    read from} (a partition whose rows came from no file is left out); the caller checks first
-    that `df`'s rows can be traced (`row_files.untraceable`). Local locations only."""
+    read from} for each partition that got rows (a partition with none is left out); the
+    caller checks first that `df`'s rows can be traced (`row_files.untraceable`). Local
+    locations only."""
     if versioning not in storage.VERSIONINGS:
         raise storage.StorageError(
             f"{what}: unknown versioning {versioning!r}; choose one of "
@@ -112,7 +119,7 @@ def write_range_atomic(
             f"only ({(remote or [staging_parent])[0]} is remote); give the asset "
             "BackfillPolicy.multi_run(1) to write one partition per run"
         )
-    for reserved in (INDEX_COLUMN, row_files.FILE_COLUMN):
+    for reserved in (INDEX_COLUMN, row_files.FILE_COLUMN, *_HASH_COLUMNS):
         if reserved in df.columns:
             raise storage.StorageError(f"{what}: column {reserved} is reserved; rename it")
     parent = storage.local_path(staging_parent)
@@ -122,22 +129,24 @@ def write_range_atomic(
     result = RangeResult()
     try:
         keyed = df.withColumn(INDEX_COLUMN, index)
-        written_df, observation = keyed, None
-        if read_files is not None:
-            tagged = row_files.with_files(keyed)
-            observation = new_observation(df, f"dws_files_{uuid.uuid4().hex}")
-            written_df = tagged.observe(
-                observation, row_files.files_aggregate(tagged, INDEX_COLUMN)
-            ).drop(row_files.FILE_COLUMN)
+        written_df, observed = _observed(df, keyed, len(targets), read_files is not None)
         writer = storage._writer(written_df, fmt, options, [INDEX_COLUMN, *(partition_by or ())])
         writer.save(str(staging))
         folders = _partition_folders(staging, len(targets), what)
-        if read_files is not None and observation is not None:
-            found = row_files.files_by_key(observation.get.get("dws_files"))
+        got = observed.get if observed is not None else {}
+        if read_files is not None:
+            found = row_files.files_by_key(got.get("dws_files"))
             read_files(
-                {target.key: frozenset(found[i]) for i, target in enumerate(targets) if i in found}
+                {
+                    target.key: frozenset(found.get(i, ()))
+                    for i, target in enumerate(targets)
+                    if i in folders
+                }
             )
-        metrics = _metrics(df, keyed, staging, fmt, partition_by, folders)
+        if len(targets) <= _OBSERVED_PARTITIONS:
+            metrics = {i: storage.keyed_metrics(got, i) for i in folders}
+        else:
+            metrics = _metrics(df, keyed, staging, fmt, partition_by, folders)
         empty = [i for i in range(len(targets)) if i not in folders]
         if empty:
             _write_empty(df, staging, fmt, options, partition_by, folders, empty)
@@ -201,6 +210,37 @@ def write_range_atomic(
         raise
     remove_tree(staging, ignore_errors=True)
     return result
+
+
+def _observed(
+    df: DataFrame, keyed: DataFrame, count: int, read_files: bool
+) -> tuple[DataFrame, Observation | None]:
+    """What is written (`keyed`, with observed metrics attached when there are any): each
+    partition's version aggregates for a range of few partitions, the file each row was read
+    from when asked. Helper columns are computed by a projection below the observation and
+    dropped above it."""
+    aggregates: list[str] = []
+    helpers: list[str] = []
+    tagged = keyed
+    if count <= _OBSERVED_PARTITIONS:
+        hashes = storage.row_hashes(df)
+        if hashes is not None:
+            tagged = tagged.selectExpr(
+                "*", *(f"{sql} AS {name}" for sql, name in zip(hashes, _HASH_COLUMNS, strict=True))
+            )
+            helpers += _HASH_COLUMNS
+        aggregates += storage.keyed_version_aggregates(
+            INDEX_COLUMN, count, _HASH_COLUMNS if hashes is not None else None
+        )
+    if read_files:
+        tagged = row_files.with_files(tagged)
+        helpers.append(row_files.FILE_COLUMN)
+        aggregates.append(row_files.files_aggregate_sql(INDEX_COLUMN))
+    if not aggregates:
+        return keyed, None
+    observation = new_observation(df, f"dws_range_{uuid.uuid4().hex}")
+    observed = tagged.observe(observation, *[sql_column(df, sql) for sql in aggregates])
+    return observed.drop(*helpers), observation
 
 
 def _partition_folders(staging: Path, count: int, what: str) -> dict[int, Path]:

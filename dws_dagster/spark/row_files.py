@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 
 from dws_dagster.spark.session_kind import is_connect, sql_column
 
@@ -92,12 +92,11 @@ def with_files(df: DataFrame) -> DataFrame:
     return df.withColumn(FILE_COLUMN, sql_column(df, "input_file_name()"))
 
 
-def files_aggregate(df: DataFrame, key_column: str) -> Column:
-    """The set of (key, file) pairs of `df`'s rows, as an aggregate for observed metrics."""
+def files_aggregate_sql(key_column: str) -> str:
+    """The set of (key, file) pairs of the rows, as SQL of an aggregate for observed metrics
+    over a DataFrame `with_files` (named `dws_files`)."""
     key = "`" + key_column.replace("`", "``") + "`"
-    return sql_column(
-        df, f"collect_set(named_struct('k', {key}, 'f', `{FILE_COLUMN}`)) AS dws_files"
-    )
+    return f"collect_set(named_struct('k', {key}, 'f', `{FILE_COLUMN}`)) AS dws_files"
 
 
 def files_by_key(observed: Iterable[Any] | None) -> dict[int, set[str]]:

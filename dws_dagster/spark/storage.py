@@ -108,12 +108,50 @@ _LIMB_BITS = 21
 _LIMB_MASK = (1 << _LIMB_BITS) - 1
 
 
-def limb_sums(name: str, value: str) -> list[str]:
+def _limbs(value: str) -> list[str]:
     return [
-        f"sum(({value}) & {_LIMB_MASK}) AS {name}0",
-        f"sum(shiftright({value}, {_LIMB_BITS}) & {_LIMB_MASK}) AS {name}1",
-        f"sum(shiftright({value}, {2 * _LIMB_BITS})) AS {name}2",
+        f"({value}) & {_LIMB_MASK}",
+        f"shiftright({value}, {_LIMB_BITS}) & {_LIMB_MASK}",
+        f"shiftright({value}, {2 * _LIMB_BITS})",
     ]
+
+
+def limb_sums(name: str, value: str) -> list[str]:
+    return [f"sum({limb}) AS {name}{i}" for i, limb in enumerate(_limbs(value))]
+
+
+def row_hashes(df: DataFrame) -> tuple[str, str] | None:
+    """SQL of the two hashes of each row the version sums (None: no column to hash)."""
+    columns = hash_inputs(df)
+    if not columns:
+        return None
+    row_hash = f"xxhash64({', '.join(columns)})"
+    return row_hash, f"xxhash64('{_SALT}', {row_hash})"
+
+
+def keyed_version_aggregates(key: str, groups: int, hashes: tuple[str, str] | None) -> list[str]:
+    """The version aggregates of each of `groups` groups of rows in one aggregation without
+    grouping (observed metrics have none): `key` is the SQL of a row's group (0 to groups - 1),
+    `hashes` the SQL of its two row hashes (columns computed once per row). Each row feeds
+    every group's sums, so this is for few groups. `keyed_metrics` reads them back."""
+    aggregates = []
+    for i in range(groups):
+        when = f"{key} = {i}"
+        aggregates.append(f"count_if({when}) AS k{i}_rows")
+        for name, value in zip("hg", hashes or (), strict=False):
+            aggregates += [
+                f"sum(CASE WHEN {when} THEN {limb} END) AS k{i}_{name}{n}"
+                for n, limb in enumerate(_limbs(value))
+            ]
+    return aggregates
+
+
+def keyed_metrics(observed: Mapping[str, Any], group: int) -> dict[str, Any]:
+    """One group's metrics from `keyed_version_aggregates`, as `version_of_metrics` reads them."""
+    prefix = f"k{group}_"
+    return {
+        name[len(prefix) :]: value for name, value in observed.items() if name.startswith(prefix)
+    }
 
 
 def _version_aggregates(df: DataFrame) -> list[Column]:
@@ -125,11 +163,10 @@ def _version_aggregates(df: DataFrame) -> list[Column]:
     is most of a small write's fixed cost. The same SQL on a Spark Connect session: the server
     computes the same numbers, so a version does not depend on how Spark was reached."""
     aggregates = ["count(1) AS rows"]
-    columns = hash_inputs(df)
-    if columns:
-        row_hash = f"xxhash64({', '.join(columns)})"
-        aggregates += limb_sums("h", row_hash)
-        aggregates += limb_sums("g", f"xxhash64('{_SALT}', {row_hash})")
+    hashes = row_hashes(df)
+    if hashes is not None:
+        aggregates += limb_sums("h", hashes[0])
+        aggregates += limb_sums("g", hashes[1])
     return [sql_column(df, aggregate) for aggregate in aggregates]
 
 
