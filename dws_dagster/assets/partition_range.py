@@ -222,10 +222,11 @@ def write_partition_range(
     plan = manager._plan(context, df, asset)
     from dws_dagster.assets.input_versions import step_inputs
 
+    read_plan = plan if plan is not None else connect_read_paths(df)
     all_inputs, input_assets = step_inputs(
         ws,
         reads,
-        plan if plan is not None else connect_read_paths(df),
+        read_plan,
         spark,
         asset,
         binding.ref,
@@ -239,9 +240,7 @@ def write_partition_range(
         k: tuple(item for item in all_inputs if item[0] not in dropped[k]) for k in partition_keys
     }
     by_path = range_inputs.paths_read(
-        ws,
-        plan if plan is not None else connect_read_paths(df),
-        [ref for ref, _ in all_inputs if ref not in input_assets],
+        ws, read_plan, [ref for ref, _ in all_inputs if ref not in input_assets]
     )
     # One-writer and one-version rules, partition by partition as one run each would check
     # them, all before anything is written.
