@@ -53,6 +53,10 @@ class SnapshotNotFoundError(DwsError, LookupError):
     """No snapshot matches the tag, hash or hash prefix given (or a prefix is ambiguous)."""
 
 
+class RemoteDataError(DwsError):
+    """The workspace layer cannot read data in a remote (object-store) resource."""
+
+
 class SnapshotError(DwsError):
     """A snapshot cannot be taken, restored or deleted as asked."""
 

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 from filelock import FileLock
 
 from dws_dagster.errors import (
-    DwsError,
     InvalidResourceRefError,
+    RemoteDataError,
     UnknownResourceError,
     WorkspaceConfigError,
     WorkspaceNotFoundError,
@@ -43,10 +43,6 @@ RESULTS_SNAPSHOT_DIR = "snapshots"
 #: In `.dataworkspace/` while a restore swaps data in (see restore.py): its presence is what
 #: commands check, cheaply, before loading the code that finishes an interrupted restore.
 RESTORE_INTENT_FILE = "restore-in-progress.json"
-
-
-class RemoteDataError(DwsError):
-    """The workspace layer cannot read data in a remote (object-store) resource."""
 
 
 @dataclass

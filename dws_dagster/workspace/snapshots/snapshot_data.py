@@ -69,7 +69,7 @@ def rows_of(ws: Workspace, snapshot_hash: str) -> list[DataRow]:
             raise WorkspaceConfigError(f"{where}: unknown data kind {kind!r:.40}; {_ADVICE}")
         if version is not None and (type(version) is not str or not _VERSION.fullmatch(version)):
             raise WorkspaceConfigError(f"{where}: {version!r:.60} is not a version; {_ADVICE}")
-        rows.append(DataRow(store._checked_ref(ref, where), kind, version))
+        rows.append(DataRow(store.checked_ref(ref, where), kind, version))
     return rows
 
 

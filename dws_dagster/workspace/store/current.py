@@ -28,21 +28,26 @@ from dws_dagster.workspace.store.statements import (
     R,
     overlapping_select,
 )
+from dws_dagster.workspace.store.transactions import StoreTransactions
 
 
-class CurrentLineage(StoreRows):
+class CurrentLineage:
     """The current lineage of a workspace's refs, read."""
+
+    def __init__(self, tx: StoreTransactions, rows: StoreRows) -> None:
+        self._tx = tx
+        self._rows = rows
 
     def get(self, ref: ResourceRef | str) -> RefState | None:
         """The current lineage of `ref`, None when it has none."""
         key = str(ref)
-        return self._states_of([key]).get(key)
+        return self.states_of([key]).get(key)
 
     def items(self) -> list[tuple[str, RefState]]:
         """Every ref with lineage, sorted by ref."""
-        with self.reading() as connection, gc_paused():
-            rows = connection.execute(self._states_query().order_by(REFS.c.ref)).all()
-            return [(row[0], self._state_of(row, "current lineage")) for row in rows]
+        with self._tx.reading() as connection, gc_paused():
+            rows = connection.execute(self._rows.states_query().order_by(REFS.c.ref)).all()
+            return [(row[0], self._rows.state_of(row, "current lineage")) for row in rows]
 
     def state(self) -> dict[str, RefState]:
         """Every ref's current lineage, by ref."""
@@ -50,33 +55,33 @@ class CurrentLineage(StoreRows):
 
     def refs(self) -> list[str]:
         """Every ref with lineage, sorted, without reading records."""
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             return [
-                self._checked_ref(ref, "current lineage")
+                self._rows.checked_ref(ref, "current lineage")
                 for ref in connection.scalars(
                     select(REFS.c.ref)
-                    .where(REFS.c.workspace_id == self.workspace_id)
+                    .where(REFS.c.workspace_id == self._tx.workspace_id)
                     .order_by(REFS.c.ref)
                 )
             ]
 
     def overlapping(self, ref: ResourceRef) -> list[str]:
         """Refs with lineage that are `ref`, contain it, or lie inside it."""
-        return [other for other, _owner in self._overlapping(ref)]
+        return [other for other, _owner in self.overlapping_owners(ref)]
 
-    def _overlapping(self, ref: ResourceRef) -> list[tuple[str, str | None]]:
+    def overlapping_owners(self, ref: ResourceRef) -> list[tuple[str, str | None]]:
         """(ref, owner) of the refs that overlap `ref`: `ref` and its ancestors first (their
         states kept in the transaction's cache), then the refs inside it."""
         text = str(ref)
         around = [str(a) for a in ref.ancestors()] + [text]
         order = {name: i for i, name in enumerate(around)}
         where = "current lineage"
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             # Inside `text`: refs between "text/" and "text0" ('0' follows '/'), bytewise.
             rows = connection.execute(
                 overlapping_select(len(around)),
                 {
-                    "ws": self.workspace_id,
+                    "ws": self._tx.workspace_id,
                     "low": text + "/",
                     "high": text + "0",
                     **{f"a{i}": name for i, name in enumerate(around)},
@@ -85,22 +90,22 @@ class CurrentLineage(StoreRows):
             found: list[tuple[str, str | None]] = []
             states: dict[str, RefState | None] = dict.fromkeys(around)
             for row in rows:
-                other = self._checked_ref(row[0], where)
+                other = self._rows.checked_ref(row[0], where)
                 if other in order:
-                    state = states[other] = self._state_of(row, where)
+                    state = states[other] = self._rows.state_of(row, where)
                     found.append((other, state.owner))
                 else:
-                    found.append((other, self._owner(other, row[1], where)))
-            self._remember(states)
+                    found.append((other, self._rows.owner(other, row[1], where)))
+            self._tx.remember(states)
         return sorted(found, key=lambda item: (order.get(item[0], len(order)), item[0]))
 
-    def _states_of(self, refs: Sequence[str]) -> dict[str, RefState]:
+    def states_of(self, refs: Sequence[str]) -> dict[str, RefState]:
         """The states of those of `refs` that have lineage, read once per transaction: a
         step's checks ask for the same refs several times."""
         found: dict[str, RefState] = {}
-        with self.reading() as connection:
-            cache = self.db.transaction_cache()
-            ws_id = self.workspace_id
+        with self._tx.reading() as connection:
+            cache = self._tx.cache()
+            ws_id = self._tx.workspace_id
             wanted = []
             for ref in dict.fromkeys(refs):
                 memo = (ws_id, ref)
@@ -120,9 +125,9 @@ class CurrentLineage(StoreRows):
                     else connection.execute(STATES_IN, {"ws": ws_id, "refs": chunk})
                 )
                 for row in rows:
-                    state = read[row[0]] = self._state_of(row, "current lineage")
+                    state = read[row[0]] = self._rows.state_of(row, "current lineage")
                     found[row[0]] = state
-                self._remember(read)
+                self._tx.remember(read)
         return found
 
     def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
@@ -156,12 +161,12 @@ class CurrentLineage(StoreRows):
                     .outerjoin(R, R.c.id == REFS.c.record_id)
                     .outerjoin(A, A.c.id == REFS.c.attempt_id)
                 )
-                .where(inputs.c.workspace_id == self.workspace_id, condition)
+                .where(inputs.c.workspace_id == self._tx.workspace_id, condition)
             )
 
         # Two selects, each searching the (workspace, ref) index of the inputs (see
         # `overlapping_select` for why not one with OR).
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             rows = [
                 *connection.execute(reading(inputs.c.ref.in_(around))).all(),
                 *connection.execute(
@@ -170,7 +175,11 @@ class CurrentLineage(StoreRows):
             ]
         rows.sort(key=lambda row: (row[0], row[7]))
         return [
-            (row[0], self._state_of(row[:7], "current lineage"), {"ref": row[7], "version": row[8]})
+            (
+                row[0],
+                self._rows.state_of(row[:7], "current lineage"),
+                {"ref": row[7], "version": row[8]},
+            )
             for row in rows
         ]
 
@@ -181,13 +190,16 @@ class CurrentLineage(StoreRows):
         query = (
             select(REFS.c.ref, records.c.version)
             .select_from(REFS.outerjoin(records, records.c.id == REFS.c.record_id))
-            .where(REFS.c.workspace_id == self.workspace_id)
+            .where(REFS.c.workspace_id == self._tx.workspace_id)
             .order_by(REFS.c.ref)
         )
         where = "current lineage"
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             return [
-                (self._checked_ref(ref, where), self._column(ref, "version", version, where))
+                (
+                    self._rows.checked_ref(ref, where),
+                    self._rows.column(ref, "version", version, where),
+                )
                 for ref, version in connection.execute(query)
             ]
 
@@ -213,26 +225,26 @@ class CurrentLineage(StoreRows):
                     tried, tried.c.id == REFS.c.attempt_id
                 )
             )
-            .where(REFS.c.workspace_id == self.workspace_id)
+            .where(REFS.c.workspace_id == self._tx.workspace_id)
             .order_by(REFS.c.ref)
         )
-        with self.reading() as connection, gc_paused():
+        with self._tx.reading() as connection, gc_paused():
             rows = connection.execute(query).all()
             attention = [row[0] for row in rows if row[6] is not None or row[7]]
-            states = self._states_of(attention) if attention else {}
+            states = self.states_of(attention) if attention else {}
         found = []
         where = "current lineage"
         for ref, owner, version, end, tried_end, record_id, attempt_id, unknown in rows:
-            self._checked_ref(ref, where)
+            self._rows.checked_ref(ref, where)
             found.append(
                 RefSummary(
                     ref=ref,
-                    owner=self._owner(ref, owner, where),
-                    version=self._column(ref, "version", version, where),
+                    owner=self._rows.owner(ref, owner, where),
+                    version=self._rows.column(ref, "version", version, where),
                     status=status_from_columns(
                         owner, record_id is not None, attempt_id is not None, bool(unknown)
                     ),
-                    finished=self._column(
+                    finished=self._rows.column(
                         ref, "end time", tried_end if attempt_id is not None else end, where
                     ),
                     state=states.get(ref),
@@ -262,17 +274,17 @@ class CurrentLineage(StoreRows):
                     and_(own.c.workspace_id == inputs.c.workspace_id, own.c.ref == inputs.c.ref),
                 )
             )
-            .where(inputs.c.workspace_id == self.workspace_id, own.c.ref.is_(None))
+            .where(inputs.c.workspace_id == self._tx.workspace_id, own.c.ref.is_(None))
         )
         newest: dict[str, tuple[int, str]] = {}
         readers: dict[str, list[tuple[str, str | None]]] = {}
         where = "current lineage"
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             for ref, version, record_id, reader, owner in connection.execute(query):
-                self._checked_ref(ref, where)
-                version = self._column(ref, "input version", version, where)
+                self._rows.checked_ref(ref, where)
+                version = self._rows.column(ref, "input version", version, where)
                 if ref not in newest or newest[ref][0] < record_id:
                     newest[ref] = (record_id, version)
-                reader = self._checked_ref(reader, where)
-                readers.setdefault(ref, []).append((reader, self._owner(reader, owner, where)))
+                reader = self._rows.checked_ref(reader, where)
+                readers.setdefault(ref, []).append((reader, self._rows.owner(reader, owner, where)))
         return {ref: (newest[ref][1], sorted(readers[ref])) for ref in sorted(newest)}

@@ -22,23 +22,28 @@ from dws_dagster.workspace.store.statements import (
     REF_HISTORY,
     find_records_select,
 )
+from dws_dagster.workspace.store.transactions import StoreTransactions
 
 
-class History(StoreRows):
+class History:
     """Past records and changes of a workspace's lineage, read."""
+
+    def __init__(self, tx: StoreTransactions, rows: StoreRows) -> None:
+        self._tx = tx
+        self._rows = rows
 
     def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
         """The good record that produced `ref@version`: the latest one written."""
         key = str(ref)
-        with self.reading() as connection:
-            cache = self.db.transaction_cache()
-            memo = self._record_memo(key, version)
+        with self._tx.reading() as connection:
+            cache = self._tx.cache()
+            memo = self._tx.record_memo(key, version)
             if cache is not None and memo in cache:
                 return cache[memo]
             row = connection.execute(
-                FIND_RECORD, {"ws": self.workspace_id, "ref": key, "version": version}
+                FIND_RECORD, {"ws": self._tx.workspace_id, "ref": key, "version": version}
             ).first()
-            found = None if row is None else self._body(row[1], row[0], key, "history")
+            found = None if row is None else self._rows.body(row[1], row[0], key, "history")
             if cache is not None:
                 cache[memo] = found
         return found
@@ -50,12 +55,12 @@ class History(StoreRows):
         a thousand results is thousands of records, each a round trip when read one by one."""
         pairs = list(dict.fromkeys(wanted))
         found: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             for start in range(0, len(pairs), CHUNK):
                 chunk = pairs[start : start + CHUNK]
                 size = 1 << (len(chunk) - 1).bit_length()  # a few statements, each cached
                 chunk += chunk[-1:] * (size - len(chunk))
-                params: dict[str, Any] = {"ws": self.workspace_id}
+                params: dict[str, Any] = {"ws": self._tx.workspace_id}
                 for i, (ref, version) in enumerate(chunk):
                     params[f"r{i}"], params[f"v{i}"] = ref, version
                 for record_id, ref, version, body in connection.execute(
@@ -63,7 +68,7 @@ class History(StoreRows):
                 ):
                     key = (ref, version)
                     if key not in found or found[key][0] < record_id:  # the latest, as one by one
-                        found[key] = (record_id, self._body(body, record_id, ref, "history"))
+                        found[key] = (record_id, self._rows.body(body, record_id, ref, "history"))
         return {key: record for key, (_id, record) in found.items()}
 
     def ref_history(self, refs: Sequence[str], most: int) -> dict[str, list[dict[str, Any]]]:
@@ -72,13 +77,17 @@ class History(StoreRows):
         hundred refs; a ref written thousands of times costs an index range, not its bodies."""
         found: dict[str, list[dict[str, Any]]] = {ref: [] for ref in refs}
         wanted = list(found)
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             for start in range(0, len(wanted), CHUNK):
                 for record_id, ref, body in connection.execute(
                     REF_HISTORY,
-                    {"ws": self.workspace_id, "refs": wanted[start : start + CHUNK], "most": most},
+                    {
+                        "ws": self._tx.workspace_id,
+                        "refs": wanted[start : start + CHUNK],
+                        "most": most,
+                    },
                 ):
-                    found[ref].append(self._body(body, record_id, ref, "history"))
+                    found[ref].append(self._rows.body(body, record_id, ref, "history"))
         return found
 
     def history(self) -> Iterator[dict[str, Any]]:
@@ -87,7 +96,7 @@ class History(StoreRows):
         ops = schema.operations
         after = 0
         while True:
-            with self.reading() as connection:
+            with self._tx.reading() as connection:
                 rows = connection.execute(
                     select(
                         ops.c.id,
@@ -101,12 +110,12 @@ class History(StoreRows):
                     .select_from(
                         ops.outerjoin(schema.records, schema.records.c.id == ops.c.record_id)
                     )
-                    .where(ops.c.workspace_id == self.workspace_id, ops.c.id > after)
+                    .where(ops.c.workspace_id == self._tx.workspace_id, ops.c.id > after)
                     .order_by(ops.c.id)
                     .limit(1000)
                 ).all()
             for row in rows:
-                yield self._operation(row)
+                yield self._rows.operation(row)
             if len(rows) < 1000:
                 return
             after = rows[-1][0]
@@ -116,9 +125,9 @@ class History(StoreRows):
         unchanged id means unchanged lineage (one index lookup, where comparing the refs
         reads them all)."""
         operations = schema.operations
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             return connection.execute(
                 select(func.max(operations.c.id)).where(
-                    operations.c.workspace_id == self.workspace_id
+                    operations.c.workspace_id == self._tx.workspace_id
                 )
             ).scalar()

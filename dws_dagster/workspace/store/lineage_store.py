@@ -2,60 +2,155 @@
 them, in the workspace's database (SQLite in `.dataworkspace/` by default, PostgreSQL when
 runs span machines; see `settings`).
 
-`LineageStore` is put together from one class per job, each in its own module: reaching the
-database (`transactions`), checking what is read back (`rows`), reading the current lineage
-(`current`) and the history (`history`), the rules a step must pass (`rules`), writing records
-(`writes`) and snapshots' tables (`snapshot_tables`). This module holds what the store is
-for: the changes steps and the lineage sensor make (claim, commit, apply, fail, observe,
-forget), each checked against the rules and written as one unit.
-
-Every change is one transaction that first takes the workspace's write lock (see `database`
-for why one lock and not row locks), checks the rules against what is committed, writes, and
-commits: a crash at any point leaves the change whole or absent. Records are content-addressed
-(`dws_records.digest`), so applying one twice stores it once.
+`LineageStore` is what the rest of the package holds (`Workspace.store`). It does nothing
+itself: it builds one object per job over the workspace's transactions and hands each call to
+the one that does it, so that a reader follows `store.get(ref)` to `CurrentLineage.get` in one
+step, and each part names the parts it uses in its constructor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy.engine import Connection
 
-from dws_dagster.workspace.records import LineageRecord, now_iso
-from dws_dagster.workspace.refs import ResourceRef, as_ref
-from dws_dagster.workspace.store.ref_state import InputCheck, Observed
+from dws_dagster.workspace.records import LineageRecord
+from dws_dagster.workspace.refs import ResourceRef
+from dws_dagster.workspace.store.changes import LineageChanges
+from dws_dagster.workspace.store.current import CurrentLineage
+from dws_dagster.workspace.store.history import History
+from dws_dagster.workspace.store.ref_state import InputCheck, Observed, RefState, RefSummary
+from dws_dagster.workspace.store.rows import StoreRows
 from dws_dagster.workspace.store.rules import Rules
 from dws_dagster.workspace.store.snapshot_tables import SnapshotTables
-from dws_dagster.workspace.store.statements import REFS
-from dws_dagster.workspace.store.writes import observation_record
+from dws_dagster.workspace.store.transactions import StoreTransactions, StoreWorkspace
+from dws_dagster.workspace.store.writes import Writes
 
 
-class LineageStore(SnapshotTables, Rules):
-    """Current lineage of a workspace's refs, shared safely by many processes and machines."""
+class LineageStore:
+    """Current lineage of a workspace's refs, shared safely by many processes and machines.
 
-    # ------------------------------------------------------------------ reading ahead
+    Made of parts, each a plain class in its own module given the parts it uses:
+
+    - `StoreTransactions` (`transactions`): the workspace's row, transactions, the write lock
+      and the transaction's cache;
+    - `StoreRows` (`rows`): every row read back, checked before it is handed out;
+    - `CurrentLineage` (`current`): the current lineage, read;
+    - `History` (`history`): every record and change of the past, read;
+    - `Rules` (`rules`): the one-writer and one-version rules, checked;
+    - `Writes` (`writes`): records and refs' rows written, each change logged;
+    - `SnapshotTables` (`snapshot_tables`): snapshots' lineage kept, compared, restored;
+    - `LineageChanges` (`changes`): the changes steps and the sensor make, checked and written.
+
+    Every public method here is a one-line delegation to the part that does the work, so
+    callers keep calling the store. A new method goes to the part whose job it is (a read of
+    the current lineage to `CurrentLineage`, a new change to `LineageChanges`, ...), and gets
+    a delegation here only when code outside the store calls it.
+    """
+
+    def __init__(self, workspace: StoreWorkspace) -> None:
+        self.workspace = workspace
+        self._tx = tx = StoreTransactions(workspace)
+        self.settings = tx.settings
+        self.db = tx.db
+        self._rows = rows = StoreRows(tx)
+        self._current = current = CurrentLineage(tx, rows)
+        self._history = history = History(tx, rows)
+        self._rules = rules = Rules(tx, current, history)
+        self._writes = writes = Writes(tx)
+        self._snapshots = SnapshotTables(tx, rows, current, writes)
+        self._changes = LineageChanges(workspace, tx, current, history, rules, writes)
+
+    # ------------------------------------------------------------------ transactions
+
+    @property
+    def shown(self) -> str:
+        return self._tx.shown
+
+    @property
+    def workspace_id(self) -> int:
+        return self._tx.workspace_id
+
+    def locked(self) -> AbstractContextManager[Connection]:
+        return self._tx.locked()
+
+    def reading(self) -> AbstractContextManager[Connection]:
+        return self._tx.reading()
+
+    def checked_ref(self, ref: Any, where: str) -> str:
+        return self._rows.checked_ref(ref, where)
+
+    # ------------------------------------------------------------------ current lineage
+
+    def get(self, ref: ResourceRef | str) -> RefState | None:
+        return self._current.get(ref)
+
+    def items(self) -> list[tuple[str, RefState]]:
+        return self._current.items()
+
+    def state(self) -> dict[str, RefState]:
+        return self._current.state()
+
+    def refs(self) -> list[str]:
+        return self._current.refs()
+
+    def overlapping(self, ref: ResourceRef) -> list[str]:
+        return self._current.overlapping(ref)
+
+    def readers(self, ref: str) -> list[tuple[str, RefState, dict[str, str]]]:
+        return self._current.readers(ref)
+
+    def recorded_versions(self) -> list[tuple[str, str | None]]:
+        return self._current.recorded_versions()
+
+    def summaries(self) -> list[RefSummary]:
+        return self._current.summaries()
+
+    def read_without_lineage(self) -> dict[str, tuple[str, list[tuple[str, str | None]]]]:
+        return self._current.read_without_lineage()
+
+    # ------------------------------------------------------------------ history
+
+    def find_record(self, ref: ResourceRef | str, version: str) -> dict[str, Any] | None:
+        return self._history.find_record(ref, version)
+
+    def find_records(
+        self, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        return self._history.find_records(wanted)
+
+    def ref_history(self, refs: Sequence[str], most: int) -> dict[str, list[dict[str, Any]]]:
+        return self._history.ref_history(refs, most)
+
+    def history(self) -> Iterator[dict[str, Any]]:
+        return self._history.history()
+
+    def last_operation(self) -> int | None:
+        return self._history.last_operation()
+
+    # ------------------------------------------------------------------ rules
+
+    def conflicts(self, step: str, ref: ResourceRef) -> list[tuple[str, str]]:
+        return self._rules.conflicts(step, ref)
+
+    def check_inputs(
+        self,
+        step: str,
+        inputs: Collection[tuple[ResourceRef | str, str]],
+        *,
+        outputs: Iterable[ResourceRef | str] = (),
+    ) -> InputCheck:
+        return self._rules.check_inputs(step, inputs, outputs=outputs)
+
+    # ------------------------------------------------------------------ changes
 
     def prefetch(self, refs: Iterable[str], records: Iterable[tuple[str, str]] = ()) -> None:
-        """Read the states of `refs` and the good records of `records` ((ref, version) pairs)
-        into the open transaction, for the store calls it makes next: a batch of the sensor's
-        events asks a few queries instead of two per event (each a round trip to PostgreSQL).
-        Outside a transaction nothing would keep them: nothing is read."""
-        cache = self.db.transaction_cache()
-        if cache is None:
-            return
-        self._states_of(list(refs))
-        pairs = [pair for pair in dict.fromkeys(records) if self._record_memo(*pair) not in cache]
-        found = self.find_records(pairs)
-        cache.update((self._record_memo(*pair), found.get(pair)) for pair in pairs)
-
-    # ------------------------------------------------------------------ steps
+        self._changes.prefetch(refs, records)
 
     def claim(self, step: str, refs: Iterable[ResourceRef | str]) -> None:
-        """Make `step` the writer of `refs`, or refuse with LineageConflictError (the
-        one-writer rule).
-        All or nothing: one ref refused, none is claimed."""
-        self.begin_step(step, claims=refs)
+        self._changes.claim(step, refs)
 
     def begin_step(
         self,
@@ -67,147 +162,25 @@ class LineageStore(SnapshotTables, Rules):
         outputs: Iterable[ResourceRef | str] = (),
         lock: bool = False,
     ) -> InputCheck:
-        """Check a step, then claim its outputs and observe its source inputs: all or nothing.
-
-        Every ref of `claims` is checked against other steps (the one-writer rule) and every
-        input of `inputs` for unknown state and mixed versions (the one-version rule, as
-        `check_inputs`; `outputs` are refs the step claimed before). Only when all passed are
-        the claims and the observations of `observe` (source data no step writes, at a version
-        the store has not seen) written, in the same transaction as the checks, under the
-        workspace's write lock: a step refused for one ref leaves no claim behind, and no step
-        on any machine can claim a ref between the check and the claim.
-
-        With nothing to write (a step run again) no lock is taken, unless `lock`: a writer
-        about to write data then learns before touching it that the store cannot be written.
-        """
-        wanted = list(dict.fromkeys(as_ref(ref) for ref in claims))
-        seen = {str(as_ref(ref)): version for ref, version in observe}
-        outputs = list(outputs)
-        if not lock:
-            with self.reading():  # one read transaction for every check, not one per query
-                # Checked first: the checks read the states the pending writes need.
-                check = self._check_step(step, wanted, inputs, outputs)
-                if not any(self._pending_step_writes(wanted, seen)):
-                    return check
-        with self.locked() as connection:
-            check = self._check_step(step, wanted, inputs, outputs)
-            # () when nothing is left to write (a writer that asked for the lock all the same)
-            claims_now, observations = self._pending_step_writes(wanted, seen) or ((), ())
-            at = now_iso()
-            for ref, _state in claims_now:
-                self._put(connection, ref, owner=step)
-                self._log(connection, "claim", ref, detail={"step": step}, at=at)
-            for ref, version, state in observations:
-                self._write_record(connection, observation_record(ref, version), state)
-        return check
+        return self._changes.begin_step(
+            step, claims=claims, inputs=inputs, observe=observe, outputs=outputs, lock=lock
+        )
 
     def begin_steps(
         self,
         step: str,
         parts: Sequence[tuple[ResourceRef | str, Collection[tuple[ResourceRef | str, str]]]],
     ) -> list[InputCheck]:
-        """`begin_step` for each (claim, inputs) of `parts`, in one transaction under the write
-        lock: the partitions of a range written in one step, each checked with its own inputs
-        as one step per partition would be, claimed all or none (one partition refused, none
-        is claimed)."""
-        wanted = list(dict.fromkeys(as_ref(ref) for ref, _ in parts))
-        with self.locked() as connection:
-            checks = [self._check_step(step, [as_ref(ref)], inputs, ()) for ref, inputs in parts]
-            claims_now, _ = self._pending_step_writes(wanted, {})
-            at = now_iso()
-            for ref, _state in claims_now:
-                self._put(connection, ref, owner=step)
-                self._log(connection, "claim", ref, detail={"step": step}, at=at)
-        return checks
-
-    def _pending_step_writes(self, claims: list[ResourceRef], observe: dict[str, str]) -> Any:
-        """The claims not on record yet, and the observations of source data at a version not
-        seen before (refs claimed now are not sources)."""
-        states = self._states_of([str(ref) for ref in claims] + list(observe))
-        claims_now = [
-            (str(ref), states.get(str(ref)))
-            for ref in claims
-            if (state := states.get(str(ref))) is None or state.owner is None
-        ]
-        claimed = {str(ref) for ref in claims}
-        observations = [
-            (key, version, states.get(key))
-            for key, version in observe.items()
-            if key not in claimed
-            and (
-                (state := states.get(key)) is None
-                or (state.owner is None and state.version != version)
-            )
-        ]
-        return claims_now, observations
-
-    # ------------------------------------------------------------------ recording
+        return self._changes.begin_steps(step, parts)
 
     def commit(self, records: Iterable[LineageRecord]) -> list[LineageRecord]:
-        """Record good materializations; a record equal to the current one is not written
-        twice. The one-writer rule is checked again in the same transaction, so a writer that
-        skipped `claim` cannot overwrite another step's ref."""
-        wanted = list(records)
-        with self.locked() as connection:
-            for record in wanted:
-                self._refuse_writer_conflicts(record)
-                data = record.to_json()
-                state = self.get(record.ref)
-                if state is not None and state.record == data and state.attempt is None:
-                    continue
-                self._write_record(connection, data, state)
-        return wanted
+        return self._changes.commit(records)
 
     def apply(self, record: LineageRecord) -> bool:
-        """Apply a materialization recorded elsewhere (the lineage sensor replaying the event
-        log); True if it changed the lineage.
-
-        Idempotent and never a step back: a record its writer already committed is skipped,
-        unless it enriches the current record of the same run (results metrics); a record the
-        store never saw (a store rebuilt from the event log) is applied only if it is not older
-        than the current one, so replaying old events cannot undo later runs or a restore.
-        """
-        data = record.to_json()
-        run_id = record.step.run_id if record.step is not None else None
-        with self.locked() as connection:
-            state = self.get(record.ref)
-            current = state.record if state is not None else None
-            if current == data:
-                return False
-            known = self.find_record(record.ref, record.version) if record.version else None
-            if known is not None and (known.get("step") or {}).get("run_id") == run_id:
-                same_run_is_current = (
-                    state is not None
-                    and state.attempt is None
-                    and current is not None
-                    and current.get("version") == record.version
-                    and (current.get("step") or {}).get("run_id") == run_id
-                )
-                if not same_run_is_current:
-                    return False
-            elif current is not None and (current.get("end_time") or "") > (record.end_time or ""):
-                return False
-            self._refuse_writer_conflicts(record)
-            self._write_record(connection, data, state)
-            return True
+        return self._changes.apply(record)
 
     def apply_failure(self, record: LineageRecord, *, unknown: bool = False) -> bool:
-        """Record a failed attempt found after the fact (a run that failed or was cancelled
-        before materializing a planned asset); True if it was new. Skipped when that run's
-        attempt is already recorded, the run did materialize the ref, or a later good record
-        exists — so replays add nothing and the last good lineage is always kept."""
-        run_id = record.step.run_id if record.step is not None else None
-        with self.locked() as connection:
-            state = self.get(record.ref)
-            if state is not None:
-                for seen in (state.attempt, state.record):
-                    if seen is not None and (seen.get("step") or {}).get("run_id") == run_id:
-                        return False
-                good_end = (state.record or {}).get("end_time") or ""
-                if good_end and good_end > (record.end_time or record.start_time or ""):
-                    return False
-            self._write_failure(connection, record.to_json(), state, unknown)
-            return True
+        return self._changes.apply_failure(record, unknown=unknown)
 
     def observe(
         self,
@@ -218,20 +191,7 @@ class LineageStore(SnapshotTables, Rules):
         at: str | None = None,
         recover: bool = False,
     ) -> bool:
-        """Record the version of data no step wrote (source data); False if already known.
-
-        `recover`: the data was versioned just now (not an event replayed from the past), so
-        it also clears `unknown` when the version is the one on record.
-        """
-        key = str(as_ref(ref))
-        with self.locked() as connection:
-            state = self.get(key)
-            if state is not None and state.owner is not None:
-                return False  # a step writes this ref: drift is reported, not adopted
-            if state is not None and state.version == version and not (recover and state.unknown):
-                return False
-            self._write_record(connection, observation_record(key, version, extra, at), state)
-            return True
+        return self._changes.observe(ref, version, extra, at=at, recover=recover)
 
     def observe_source(
         self,
@@ -240,57 +200,43 @@ class LineageStore(SnapshotTables, Rules):
         *,
         extra: dict[str, Any] | None = None,
     ) -> Observed:
-        """Record source data's version now as its lineage, clearing `unknown` (what
-        `dws-dagster observe REF` does): the way back for a source ref a partial restore could
-        not bring back, once its data is what steps should read.
-
-        `version` defaults to the local data's version now. Refused (LineageConflictError) for
-        a ref a step writes: only re-running that step rewrites its data and lineage.
-        """
-        key = str(self.workspace.check_ref(as_ref(ref)))
-        self._refuse_owned(key)  # before hashing the data, which may take long
-        if version is None:
-            version = self._version_now(key)
-        with self.locked():
-            state = self._refuse_owned(key)
-            recorded = self.observe(key, version, extra, recover=True)
-            return Observed(
-                ref=key,
-                version=version,
-                recorded=recorded,
-                was_unknown=state is not None and state.unknown,
-            )
-
-    def _version_now(self, ref: str) -> str:
-        from dws_dagster.workspace.workspace import RemoteDataError
-
-        try:
-            return self.workspace.version_of(ref)
-        except RemoteDataError:
-            raise RemoteDataError(
-                f"ref {ref} lives in remote resource '{as_ref(ref).name}': its version cannot "
-                "be read from here; observe it through its Dagster source asset "
-                "(dws_source_asset), or pass the version it has now"
-            ) from None
+        return self._changes.observe_source(ref, version, extra=extra)
 
     def fail(self, records: Iterable[LineageRecord], unknown: Iterable[str] = ()) -> None:
-        """Record failed attempts; the last good record stays, `unknown` refs become unreadable."""
-        partial = {str(as_ref(ref)) for ref in unknown}
-        with self.locked() as connection:
-            for record in records:
-                self._write_failure(
-                    connection, record.to_json(), self.get(record.ref), record.ref in partial
-                )
+        self._changes.fail(records, unknown)
 
     def forget(self, ref: ResourceRef | str) -> bool:
-        """Drop a ref's lineage (and its owner), e.g. to hand the ref to another step."""
-        key = str(as_ref(ref))
-        with self.locked() as connection:
-            self._forget_cached(key)
-            gone = connection.execute(
-                delete(REFS).where(REFS.c.workspace_id == self.workspace_id, REFS.c.ref == key)
-            ).rowcount
-            if not gone:
-                return False
-            self._log(connection, "forget", key)
-            return True
+        return self._changes.forget(ref)
+
+    # ------------------------------------------------------------------ snapshots' tables
+
+    def identity_rows(self, snapshot_hash: str | None = None) -> list[tuple[str, str, str | None]]:
+        return self._snapshots.identity_rows(snapshot_hash)
+
+    def owners(self, snapshot_hash: str | None = None) -> list[tuple[str, str | None]]:
+        return self._snapshots.owners(snapshot_hash)
+
+    def differing_refs(self, before: str | None, after: str | None) -> list[str]:
+        return self._snapshots.differing_refs(before, after)
+
+    def states_in(self, snapshot_hash: str | None, refs: Sequence[str]) -> dict[str, RefState]:
+        return self._snapshots.states_in(snapshot_hash, refs)
+
+    def save_snapshot(self, snapshot_hash: str) -> None:
+        self._snapshots.save_snapshot(snapshot_hash)
+
+    def snapshot_items(self, snapshot_hash: str) -> list[tuple[str, RefState]]:
+        return self._snapshots.snapshot_items(snapshot_hash)
+
+    def drop_snapshot(self, snapshot_hash: str) -> None:
+        self._snapshots.drop_snapshot(snapshot_hash)
+
+    def reset(self, snapshot_hash: str, unknown: Iterable[str] = ()) -> None:
+        self._snapshots.reset(snapshot_hash, unknown)
+
+    # ------------------------------------------------------------------ journal import
+
+    def _record_id(self, connection: Connection, data: dict[str, Any], *, good: bool) -> int:
+        """What tests/test_journal_import.py compares imported records with; goes with the
+        journal format."""
+        return self._writes.record_id(connection, data, good=good)

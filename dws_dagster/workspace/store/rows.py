@@ -23,22 +23,31 @@ from dws_dagster.workspace.store.transactions import StoreTransactions
 ADVICE = "restore the store from a backup, or 'dws-dagster forget' the ref and re-run its step"
 
 
-class StoreRows(StoreTransactions):
-    """Turns rows into states, records and history entries, checking each on the way."""
+class StoreRows:
+    """Turns rows into states, records and history entries, checking each on the way (the
+    store's name, which every damage report gives, and the workspace's id from `tx`)."""
 
-    def _states_query(self, table: Any = REFS) -> Any:
+    def __init__(self, tx: StoreTransactions) -> None:
+        self._tx = tx
+
+    @property
+    def shown(self) -> str:
+        """The store as damage reports name it (never its password)."""
+        return self._tx.shown
+
+    def states_query(self, table: Any = REFS) -> Any:
         """`states_select` of `table` (the current lineage or the snapshots') of this workspace."""
-        return states_select(table).params(ws=self.workspace_id)
+        return states_select(table).params(ws=self._tx.workspace_id)
 
-    def _state_of(self, row: Sequence[Any], where: str) -> RefState:
+    def state_of(self, row: Sequence[Any], where: str) -> RefState:
         """The state of a `states_select` row, checked (`where`: what it was read from)."""
         ref, owner, record_id, record_body, attempt_id, attempt_body, unknown = row
-        self._checked_ref(ref, where)
-        record = None if record_body is None else self._body(record_body, record_id, ref, where)
-        attempt = None if attempt_body is None else self._body(attempt_body, attempt_id, ref, where)
-        return RefState(self._owner(ref, owner, where), record, attempt, bool(unknown))
+        self.checked_ref(ref, where)
+        record = None if record_body is None else self.body(record_body, record_id, ref, where)
+        attempt = None if attempt_body is None else self.body(attempt_body, attempt_id, ref, where)
+        return RefState(self.owner(ref, owner, where), record, attempt, bool(unknown))
 
-    def _checked_ref(self, ref: Any, where: str) -> str:
+    def checked_ref(self, ref: Any, where: str) -> str:
         """A ref read back. One no step could have written (a hand edit, a column of another
         type) is named as damage here, not refused later as a ref, elsewhere."""
         if type(ref) is str and shapes.ref_ok(ref):
@@ -49,7 +58,7 @@ class StoreRows(StoreTransactions):
             f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {ADVICE}"
         )
 
-    def _owner(self, ref: str, owner: Any, where: str) -> str | None:
+    def owner(self, ref: str, owner: Any, where: str) -> str | None:
         """An owner read back: a step name, or None (a database column can hold anything)."""
         if owner is not None and type(owner) is not str:
             raise WorkspaceConfigError(
@@ -58,7 +67,7 @@ class StoreRows(StoreTransactions):
             )
         return owner
 
-    def _body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
+    def body(self, body: Any, record_id: int, ref: str, where: str) -> dict[str, Any]:
         """A record read back, checked like any file of the workspace: a database can be
         edited by hand or restored from another version."""
         try:
@@ -79,7 +88,7 @@ class StoreRows(StoreTransactions):
         )
         raise WorkspaceConfigError(f"{prefix} is not a lineage record; {ADVICE}")
 
-    def _column(self, ref: str, name: str, value: Any, where: str) -> Any:
+    def column(self, ref: str, name: str, value: Any, where: str) -> Any:
         """A text column read back: text or NULL, else damage named here."""
         if value is not None and type(value) is not str:
             raise WorkspaceConfigError(
@@ -88,7 +97,7 @@ class StoreRows(StoreTransactions):
             )
         return value
 
-    def _operation(self, row: Sequence[Any]) -> dict[str, Any]:
+    def operation(self, row: Sequence[Any]) -> dict[str, Any]:
         """A history row as the operation `history` yields, its detail and record checked."""
         _id, kind, ref, detail, at, record_id, body = row
         try:
@@ -104,5 +113,5 @@ class StoreRows(StoreTransactions):
         if ref is not None and kind != "record" and kind != "fail":
             op["ref"] = ref
         if body is not None:
-            op["record"] = self._body(body, record_id, ref, "history")
+            op["record"] = self.body(body, record_id, ref, "history")
         return op

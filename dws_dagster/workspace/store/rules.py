@@ -7,9 +7,9 @@
 - No step reads a ref whose data may be partial (`unknown`), and no observation replaces the
   lineage of a ref a step writes.
 
-Only checks, which raise the refusal a user sees (its wording in `messages`): the changes in
-`lineage_store` run them in the same transaction as their writes, under the write lock, so
-no step on any machine can slip in between a check and the write it allows.
+Only checks, which raise the refusal a user sees (its wording in `messages`): the changes
+(`changes`) run them in the same transaction as their writes, under the write lock, so no
+step on any machine can slip in between a check and the write it allows.
 """
 
 from __future__ import annotations
@@ -23,32 +23,38 @@ from dws_dagster.workspace.store.current import CurrentLineage
 from dws_dagster.workspace.store.history import History
 from dws_dagster.workspace.store.messages import conflict_message, unknown_message
 from dws_dagster.workspace.store.ref_state import InputCheck, RefState
+from dws_dagster.workspace.store.transactions import StoreTransactions
 from dws_dagster.workspace.versions import short
 
 
-class Rules(CurrentLineage, History):
+class Rules:
     """The rules, checked against the current lineage and its history."""
+
+    def __init__(self, tx: StoreTransactions, current: CurrentLineage, history: History) -> None:
+        self._tx = tx
+        self._current = current
+        self._history = history
 
     def conflicts(self, step: str, ref: ResourceRef) -> list[tuple[str, str]]:
         """(ref, owner) of refs that overlap `ref` and belong to another step (the
         one-writer rule)."""
         return [
             (other, owner)
-            for other, owner in self._overlapping(ref)
+            for other, owner in self._current.overlapping_owners(ref)
             if owner is not None and owner != step
         ]
 
-    def _refuse_conflicts(self, step: str, ref: ResourceRef) -> None:
+    def refuse_conflicts(self, step: str, ref: ResourceRef) -> None:
         clashes = self.conflicts(step, ref)
         if clashes:
             raise LineageConflictError(conflict_message(step, ref, clashes))
 
-    def _refuse_writer_conflicts(self, record: LineageRecord) -> None:
+    def refuse_writer_conflicts(self, record: LineageRecord) -> None:
         """The one-writer rule for a record about to be written (observations have no writer)."""
         if record.step is not None and record.step.kind != "observation":
-            self._refuse_conflicts(record.step.name, as_ref(record.ref))
+            self.refuse_conflicts(record.step.name, as_ref(record.ref))
 
-    def _check_step(
+    def check_step(
         self,
         step: str,
         claims: list[ResourceRef],
@@ -56,7 +62,7 @@ class Rules(CurrentLineage, History):
         outputs: Iterable[ResourceRef | str],
     ) -> InputCheck:
         for ref in claims:
-            self._refuse_conflicts(step, ref)
+            self.refuse_conflicts(step, ref)
         return (
             self.check_inputs(step, inputs, outputs=[*outputs, *claims])
             if inputs
@@ -80,8 +86,8 @@ class Rules(CurrentLineage, History):
         carriers: dict[str, dict[str, list[str]]] = {}
         warnings: list[str] = []
         pairs = [(as_ref(raw_ref), version) for raw_ref, version in inputs]
-        with self.reading():
-            states = self._states_of([str(ref) for ref, _version in pairs])
+        with self._tx.reading():
+            states = self._current.states_of([str(ref) for ref, _version in pairs])
             for ref, version in pairs:
                 key = str(ref)
                 state = states.get(key)
@@ -91,7 +97,9 @@ class Rules(CurrentLineage, History):
                 record = None
                 if state is not None:
                     record = (
-                        state.record if state.version == version else self.find_record(key, version)
+                        state.record
+                        if state.version == version
+                        else self._history.find_record(key, version)
                     )
                 if record is not None:
                     closure.update(record.get("provenance", {}))
@@ -118,7 +126,7 @@ class Rules(CurrentLineage, History):
     def _consistency_message(
         self, step: str, ref: str, versions: dict[str, list[str]], read_directly: str | None
     ) -> str:
-        state = self.get(ref)
+        state = self._current.get(ref)
         # The version read directly is the data as it is now; else trust the lineage.
         current = read_directly or (state.version if state is not None else None)
         described = "; ".join(
@@ -156,7 +164,7 @@ class Rules(CurrentLineage, History):
         if ref in seen:
             return []
         seen.add(ref)
-        state = self.get(ref)
+        state = self._current.get(ref)
         if state is None or state.record is None:
             return []
         record = state.record
@@ -172,8 +180,8 @@ class Rules(CurrentLineage, History):
             steps.append(own)
         return steps
 
-    def _refuse_owned(self, ref: str) -> RefState | None:
-        state = self.get(ref)
+    def refuse_owned(self, ref: str) -> RefState | None:
+        state = self._current.get(ref)
         if state is not None and state.owner is not None:
             raise LineageConflictError(
                 f"ref {ref} is written by step '{state.owner}', so its lineage comes from that "

@@ -18,12 +18,22 @@ from dws_dagster.workspace.store import schema
 from dws_dagster.workspace.store.current import CurrentLineage
 from dws_dagster.workspace.store.gc_pause import gc_paused
 from dws_dagster.workspace.store.ref_state import RefState, status_from_columns
+from dws_dagster.workspace.store.rows import StoreRows
 from dws_dagster.workspace.store.statements import CHUNK, REFS, SNAP
+from dws_dagster.workspace.store.transactions import StoreTransactions
 from dws_dagster.workspace.store.writes import Writes
 
 
-class SnapshotTables(Writes, CurrentLineage):
+class SnapshotTables:
     """Snapshots' lineage in the store, and comparisons of it with the current lineage."""
+
+    def __init__(
+        self, tx: StoreTransactions, rows: StoreRows, current: CurrentLineage, writes: Writes
+    ) -> None:
+        self._tx = tx
+        self._rows = rows
+        self._current = current
+        self._writes = writes
 
     def _side(self, snapshot_hash: str | None) -> Any:
         """The rows of the current lineage (None) or of a snapshot, as one selectable."""
@@ -36,12 +46,12 @@ class SnapshotTables(Writes, CurrentLineage):
                     REFS.c.attempt_id,
                     REFS.c.unknown,
                 )
-                .where(REFS.c.workspace_id == self.workspace_id)
+                .where(REFS.c.workspace_id == self._tx.workspace_id)
                 .subquery()
             )
         return (
             select(SNAP.c.ref, SNAP.c.owner, SNAP.c.record_id, SNAP.c.attempt_id, SNAP.c.unknown)
-            .where(SNAP.c.workspace_id == self.workspace_id, SNAP.c.hash == snapshot_hash)
+            .where(SNAP.c.workspace_id == self._tx.workspace_id, SNAP.c.hash == snapshot_hash)
             .subquery()
         )
 
@@ -56,17 +66,17 @@ class SnapshotTables(Writes, CurrentLineage):
             .order_by(side.c.ref)
         )
         where = "current lineage" if snapshot_hash is None else f"snapshot {snapshot_hash[:12]}"
-        with self.reading() as connection, gc_paused():
+        with self._tx.reading() as connection, gc_paused():
             return [
                 (
-                    self._checked_ref(ref, where),
+                    self._rows.checked_ref(ref, where),
                     status_from_columns(
-                        self._owner(ref, owner, where),
+                        self._rows.owner(ref, owner, where),
                         identity is not None,
                         attempt is not None,
                         bool(unknown),
                     ),
-                    self._column(ref, "record identity", identity, where),
+                    self._rows.column(ref, "record identity", identity, where),
                 )
                 for ref, owner, identity, attempt, unknown in connection.execute(query)
             ]
@@ -76,9 +86,9 @@ class SnapshotTables(Writes, CurrentLineage):
         of a snapshot, sorted, from indexed columns: what groups a diff's partitions."""
         side = self._side(snapshot_hash)
         where = "current lineage" if snapshot_hash is None else f"snapshot {snapshot_hash[:12]}"
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             return [
-                (self._checked_ref(ref, where), self._owner(ref, owner, where))
+                (self._rows.checked_ref(ref, where), self._rows.owner(ref, owner, where))
                 for ref, owner in connection.execute(
                     select(side.c.ref, side.c.owner).order_by(side.c.ref)
                 )
@@ -103,33 +113,33 @@ class SnapshotTables(Writes, CurrentLineage):
         added = (
             select(b.c.ref).select_from(b.outerjoin(a, a.c.ref == b.c.ref)).where(a.c.ref.is_(None))
         )
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             found = set(connection.scalars(changed)) | set(connection.scalars(added))
         return sorted(found)
 
     def states_in(self, snapshot_hash: str | None, refs: Sequence[str]) -> dict[str, RefState]:
         """The states of `refs` in the current lineage (None) or in a snapshot."""
         if snapshot_hash is None:
-            return self._states_of(refs)
+            return self._current.states_of(refs)
         found: dict[str, RefState] = {}
         wanted = list(dict.fromkeys(refs))
-        with self.reading() as connection:
+        with self._tx.reading() as connection:
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
-                    self._states_query(SNAP).where(
+                    self._rows.states_query(SNAP).where(
                         SNAP.c.hash == snapshot_hash,
                         SNAP.c.ref.in_(wanted[start : start + CHUNK]),
                     )
                 ).all()
                 for row in rows:
-                    found[row[0]] = self._state_of(row, f"snapshot {snapshot_hash[:12]}")
+                    found[row[0]] = self._rows.state_of(row, f"snapshot {snapshot_hash[:12]}")
         return found
 
     def save_snapshot(self, snapshot_hash: str) -> None:
         """Keep the current lineage as snapshot `snapshot_hash`'s manifest (references to the
         records, not copies); the caller holds the lock and adds the index entry."""
-        with self.locked() as connection:
-            ws_id = self.workspace_id
+        with self._tx.locked() as connection:
+            ws_id = self._tx.workspace_id
             exists = connection.execute(
                 select(func.count())
                 .select_from(SNAP)
@@ -154,17 +164,21 @@ class SnapshotTables(Writes, CurrentLineage):
 
     def snapshot_items(self, snapshot_hash: str) -> list[tuple[str, RefState]]:
         """A snapshot's lineage, sorted by ref."""
-        with self.reading() as connection, gc_paused():
+        with self._tx.reading() as connection, gc_paused():
             rows = connection.execute(
-                self._states_query(SNAP).where(SNAP.c.hash == snapshot_hash).order_by(SNAP.c.ref)
+                self._rows.states_query(SNAP)
+                .where(SNAP.c.hash == snapshot_hash)
+                .order_by(SNAP.c.ref)
             ).all()
-            return [(row[0], self._state_of(row, f"snapshot {snapshot_hash[:12]}")) for row in rows]
+            return [
+                (row[0], self._rows.state_of(row, f"snapshot {snapshot_hash[:12]}")) for row in rows
+            ]
 
     def drop_snapshot(self, snapshot_hash: str) -> None:
-        with self.locked() as connection:
+        with self._tx.locked() as connection:
             connection.execute(
                 delete(SNAP).where(
-                    SNAP.c.workspace_id == self.workspace_id, SNAP.c.hash == snapshot_hash
+                    SNAP.c.workspace_id == self._tx.workspace_id, SNAP.c.hash == snapshot_hash
                 )
             )
 
@@ -172,9 +186,9 @@ class SnapshotTables(Writes, CurrentLineage):
         """Make a snapshot's lineage the current lineage (restore), marking `unknown` the refs
         whose data could not be brought back."""
         partial = sorted(set(unknown))
-        with self.locked() as connection:
-            self._forget_cached()
-            ws_id = self.workspace_id
+        with self._tx.locked() as connection:
+            self._tx.forget_cached()
+            ws_id = self._tx.workspace_id
             connection.execute(delete(REFS).where(REFS.c.workspace_id == ws_id))
             connection.execute(
                 insert(REFS).from_select(
@@ -198,6 +212,6 @@ class SnapshotTables(Writes, CurrentLineage):
                     )
                     .values(unknown=True)
                 )
-            self._log(
+            self._writes.log(
                 connection, "reset", None, detail={"snapshot": snapshot_hash, "unknown": partial}
             )

@@ -2,33 +2,48 @@
 one another, the write lock, and what a transaction remembers of what it read.
 
 Every other part of the store (`rows`, `current`, `history`, `rules`, `writes`,
-`snapshot_tables`) goes through here, so that each change is one transaction under the
-workspace's write lock (see `database` for why one lock and not row locks), database errors
-reach users as errors naming the store (never its password), and a step's checks, which ask
-for the same refs several times, read each once per transaction.
+`snapshot_tables`, `changes`) is given the one `StoreTransactions` of its store and goes
+through it, so that each change is one transaction under the workspace's write lock (see
+`database` for why one lock and not row locks), database errors reach users as errors naming
+the store (never its password), and a step's checks, which ask for the same refs several
+times, read each once per transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.store.database import Database, database_for
 from dws_dagster.workspace.store.ref_state import RefState
+from dws_dagster.workspace.store.settings import StoreSettings
 
-if TYPE_CHECKING:
-    from dws_dagster.workspace.workspace import Workspace
+
+class StoreWorkspace(Protocol):
+    """What the store needs of its workspace (`dws_dagster.workspace.workspace.Workspace`):
+    named by what it does rather than imported, since the workspace opens its store."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def store_settings(self) -> StoreSettings: ...
+
+    def check_ref(self, ref: ResourceRef | str) -> ResourceRef: ...
+
+    def version_of(self, ref: ResourceRef | str) -> str: ...
 
 
 class StoreTransactions:
-    """The base of `LineageStore`: one workspace's lineage in the database its settings name
-    (the database itself is shared by every store of the process that names it)."""
+    """One workspace's way into the database its settings name (the `Database` itself is
+    shared by every store of the process that names it)."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: StoreWorkspace) -> None:
         self.workspace = workspace
         self.settings = workspace.store_settings
         self.db: Database = database_for(self.settings)
@@ -80,14 +95,18 @@ class StoreTransactions:
 
     # ------------------------------------------------------------------ transaction cache
 
-    def _remember(self, states: dict[str, RefState | None]) -> None:
+    def cache(self) -> dict[Any, Any] | None:
+        """What this thread's open transaction read (None outside one)."""
+        return self.db.transaction_cache()
+
+    def remember(self, states: dict[str, RefState | None]) -> None:
         """Keep states just read (None: no lineage) for the rest of this transaction."""
         cache = self.db.transaction_cache()
         if cache is not None:
             ws_id = self.workspace_id
             cache.update(((ws_id, ref), state) for ref, state in states.items())
 
-    def _forget_cached(self, ref: str | None = None) -> None:
+    def forget_cached(self, ref: str | None = None) -> None:
         """Drop what this transaction read of `ref` (of every ref: None), about to change."""
         cache = self.db.transaction_cache()
         if cache is not None:
@@ -96,6 +115,6 @@ class StoreTransactions:
             else:
                 cache.pop((self.workspace_id, ref), None)
 
-    def _record_memo(self, ref: str, version: str | None) -> tuple[Any, ...]:
-        """The transaction cache's key of `find_record(ref, version)`."""
+    def record_memo(self, ref: str, version: str | None) -> tuple[Any, ...]:
+        """The transaction cache's key of `History.find_record(ref, version)`."""
         return ("record", self.workspace_id, ref, version)
