@@ -10,13 +10,40 @@ touches its own module and one line of `main`'s list.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 #: What `ArgumentParser.add_subparsers` returns, a command's `add_parser` adds its parser to.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler = Callable[[argparse.Namespace], int]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser, writing its help and usage a line at a time.
+
+    The command line's streams escape a newline inside one write (data printed to a terminal
+    may hold any character); argparse writes a whole help text in one, so written as it is
+    its layout would show as `\\n`. Its error messages stay one write, so the argument it
+    refuses is still shown escaped. Subcommands' parsers are of the same class (argparse
+    makes them with its parent's)."""
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        self._write_lines(self.format_help(), file)
+
+    def print_usage(self, file: SupportsWrite[str] | None = None) -> None:
+        self._write_lines(self.format_usage(), file)
+
+    @staticmethod
+    def _write_lines(text: str, file: SupportsWrite[str] | None) -> None:
+        stream = file if file is not None else sys.stdout
+        for line in text.splitlines(keepends=True):
+            stream.write(line)
+
 
 #: Refs need attention: `status --verify` found drift, missing data, failed or unknown refs,
 #: or `replay` did not reproduce every ref.

@@ -24,7 +24,7 @@ import traceback
 import warnings
 from collections.abc import Sequence
 
-from dws_dagster.cli.command import Parents
+from dws_dagster.cli.command import CommandParser, Parents
 from dws_dagster.cli.commands import (
     add,
     delete_snapshot,
@@ -76,7 +76,7 @@ EXIT_INTERRUPTED = 130
 
 def build_parser() -> argparse.ArgumentParser:
     parents = Parents.make()
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dws-dagster",
         parents=[parents.common],
         description="Data Workspaces lineage for Dagster and PySpark: resources, versions, "
