@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from dws_dagster import Workspace
 from dws_dagster.cli import main as cli_module
+from dws_dagster.cli.commands import history as history_command
+from dws_dagster.cli.commands import status as status_command
 from dws_dagster.errors import SnapshotError
 from dws_dagster.workspace.snapshots.history import list_snapshots, validate_tag
 from dws_dagster.workspace.swap import STAGING_PREFIX
@@ -78,7 +80,7 @@ def test_an_oserror_no_layer_named_is_still_one_line(ws: Workspace, cli, monkeyp
     def refuse(args):
         raise PermissionError(13, "Permission denied", "/somewhere/file.json")
 
-    monkeypatch.setattr(cli_module, "cmd_history", refuse)
+    monkeypatch.setattr(history_command, "cmd_history", refuse)
     code, _, err = cli("history", "-w", ws.root)
     assert code == 1
     assert _one_error_line(err) == (
@@ -90,7 +92,7 @@ def test_a_bug_is_an_internal_error_with_its_own_exit_code(ws: Workspace, cli, m
     def broken(args):
         raise RuntimeError("something\nunexpected")
 
-    monkeypatch.setattr(cli_module, "cmd_history", broken)
+    monkeypatch.setattr(history_command, "cmd_history", broken)
     code, _, err = cli("history", "-w", ws.root)
     assert code == cli_module.EXIT_INTERNAL == 70
     line = _one_error_line(err)
@@ -103,7 +105,7 @@ def test_a_bug_is_an_internal_error_with_its_own_exit_code(ws: Workspace, cli, m
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_module, "cmd_status", interrupted)
+    monkeypatch.setattr(status_command, "cmd_status", interrupted)
     code, _, err = cli("status", "-w", ws.root)
     assert code == 130 and _one_error_line(err) == "interrupted"
 

@@ -460,3 +460,25 @@ def test_a_usage_error_repeats_the_refused_argument_escaped(data: str, capsys) -
         assert_terminal_safe(err, argv)
         # Shown escaped, not dropped: as it is, or as argparse quotes a refused choice.
         assert terminal_text(data) in err or terminal_text(repr(data)) in err
+
+
+def test_help_reads_as_lines_on_a_terminal(capsys) -> None:
+    """The help texts keep their layout through the writer that escapes newlines in data."""
+    from dws_dagster.cli.main import main
+
+    for argv in (["--help"], ["snapshot", "--help"], ["openlineage", "deliver", "--help"]):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 0
+        out = capsys.readouterr().out
+        assert "\\n" not in out, (argv, out[:200])
+        lines = out.splitlines()
+        assert lines[0].startswith("usage: dws-dagster"), argv
+        assert any(line.startswith("options:") for line in lines), argv
+        assert len(lines) > 5, argv
+    with pytest.raises(SystemExit):
+        main(["snapshot", "--format", "bogus"])
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("usage: dws-dagster snapshot"), err
+    assert err.splitlines()[-1].startswith("dws-dagster snapshot: error: argument --format"), err

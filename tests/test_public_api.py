@@ -16,7 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
 import dws_dagster
+import dws_dagster.lineage
+from dws_dagster.cli.main import build_parser
+
+from .docstring_examples import code_blocks, console_steps, examples_section, public_names
 
 ROOT = Path(__file__).resolve().parent.parent
 INIT = ROOT / "dws_dagster" / "__init__.py"
@@ -106,3 +113,65 @@ def test_every_dws_metadata_key_is_named_in_the_contract_module_only() -> None:
     assert spelled == [], "spell dws/ keys through dws_dagster.metadata_keys"
     assert all(key.startswith(metadata_keys.PREFIX) for key in named)
     assert len(named) == len([n for n in vars(metadata_keys) if n.isupper()])  # no key twice
+
+
+# ------------------------------------------------------------------------ docstring examples
+
+#: Every public name, for parametrizing without importing Dagster or Spark at collection.
+PUBLIC = sorted(set(dws_dagster.__all__) | set(dws_dagster.lineage.__all__))
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_has_an_examples_section_whose_code_is_valid(name: str) -> None:
+    """Dagster's API docs are built from Google-style docstrings; each public name shows its
+    typical use in an `Examples:` section. Its Python compiles, its YAML parses, and the
+    command lines of its console examples are ones `dws-dagster` accepts (tests/
+    test_docstring_examples.py runs the examples)."""
+    obj = public_names()[name]
+    section = examples_section(obj)
+    assert section is not None, f"the docstring of {name} has no Examples: section"
+    blocks = code_blocks(section)
+    assert blocks, f"the Examples: section of {name} has no '.. code-block::'"
+    for block in blocks:
+        assert block.lang in ("python", "yaml", "console"), (name, block.lang)
+        if block.lang == "python":
+            compile(block.code, f"<example of {name}>", "exec", dont_inherit=True)
+        elif block.lang == "yaml":
+            assert isinstance(yaml.safe_load(block.code), dict), (name, block.code)
+        else:
+            steps = console_steps(block.code)
+            assert steps, (name, block.code)
+            for step in steps:
+                try:
+                    build_parser().parse_args(step.argv)
+                except SystemExit:
+                    raise AssertionError(f"{name}: dws-dagster refuses {step.argv}") from None
+
+
+def test_the_examples_reader_finds_what_is_missing_or_broken() -> None:
+    """The check above can fail: a docstring without the section, a section without code,
+    code that does not compile."""
+
+    def without() -> None:
+        """Nothing to show.
+
+        Returns:
+            None.
+        """
+
+    def broken() -> None:
+        """Broken.
+
+        Examples:
+            .. code-block:: python
+
+                with open("x") as f
+                    pass
+        """
+
+    assert examples_section(without) is None
+    (block,) = code_blocks(examples_section(broken) or "")
+    assert block.lang == "python"
+    with pytest.raises(SyntaxError):
+        compile(block.code, "<broken>", "exec")
+    assert code_blocks("Shown in words only.") == []

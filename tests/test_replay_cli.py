@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dws_dagster.cli.replay_command import definitions_of
+from dws_dagster.cli.commands.replay import definitions_of
 from dws_dagster.workspace.snapshots.history import resolve_snapshot
 from dws_dagster.workspace.snapshots.replay_record import latest_replay
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot

@@ -21,7 +21,34 @@ from dws_dagster.workspace.refs import ResourceRef
 
 
 class RefBinding(Config):
-    """An asset bound to a workspace ref by configuration (`dws_ref` fields)."""
+    """An asset bound to a workspace ref by configuration (`dws_ref` fields).
+
+    Examples:
+        Assets defined elsewhere (without `dws_ref` metadata), bound by configuration:
+
+        .. code-block:: python
+
+            from dws_dagster import (
+                RefBinding,
+                SparkWorkspaceIOManager,
+                WorkspaceResource,
+                dws_asset_checks,
+                lineage_sensor,
+            )
+
+            bindings = [
+                RefBinding(asset="hourly_actuals", ref="intermediate-data/hourly_actuals"),
+                RefBinding(
+                    asset="daily_trips",
+                    ref="intermediate-data/daily_trips",
+                    partition_template="{start:%Y/%m/%d}",
+                ),
+            ]
+            workspace = WorkspaceResource(root=".")
+            io_manager = SparkWorkspaceIOManager(workspace=workspace, bindings=bindings)
+            sensor = lineage_sensor(bindings=bindings)  # records them where they are stored
+            checks = dws_asset_checks(["hourly_actuals"], bindings=bindings)
+    """
 
     asset: str = Field(description="The asset's key, as 'a/b' (its user string).")
     ref: str = Field(description="The workspace ref: 'resource/subpath'.")

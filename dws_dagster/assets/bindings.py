@@ -31,7 +31,18 @@ VERSIONINGS = ("rows", "files")
 
 
 class BindingError(DwsError):
-    """An asset's workspace binding (`dws_ref` metadata) is invalid."""
+    """An asset's workspace binding (`dws_ref` metadata) is invalid.
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import BindingError, dws_ref
+
+            try:
+                dws_ref("intermediate-data", "hourly_actuals", format="xlsx")
+            except BindingError as exc:
+                print(exc)  # names the binding and the formats to choose from
+    """
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,34 @@ def dws_ref(
     strftime specs such as `{start:%Y/%m/%d}`, and dimension names for multi-partitions).
     `partition_by` names columns Spark partitions the files by (`DataFrameWriter.partitionBy`).
     `versioning` ("rows" or "files") overrides SparkWorkspaceIOManager.versioning for this asset.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import DailyPartitionsDefinition, asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import dws_ref
+
+            @asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))
+            def hourly_actuals(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("zone", "hour").count()
+
+            @asset(
+                partitions_def=DailyPartitionsDefinition(start_date="2024-01-01"),
+                metadata={
+                    **dws_ref(
+                        "intermediate-data",
+                        "daily_trips",
+                        format="csv",
+                        partition_template="{start:%Y/%m/%d}",  # daily_trips/2024/01/31
+                        versioning="files",
+                    ),
+                    "owner": "forecasting",
+                },
+            )
+            def daily_trips(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("zone").count()
     """
     metadata: dict[str, Any] = {META_REF: str(ResourceRef(resource, subpath))}
     binding = binding_from_metadata(

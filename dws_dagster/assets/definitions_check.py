@@ -20,6 +20,34 @@ def check_definitions(defs: Definitions) -> Definitions:
     conflict stops the code location from loading (shown in the UI and by `dagster dev`) instead
     of surfacing in a run. Raises LineageConflictError naming both assets, or the binding's error
     (unknown resource, invalid ref) naming the asset.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import Definitions, asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import (
+                SparkWorkspaceIOManager,
+                WorkspaceResource,
+                check_definitions,
+                dws_ref,
+                dws_source_asset,
+            )
+
+            trips = dws_source_asset("trips", "source-data", "trips", format="csv")
+
+            @asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))
+            def hourly_actuals(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("zone", "hour").count()
+
+            io_manager = SparkWorkspaceIOManager(workspace=WorkspaceResource(root="."))
+            defs = check_definitions(  # in the code location's module: a conflict stops it loading
+                Definitions(assets=[trips, hourly_actuals], resources={"io_manager": io_manager})
+            )
+
+        A second asset bound to `intermediate-data/hourly_actuals`, or to a ref inside it, makes
+        `check_definitions` raise `LineageConflictError` naming both assets.
     """
     managers = {
         key: value

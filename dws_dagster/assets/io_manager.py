@@ -54,11 +54,54 @@ if TYPE_CHECKING:
 
 
 class OutputTypeError(DwsError):
-    """An asset handed the Spark IO manager something other than a DataFrame."""
+    """An asset handed the Spark IO manager something other than a DataFrame.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import asset, materialize
+
+            from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
+
+            @asset(metadata=dws_ref("intermediate-data", "zone_names"))
+            def zone_names() -> dict:
+                return {"1": "Newark Airport"}  # not a DataFrame
+
+            resources = {"io_manager": SparkWorkspaceIOManager(workspace=WorkspaceResource())}
+            result = materialize([zone_names], resources=resources, raise_on_error=False)
+            assert not result.success  # OutputTypeError: asset 'zone_names' returned builtins.dict
+    """
 
 
 class MissingPartitionError(DwsError):
-    """An input partition has never been materialized."""
+    """An input partition has never been materialized.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import DailyPartitionsDefinition, asset, materialize
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
+
+            daily = DailyPartitionsDefinition(start_date="2024-01-01")
+
+            @asset(partitions_def=daily, metadata=dws_ref("intermediate-data", "daily_trips"))
+            def daily_trips() -> DataFrame: ...  # never materialized for 2024-01-02
+
+            @asset(partitions_def=daily, metadata=dws_ref("intermediate-data", "daily_zones"))
+            def daily_zones(daily_trips: DataFrame) -> DataFrame:
+                return daily_trips.select("zone")
+
+            result = materialize(
+                [daily_trips, daily_zones],
+                selection=[daily_zones],
+                partition_key="2024-01-02",
+                resources={"io_manager": SparkWorkspaceIOManager(workspace=WorkspaceResource())},
+                raise_on_error=False,
+            )
+            assert not result.success  # MissingPartitionError: ... materialize 'daily_trips' first
+    """
 
 
 class ReplayOutsideScratchError(DwsError):
@@ -72,6 +115,25 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
 
     Bind an asset with `metadata=dws_ref(RESOURCE, SUBPATH)`; without it the asset lives at its
     key path in `default_resource`.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import Definitions, asset
+            from dagster_pyspark import PySparkResource
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
+
+            @asset(metadata=dws_ref("intermediate-data", "zones"), code_version="2")
+            def zones(pyspark: PySparkResource) -> DataFrame:
+                return pyspark.spark_session.read.csv("data/source/zones.csv", header=True)
+
+            pyspark = PySparkResource(spark_config={"spark.sql.session.timeZone": "UTC"})
+            workspace = WorkspaceResource(root=".")
+            manager = SparkWorkspaceIOManager(workspace=workspace, pyspark=pyspark, keep_versions=2)
+            resources = {"io_manager": manager, "pyspark": pyspark}
+            defs = Definitions(assets=[zones], resources=resources)
     """
 
     workspace: WorkspaceResource = Field(description="The workspace the assets live in.")

@@ -265,6 +265,23 @@ def dws_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     Use in the asset body as `context.add_output_metadata(dws_metrics({"mae": mae}))` or
     `Output(df, metadata=dws_metrics(...))`. Without it, the lineage sensor takes the
     materialization's numeric metadata (other than Dagster's and dws_dagster's own) as metrics.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import AssetExecutionContext, asset
+            from pyspark.sql import DataFrame
+            from pyspark.sql import functions as F
+
+            from dws_dagster import dws_metrics, dws_ref
+
+            @asset(metadata=dws_ref("results", "forecast"))
+            def forecast(context: AssetExecutionContext, hourly_actuals: DataFrame) -> DataFrame:
+                predicted = hourly_actuals.withColumn("predicted", F.col("count") * 1.1)
+                error = F.abs(F.col("predicted") - F.col("count"))
+                mae = predicted.agg(F.avg(error)).first()[0]
+                context.add_output_metadata(dws_metrics({"mae": mae}))  # results.json, snapshots
+                return predicted
     """
     from dws_dagster.workspace.records import sanitize_parameters
 

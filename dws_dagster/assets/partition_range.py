@@ -66,7 +66,29 @@ PARTITION_EXPR = "partition_expr"
 
 
 class PartitionRangeError(DwsError):
-    """A step materializing several partitions cannot tell which rows belong to which."""
+    """A step materializing several partitions cannot tell which rows belong to which.
+
+    Examples:
+        A range of days in one step needs `partition_expr`, the column telling each row's day:
+
+        .. code-block:: python
+
+            from dagster import BackfillPolicy, DailyPartitionsDefinition, asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import dws_ref
+
+            @asset(
+                partitions_def=DailyPartitionsDefinition(start_date="2024-01-01"),
+                backfill_policy=BackfillPolicy.single_run(),
+                metadata={**dws_ref("intermediate-data", "daily_trips"), "partition_expr": "day"},
+            )
+            def daily_trips(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("day", "zone").count()
+
+        Without `partition_expr`, a backfill of several days fails with `PartitionRangeError`
+        before anything is written; `BackfillPolicy.multi_run(1)` runs one day per run instead.
+    """
 
 
 def partition_column(metadata: Mapping[str, Any] | None, df: DataFrame, asset: str, n: int) -> str:

@@ -16,6 +16,27 @@ class WorkspaceResource(ConfigurableResource):
 
     Relative roots are resolved from the process's working directory, upwards, the way
     `dws-dagster` finds a workspace, so one definition works for `dagster dev` and the CLI.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import AssetExecutionContext, Definitions, asset
+
+            from dws_dagster import WorkspaceResource
+
+            @asset
+            def report(context: AssetExecutionContext, workspace: WorkspaceResource) -> None:
+                ws = workspace.workspace()  # the opened Workspace
+                state = ws.store.get("results/forecast")
+                context.log.info(f"forecast version: {state.version if state else 'none yet'}")
+
+            defs = Definitions(
+                assets=[report],
+                resources={
+                    # the store's URL, password included, is in $LINEAGE_DB_URL where the code runs
+                    "workspace": WorkspaceResource(root=".", store_url_env="LINEAGE_DB_URL"),
+                },
+            )
     """
 
     root: str = Field(default=".", description="Workspace folder, or a folder inside it.")

@@ -41,6 +41,26 @@ def dws_source_asset(
     Downstream assets take it as a DataFrame input (read by the IO manager under
     `io_manager_key`); observing it (UI "Observe sources", a schedule, or automation) records
     its content version as the asset's data version and as an observation in the workspace.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import dws_ref, dws_source_asset
+
+            # files dropped into data/source/trips/ by another system
+            trips = dws_source_asset(
+                "trips", "source-data", "trips", format="csv", group_name="landing"
+            )
+
+            @asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))
+            def hourly_actuals(trips: DataFrame) -> DataFrame:  # read by the IO manager
+                return trips.groupBy("zone", "hour").count()
+
+        Observing `trips` ("Observe sources" in the UI, a schedule or automation) records the files'
+        version: `hourly_actuals` shows stale when they change.
     """
     binding = dws_ref(resource, subpath, format=format, read_options=read_options)
     key_path = [key] if isinstance(key, str) else list(key)

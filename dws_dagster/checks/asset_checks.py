@@ -82,7 +82,18 @@ DEFAULT_CHECKS: tuple[str, ...] = tuple(CHECKS)
 
 
 class CheckConfigError(DwsError):
-    """dws asset checks were asked with settings they do not know."""
+    """dws asset checks were asked with settings they do not know.
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import CheckConfigError, dws_asset_checks
+
+            try:
+                dws_asset_checks(["hourly_actuals"], checks=["freshness"])
+            except CheckConfigError as exc:
+                print(exc)  # dws asset checks: unknown check(s) 'freshness'; choose among ...
+    """
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,38 @@ def dws_asset_checks(
 
     The workspace is the `WorkspaceResource` under `workspace_resource_key`; an asset's ref
     is found as the IO manager finds it: its `dws_ref` metadata, its entry in `bindings`, else
-    its key path in `default_resource` (as on `SparkWorkspaceIOManager`)."""
+    its key path in `default_resource` (as on `SparkWorkspaceIOManager`).
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import Definitions, asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import (
+                SparkWorkspaceIOManager,
+                WorkspaceResource,
+                dws_asset_checks,
+                dws_ref,
+                dws_source_asset,
+            )
+
+            trips = dws_source_asset("trips", "source-data", "trips", format="csv")
+
+            @asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))
+            def hourly_actuals(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("zone", "hour").count()
+
+            workspace = WorkspaceResource(root=".")
+            defs = Definitions(
+                assets=[trips, hourly_actuals],
+                asset_checks=dws_asset_checks([hourly_actuals], severity="blocking", full=True),
+                resources={
+                    "workspace": workspace,  # the checks need no Spark session
+                    "io_manager": SparkWorkspaceIOManager(workspace=workspace),
+                },
+            )
+    """
     kinds = _checked_kinds(checks, severity)
     by_asset = bindings_by_asset(bindings)
     return [
@@ -159,7 +201,40 @@ def with_dws_checks(
     workspace_resource_key: str = "workspace",
 ) -> Definitions:
     """`defs` with the dws checks of every materializable asset a `SparkWorkspaceIOManager`
-    among its resources stores (its bindings and default resource are the IO manager's)."""
+    among its resources stores (its bindings and default resource are the IO manager's).
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import Definitions, asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import (
+                SparkWorkspaceIOManager,
+                WorkspaceResource,
+                dws_ref,
+                dws_source_asset,
+                with_dws_checks,
+            )
+
+            trips = dws_source_asset("trips", "source-data", "trips", format="csv")
+
+            @asset(metadata=dws_ref("intermediate-data", "hourly_actuals"))
+            def hourly_actuals(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("zone", "hour").count()
+
+            workspace = WorkspaceResource(root=".")
+            defs = with_dws_checks(  # checks for every asset the IO manager stores
+                Definitions(
+                    assets=[trips, hourly_actuals],
+                    resources={
+                        "workspace": workspace,
+                        "io_manager": SparkWorkspaceIOManager(workspace=workspace),
+                    },
+                ),
+                checks=["data_version", "inputs"],
+            )
+    """
     from dws_dagster.assets.io_manager import SparkWorkspaceIOManager
 
     managers = {

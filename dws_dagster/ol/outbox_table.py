@@ -39,7 +39,16 @@ _DELIVERY = schema.ol_delivery
 class OutboxError(DwsError):
     """The OpenLineage outbox cannot take or send events as asked (events that are not
     RunEvents, a transport that is disabled, ...). Damage to the outbox's own rows is a
-    `WorkspaceConfigError`, as for any damaged data of the workspace."""
+    `WorkspaceConfigError`, as for any damaged data of the workspace.
+
+    Examples:
+        Met through the command line, which prints its message and exits 1:
+
+        .. code-block:: console
+
+            $ OPENLINEAGE_DISABLED=true dws-dagster openlineage replay
+            error: OpenLineage is disabled (noop transport): a replay would reach no catalog; ...
+    """
 
 
 #: How to recover from a damaged row of `dws_ol_events`, said with every such damage found.

@@ -169,6 +169,28 @@ def process_events(
 
     Usable without a sensor (scripts, the demo, tests): pass the storage id returned in the
     previous outcome's `cursor` to continue where it stopped.
+
+    Examples:
+        What the sensor's ticks do, from a script (after runs made without the daemon):
+
+        .. code-block:: python
+
+            from dagster import DagsterInstance
+
+            from dws_dagster import Workspace, process_events
+
+            ws = Workspace.open()
+            with DagsterInstance.get() as instance:  # $DAGSTER_HOME
+                cursor = 0  # keep it between calls to continue where the last one stopped
+                while True:
+                    outcome = process_events(instance, ws, after_storage_id=cursor)
+                    cursor = outcome.cursor
+                    if not outcome.more:
+                        break
+                print(outcome.tick_text())  # Applied 12 events: ...
+
+        Pass `repository_def=defs.get_repository_def()` to say what the code location knows of each
+        asset (its bindings, its partitions).
     """
     _check_settings("lineage sensor", batch_size, time_budget_seconds)
     with GcSparesOlderObjects() as gc_spares:
@@ -363,6 +385,36 @@ def lineage_sensor(
     run that materialized a results asset. `default_resource` names where assets without
     `dws_ref` metadata live (as on the IO manager), `bindings` the assets bound by
     configuration (as on the IO manager). Runs on its own (`RUNNING`) by default.
+
+    Examples:
+        .. code-block:: python
+
+            from dagster import Definitions, asset
+            from pyspark.sql import DataFrame
+
+            from dws_dagster import (
+                SparkWorkspaceIOManager,
+                WorkspaceResource,
+                dws_ref,
+                dws_source_asset,
+                lineage_sensor,
+            )
+
+            trips = dws_source_asset("trips", "source-data", "trips", format="csv")
+
+            @asset(metadata=dws_ref("results", "trips_per_zone"))
+            def trips_per_zone(trips: DataFrame) -> DataFrame:
+                return trips.groupBy("zone").count()
+
+            workspace = WorkspaceResource(root=".")
+            defs = Definitions(
+                assets=[trips, trips_per_zone],
+                sensors=[lineage_sensor(snapshot_on_results=True, minimum_interval_seconds=60)],
+                resources={
+                    "workspace": workspace,  # the sensor's workspace (workspace_resource_key)
+                    "io_manager": SparkWorkspaceIOManager(workspace=workspace),
+                },
+            )
     """
     _check_settings(f"lineage_sensor '{name}'", batch_size, time_budget_seconds)
     if minimum_interval_seconds < 1:

@@ -60,7 +60,34 @@ _LISTED_ON_DRIVER = 32
 
 class RangeWriteError(storage.StorageError):
     """A range write failed; `written` holds the partitions already swapped in (new data, whole),
-    every other partition still holds its previous data."""
+    every other partition still holds its previous data.
+
+    Examples:
+        Which days a failed range step swapped in (each whole; the others keep their data):
+
+        .. code-block:: python
+
+            from dagster import materialize
+
+            from dws_dagster import RangeWriteError
+
+            # daily_trips: a range asset (BackfillPolicy.single_run()); resources: its IO manager
+            try:
+                materialize(
+                    [daily_trips],
+                    resources=resources,
+                    tags={
+                        "dagster/asset_partition_range_start": "2024-01-01",
+                        "dagster/asset_partition_range_end": "2024-01-31",
+                    },
+                )
+            except Exception as exc:  # Dagster wraps the step's error
+                cause = exc
+                while cause is not None and not isinstance(cause, RangeWriteError):
+                    cause = cause.__cause__
+                if cause is not None:
+                    print(sorted(cause.written))  # the new days; re-run the others
+    """
 
     def __init__(self, message: str, written: Mapping[str, storage.WriteResult]) -> None:
         super().__init__(message)
@@ -68,7 +95,36 @@ class RangeWriteError(storage.StorageError):
 
 
 class RowsOutsideRangeError(storage.StorageError):
-    """Rows of a range write belong to no partition of the range."""
+    """Rows of a range write belong to no partition of the range.
+
+    Examples:
+        A range step returns only the rows of its own partitions:
+
+        .. code-block:: python
+
+            from dagster import (
+                AssetExecutionContext,
+                BackfillPolicy,
+                DailyPartitionsDefinition,
+                asset,
+            )
+            from pyspark.sql import DataFrame
+            from pyspark.sql import functions as F
+
+            from dws_dagster import dws_ref
+
+            @asset(
+                partitions_def=DailyPartitionsDefinition(start_date="2024-01-01"),
+                backfill_policy=BackfillPolicy.single_run(),
+                metadata={**dws_ref("intermediate-data", "daily_trips"), "partition_expr": "day"},
+            )
+            def daily_trips(context: AssetExecutionContext, trips: DataFrame) -> DataFrame:
+                start, end = context.partition_time_window
+                day = F.col("day")
+                in_range = (day >= F.lit(start.date())) & (day < F.lit(end.date()))
+                # without the filter, a day outside the run: RowsOutsideRangeError, nothing written
+                return trips.where(in_range).groupBy("day", "zone").count()
+    """
 
 
 @dataclass(frozen=True)

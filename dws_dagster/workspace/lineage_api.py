@@ -61,7 +61,16 @@ def kept_store(workspace: Workspace) -> LineageStore:
 
 
 def infer_step_name() -> str:
-    """The running script's file name without its extension."""
+    """The running script's file name without its extension.
+
+    Examples:
+        .. code-block:: python
+
+            # train.py, run as `python train.py`
+            from dws_dagster.lineage import infer_step_name
+
+            assert infer_step_name() == "train"  # the step LineageBuilder().as_script_step() names
+    """
     argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
     name = Path(argv0).stem
     if not name or name in ("-c", "ipykernel_launcher", "__main__"):
@@ -77,6 +86,27 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
 
     On leaving the `with` block normally the outputs are recorded (`complete()`); on an
     exception the attempt is recorded as failed (`abort()`) and the exception propagates.
+
+    Examples:
+        .. code-block:: python
+
+            from pathlib import Path
+
+            from dws_dagster.lineage import LineageBuilder
+
+            builder = (
+                LineageBuilder()
+                .with_step_name("clean")
+                .with_parameters({"min_trips": 10})
+                .with_input_ref("source-data/trips")
+            )
+            with builder.eval() as lineage:  # a Lineage: the inputs are versioned and checked now
+                out = Path("data/intermediate/clean")
+                lineage.add_output_path(out)  # claimed now: a ref another step writes is refused
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "part-0.json").write_text('{"zone": 1, "trips": 12}')
+            # Leaving the block recorded the output's version; an exception would have recorded a
+            # failed attempt instead, and propagated.
     """
 
     def __init__(
@@ -338,7 +368,23 @@ class Lineage(contextlib.AbstractContextManager["Lineage"]):
 
 class ResultsLineage(Lineage):
     """Lineage of a results step: its results directory is an output, and `write_results`
-    leaves `results.json` there (`lineage.json` is added beside it at each snapshot)."""
+    leaves `results.json` there (`lineage.json` is added beside it at each snapshot).
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster.lineage import LineageBuilder
+
+            builder = (
+                LineageBuilder()
+                .with_step_name("evaluate")
+                .with_parameters({"model": "ridge"})
+                .with_input_ref("intermediate-data/clean")
+                .as_results_step("results/ridge", run_description="baseline")
+            )
+            with builder.eval() as lineage:  # a ResultsLineage
+                lineage.write_results({"mae": 1.7, "rmse": 2.4})  # results/ridge/results.json
+    """
 
     def __init__(
         self,
@@ -413,12 +459,35 @@ class ResultsLineage(Lineage):
 class LineageBuilder:
     """Declare a step's name, parameters, inputs and outputs, then `eval()` a Lineage.
 
-    Every configuration method returns the builder, so calls chain::
+    Every configuration method returns the builder, so calls chain.
 
-        with LineageBuilder().as_script_step().with_parameters({"gamma": 0.1}) \\
-                .with_input_path("data/raw").as_results_step("results/exp1").eval() as lineage:
-            ...
-            lineage.write_results({"accuracy": 0.93})
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster.lineage import LineageBuilder  # was: from dataworkspaces.lineage
+
+            builder = (
+                LineageBuilder()
+                .as_script_step()  # the step is the running script: its name, command line, code
+                .with_parameters({"gamma": 0.01})
+                .with_input_path("data/intermediate/clean")
+                .as_results_step("results/experiment-1", run_description="baseline")
+            )
+            with builder.eval() as lineage:  # inputs versioned and checked here
+                accuracy = 0.93  # your work
+                lineage.write_results({"accuracy": accuracy})  # results/experiment-1/results.json
+
+        From a notebook, name the step and its outputs by ref:
+
+        .. code-block:: python
+
+            builder = (
+                LineageBuilder()
+                .with_step_name("explore")
+                .with_parameters({})
+                .with_input_ref("source-data/trips")
+                .with_output_ref("intermediate-data/explored")
+            )
     """
 
     def __init__(self) -> None:

@@ -239,6 +239,18 @@ class LineageRecord:
 
     `inputs` are the (ref, version) pairs the step read; `provenance` is the transitive closure
     ref -> version behind this version, so consistency checks need no recursive lookups.
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import Workspace
+
+            ws = Workspace.open()
+            state = ws.store.get("intermediate-data/clean")  # None when the ref has no lineage
+            record = state.lineage_record()  # its last good LineageRecord
+            print(record.version, record.step_name, dict(record.parameters))
+            for ref, version in record.inputs:  # what the step read
+                print(f"read {ref}@{version}")
     """
 
     ref: str

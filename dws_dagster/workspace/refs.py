@@ -113,6 +113,18 @@ class ResourceRef(_ResourceRefFields):
     ResourceRef, `<`, `<=`, `>` and `>=` return NotImplemented: against a plain tuple (or
     another library's named tuple) Python then falls back to tuple order, element by element,
     which raises TypeError where a `None` subpath meets a string.
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import ResourceRef
+
+            ref = ResourceRef("intermediate-data", "hourly/2024-01")
+            assert str(ref) == "intermediate-data/hourly/2024-01"
+            assert ResourceRef.parse("intermediate-data/hourly/2024-01") == ref
+            name, subpath = ref  # a named tuple, as in Data Workspaces
+            whole = ResourceRef("intermediate-data")  # the whole resource (subpath None)
+            assert whole.covers(ref)
     """
 
     __slots__ = ()

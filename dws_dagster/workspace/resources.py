@@ -42,7 +42,21 @@ _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 @dataclass(frozen=True)
 class Resource:
-    """A named part of the workspace: a local folder (`path`) or an object-store prefix (`uri`)."""
+    """A named part of the workspace: a local folder (`path`) or an object-store prefix (`uri`).
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import Workspace
+
+            ws = Workspace.open()
+            raw = ws.add_resource(
+                "raw", "source-data", uri="s3a://bucket/raw", versioning="listing"
+            )
+            assert raw.location == "s3a://bucket/raw" and not raw.is_local
+            for resource in ws.resources.values():  # by name
+                print(resource.name, resource.role, resource.location)
+    """
 
     name: str
     role: str

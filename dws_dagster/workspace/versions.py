@@ -79,7 +79,24 @@ class DataReadError(DwsError, OSError):
 
 class SpecialFileWarning(UserWarning):
     """Versioning skipped files under a ref that are not data: pipes, sockets, devices,
-    dangling symlinks, symlink loops."""
+    dangling symlinks, symlink loops.
+
+    Examples:
+        .. code-block:: python
+
+            import warnings
+
+            from dws_dagster import SpecialFileWarning, Workspace
+
+            ws = Workspace.open()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", SpecialFileWarning)
+                version = ws.version_of("source-data/trips")  # a named pipe there is skipped
+            skipped = [w for w in caught if issubclass(w.category, SpecialFileWarning)]
+
+        To refuse such folders instead, make it an error:
+        `warnings.simplefilter("error", SpecialFileWarning)`.
+    """
 
 
 #: Told what versioning skipped (one message naming the files); default: a SpecialFileWarning.

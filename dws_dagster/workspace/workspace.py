@@ -47,7 +47,20 @@ RESTORE_INTENT_FILE = "restore-in-progress.json"
 
 @dataclass
 class Workspace:
-    """A Data Workspace: a root folder with `.dataworkspace/` and its named resources."""
+    """A Data Workspace: a root folder with `.dataworkspace/` and its named resources.
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import Workspace
+
+            ws = Workspace.init("forecast")  # .dataworkspace/, lineage in SQLite there
+            ws.add_resource("source-data", "source-data", path="data/source")
+            ws.add_resource("intermediate-data", "intermediate-data", path="data/intermediate")
+            ws = Workspace.open("forecast/data")  # the nearest workspace at or above a folder
+            print(ws.version_of("source-data"))  # the content version of its data now
+            state = ws.store.get("intermediate-data/hourly_actuals")  # its lineage; None: none yet
+    """
 
     root: Path
     name: str

@@ -63,6 +63,45 @@ class WorkspaceComponent(Component):
     each asset at its key path below `ref`). Environment variables through Dagster's templates
     (`{{ env.DWS_WORKSPACE }}`); the store's URL by the name of the variable that holds it
     (`store_url: "{{ env.DWS_STORE_URL }}"`), never the URL itself.
+
+    Examples:
+        Scaffolded with `dg scaffold defs dws_dagster.WorkspaceComponent lineage`, then
+        `defs/lineage/defs.yaml` says what to build:
+
+        .. code-block:: yaml
+
+            type: dws_dagster.WorkspaceComponent
+
+            attributes:
+              workspace:
+                root: "{{ env('DWS_WORKSPACE', '.') }}"
+                store_url: "{{ env.DWS_STORE_URL }}"  # the variable's name, never the URL
+              io_manager:
+                keep_versions: 3
+              sensor:
+                snapshot_on_results: true
+              assets:
+                - key: hourly_actuals
+                  ref: intermediate-data/hourly_actuals
+                - select: "group:staging"  # each at its key path below the ref
+                  ref: intermediate-data/staging
+              checks:
+                severity: warning
+
+        The project's assets stay plain Python over Spark DataFrames, with the `pyspark` resource
+        the component adds:
+
+        .. code-block:: python
+
+            # defs/trips.py
+            from dagster import asset
+            from dagster_pyspark import PySparkResource
+            from pyspark.sql import DataFrame
+
+            @asset
+            def hourly_actuals(pyspark: PySparkResource) -> DataFrame:
+                trips = pyspark.spark_session.read.parquet("data/source/trips")
+                return trips.groupBy("zone", "hour").count()
     """
 
     def __init__(self, settings: ComponentSettings) -> None:

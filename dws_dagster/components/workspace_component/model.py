@@ -41,7 +41,31 @@ CHECK_KINDS = ("data_version", "inputs", "reproduced")
 class ComponentConfigError(DwsError):
     """A `WorkspaceComponent`'s `defs.yaml` says something it cannot use: an unknown key, a
     ref that leaves its resource, a credential written in the file, a value of the wrong
-    kind. The message names the file and the key."""
+    kind. The message names the file and the key.
+
+    Examples:
+        Raised when the definitions load (`dg check defs`, `dg dev`, a run), naming the file and the
+        key. A `defs.yaml` with a misspelt key:
+
+        .. code-block:: yaml
+
+            type: dws_dagster.WorkspaceComponent
+
+            attributes:
+              io_manager:
+                formt: csv  # ComponentConfigError: .../defs.yaml: attributes.io_manager.formt: ...
+
+        and one with a credential, which would be shown in the UI as resource configuration:
+
+        .. code-block:: yaml
+
+            type: dws_dagster.WorkspaceComponent
+
+            attributes:
+              pyspark:
+                spark_config:
+                  spark.hadoop.fs.s3a.secret.key: "{{ env.S3_SECRET }}"  # ComponentConfigError
+    """
 
 
 # ------------------------------------------------------------------------------- schema

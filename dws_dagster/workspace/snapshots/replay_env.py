@@ -24,7 +24,30 @@ REPLAY_WORKSPACE_ENV = "DWS_REPLAY_WORKSPACE"
 
 class ReplayEnvironmentError(DwsError):
     """A step run by a replay opened a workspace that is neither the replayed one nor its
-    replay, or the environment names a folder that is not a replay's scratch workspace."""
+    replay, or the environment names a folder that is not a replay's scratch workspace.
+
+    Examples:
+        A step that `dws-dagster replay` runs may write only the replay's scratch workspace
+        (named in its environment, `DWS_REPLAY_WORKSPACE`) or the workspace replayed (given
+        the scratch one in its place):
+
+        .. code-block:: python
+
+            from dws_dagster import ReplayEnvironmentError
+            from dws_dagster.lineage import LineageBuilder
+
+            builder = (
+                LineageBuilder()
+                .with_step_name("train")
+                .with_parameters({})
+                .with_no_inputs()
+                .with_workspace_directory("../another-workspace")
+            )
+            try:
+                builder.eval()
+            except ReplayEnvironmentError as exc:
+                print(exc)  # ... a replay writes only into its scratch workspace. Open the ...
+    """
 
 
 def replay_scratch() -> Workspace | None:

@@ -30,7 +30,17 @@ _SLOW = 60
 
 
 class ReplayScratchError(SnapshotError):
-    """The scratch workspace for a replay cannot be made where it was asked for."""
+    """The scratch workspace for a replay cannot be made where it was asked for.
+
+    Examples:
+        Met through the command line, which prints its message and exits 1:
+
+        .. code-block:: console
+
+            $ dws-dagster replay v1 --into ~/scratch  # a folder that holds files
+            error: --into .../scratch is not an empty folder: replay into a new folder (it is ...
+            $ dws-dagster replay v1 --into ~/scratch/replay-v1  # created
+    """
 
 
 def prepare_scratch(

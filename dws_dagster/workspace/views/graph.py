@@ -17,7 +17,17 @@ from dws_dagster.workspace.views.graph_model import GraphEdge, GraphNode, LastRu
 
 
 class NoLineageError(DwsError, LookupError):
-    """A ref has no recorded lineage to show."""
+    """A ref has no recorded lineage to show.
+
+    Examples:
+        Met through the command line, which prints its message and exits 1:
+
+        .. code-block:: console
+
+            $ dws-dagster lineage intermediate-data/hourly_actual
+            error: ref intermediate-data/hourly_actual has no lineage: no step has written ...
+            $ dws-dagster status  # the refs that have lineage
+    """
 
 
 class LineageView(Protocol):

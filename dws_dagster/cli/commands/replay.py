@@ -17,10 +17,10 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dws_dagster.cli.command import EXIT_ATTENTION, Parents, Subparsers, add_command
 from dws_dagster.cli.context import open_workspace, remote_data
 from dws_dagster.cli.failures import one_line
 from dws_dagster.cli.output import print_json
-from dws_dagster.cli.view_commands import EXIT_ATTENTION
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.versions import short
 
@@ -28,6 +28,38 @@ if TYPE_CHECKING:
     from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
     from dws_dagster.workspace.snapshots.replay_run import ReplayReport, StepRunner
     from dws_dagster.workspace.snapshots.restore_plan import RestoreReport
+
+
+def add_parser(subparsers: Subparsers, parents: Parents) -> None:
+    p = add_command(
+        subparsers,
+        parents,
+        "replay",
+        cmd_replay,
+        "reproduce a snapshot's results from their lineage in a scratch workspace, and say "
+        "which reproduced (exit 3 when any did not)",
+        formats=True,
+    )
+    p.add_argument("snapshot", metavar="TAG|HASH|PREFIX")
+    p.add_argument("refs", nargs="*", metavar="REF", help="default: the snapshot's results")
+    p.add_argument(
+        "--into",
+        metavar="DIR",
+        help="the scratch workspace, a new or empty folder (default: under "
+        ".dataworkspace/replays/)",
+    )
+    p.add_argument(
+        "--definitions",
+        metavar="MODULE",
+        help="the Dagster code location's definitions, as `dg dev -m` takes them (default: "
+        "from pyproject.toml or workspace.yaml)",
+    )
+    p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="then make the snapshot current in this workspace with the replay's data, as "
+        "restore does (all or nothing; only when every ref reproduced)",
+    )
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -3,6 +3,9 @@
 The sensor queues events in the workspace store and delivers them with a backoff; these
 commands show that outbox, deliver now, or send the archive again (to a new catalog). The
 OpenLineage client is imported only when one of them runs.
+
+The three are one module, as DVC keeps `remote add|modify|list` in one: they are the actions
+of one verb, none a command alone, and they share the outbox and its transport.
 """
 
 from __future__ import annotations
@@ -10,10 +13,62 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dws_dagster.cli.command import Parents, Subparsers, add_command
 from dws_dagster.cli.context import open_workspace
 from dws_dagster.cli.output import print_json, progress_bar
 from dws_dagster.errors import DwsError
 from dws_dagster.workspace.workspace import Workspace
+
+
+def add_parser(subparsers: Subparsers, parents: Parents) -> None:
+    ol_help = "OpenLineage events for catalogs: outbox status, deliver now, replay the archive"
+    p = subparsers.add_parser("openlineage", help=ol_help, description=ol_help)
+    ol = p.add_subparsers(dest="ol_command", metavar="ACTION", required=True)
+    add_command(
+        ol,
+        parents,
+        "status",
+        cmd_ol_status,
+        "pending and delivered events, last error, transport",
+        formats=True,
+    )
+    q = add_command(
+        ol,
+        parents,
+        "deliver",
+        cmd_ol_deliver,
+        "send pending events now (ignores the backoff wait)",
+        formats=True,
+    )
+    q.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="start no event after this long (default: 60)",
+    )
+    q.add_argument(
+        "--deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up on an event the catalog has not fully answered after this long, "
+        "however slowly it answers; it stays pending (default: 30)",
+    )
+    q = add_command(
+        ol,
+        parents,
+        "replay",
+        cmd_ol_replay,
+        "send archived events again, e.g. to a new catalog",
+    )
+    q.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only events whose eventTime is at or after WHEN (ISO-8601 date or "
+        "datetime; UTC unless it names a zone)",
+    )
+    q.add_argument("--dry-run", action="store_true", help="only count the events")
 
 
 def _ol_transport(ws: Workspace) -> tuple[Any, str]:
