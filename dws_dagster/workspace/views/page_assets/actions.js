@@ -28,7 +28,7 @@ const Actions = (() => {
     NodeView.markSelected(g);
     State.setSelected(g);
     PanelDetails.render(g, opts, actions);
-    if (opts.centre) PanZoom.centreOn(g);
+    if (opts.centre) PanZoom.centreOn(g, opts.scale);
   }
 
   /**

@@ -45,8 +45,7 @@
   Dom.byId("zoom-out").addEventListener("click", () => PanZoom.zoom(0.8));
   Dom.byId("fit").addEventListener("click", PanZoom.fitAll);
   Dom.byId("to-focus").addEventListener("click", () => {
-    PanZoom.setScale(1);
-    Actions.select(Data.focus, { centre: true });
+    Actions.select(Data.focus, { centre: true, scale: 1 });
   });
 
   const { started, parsed } = Data;

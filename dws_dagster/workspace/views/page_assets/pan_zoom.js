@@ -28,13 +28,13 @@ const PanZoom = (() => {
   }
 
   /**
-   * Node g in the middle of the window, at the current scale.
+   * Node g in the middle of the window, at `scale` (by default the current one).
    * @param {number} g
+   * @param {number} [scale]
    */
-  function centreOn(g) {
+  function centreOn(g, scale = State.get().scale) {
     const v = viewSize();
-    const { pos, scale } = State.get();
-    const p = pos[g];
+    const p = State.get().pos[g];
     show(scale, v.w / 2 - p.x * scale, v.h / 2 - p.y * scale);
   }
 
@@ -52,8 +52,7 @@ const PanZoom = (() => {
     if (fit >= minScale) {
       show(fit, v.w / 2 - (box.x + box.w / 2) * fit, v.h / 2 - (box.y + box.h / 2) * fit);
     } else {
-      setScale(Math.max(minScale, Math.min(State.get().scale, 1)));
-      centreOn(anchor);
+      centreOn(anchor, Math.max(minScale, Math.min(State.get().scale, 1)));
     }
   }
 
@@ -100,8 +99,7 @@ const PanZoom = (() => {
       show(fit, (v.w - width * fit) / 2, (v.h - height * fit) / 2);
       return;
     }
-    setScale(1);
-    centreOn(Data.focus);
+    centreOn(Data.focus, 1);
     const { tx, ty, pos } = State.get();
     const p = pos[Data.focus];
     show(
@@ -154,15 +152,6 @@ const PanZoom = (() => {
   function panBy(dx, dy) {
     const s = State.get();
     show(s.scale, s.tx + dx, s.ty + dy);
-  }
-
-  /**
-   * The scale set, the offset kept (a centring follows).
-   * @param {number} scale
-   */
-  function setScale(scale) {
-    const s = State.get();
-    show(scale, s.tx, s.ty);
   }
 
   /**
@@ -232,5 +221,5 @@ const PanZoom = (() => {
     });
   }
 
-  return { MIN_READABLE, centreOn, showBox, boxOf, fitAll, openingView, zoom, setScale, relayout, install };
+  return { MIN_READABLE, centreOn, showBox, boxOf, fitAll, openingView, zoom, relayout, install };
 })();

@@ -10,6 +10,7 @@
 /**
  * @typedef {Object} SelectOptions
  * @property {boolean} [centre] bring the node to the middle of the window
+ * @property {number} [scale] at this scale (else the current one)
  * @property {number} [part] the member to show in the node's list
  */
 

@@ -132,8 +132,8 @@ const Search = (() => {
         actions.selectColumn(r.g, r.c);
         return;
       }
-      if (State.get().scale < PanZoom.MIN_READABLE) PanZoom.setScale(1);
-      actions.select(r.g, { centre: true, part: r.part });
+      const readable = State.get().scale >= PanZoom.MIN_READABLE;
+      actions.select(r.g, { centre: true, scale: readable ? undefined : 1, part: r.part });
     }
 
     /** @param {number} i */

@@ -13,14 +13,14 @@
 
 const Verdicts = (() => {
   const G = Data.groups;
-  /** @type {Record<string, string>} */
-  const SIGN = {
+  /** @type {Readonly<Record<string, string>>} */
+  const SIGN = Object.freeze({
     reproduced: "✓",
     differs: "≠",
     "non-deterministic": "≈",
     failed: "✗",
     "not replayable": "⊘",
-  };
+  });
 
   /** @param {string} v */
   function cssClass(v) {
