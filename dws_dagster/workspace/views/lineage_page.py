@@ -6,6 +6,11 @@ the demo's `lineage.html`) that lays the graph out in the browser.
 script and styles (`page_assets/`) and the vendored dagre layout library
 (`_vendor/dagre.min.js`, MIT) inlined: nothing is fetched when the page is viewed.
 
+The script is written as modules, one job each (`PAGE_MODULES`), and joined here rather than
+by a bundler: a page opened from a file cannot load modules, and joining plain scripts in a
+declared order needs no build step. The modules are checked as front-end code (ESLint and
+TypeScript's type check, `npm run check`); this file only orders and inlines them.
+
 Pure functions of the graph, like the other renderers: no Dagster, no Spark.
 """
 
@@ -22,10 +27,37 @@ from dws_dagster.errors import DwsError
 from dws_dagster.workspace.views.graph_model import LineageGraph
 from dws_dagster.workspace.views.page_content import page_data
 
-__all__ = ["render_page", "script_json"]
+__all__ = ["PAGE_MODULES", "page_script", "render_page", "script_json"]
 
 _ASSETS = "page_assets"
 _VENDOR = "_vendor"
+#: The page's script modules (in `page_assets/`), joined in this order: each uses only those
+#: before it (tests/test_lineage_page_script.py checks each module's `/* global */` names
+#: against it), and the last, the entry point, starts the page.
+PAGE_MODULES = (
+    "dom.js",
+    "format.js",
+    "data.js",
+    "graph_index.js",
+    "column_trace.js",
+    "state.js",
+    "verdicts.js",
+    "node_view.js",
+    "edges.js",
+    "layout.js",
+    "pan_zoom.js",
+    "panel_kit.js",
+    "panel_trace.js",
+    "panel_replay.js",
+    "panel_parts.js",
+    "panel_history.js",
+    "panel_details.js",
+    "replay_banner.js",
+    "header.js",
+    "search.js",
+    "actions.js",
+    "lineage_page.js",
+)
 
 
 class PageAssetError(DwsError):
@@ -49,6 +81,17 @@ def script_json(data: Any) -> str:
     )
 
 
+def _inlinable(text: str, what: str, element: str) -> str:
+    """`text`, refused if it could close `element` or open a comment where it is inlined."""
+    lowered = text.lower()
+    if f"</{element}" in lowered or "<!--" in lowered:
+        raise PageAssetError(
+            f"the lineage page's {what} contains '</{element}' or '<!--' and cannot "
+            "be inlined; this is a packaging fault: report it"
+        )
+    return text
+
+
 @functools.cache
 def _asset(folder: str, name: str, element: str) -> str:
     """A packaged file inlined into `element`, refused if it could close that element."""
@@ -59,13 +102,18 @@ def _asset(folder: str, name: str, element: str) -> str:
             f"the lineage page's {folder}/{name} is missing from the installed dws_dagster "
             f"({exc}); reinstall the package (pip install --force-reinstall dws_dagster)"
         ) from None
-    lowered = text.lower()
-    if f"</{element}" in lowered or "<!--" in lowered:
-        raise PageAssetError(
-            f"the lineage page's {folder}/{name} contains '</{element}' or '<!--' and cannot "
-            "be inlined; this is a packaging fault: report it"
-        )
-    return text
+    return _inlinable(text, f"{folder}/{name}", element)
+
+
+@functools.cache
+def page_script() -> str:
+    """The page's script: its modules in `PAGE_MODULES` order, inside one function so that
+    their names stay out of the window's, all in strict mode."""
+    parts = ["(() => {", '"use strict";']
+    for name in PAGE_MODULES:
+        parts += [f"// ---- {_ASSETS}/{name}", _asset(_ASSETS, name, "script")]
+    parts.append("})();")
+    return _inlinable("\n".join(parts), "joined script", "script")
 
 
 def render_page(graph: LineageGraph) -> str:
@@ -122,7 +170,7 @@ def render_page(graph: LineageGraph) -> str:
                 "</main>",
                 f'<script type="application/json" id="lineage-data">{script_json(data)}</script>',
                 f"<script>{_asset(_VENDOR, 'dagre.min.js', 'script')}</script>",
-                f"<script>{_asset(_ASSETS, 'lineage_page.js', 'script')}</script>",
+                f"<script>{page_script()}</script>",
                 "</body>",
                 "</html>",
             ]
