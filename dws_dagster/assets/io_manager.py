@@ -36,6 +36,8 @@ from dws_dagster.assets.schema_drift import check_one_schema
 from dws_dagster.assets.step_reads import LoadedInput, step_reads
 from dws_dagster.errors import DwsError
 from dws_dagster.spark import storage
+from dws_dagster.spark.locations import check_reachable, is_local
+from dws_dagster.spark.version_marker import read_marker
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import (
     COLUMN_LINEAGE_KEY,
@@ -50,7 +52,7 @@ from dws_dagster.workspace.snapshots.remote import KEEP_VERSIONS_KEY
 from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
-    from dws_dagster.spark.plan import PlanLineage
+    from dws_dagster.spark.lineage_model import PlanLineage
 
 
 class OutputTypeError(DwsError):
@@ -176,7 +178,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             )
         )
         location = ws.location(ws.check_writable(ref))
-        storage.check_reachable(obj.sparkSession, location, f"asset '{asset}' ({ref})")
+        check_reachable(obj.sparkSession, location, f"asset '{asset}' ({ref})")
         reads = step_reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
         config = dagster_compat.op_config(context)
@@ -297,7 +299,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if not self.column_lineage:
             return None
         try:
-            from dws_dagster.spark.plan import plan_lineage
+            from dws_dagster.spark.column_lineage import plan_lineage
 
             return plan_lineage(df)
         except Exception as exc:  # lineage is best effort; the data is what matters
@@ -341,7 +343,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         ws.store.observe(
             binding.ref, version, extra={"asset": "/".join(key_path)}, at=at, recover=True
         )
-        uri = f"file://{location}" if storage.is_local(location) else location
+        uri = f"file://{location}" if is_local(location) else location
         return version, uri, at
 
     # ------------------------------------------------------------------- input
@@ -369,7 +371,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if len(keys) > 1:
             check_one_schema(
                 {
-                    key: storage.read_marker(spark, location)
+                    key: read_marker(spark, location)
                     for key, location in zip(keys, locations, strict=True)
                 },
                 what=what,
@@ -478,7 +480,7 @@ def _output_partitions(context: OutputContext) -> list[str]:
 
 def _read_paths(df: DataFrame) -> PlanLineage | None:
     """Data a Spark Connect DataFrame reads by path (its inputs, without column lineage)."""
-    from dws_dagster.spark.plan import connect_read_paths
+    from dws_dagster.spark.connect.read_paths import connect_read_paths
 
     return connect_read_paths(df)
 
