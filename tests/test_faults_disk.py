@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.errors import DwsError
-from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.spark import storage, version_marker
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
 from dws_dagster.workspace.snapshots.history import list_snapshots
