@@ -68,7 +68,7 @@ def main() -> None:
 
     from dws_dagster import SparkWorkspaceIOManager, Workspace, WorkspaceResource, dws_ref
     from dws_dagster.spark import storage
-    from dws_dagster.spark.plan import plan_lineage
+    from dws_dagster.spark.column_lineage import plan_lineage
 
     spark = (
         SparkSession.builder.master(args.master)
@@ -287,7 +287,7 @@ def _connect_cases(
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
     from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
-    from dws_dagster.spark.plan import plan_lineage
+    from dws_dagster.spark.column_lineage import plan_lineage
 
     remote = RemoteSparkSession.builder.remote(url).getOrCreate()
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from dws_dagster._version import __version__ as __version__
 
 _EXPORTS = {
     "Workspace": "dws_dagster.workspace.workspace",
@@ -39,8 +39,8 @@ _EXPORTS = {
     "StoreLockError": "dws_dagster.workspace.store.database",
     "NoLineageError": "dws_dagster.workspace.views.graph",
     "SpecialFileWarning": "dws_dagster.workspace.versions",
-    "TransportConfigError": "dws_dagster.ol.transport",
-    "OutboxError": "dws_dagster.ol.outbox_table",
+    "TransportConfigError": "dws_dagster.ol.transport.config",
+    "OutboxError": "dws_dagster.ol.outbox.errors",
     "PartitionRangeError": "dws_dagster.assets.partition_range",
     "RangeWriteError": "dws_dagster.spark.range_write",
     "RowsOutsideRangeError": "dws_dagster.spark.range_write",
@@ -159,8 +159,8 @@ if TYPE_CHECKING:
         WorkspaceConfigError,
         WorkspaceNotFoundError,
     )
-    from dws_dagster.ol.outbox_table import OutboxError
-    from dws_dagster.ol.transport import TransportConfigError
+    from dws_dagster.ol.outbox.errors import OutboxError
+    from dws_dagster.ol.transport.config import TransportConfigError
     from dws_dagster.sensor.definition import lineage_sensor, process_events
     from dws_dagster.spark.range_write import RangeWriteError, RowsOutsideRangeError
     from dws_dagster.spark.storage import StorageError

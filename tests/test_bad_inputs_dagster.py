@@ -44,7 +44,7 @@ from dws_dagster import (
     process_events,
 )
 from dws_dagster.ol.job_names import asset_job_name
-from dws_dagster.ol.transport import TransportConfigError
+from dws_dagster.ol.transport.config import TransportConfigError
 from dws_dagster.workspace.records import REDACTED
 
 from .conftest import tree_state

@@ -1,4 +1,4 @@
-"""Column lineage on a Spark Connect session (spark/connect_plan.py, from the client's plan)
+"""Column lineage on a Spark Connect session (spark/connect/, from the client's plan)
 equals the classic session's (spark/plan.py, from the analyzed plan) for the same plans; what
 the Connect walk cannot follow gives the conservative answer, never a wrong one or an error.
 
@@ -18,8 +18,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from dws_dagster.spark import connect_functions
-from dws_dagster.spark.connect_expressions import (
+from dws_dagster.spark.column_lineage import plan_lineage
+from dws_dagster.spark.connect import functions as connect_functions
+from dws_dagster.spark.connect.expressions import (
     Alias,
     Attr,
     Call,
@@ -27,9 +28,9 @@ from dws_dagster.spark.connect_expressions import (
     Opaque,
     Over,
     Star,
-    parse_expression,
 )
-from dws_dagster.spark.plan import PlanLineage, plan_lineage
+from dws_dagster.spark.connect.sql_parser import parse_expression
+from dws_dagster.spark.lineage_model import PlanLineage
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -458,8 +459,8 @@ def test_what_connect_cannot_follow_has_no_sources_and_says_incomplete(
 
 
 def test_function_tables_match_the_installed_spark(spark):
-    """connect_functions' tables are Spark's function registry (a pyspark upgrade that adds or
-    changes a function fails here first)."""
+    """The tables of spark/connect/functions.py are Spark's function registry (a pyspark
+    upgrade that adds or changes a function fails here first)."""
     jvm = spark.sparkContext._jvm
     registry = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
     aggregate = jvm.java.lang.Class.forName(

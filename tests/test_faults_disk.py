@@ -29,8 +29,8 @@ from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.errors import DwsError
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.spark import storage
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.spark import storage, version_marker
 from dws_dagster.workspace.snapshots.garbage import collect_garbage
 from dws_dagster.workspace.snapshots.history import list_snapshots
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
@@ -96,7 +96,7 @@ def _inject(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
     def refuse(*args, **kwargs):
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(storage, "atomic_write_json", refuse)
+    monkeypatch.setattr(version_marker, "atomic_write_json", refuse)
 
 
 def _check_old_data_whole(spark, ws: Workspace, old_version: str) -> None:

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref
-from dws_dagster.spark import storage
+from dws_dagster.spark import row_version, storage
 from dws_dagster.workspace.swap import OLD_PREFIX, STAGING_PREFIX, name_tag
 
 from .conftest import ROOT
@@ -270,7 +270,7 @@ def _check_killed(spark, case: Killed, point: str) -> None:
     # Exactly the old or the new rows, and the version recorded with them is theirs.
     expected = old_data(spark) if rows == OLD_ROWS else new_data(spark)
     assert sorted(df.collect()) == sorted(expected.collect())
-    logical = storage.dataframe_version(expected)[0]
+    logical = row_version.dataframe_version(expected)[0]
     assert ws.version_of(REF) == logical
     assert (logical == case.old_version) == (rows == OLD_ROWS)
     # The lineage store agrees with the data once a step reads it. Killed after the swap,

@@ -26,8 +26,8 @@ import pytest
 from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from dws_dagster import Workspace, process_events
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.outbox_table import event_key
+from dws_dagster.ol.outbox.event_rows import event_key
+from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.workspace.store.database import forget_databases
 
 from .conftest import ROOT
@@ -59,7 +59,7 @@ def stop_here(where):
 from dagster import DagsterInstance
 
 from dws_dagster import Workspace, process_events
-from dws_dagster.ol import outbox as outbox_module
+from dws_dagster.ol.outbox import outbox as outbox_module
 from dws_dagster.workspace.store import lineage_store as store_module
 
 calls = {"spool": 0}

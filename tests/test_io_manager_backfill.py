@@ -28,7 +28,7 @@ from dws_dagster.assets.materialization import record_from_metadata
 from dws_dagster.assets.partition_range import PartitionRangeError
 from dws_dagster.spark import range_write
 from dws_dagster.spark.range_write import RowsOutsideRangeError
-from dws_dagster.spark.storage import read_marker
+from dws_dagster.spark.version_marker import read_marker
 
 from .pipeline import io_manager, make_workspace
 from .test_io_manager import root_cause

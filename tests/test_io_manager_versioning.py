@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.assets.bindings import BindingError
-from dws_dagster.spark import storage
+from dws_dagster.spark import storage, version_marker
 from dws_dagster.spark.storage import StorageError
 from dws_dagster.workspace.versions import MARKER_NAME, content_version
 
@@ -71,7 +71,7 @@ def test_files_versioning_is_the_byte_version_of_the_written_files(spark, ws, fm
     assert seen["tags"]["dagster/data_version"] == version
     assert seen["metadata"]["dagster/row_count"] == 500
     assert ws.store.get("inter/trips").version == version
-    marker = storage.read_marker(spark, str(folder))
+    marker = version_marker.read_marker(spark, str(folder))
     assert marker is not None
     assert marker["versioning"] == "files"
     assert marker["rows"] == 500
@@ -94,7 +94,9 @@ def test_the_io_manager_setting_applies_and_an_asset_binding_wins(spark, ws):
         )
         from_binding = recorded(instance)["metadata"]["dws/version"]
     assert from_manager == content_version(ws.local_path("inter/trips")) != from_binding
-    assert storage.read_marker(spark, str(ws.local_path("inter/trips")))["versioning"] == "rows"
+    assert (
+        version_marker.read_marker(spark, str(ws.local_path("inter/trips")))["versioning"] == "rows"
+    )
 
 
 def test_rows_versioning_ignores_row_order_and_files_versioning_does_not(spark, ws):

@@ -356,7 +356,7 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
     from dagster import DagsterInstance, materialize
 
     from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, process_events
-    from dws_dagster.ol.transport import make_transport
+    from dws_dagster.ol.transport.factory import make_transport
 
     from .ol_receiver import Receiver
 
@@ -434,7 +434,7 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
         finally:
             instance.dispose()
         transport, _ = make_transport(ws)
-        from dws_dagster.ol.outbox import Outbox
+        from dws_dagster.ol.outbox.outbox import Outbox
 
         Outbox(ws).deliver(transport, budget_seconds=60)
         keys = [(e["run"]["runId"], e["eventType"]) for e in receiver.events]

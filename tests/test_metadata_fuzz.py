@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
 from dws_dagster.cli.main import main as cli_main
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.transport import make_transport
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.workspace import formats, shapes
 from dws_dagster.workspace.snapshots.history import delete_snapshot, list_snapshots
 from dws_dagster.workspace.snapshots.restore import restore_snapshot

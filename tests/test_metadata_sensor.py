@@ -113,21 +113,21 @@ def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
 )
 def test_malformed_input_schemas_give_inputs_no_schema(raw):
     """`dws/input_schemas` is read from the event log: untrusted; bad entries are left out."""
-    from dws_dagster.sensor.openlineage_events import _input_schemas
+    from dws_dagster.sensor.openlineage_datasets import input_schemas
 
-    assert _input_schemas({"dws/input_schemas": raw}) == {}
+    assert input_schemas({"dws/input_schemas": raw}) == {}
 
 
 def test_input_schemas_and_ref_root_are_read_back():
     from dagster import MetadataValue
 
-    from dws_dagster.sensor.openlineage_events import _input_schemas, _root_from_metadata
+    from dws_dagster.sensor.openlineage_datasets import input_schemas, root_from_metadata
 
     metadata = {
         "dws/input_schemas": MetadataValue.json({"src/a": [["c", "int", False]]}),
         "dws/ref_root": MetadataValue.text("inter/hourly"),
     }
-    assert _input_schemas(metadata) == {"src/a": (("c", "int", False),)}
-    assert str(_root_from_metadata(metadata)) == "inter/hourly"
-    assert _root_from_metadata({"dws/ref_root": "../escape"}) is None
-    assert _root_from_metadata({}) is None
+    assert input_schemas(metadata) == {"src/a": (("c", "int", False),)}
+    assert str(root_from_metadata(metadata)) == "inter/hourly"
+    assert root_from_metadata({"dws/ref_root": "../escape"}) is None
+    assert root_from_metadata({}) is None

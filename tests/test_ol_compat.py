@@ -19,7 +19,7 @@ from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
 
 from dws_dagster._compat import openlineage as ol_compat
-from dws_dagster.ol.transport import NO_RETRY
+from dws_dagster.ol.transport.factory import NO_RETRY
 
 
 def test_http_retry_set_before_the_first_send_is_the_one_used() -> None:

@@ -28,8 +28,8 @@ from sqlalchemy import func, select, type_coerce, update
 from sqlalchemy.types import NullType
 
 from dws_dagster import Workspace, WorkspaceConfigError, process_events
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.transport import make_transport
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.workspace.store import schema
 
 from .store_db import db_dump, workspace_state

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from dws_dagster import Workspace, process_events
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.transport import make_transport
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.factory import make_transport
 
 from .conftest import ROOT
 from .ol_receiver import LINEAGE_PATH, Receiver
@@ -215,7 +215,7 @@ def test_a_sensor_tick_gives_up_on_a_dribbling_catalog(
 def test_the_catalog_is_its_scheme_host_and_port() -> None:
     """What "within the configured catalog" compares: case and default ports do not matter,
     a scheme, host or port of its own does (an https Location of an http catalog included)."""
-    from dws_dagster.ol.transport_http import origin
+    from dws_dagster.ol.transport.http import origin
 
     catalog = origin("http://Catalog.example/api")
     assert origin("http://catalog.example:80/api/v1/lineage?x") == catalog

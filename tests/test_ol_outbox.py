@@ -23,9 +23,11 @@ from sqlalchemy import select, update
 from dws_dagster import Workspace
 from dws_dagster._compat.openlineage import transport_types
 from dws_dagster.errors import DwsError
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.outbox_table import OutboxError, event_key
-from dws_dagster.ol.transport import TransportConfigError, make_transport
+from dws_dagster.ol.outbox.errors import OutboxError
+from dws_dagster.ol.outbox.event_rows import event_key
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.config import TransportConfigError
+from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.workspace.store import schema
 
 from .conftest import ROOT
@@ -354,7 +356,7 @@ def test_events_since_compares_instants_in_any_zone(ws: Workspace) -> None:
 SPOOLER = """
 import sys, uuid
 from dws_dagster import Workspace
-from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox.outbox import Outbox
 
 root, tag = sys.argv[1], sys.argv[2]
 outbox = Outbox(Workspace.open(root))
@@ -419,8 +421,8 @@ DELIVERER = """
 import sys, time
 from pathlib import Path
 from dws_dagster import Workspace
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.transport import make_transport
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.factory import make_transport
 
 root, go, lease = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
 ws = Workspace.open(root)
@@ -489,8 +491,8 @@ def test_two_deliverers_in_two_processes_send_each_event_once_in_order(
 KILLED_DELIVERER = """
 import sys
 from dws_dagster import Workspace
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.transport import make_transport
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.factory import make_transport
 
 root, lease = sys.argv[1], float(sys.argv[2])
 ws = Workspace.open(root)
@@ -813,7 +815,7 @@ def test_file_delivery_writes_the_events_the_clients_file_transport_writes(tmp_p
     in lists, or the word null in a string, which go through the client."""
     from openlineage.client.transport.file import FileConfig, FileTransport
 
-    from dws_dagster.ol.transport_emit import Emitter, emit
+    from dws_dagster.ol.transport.emitter import Emitter, emit
 
     plain = run_event(str(uuid.uuid4()), "COMPLETE")
     plain["run"]["facets"] = {"tags": {"tags": [{"key": "k", "value": "é ✓"}], "n": 1.5}}

@@ -25,7 +25,7 @@ from dagster import (
 )
 
 from dws_dagster import Workspace, WorkspaceResource, lineage_sensor, process_events
-from dws_dagster.ol.outbox import Outbox
+from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.sensor.apply_lineage import EVENT_TYPES
 from dws_dagster.sensor.definition import parse_cursor
 from dws_dagster.sensor.event_reader import EventReader, read_event_records

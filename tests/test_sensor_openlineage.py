@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame
 
 from dws_dagster import dws_ref, process_events
 from dws_dagster.ol.job_names import DAGSTER_JOB, asset_job_name
-from dws_dagster.ol.outbox import Outbox
-from dws_dagster.ol.outbox_table import event_key
-from dws_dagster.ol.transport import make_transport
+from dws_dagster.ol.outbox.event_rows import event_key
+from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.transport.factory import make_transport
 from tests.ol_parents import check_parents, children_of, parent_events
 from tests.ol_receiver import Receiver
 from tests.ol_spec import validate_run_event

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from dws_dagster import ConnectUnsupportedError, Workspace, dws_ref
-from dws_dagster.spark import storage
+from dws_dagster.spark import row_version, storage, version_marker
 from dws_dagster.spark.remote_data import HadoopData
 from dws_dagster.spark.session_kind import is_connect
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY
@@ -85,7 +85,7 @@ def _materialize_pipeline(
 
 def _recorded(ws: Workspace, ref: str) -> dict[str, Any]:
     state = ws.store.get(ref)
-    marker = storage.read_marker(None, str(ws.local_path(ref)))
+    marker = version_marker.read_marker(None, str(ws.local_path(ref)))
     assert state is not None and marker is not None
     return {
         "version": state.version,
@@ -190,10 +190,10 @@ _ROW = st.tuples(
 def test_a_version_does_not_depend_on_how_spark_was_reached(spark, connect_session, rows):
     """Any rows of common types (nulls, maps, arrays, decimals, timestamps): the version a
     Connect session computes is the classic session's, bit for bit."""
-    classic = storage.dataframe_version(spark.createDataFrame(rows, _SCHEMA))
+    classic = row_version.dataframe_version(spark.createDataFrame(rows, _SCHEMA))
     connect_df = connect_session.createDataFrame(rows, _SCHEMA)
     assert is_connect(connect_df)
-    assert storage.dataframe_version(connect_df) == classic
+    assert row_version.dataframe_version(connect_df) == classic
 
 
 @pytest.mark.parametrize(
@@ -216,7 +216,7 @@ def test_write_atomic_on_connect_gives_the_classic_version_and_rows(
     assert connect.row_count == classic.row_count == 500
     if versioning == "rows":
         assert connect.version == classic.version
-    assert storage.read_marker(None, connect.location)["rows"] == 500
+    assert version_marker.read_marker(None, connect.location)["rows"] == 500
     assert not [p for p in (tmp_path / "connect").iterdir() if p.name.startswith(".")]
 
 

@@ -1,6 +1,6 @@
 """Column lineage from Spark plans, checked column by column on real plans: each test runs on
 the classic session (the analyzed plan) and on the Spark Connect session (the client's plan,
-spark/connect_plan.py), with the same expectations."""
+spark/connect/), with the same expectations."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from dws_dagster.spark.plan import ColumnSource, LineageKind, plan_lineage
+from dws_dagster.spark.column_lineage import plan_lineage
+from dws_dagster.spark.lineage_model import ColumnSource, LineageKind
 
 pytestmark = pytest.mark.spark
 

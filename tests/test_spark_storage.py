@@ -10,12 +10,8 @@ from pyspark.sql import functions as F
 
 from dws_dagster import Workspace
 from dws_dagster.spark import write_stats
-from dws_dagster.spark.storage import (
-    StorageError,
-    dataframe_version,
-    read,
-    write_atomic,
-)
+from dws_dagster.spark.row_version import dataframe_version
+from dws_dagster.spark.storage import StorageError, read, write_atomic
 from dws_dagster.workspace.versions import MARKER_NAME, content_version, effective_version
 
 from .conftest import ROOT, run_python
@@ -208,20 +204,20 @@ def test_bad_format_and_missing_data(spark, tmp_path: Path) -> None:
 
 
 def test_limb_sums_are_the_exact_sums_of_the_row_hashes(spark) -> None:
-    from dws_dagster.spark.storage import _SALT, _version_aggregates, exact_sum
+    from dws_dagster.spark.row_version import _SALT, exact_sum, version_aggregates
 
     extremes = [(-(2**63)), 2**63 - 1, -1, 0, 1, 2**42, -(2**42) - 5]
     df = spark.createDataFrame([(i, f"v{i}") for i in range(500)], "id long, name string")
     hashes = df.select(F.xxhash64("id", "name").alias("h"))
     hashes = hashes.select("h", F.xxhash64(F.lit(_SALT), "h").alias("g"))
     rows = hashes.collect()
-    metrics = df.agg(*_version_aggregates(df)).collect()[0].asDict()
+    metrics = df.agg(*version_aggregates(df)).collect()[0].asDict()
     assert metrics["rows"] == 500
     assert exact_sum(metrics, "h") == sum(r.h for r in rows)
     assert exact_sum(metrics, "g") == sum(r.g for r in rows)
     # The limb split is exact for every 64-bit value, extremes included.
     values = spark.createDataFrame([(v,) for v in extremes], "h long")
-    from dws_dagster.spark.storage import limb_sums
+    from dws_dagster.spark.row_version import limb_sums
 
     limbs = values.agg(*map(F.expr, limb_sums("h", "h"))).collect()[0].asDict()
     assert exact_sum(limbs, "h") == sum(extremes)

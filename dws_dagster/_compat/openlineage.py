@@ -1,7 +1,7 @@
 """Every use of openlineage-python internals, in one place, each behind one small function.
 
 The client's documented API builds transports from configuration; it offers no way to change a
-built HTTP transport's retries or the `requests` adapter it sends through (`ol/transport_http`:
+built HTTP transport's retries or the `requests` adapter it sends through (`ol/transport/http`:
 no redirect followed, a deadline per event); the `OPENLINEAGE_URL` transport is built without
 the factory, so its config cannot be edited first. Nor can one ask a file transport where it
 writes an event and whether that is a local file: `Emitter` needs this to append spooled

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import SparkSession
 
 from dws_dagster.assets.step_reads import StepReads
-from dws_dagster.spark import storage
+from dws_dagster.spark import remote_data, row_version, storage, version_marker
 from dws_dagster.workspace.records import LineageRecord
 from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.workspace import RemoteDataError, Workspace
 
 if TYPE_CHECKING:
-    from dws_dagster.spark.plan import PlanLineage
+    from dws_dagster.spark.lineage_model import PlanLineage
 
 
 def current_version(
@@ -40,7 +40,7 @@ def current_version(
     location = ws.location(ref)
     resource = ws.resource(ref.name)
     if not verify or not resource.is_local:
-        marker = storage.read_marker(spark, location)
+        marker = version_marker.read_marker(spark, location)
         if marker is not None:
             _catch_up(ws, ref, marker)
             return marker["version"]
@@ -49,9 +49,9 @@ def current_version(
     except RemoteDataError:
         pass
     if resource.versioning == "listing":
-        return storage.remote_listing_version(spark, location)
+        return remote_data.remote_listing_version(spark, location)
     df = storage.read(spark, location, fmt=fmt, options=options, what=what)
-    return storage.dataframe_version(df)[0]
+    return row_version.dataframe_version(df)[0]
 
 
 def step_inputs(

@@ -8,7 +8,8 @@ turns back into the same record (`materialization.py`); applying it twice change
 The manager drives `load_input` and `handle_output`; the work they share out lives beside it:
 `partitions` (each partition's ref), `step_reads` (what a running step has loaded),
 `input_versions` (the versions of what it read), `replaced_versions` (keeping and freeing
-the data a write replaces) and `output_metadata` (table metadata and column lineage).
+the data a write replaces), `output_step` (an output's write and its lineage record) and
+`output_metadata` (table metadata and column lineage).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dws_dagster.assets.bindings import Binding, binding_in, default_ref
 from dws_dagster.assets.input_versions import current_version, step_inputs
 from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
 from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
+from dws_dagster.assets.output_step import OutputStep
 from dws_dagster.assets.partition_range import write_partition_range
 from dws_dagster.assets.partitions import is_hive_style, partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept, prune_remote_kept
@@ -36,21 +38,17 @@ from dws_dagster.assets.schema_drift import check_one_schema
 from dws_dagster.assets.step_reads import LoadedInput, step_reads
 from dws_dagster.errors import DwsError
 from dws_dagster.spark import storage
+from dws_dagster.spark.locations import check_reachable, is_local
+from dws_dagster.spark.storage import WriteResult
+from dws_dagster.spark.version_marker import read_marker
 from dws_dagster.workspace.gitinfo import git_commit
-from dws_dagster.workspace.records import (
-    COLUMN_LINEAGE_KEY,
-    LineageRecord,
-    StepInfo,
-    now_iso,
-    sanitize_parameters,
-)
-from dws_dagster.workspace.redaction import redact_text, secret_values
+from dws_dagster.workspace.records import StepInfo, now_iso, sanitize_parameters
+from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.snapshots.remote import KEEP_VERSIONS_KEY
 from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
-    from dws_dagster.spark.plan import PlanLineage
+    from dws_dagster.spark.lineage_model import PlanLineage
 
 
 class OutputTypeError(DwsError):
@@ -196,49 +194,44 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
     # ------------------------------------------------------------------ output
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
+        """A write's steps: check what is written where, begin the step (its inputs checked
+        and its output claimed in the store), write the data atomically with its lineage
+        record, commit the record, and describe the materialization."""
         asset = context.asset_key.to_user_string()
-        if not isinstance(obj, DataFrame):
-            raise OutputTypeError(
-                f"asset '{asset}' returned {type(obj).__module__}.{type(obj).__qualname__}; "
-                "SparkWorkspaceIOManager stores pyspark.sql.DataFrame only: return a DataFrame, "
-                "or give this asset another io_manager_key"
-            )
+        _check_dataframe(obj, asset)
         ws = self._workspace()
-        replaying = dagster_compat.run_tags(context).get(keys.REPLAY_OF)
-        if replaying is not None and ws.replay_of is None:
-            # The lineage sensor leaves replay runs alone: this write would replace the
-            # workspace's data with no snapshot or OpenLineage event to say so.
-            raise ReplayOutsideScratchError(
-                f"asset '{asset}': run {context.run_id} is tagged {keys.REPLAY_OF}="
-                f"{replaying}, a replay of a snapshot, but writes to workspace "
-                f"'{ws.name}' ({ws.root}) itself, not to a replay's scratch workspace; nothing "
-                "was written. Replays run through 'dws-dagster replay'; to materialize the "
-                f"asset here, launch a new run without the {keys.REPLAY_OF} tag"
-            )
+        _refuse_replay_outside_scratch(context, ws, asset)
         binding = self.binding_for(context.definition_metadata, context.asset_key.path)
         partition_keys = _output_partitions(context)
         if len(partition_keys) > 1:  # a range in one step (BackfillPolicy.single_run())
-            write_partition_range(
-                self,
-                context,
-                obj,
-                binding,
-                ws,
-                partition_keys,
-                step_reads(context.run_id, context.step_key),
-                _code_version(context),
-            )
+            reads = step_reads(context.run_id, context.step_key)
+            version = _code_version(context)
+            write_partition_range(self, context, obj, binding, ws, partition_keys, reads, version)
             return
         partition = partition_keys[0] if partition_keys else None
-        ref = (
-            binding.ref
-            if partition is None
-            else partition_key_ref(
+        step = self._begin_step(context, obj, ws, binding, partition, asset)
+        result = self._write(step)
+        self._commit(step, context)
+        self._describe(step, result, context)
+
+    def _begin_step(
+        self,
+        context: OutputContext,
+        obj: DataFrame,
+        ws: Workspace,
+        binding: Binding,
+        partition: str | None,
+        asset: str,
+    ) -> OutputStep:
+        """Where the output goes, what the step read, and its output claimed: checked before
+        anything is written."""
+        ref = binding.ref
+        if partition is not None:
+            ref = partition_key_ref(
                 binding, context.asset_partitions_def, partition, f"asset '{asset}'"
             )
-        )
         location = ws.location(ws.check_writable(ref))
-        storage.check_reachable(obj.sparkSession, location, f"asset '{asset}' ({ref})")
+        check_reachable(obj.sparkSession, location, f"asset '{asset}' ({ref})")
         reads = step_reads(context.run_id, context.step_key)
         # Parameters that cannot be recorded are refused before anything reaches the store.
         config = dagster_compat.op_config(context)
@@ -263,7 +256,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         # asset leaves no claim behind. The lock is taken even when the claim is on record, so
         # an unwritable store is found before the data is touched.
         provenance = store.begin_step(asset, claims=[ref], inputs=inputs, lock=True).provenance
-        step = StepInfo(
+        info = StepInfo(
             name=asset,
             kind=STEP_KIND,
             run_id=context.run_id,
@@ -276,79 +269,72 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         direct, described = (
             describe_lineage(plan, ws, input_assets) if plan is not None else (None, None)
         )
-        built: list[LineageRecord] = []
-
-        def lineage(version: str, rows: int) -> dict[str, Any]:
-            built.append(
-                LineageRecord(
-                    ref=str(ref),
-                    version=version,
-                    step=step,
-                    parameters=parameters,
-                    inputs=inputs,
-                    provenance={**provenance, str(ref): version},
-                    start_time=reads.started,
-                    end_time=now_iso(),
-                    extra={
-                        "format": binding.format,
-                        "rows": rows,
-                        **({} if described is None else {COLUMN_LINEAGE_KEY: described}),
-                        **({} if remote_kept is None else {KEEP_VERSIONS_KEY: self.keep_versions}),
-                    },
-                )
-            )
-            return built[-1].to_json()
-
         keep_old_as = keep_location(ws, ref, location, obj.sparkSession, self.keep_versions)
-        remote_kept = None if ws.resource(ref.name).is_local else keep_old_as
+        return OutputStep(
+            df=obj,
+            asset=asset,
+            ws=ws,
+            binding=binding,
+            ref=ref,
+            partition=partition,
+            location=location,
+            started=reads.started,
+            config=config,
+            parameters=parameters,
+            plan=plan,
+            inputs=inputs,
+            input_assets=input_assets,
+            provenance=provenance,
+            info=info,
+            direct=direct,
+            described=described,
+            keep_old_as=keep_old_as,
+            remote_kept=None if ws.resource(ref.name).is_local else keep_old_as,
+            keep_versions=self.keep_versions,
+        )
+
+    def _write(self, step: OutputStep) -> WriteResult:
+        """The data written atomically, its lineage record kept with it; a failed write is
+        recorded as a failed attempt (when the store can still take it) and raised."""
         try:
-            result = storage.write_atomic(
-                obj,
-                location,
-                fmt=binding.format,
-                options=binding.write_options,
-                partition_by=binding.partition_by,
-                keep_old_as=keep_old_as,
-                what=f"asset '{asset}' ({ref})",
-                lineage=lineage,
-                versioning=binding.versioning or self.versioning,
+            return storage.write_atomic(
+                step.df,
+                step.location,
+                fmt=step.binding.format,
+                options=step.binding.write_options,
+                partition_by=step.binding.partition_by,
+                keep_old_as=step.keep_old_as,
+                what=f"asset '{step.asset}' ({step.ref})",
+                lineage=step.record,
+                versioning=step.binding.versioning or self.versioning,
             )
         except Exception as exc:
             try:
-                store.fail(
-                    [
-                        LineageRecord(
-                            ref=str(ref),
-                            version=None,
-                            status="failed",
-                            step=step,
-                            parameters=parameters,
-                            inputs=inputs,
-                            provenance=provenance,
-                            start_time=reads.started,
-                            end_time=now_iso(),
-                            error=redact_text(
-                                f"{type(exc).__name__}: {exc}", secret_values(config)
-                            ),
-                        )
-                    ]
-                )
+                step.ws.store.fail([step.failed(exc)])
             except (OSError, DwsError) as unrecorded:  # the same full or read-only disk
                 exc.add_note(
-                    f"asset '{asset}': the failed attempt could not be recorded in "
+                    f"asset '{step.asset}': the failed attempt could not be recorded in "
                     f"the lineage store either: {redact_text(str(unrecorded))}"
                 )
             raise
-        prune_local_kept(ws, ref, self.keep_versions)
-        record = built[-1]  # the record kept with the data, committed as is
-        store.commit([record])
-        if remote_kept is not None:
-            prune_remote_kept(ws, ref, obj.sparkSession, self.keep_versions, context.log.warning)
+
+    def _commit(self, step: OutputStep, context: OutputContext) -> None:
+        """The record kept with the data committed as is, and the versions kept beyond
+        `keep_versions` freed."""
+        prune_local_kept(step.ws, step.ref, self.keep_versions)
+        step.ws.store.commit([step.records[-1]])
+        if step.remote_kept is not None:
+            spark = step.df.sparkSession
+            prune_remote_kept(step.ws, step.ref, spark, self.keep_versions, context.log.warning)
+
+    def _describe(self, step: OutputStep, result: WriteResult, context: OutputContext) -> None:
+        """The materialization's metadata (the lineage, the table) and its data version."""
+        ws, binding = step.ws, step.binding
         metadata = lineage_metadata(
-            record, fmt=binding.format, input_assets=input_assets, workspace=ws.name
+            step.records[-1], fmt=binding.format, input_assets=step.input_assets, workspace=ws.name
         )
-        metadata.update(table_metadata(obj, result, plan, direct, described, ws))
-        if partition is not None:  # events name the asset by its root, the partition apart
+        metadata.update(table_metadata(step.df, result, step.plan, step.direct, step.described, ws))
+        if step.partition is not None:  # events name the asset by its root, the partition apart
             metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
         if ws.replay_of is not None:
             metadata[keys.REPLAY_OF] = MetadataValue.text(ws.replay_of["snapshot"])
@@ -359,7 +345,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if not self.column_lineage:
             return None
         try:
-            from dws_dagster.spark.plan import plan_lineage
+            from dws_dagster.spark.column_lineage import plan_lineage
 
             return plan_lineage(df)
         except Exception as exc:  # lineage is best effort; the data is what matters
@@ -403,7 +389,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         ws.store.observe(
             binding.ref, version, extra={"asset": "/".join(key_path)}, at=at, recover=True
         )
-        uri = f"file://{location}" if storage.is_local(location) else location
+        uri = f"file://{location}" if is_local(location) else location
         return version, uri, at
 
     # ------------------------------------------------------------------- input
@@ -431,7 +417,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         if len(keys) > 1:
             check_one_schema(
                 {
-                    key: storage.read_marker(spark, location)
+                    key: read_marker(spark, location)
                     for key, location in zip(keys, locations, strict=True)
                 },
                 what=what,
@@ -531,6 +517,30 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         return active if active is not None else SparkSession.builder.getOrCreate()
 
 
+def _check_dataframe(obj: Any, asset: str) -> None:
+    if not isinstance(obj, DataFrame):
+        raise OutputTypeError(
+            f"asset '{asset}' returned {type(obj).__module__}.{type(obj).__qualname__}; "
+            "SparkWorkspaceIOManager stores pyspark.sql.DataFrame only: return a DataFrame, "
+            "or give this asset another io_manager_key"
+        )
+
+
+def _refuse_replay_outside_scratch(context: OutputContext, ws: Workspace, asset: str) -> None:
+    """The lineage sensor leaves replay runs alone: a replay's write outside its scratch
+    workspace would replace the workspace's data with no snapshot or OpenLineage event to say
+    so."""
+    replaying = dagster_compat.run_tags(context).get(keys.REPLAY_OF)
+    if replaying is not None and ws.replay_of is None:
+        raise ReplayOutsideScratchError(
+            f"asset '{asset}': run {context.run_id} is tagged {keys.REPLAY_OF}="
+            f"{replaying}, a replay of a snapshot, but writes to workspace "
+            f"'{ws.name}' ({ws.root}) itself, not to a replay's scratch workspace; nothing "
+            "was written. Replays run through 'dws-dagster replay'; to materialize the "
+            f"asset here, launch a new run without the {keys.REPLAY_OF} tag"
+        )
+
+
 def _output_partitions(context: OutputContext) -> list[str]:
     """The partition keys the step stores: none, one, or a range (`partition_range.py`)."""
     if not context.has_asset_partitions:
@@ -540,7 +550,7 @@ def _output_partitions(context: OutputContext) -> list[str]:
 
 def _read_paths(df: DataFrame) -> PlanLineage | None:
     """Data a Spark Connect DataFrame reads by path (its inputs, without column lineage)."""
-    from dws_dagster.spark.plan import connect_read_paths
+    from dws_dagster.spark.connect.read_paths import connect_read_paths
 
     return connect_read_paths(df)
 

@@ -20,13 +20,14 @@ from dws_dagster.assets.materialization import (
     column_lineage_table,
     column_schema,
 )
-from dws_dagster.spark import storage
+from dws_dagster.spark import locations, storage
+from dws_dagster.spark.lineage_model import LineageKind
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
-    from dws_dagster.spark.plan import PlanLineage
+    from dws_dagster.spark.lineage_model import PlanLineage
 
 
 def table_metadata(
@@ -45,7 +46,9 @@ def table_metadata(
     `schemas` (`input_schemas`) and `writers` (`writing_assets`), when given, were worked out
     once for several partitions written together."""
     fields = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
-    uri = result.location if not storage.is_local(result.location) else f"file://{result.location}"
+    uri = (
+        result.location if not locations.is_local(result.location) else f"file://{result.location}"
+    )
     metadata: dict[str, Any] = {
         "dagster/column_schema": column_schema(fields),
         "dagster/row_count": MetadataValue.int(result.row_count),
@@ -109,8 +112,6 @@ def describe_lineage(
         if asset is not None:
             described["asset"] = asset
         return described
-
-    from dws_dagster.spark.plan import LineageKind
 
     direct: dict[str, list[tuple[str, str]]] = {}
     columns: dict[str, list[dict[str, Any]]] = {}

@@ -47,7 +47,7 @@ from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept
 from dws_dagster.assets.step_reads import StepReads
 from dws_dagster.errors import DwsError
 from dws_dagster.spark import row_files
-from dws_dagster.spark.plan import connect_read_paths
+from dws_dagster.spark.connect.read_paths import connect_read_paths
 from dws_dagster.spark.range_write import RangeTarget, RangeWriteError, write_range_atomic
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import (

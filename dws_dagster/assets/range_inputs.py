@@ -26,7 +26,7 @@ from dws_dagster.spark.row_files import under
 from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
-    from dws_dagster.spark.plan import PlanLineage
+    from dws_dagster.spark.lineage_model import PlanLineage
 
 Inputs = tuple[tuple[str, str], ...]
 

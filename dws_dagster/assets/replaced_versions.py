@@ -15,7 +15,7 @@ from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from dws_dagster.errors import DwsError
-from dws_dagster.spark import storage
+from dws_dagster.spark import version_marker
 from dws_dagster.spark.remote_data import HadoopData
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
@@ -33,7 +33,7 @@ def keep_location(
     resource = ws.resource(ref.name)
     if resource.is_local and keep_versions <= 0:
         return None
-    marker = storage.read_marker(spark, location)
+    marker = version_marker.read_marker(spark, location)
     if marker is None:
         return None
     if resource.is_local:

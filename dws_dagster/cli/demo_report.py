@@ -148,7 +148,7 @@ def _openlineage_line(ws: Any, outcome: Any) -> str:
     file transport), else the configured transport; and what is still pending."""
     from openlineage.client.transport.file import FileTransport
 
-    from dws_dagster.ol.transport import make_transport
+    from dws_dagster.ol.transport.factory import make_transport
 
     transport, description = make_transport(ws)
     transport.close()

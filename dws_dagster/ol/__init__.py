@@ -15,7 +15,10 @@ Dagster and no Spark: the lineage sensor turns Dagster events into `model` objec
 - `source_urls`: the URLs of an asset's source code (`sourceCodeLocation` facet);
 - `spark_types`: nested schema fields parsed from Spark's type strings;
 - `timestamps`: event times (naive refused) and the outbox's stored times (naive read as UTC);
-- `outbox`: the durable spool and its delivery, with its tables in `outbox_table` and what it
-  reports in `outbox_report`;
-- `transport` (with `transport_emit` and `transport_text`): where events go.
+- `outbox/`: the durable spool and its delivery (its `__init__` lists the modules);
+- `transport/`: where events go (its `__init__` lists the modules).
+
+Import rule: imports openlineage (public API; internals through `dws_dagster._compat`),
+requests, sqlalchemy, `workspace/` and `errors`; the package's version from
+`dws_dagster._version`, never from the package root; never dagster or pyspark.
 """

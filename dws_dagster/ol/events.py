@@ -25,7 +25,7 @@ from uuid import UUID
 import orjson
 from openlineage.client.uuid import generate_static_uuid
 
-from dws_dagster import __version__
+from dws_dagster._version import __version__
 from dws_dagster.ol.dataset_facets import SourceNames, input_dataset, output_dataset
 from dws_dagster.ol.facets import (
     INTEGRATION,

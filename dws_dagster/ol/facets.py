@@ -45,8 +45,8 @@ from openlineage.client.facet_v2 import (
     tags_run,
 )
 
-from dws_dagster import __version__
 from dws_dagster._compat import openlineage as ol_compat
+from dws_dagster._version import __version__
 from dws_dagster.ol.custom_facets import DwsMetricsDatasetFacet
 
 __all__ = ["INTEGRATION", "PRODUCER", "TAG_SOURCE", "SchemaURL", "facet", "owner_entry"]

@@ -3,7 +3,8 @@ reads asset and run events from the instance's event log in storage order (`even
 decoding stored JSON itself where it can: `stored_events`), learns each asset's bindings from the
 code location (`asset_catalog`) and the facts of each run from the instance (`run_lookup`),
 applies the lineage to the workspace store (`apply_lineage`; what a check evaluation judged:
-`check_verdicts`) and hands the OpenLineage events it implies (`openlineage_events`) to the
+`check_verdicts`) and hands the OpenLineage events it implies (`openlineage_events`, with their
+datasets in `openlineage_datasets` and the run and job facts in `openlineage_facts`) to the
 outbox.
 
 Import rule: imports dagster, `workspace`, `ol`, `metadata_keys`, and of `assets` only what

@@ -235,14 +235,14 @@ def _process_events(
     outbox = None
     transport = None
     if openlineage:
-        from dws_dagster.ol.outbox import Outbox
+        from dws_dagster.ol.outbox.outbox import Outbox
 
         outbox = Outbox(ws)
         # A damaged delivery row or pending flag fails the tick before anything is applied
         # (WorkspaceConfigError naming the row): the cursor stays.
         outbox.check()
     if outbox is not None and deliver:
-        from dws_dagster.ol.transport import make_transport
+        from dws_dagster.ol.transport.factory import make_transport
 
         # A bad OpenLineage configuration fails the tick before anything is applied: the
         # cursor stays, and the same events are applied once it is fixed.
@@ -299,7 +299,7 @@ def _process_events(
         outcome.delivered = report.sent
         outcome.pending = report.pending
         if report.last_error:  # stored redacted; redacted again with this transport's secrets
-            from dws_dagster.ol.transport_text import redact
+            from dws_dagster.ol.transport.text import redact
 
             outcome.last_delivery_error = redact(report.last_error, transport)
         outcome.delivery_error = outcome.last_delivery_error if report.failed else None

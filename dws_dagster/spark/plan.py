@@ -1,64 +1,36 @@
-"""Column-level lineage from a DataFrame's analyzed Spark plan, without running a Spark job.
+"""Column-level lineage from a classic session's analyzed Spark plan, without running a Spark
+job (on Spark Connect, `spark/connect/` reads the client's plan; `spark/column_lineage.py`
+picks one).
 
 The plan comes from the JVM as JSON (`analyzed.toJSON()`: one call, nodes in pre-order with
 `num-children`, expressions flattened the same way); only file relations need a second look
 through py4j, for their root paths. Attributes are linked by `exprId`: each node maps the
-attributes it creates to the sources of the attributes it reads. Sources are classified the
-OpenLineage way: DIRECT (IDENTITY, TRANSFORMATION, AGGREGATION) when a column's value is derived
-from them, INDIRECT (JOIN, FILTER, GROUP_BY, SORT, WINDOW, CONDITIONAL) when they only decide
-which rows there are or which branch is taken. Nodes not understood make the result incomplete,
-never an error.
+attributes it creates to the sources of the attributes it reads, classified as
+`spark/lineage_model.py` says. Nodes not understood make the result incomplete, never an
+error.
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 from pyspark.sql import DataFrame
 
-from dws_dagster.spark.session_kind import is_connect
+from dws_dagster.spark.lineage_model import (
+    DIRECT_RANK,
+    ColumnSource,
+    LineageKind,
+    PlanLineage,
+    Sources,
+    plan_inputs,
+    stronger,
+    tidy,
+)
+from dws_dagster.spark.plan_paths import format_name, normalise_path
 
-
-class LineageKind(StrEnum):
-    DIRECT = "DIRECT"
-    INDIRECT = "INDIRECT"
-
-
-@dataclass(frozen=True, order=True)
-class ColumnSource:
-    """One input column an output column (or the whole dataset) depends on."""
-
-    path: str
-    column: str
-    kind: LineageKind
-    subtype: str
-
-
-@dataclass(frozen=True)
-class PlanInput:
-    path: str
-    format: str | None
-    columns: tuple[str, ...]
-    #: (column, Spark simple type, nullable) of the columns as Spark read them; empty when
-    #: the plan does not say
-    schema: tuple[tuple[str, str, bool], ...] = ()
-
-
-@dataclass(frozen=True)
-class PlanLineage:
-    inputs: tuple[PlanInput, ...]
-    columns: dict[str, tuple[ColumnSource, ...]]
-    dataset: tuple[ColumnSource, ...]
-    complete: bool
-
-
-_DIRECT_RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
 _PASS_THROUGH = {
     "Filter",
     "Sort",
@@ -94,8 +66,6 @@ _NO_SOURCE_LEAVES = {
     "ExternalRDD",
     "LocalLimit",
 }
-
-Sources = frozenset[ColumnSource]
 
 
 @dataclass
@@ -176,7 +146,7 @@ class _Analyzer:
             for source in self.lineage.get(expr.expr_id, frozenset()):
                 if (
                     source.kind is LineageKind.DIRECT
-                    and _DIRECT_RANK[source.subtype] < _DIRECT_RANK[level]
+                    and DIRECT_RANK[source.subtype] < DIRECT_RANK[level]
                 ):
                     source = ColumnSource(source.path, source.column, source.kind, level)
                 found.add(source)
@@ -367,28 +337,6 @@ class _Analyzer:
         node.output = [(a.expr_id, str(a.fields.get("name"))) for a in outputs]
 
 
-def stronger(a: str, b: str) -> str:
-    return a if _DIRECT_RANK[a] >= _DIRECT_RANK[b] else b
-
-
-def normalise_path(raw: str) -> str:
-    """Hadoop's `file:/x` and `file:///x` become `/x`; other URIs stay as they are."""
-    parts = urlsplit(raw)
-    if parts.scheme == "file":
-        return parts.path
-    return raw
-
-
-def client_path(raw: str) -> str:
-    """A path as a Spark Connect client's plan holds it (as the body gave it), made what the
-    classic session's file relations would give: `file:` URIs plain, and normalised as
-    Hadoop's Path does (`/a/./b/` is `/a/b`, no trailing slash)."""
-    path = normalise_path(raw)
-    if path.startswith("/"):
-        return posixpath.normpath(path)
-    return path.rstrip("/") if "://" in path and not path.endswith("://") else path
-
-
 def _relations(analyzed: Any) -> list[tuple[tuple[str, ...], str | None] | None]:
     """Root paths and format of each leaf of the plan, in pre-order (as in the JSON)."""
     leaves = analyzed.collectLeaves()
@@ -429,21 +377,9 @@ def _attribute_type(attribute: _Expr) -> tuple[str, bool] | None:
     return simple, bool(attribute.fields.get("nullable", True))
 
 
-def format_name(raw: str) -> str | None:
-    lowered = raw.lower()
-    for name in ("parquet", "csv", "json", "orc", "text", "avro"):
-        if name in lowered:
-            return name
-    return None
-
-
-def plan_lineage(df: DataFrame) -> PlanLineage:
-    """Input files and column lineage of `df`, read from its analyzed plan (no Spark job); on a
-    Spark Connect session, from the client's plan (`spark/connect_plan.py`)."""
-    if is_connect(df):
-        from dws_dagster.spark.connect_plan import connect_plan_lineage
-
-        return connect_plan_lineage(df)
+def analyzed_plan_lineage(df: DataFrame) -> PlanLineage:
+    """Input files and column lineage of `df`, a classic session's DataFrame, read from its
+    analyzed plan (no Spark job)."""
     analyzed = df._jdf.queryExecution().analyzed()  # no public Python API for the plan
     flat = json.loads(analyzed.toJSON())
     tree = _build_tree(flat, lambda cls, raw: _Node(cls, raw))
@@ -456,79 +392,7 @@ def plan_lineage(df: DataFrame) -> PlanLineage:
         columns[label] = tidy(analyzer.lineage.get(expr_id, frozenset()))
     if len(tree.output) != len(names):
         analyzer.complete = False
-    inputs = tuple(
-        PlanInput(
-            path,
-            fmt,
-            tuple(cols),
-            tuple(
-                (col, *analyzer.types[path][col])
-                for col in cols
-                if col in analyzer.types.get(path, {})
-            ),
-        )
-        for path, (fmt, cols) in sorted(analyzer.inputs.items())
-    )
+    inputs = plan_inputs(analyzer.inputs, analyzer.types)
     return PlanLineage(
         inputs=inputs, columns=columns, dataset=tidy(analyzer.dataset), complete=analyzer.complete
     )
-
-
-def connect_read_paths(df: DataFrame) -> PlanLineage | None:
-    """On a Spark Connect DataFrame, the files and folders its plan reads by path (inputs
-    only: no column lineage, `complete` false); None on a classic one.
-
-    Read from the client's own plan (`df._plan`, the `spark.connect.Relation` protobuf sent to
-    the server; no call to it): its `Read.DataSource` nodes hold the paths as the body gave
-    them, as the classic plan's file relations hold them as root paths. Tables, and SQL text
-    that reads files (FROM parquet.`path`), are not seen. Anything unexpected in the client's
-    private plan gives None: the inputs loaded through the IO manager are recorded anyway."""
-    if not is_connect(df):
-        return None
-    try:
-        from google.protobuf.message import Message
-
-        connect: Any = df  # pyspark.sql.connect.dataframe.DataFrame: its private plan
-        root = connect._plan.to_proto(connect.sparkSession.client)
-        found: dict[str, str | None] = {}
-        pending: list[Message] = [root]
-        while pending:
-            message = pending.pop()
-            if message.DESCRIPTOR.full_name == "spark.connect.Read.DataSource":
-                for raw in message.paths:
-                    found.setdefault(client_path(raw), format_name(message.format))
-            for descriptor, value in message.ListFields():
-                values = value if repeated(descriptor) else [value]
-                pending.extend(item for item in values if isinstance(item, Message))
-    except Exception:
-        return None
-    return PlanLineage(
-        inputs=tuple(PlanInput(path, fmt, ()) for path, fmt in sorted(found.items())),
-        columns={},
-        dataset=(),
-        complete=False,
-    )
-
-
-def repeated(descriptor: Any) -> bool:
-    """Whether a protobuf field holds a list (`is_repeated` in newer protobuf releases, which
-    deprecate `label`)."""
-    flag = getattr(descriptor, "is_repeated", None)
-    if isinstance(flag, bool):
-        return flag
-    return bool(descriptor.label == descriptor.LABEL_REPEATED)
-
-
-def tidy(sources: Iterable[ColumnSource]) -> tuple[ColumnSource, ...]:
-    """Sorted, and one DIRECT entry per input column (the strongest subtype)."""
-    direct: dict[tuple[str, str], ColumnSource] = {}
-    indirect: set[ColumnSource] = set()
-    for source in sources:
-        if source.kind is LineageKind.DIRECT:
-            key = (source.path, source.column)
-            current = direct.get(key)
-            if current is None or _DIRECT_RANK[source.subtype] > _DIRECT_RANK[current.subtype]:
-                direct[key] = source
-        else:
-            indirect.add(source)
-    return tuple(sorted([*direct.values(), *indirect]))

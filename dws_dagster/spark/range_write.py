@@ -6,7 +6,7 @@ column holding each row's partition *index* (the caller's expression; null: the 
 no partition of the range). That column exists only for the write: `partitionBy` keeps it out
 of the files, so each `index=i` folder holds exactly the columns of the DataFrame, as a
 one-partition write does. Each partition's version is the one a one-partition write of the same
-rows gives (`storage.version_of_metrics`: the DataFrame's schema, the row count and the two
+rows gives (`row_version.version_of_metrics`: the DataFrame's schema, the row count and the two
 row-hash sums). For a range of a few partitions the sums are observed in the write pass, one
 set per partition; observed metrics have no grouping, so each row feeds every partition's sums,
 which stops paying beyond a few. Larger ranges are versioned by one grouped aggregation over
@@ -37,7 +37,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from dws_dagster.spark import row_files, storage
+from dws_dagster.spark import locations, row_files, row_version, storage, version_marker
 from dws_dagster.spark.session_kind import new_observation, sql_column
 from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
 from dws_dagster.workspace.trees import remove_tree
@@ -168,8 +168,8 @@ def write_range_atomic(
             f"{what}: unknown versioning {versioning!r}; choose one of "
             f"{', '.join(storage.VERSIONINGS)}"
         )
-    remote = [t.location for t in targets if not storage.is_local(t.location)]
-    if remote or not storage.is_local(staging_parent):
+    remote = [t.location for t in targets if not locations.is_local(t.location)]
+    if remote or not locations.is_local(staging_parent):
         raise storage.StorageError(
             f"{what}: a range of partitions is written in one step to local or mounted storage "
             f"only ({(remote or [staging_parent])[0]} is remote); give the asset "
@@ -178,7 +178,7 @@ def write_range_atomic(
     for reserved in (INDEX_COLUMN, row_files.FILE_COLUMN, *_HASH_COLUMNS):
         if reserved in df.columns:
             raise storage.StorageError(f"{what}: column {reserved} is reserved; rename it")
-    parent = storage.local_path(staging_parent)
+    parent = locations.local_path(staging_parent)
     parent.mkdir(parents=True, exist_ok=True)
     recover(parent / "range")  # stale staging folders of crashed range writes
     staging = parent / f"{STAGING_PREFIX}range-{uuid.uuid4().hex}"
@@ -186,7 +186,9 @@ def write_range_atomic(
     try:
         keyed = df.withColumn(INDEX_COLUMN, index)
         written_df, observed = _observed(df, keyed, len(targets), read_files is not None)
-        writer = storage._writer(written_df, fmt, options, [INDEX_COLUMN, *(partition_by or ())])
+        writer = storage.dataframe_writer(
+            written_df, fmt, options, [INDEX_COLUMN, *(partition_by or ())]
+        )
         writer.save(str(staging))
         folders = _partition_folders(staging, len(targets), what)
         got = observed.get if observed is not None else {}
@@ -200,22 +202,22 @@ def write_range_atomic(
                 }
             )
         if len(targets) <= _OBSERVED_PARTITIONS:
-            metrics = {i: storage.keyed_metrics(got, i) for i in folders}
+            metrics = {i: row_version.keyed_metrics(got, i) for i in folders}
         else:
             metrics = _metrics(df, keyed, staging, fmt, partition_by, folders)
         empty = [i for i in range(len(targets)) if i not in folders]
         if empty:
             _write_empty(df, staging, fmt, options, partition_by, folders, empty)
         schema_json = df.schema.json()
-        columns = storage.schema_columns(df)
+        columns = version_marker.schema_columns(df)
         by_files = versioning == "files"
         for i, target in enumerate(targets):
             folder = folders[i]
             content = content_version(folder)
-            version, rows = storage.version_of_metrics(schema_json, metrics.get(i, {}))
+            version, rows = row_version.version_of_metrics(schema_json, metrics.get(i, {}))
             if by_files:
                 version = content
-            storage.write_local_marker(
+            version_marker.write_local_marker(
                 folder,
                 version=version,
                 rows=rows,
@@ -226,17 +228,17 @@ def write_range_atomic(
                 lineage=lineage(target.key, version, rows) if lineage else None,
             )
             result.results[target.key] = storage.WriteResult(
-                str(storage.local_path(target.location)), version, rows, None, fmt
+                str(locations.local_path(target.location)), version, rows, None, fmt
             )
         written: dict[str, storage.WriteResult] = {}
         for i, target in enumerate(targets):
-            location = storage.local_path(target.location)
+            location = locations.local_path(target.location)
             location.parent.mkdir(parents=True, exist_ok=True)
             try:
                 swap_into_place(
                     folders[i],
                     location,
-                    keep_old_as=storage.local_path(target.keep_old_as)
+                    keep_old_as=locations.local_path(target.keep_old_as)
                     if target.keep_old_as
                     else None,
                 )
@@ -257,7 +259,7 @@ def write_range_atomic(
         raise
     except BaseException as exc:
         remove_tree(staging, ignore_errors=True)
-        problem = storage._disk_problem(exc)
+        problem = storage.disk_problem(exc)
         if problem is not None:
             raise storage.StorageError(
                 f"{what}: writing the range failed: {problem}; the previous data is unchanged. "
@@ -279,13 +281,13 @@ def _observed(
     helpers: list[str] = []
     tagged = keyed
     if count <= _OBSERVED_PARTITIONS:
-        hashes = storage.row_hashes(df)
+        hashes = row_version.row_hashes(df)
         if hashes is not None:
             tagged = tagged.selectExpr(
                 "*", *(f"{sql} AS {name}" for sql, name in zip(hashes, _HASH_COLUMNS, strict=True))
             )
             helpers += _HASH_COLUMNS
-        aggregates += storage.keyed_version_aggregates(
+        aggregates += row_version.keyed_version_aggregates(
             INDEX_COLUMN, count, _HASH_COLUMNS if hashes is not None else None
         )
     if read_files:
@@ -334,7 +336,7 @@ def _metrics(
         source = _read_written(df, staging, fmt, [folders[i] for i in sorted(folders)])
     else:
         source = keyed
-    aggregates = storage._version_aggregates(source.drop(INDEX_COLUMN))
+    aggregates = row_version.version_aggregates(source.drop(INDEX_COLUMN))
     rows = source.groupBy(INDEX_COLUMN).agg(*aggregates).collect()
     return {int(row[INDEX_COLUMN]): row.asDict() for row in rows}
 
@@ -366,7 +368,7 @@ def _write_empty(
     """What a one-partition write of an empty DataFrame gives (files with the schema, no
     rows), written once and copied to each partition of the range that got no row."""
     template = staging / "_empty"
-    storage._writer(df.limit(0), fmt, options, partition_by).save(str(template))
+    storage.dataframe_writer(df.limit(0), fmt, options, partition_by).save(str(template))
     for i in empty:
         folder = staging / f"{INDEX_COLUMN}={i}"
         copy_data(template, folder)

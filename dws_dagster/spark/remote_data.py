@@ -16,11 +16,15 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import xxhash
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from dws_dagster.errors import ConnectUnsupportedError
-from dws_dagster.spark.storage import StorageError, _hadoop_fs, read_marker, remote_listing_version
+from dws_dagster.spark.locations import hadoop_fs
+from dws_dagster.spark.storage import StorageError
+from dws_dagster.spark.version_marker import read_marker
+from dws_dagster.workspace.versions import LISTING_PREFIX
 
 
 @contextmanager
@@ -47,7 +51,7 @@ class HadoopData:
         self._spark = spark
 
     def _path(self, location: str) -> tuple[Any, Any]:
-        fs, jvm = _hadoop_fs(self._spark, location)
+        fs, jvm = hadoop_fs(self._spark, location)
         return fs, jvm.org.apache.hadoop.fs.Path(location)
 
     def version(self, location: str) -> str | None:
@@ -145,3 +149,27 @@ def hadoop_data() -> HadoopData | ConnectRemoteData:
     if configured_connect() is not None:
         return ConnectRemoteData()
     return HadoopData(SparkSession.builder.config("spark.ui.enabled", "false").getOrCreate())
+
+
+def remote_listing_version(spark: SparkSession, location: str) -> str:
+    """A listing version (names, sizes, modification times) of remote data, through Hadoop:
+    for object-store resources configured with `versioning: listing`."""
+    fs, jvm = hadoop_fs(spark, location)
+    root = jvm.org.apache.hadoop.fs.Path(location)
+    if not fs.exists(root):
+        raise StorageError(f"no data at {location}; write it first, or check the URI")
+    prefix = fs.getFileStatus(root).getPath().toString().rstrip("/")
+    files = fs.listFiles(root, True)
+    entries: list[tuple[str, int, int]] = []
+    while files.hasNext():
+        status = files.next()
+        relative = status.getPath().toString()[len(prefix) :].lstrip("/")
+        if any(part.startswith((".", "_")) for part in relative.split("/")) or relative.endswith(
+            ".crc"
+        ):
+            continue
+        entries.append((relative, int(status.getLen()), int(status.getModificationTime())))
+    digest = xxhash.xxh3_128()
+    for relative, size, mtime in sorted(entries):
+        digest.update(f"{relative}\0{size}\0{mtime}\n".encode())
+    return f"{LISTING_PREFIX}{digest.hexdigest()}"

@@ -126,7 +126,7 @@ def ol_event(run_id: str, event_type: str, time: str, job: str) -> dict[str, Any
 
 def build(root: Path) -> None:
     from dws_dagster import Workspace
-    from dws_dagster.ol.outbox import Outbox
+    from dws_dagster.ol.outbox.outbox import Outbox
     from dws_dagster.workspace.snapshots.restore import restore_snapshot
     from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 
@@ -228,7 +228,7 @@ def build(root: Path) -> None:
 def expected(root: Path) -> dict[str, Any]:
     """What the journal-format code reports about the workspace at `root`."""
     from dws_dagster import Workspace
-    from dws_dagster.ol.outbox import Outbox
+    from dws_dagster.ol.outbox.outbox import Outbox
     from dws_dagster.workspace.snapshots.history import list_snapshots
     from dws_dagster.workspace.store.lineage_store import read_snapshot_manifest
 

@@ -1,4 +1,5 @@
-"""Sending spooled events through a transport, one delivery at a time."""
+"""Sending spooled events through a transport (the client's own `Transport.emit`), one delivery
+at a time, with a faster path for the client's file transport appending to a local file."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dws_dagster._compat.openlineage import (
     local_path,
     writes_local_files,
 )
-from dws_dagster.ol.transport_http import watching
+from dws_dagster.ol.transport.deadline import watching
 
 
 def emit(transport: Transport, event: dict[str, Any], line: bytes) -> None:
@@ -63,7 +64,7 @@ class Emitter:
 
     def emit(self, event: dict[str, Any], line: bytes, deadline: float | None = None) -> None:
         """Send one event; through the client's transport, within `deadline` seconds in all
-        (`transport_http.watching`: else `DeliveryDeadlineError`)."""
+        (`deadline.watching`: else `DeliveryDeadlineError`)."""
         if self._fast and b"null" not in line and b"[{}" not in line and b",{}" not in line:
             text = line if line.endswith(b"\n") else line + b"\n"
             try:

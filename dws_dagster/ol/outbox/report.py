@@ -12,15 +12,14 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from dws_dagster.ol.outbox_table import (
-    DeliveryState,
+from dws_dagster.ol.outbox.delivery_table import DeliveryState, read_state
+from dws_dagster.ol.outbox.event_rows import checked_event
+from dws_dagster.ol.outbox.event_table import (
     check_pending_flags,
-    checked_event,
     first_pending_row,
-    parse_time_or_none,
     pending_count,
-    read_state,
 )
+from dws_dagster.ol.outbox.times import parse_time_or_none
 from dws_dagster.ol.timestamps import iso_or_none
 
 

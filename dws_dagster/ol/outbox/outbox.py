@@ -27,8 +27,8 @@ at-least-once, in spool order, one event at a time, and the first failure ends t
 run's later event is never sent before an earlier one. Delivered events stay in the table:
 they are the archive `events()` and `replay()` read.
 
-The tables' rows and statements are in `outbox_table`, the reports in `outbox_report`; this
-module holds the transactions and the delivery loop.
+The tables' rows and statements are in `event_rows`, `event_table` and `delivery_table`, the
+reports in `report`; this module holds the transactions and the delivery loop.
 """
 
 from __future__ import annotations
@@ -47,37 +47,37 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from dws_dagster.errors import WorkspaceConfigError
-from dws_dagster.ol.outbox_report import (
-    DeliveryReport,
-    OutboxStatus,
-    delivery_report,
-    read_status,
-)
-from dws_dagster.ol.outbox_table import (
-    PAGE_SIZE,
+from dws_dagster.ol.outbox.delivery_table import (
     DeliveryState,
-    OutboxError,
-    archive_count,
-    archive_page,
-    check_pending_flags,
-    checked_event,
-    describe_event,
-    event_row,
-    insert_events,
-    parse_time_or_none,
-    pending_count,
-    pending_page,
     read_state,
     record_checkpoint,
     record_failure,
     release_lease,
     take_lease,
 )
+from dws_dagster.ol.outbox.errors import OutboxError
+from dws_dagster.ol.outbox.event_rows import checked_event, describe_event, event_row
+from dws_dagster.ol.outbox.event_table import (
+    PAGE_SIZE,
+    archive_count,
+    archive_page,
+    check_pending_flags,
+    insert_events,
+    pending_count,
+    pending_page,
+)
+from dws_dagster.ol.outbox.report import (
+    DeliveryReport,
+    OutboxStatus,
+    delivery_report,
+    read_status,
+)
+from dws_dagster.ol.outbox.times import parse_time_or_none
 from dws_dagster.ol.timestamps import assume_utc, iso_or_none, utc_now
-from dws_dagster.ol.transport import prepare_default_file
-from dws_dagster.ol.transport_emit import Emitter
-from dws_dagster.ol.transport_http import watching
-from dws_dagster.ol.transport_text import error_text, redact
+from dws_dagster.ol.transport.deadline import watching
+from dws_dagster.ol.transport.emitter import Emitter
+from dws_dagster.ol.transport.factory import prepare_default_file
+from dws_dagster.ol.transport.text import error_text, redact
 
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport

@@ -5,14 +5,14 @@ The OpenLineage client resolves its transport (config file, `OPENLINEAGE__...` v
 what a durable outbox needs:
 
 - an `openlineage.yml` at the workspace root is used when neither `OPENLINEAGE_CONFIG` nor the
-  current folder has one (before `~/.openlineage/openlineage.yml`);
-- a config file that cannot be read or is not a mapping is refused, where the client would log
-  it and carry on unconfigured;
+  current folder has one (before `~/.openlineage/openlineage.yml`), and a config file that
+  cannot be read or is not a mapping is refused, where the client would log it and carry on
+  unconfigured (`config`);
 - with no configuration at all, events are appended to
   `.dataworkspace/openlineage/events.jsonl` instead of being logged to the console;
 - an HTTP transport whose config sets no `retry` gets none: the outbox retries across sensor
   ticks with its own backoff, so a catalog that is down costs one request, not the client's
-  ~9 s of retries;
+  ~9 s of retries; and it sends through a `http.CatalogAdapter`;
 - a composite transport whose config does not set `continue_on_failure` stops at the first
   failing transport, so a catalog that is down makes the outbox retry (at-least-once) instead
   of losing the event because another catalog took it.
@@ -31,7 +31,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import Transport
 from openlineage.client.transport.composite import CompositeTransport
@@ -45,14 +44,13 @@ from dws_dagster._compat.openlineage import (
     set_http_retry,
     transport_types,
 )
-from dws_dagster.errors import DwsError
-from dws_dagster.ol.transport_http import CatalogAdapter
-from dws_dagster.ol.transport_text import describe, error_text, redact
+from dws_dagster.ol.transport.config import TransportConfigError, config_file, read_config_file
+from dws_dagster.ol.transport.http import CatalogAdapter
+from dws_dagster.ol.transport.text import describe, error_text, redact
 
 if TYPE_CHECKING:
     from dws_dagster.workspace.workspace import Workspace
 
-CONFIG_FILE_NAME = "openlineage.yml"
 #: Under the workspace's `.dataworkspace/`: where events go when nothing is configured.
 DEFAULT_EVENTS_FILE = Path("openlineage") / "events.jsonl"
 #: urllib3 Retry settings for "one request per attempt"; status_forcelist is emptied so a 5xx
@@ -78,31 +76,6 @@ _DEFAULT_FILE: dict[str, Any] = {
     "debug_mode": False,
 }
 _CLIENT_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, AttributeError)
-
-
-class TransportConfigError(DwsError):
-    """The OpenLineage transport configuration cannot be read or used.
-
-    Examples:
-        With `OPENLINEAGE_CONFIG` naming a file that is not there, the lineage sensor's tick fails
-        before it applies anything (its cursor stays), as a call of `process_events` does:
-
-        .. code-block:: python
-
-            from dagster import DagsterInstance
-
-            from dws_dagster import TransportConfigError, Workspace, process_events
-
-            with DagsterInstance.get() as instance:
-                try:
-                    process_events(instance, Workspace.open())
-                except TransportConfigError as exc:
-                    print(exc)  # OPENLINEAGE_CONFIG names ..., which is not a readable file; ...
-
-        .. code-block:: console
-
-            $ dws-dagster openlineage status  # the transport, or why it is not usable
-    """
 
 
 def make_transport(workspace: Workspace) -> tuple[Transport, str]:
@@ -180,61 +153,6 @@ def prepare_default_file(transport: Transport, workspace: Workspace) -> None:
     elif isinstance(transport, CompositeTransport):
         for child in transport.transports:
             prepare_default_file(child, workspace)
-
-
-def config_file(workspace: Workspace) -> str | None:
-    """The OpenLineage config file for `workspace`: the client's documented search order
-    (`OPENLINEAGE_CONFIG`, the current folder, `~/.openlineage/`) with the workspace root's
-    file before the home folder's."""
-    explicit = os.environ.get("OPENLINEAGE_CONFIG")
-    if explicit and not os.path.isfile(explicit):
-        raise TransportConfigError(
-            f"OPENLINEAGE_CONFIG names {explicit}, which is not a readable file; fix the "
-            "variable or unset it"
-        )
-    home = os.path.join(os.path.expanduser("~/.openlineage"), CONFIG_FILE_NAME)
-    found = next(
-        (
-            path
-            for path in (explicit, os.path.join(os.getcwd(), CONFIG_FILE_NAME), home)
-            if path and _readable(path)
-        ),
-        None,
-    )
-    ours = workspace.root / CONFIG_FILE_NAME
-    if (found is None or (found == home and not explicit)) and ours.is_file():
-        found = str(ours)
-    return found
-
-
-def _readable(path: str) -> bool:
-    try:
-        return os.path.isfile(path) and os.access(path, os.R_OK)
-    except (OSError, ValueError):
-        return False
-
-
-def read_config_file(config_path: str) -> dict[str, Any]:
-    """The content of an OpenLineage config file, refusing one that cannot be used.
-
-    The client logs a broken file and carries on unconfigured; events would then silently go
-    to the default file, so refuse instead.
-    """
-    try:
-        with open(config_path, encoding="utf-8") as handle:
-            content = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
-        raise TransportConfigError(
-            f"OpenLineage config file {config_path} cannot be read: {error_text(exc)}; fix it"
-        ) from None
-    if content is None:
-        return {}
-    if not isinstance(content, dict):
-        raise TransportConfigError(
-            f"OpenLineage config file {config_path} is not a mapping (got "
-            f"{type(content).__name__}); it needs a top-level 'transport:' section"
-        )
-    return content
 
 
 def _disabled() -> bool:

@@ -1,357 +1,57 @@
-"""The expressions of a Spark Connect plan in the small form column lineage needs.
+"""SQL expression text in a Spark Connect plan (`selectExpr`, `expr`, `filter` with a string) as
+the node types of `expressions`.
 
-A Connect client sends expressions unresolved: column names rather than attributes, function
-names rather than functions, and SQL text as it was written (`selectExpr`, `expr`, `filter`
-with a string). Lineage needs only what decides it: which names an expression reads, through
-which function (an aggregate, a conditional, a window), and what it is called. Both the
-protobuf expressions and SQL text become these few node types, so one evaluator
-(`spark/connect_plan.py`) serves both.
-
-The SQL text parser reads Spark's expression grammar only as far as lineage needs it: every
-binary operator and predicate is a transformation of its operands, so operator precedence does
-not matter; what does (function calls and their arguments, CASE, CAST, OVER, lambdas, aliases,
-the keywords some functions take in place of arguments) is parsed exactly. Text it does not
+The parser reads Spark's expression grammar only as far as lineage needs it: every binary
+operator and predicate is a transformation of its operands, so operator precedence does not
+matter; what does (function calls and their arguments, CASE, CAST, OVER, lambdas, aliases, the
+keywords some functions take in place of arguments) is parsed exactly. Text it does not
 understand becomes an `Opaque` node, which makes the lineage incomplete rather than wrong.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Any
-
-# ------------------------------------------------------------------------------ the nodes
-
-
-@dataclass(frozen=True)
-class Attr:
-    """A column by name (`parts`: qualifier, column and nested fields, not yet told apart);
-    `plan_id` names the DataFrame it was taken from (`df.col`), if any. `niladic`: a SQL
-    keyword function (`current_date`) unless a column has the name."""
-
-    parts: tuple[str, ...]
-    plan_id: int | None = None
-    niladic: bool = False
-
-
-@dataclass(frozen=True)
-class Lit:
-    """A value that reads no column (a literal, a lambda's variable, a parameter)."""
-
-
-@dataclass(frozen=True)
-class Call:
-    """A function or operator. `name` is Spark's function name in lower case; names in angle
-    brackets are operations every Spark has (operators, casts, field access). `aggregate`
-    overrides what the name says (user-defined functions)."""
-
-    name: str
-    args: tuple[Expr, ...] = ()
-    aggregate: bool | None = None
-    user_defined: bool = False
-
-
-@dataclass(frozen=True)
-class Alias:
-    child: Expr
-    names: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Star:
-    """`*`, `t.*` or `struct_column.*`; `plan_id` for `df["*"]`."""
-
-    target: tuple[str, ...] = ()
-    plan_id: int | None = None
-
-
-@dataclass(frozen=True)
-class Over:
-    function: Expr
-    partition: tuple[Expr, ...]
-    order: tuple[Expr, ...]
-    frame: tuple[Expr, ...] = ()
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """Something lineage cannot follow (a subquery, a typed Scala aggregate, text that did not
-    parse): its `children`, where known, count as transformed, and the lineage is incomplete."""
-
-    why: str
-    children: tuple[Expr, ...] = ()
-
-
-Expr = Attr | Lit | Call | Alias | Star | Over | Opaque
-
-OPERATOR = "<op>"
-CAST = "<cast>"
-EXTRACT = "<extract>"
-LAMBDA = "<lambda>"
-ROW = "<row>"
-
-
-def walk(expr: Expr) -> list[Expr]:
-    """`expr` and everything under it."""
-    found: list[Expr] = [expr]
-    if isinstance(expr, Call):
-        children: tuple[Expr, ...] = expr.args
-    elif isinstance(expr, Alias):
-        children = (expr.child,)
-    elif isinstance(expr, Over):
-        children = (expr.function, *expr.partition, *expr.order, *expr.frame)
-    elif isinstance(expr, Opaque):
-        children = expr.children
-    else:
-        children = ()
-    for child in children:
-        found.extend(walk(child))
-    return found
-
-
-def split_name(text: str) -> tuple[str, ...]:
-    """`a.b`, `` `a.b`.c ``: the parts of a multi-part name (Spark's rules for backticks)."""
-    parts: list[str] = []
-    current: list[str] = []
-    quoted = False
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "`":
-            if quoted and index + 1 < len(text) and text[index + 1] == "`":
-                current.append("`")
-                index += 2
-                continue
-            quoted = not quoted
-        elif char == "." and not quoted:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-        index += 1
-    parts.append("".join(current))
-    return tuple(parts)
-
-
-# ------------------------------------------------------------------------- from protobuf
-
-#: Python UDF evaluation types that aggregate (pyspark.util.PythonEvalType: grouped-aggregate
-#: pandas and Arrow UDFs); Spark wraps them in an aggregate as it does its own aggregates.
-_AGGREGATING_UDF_EVAL_TYPES = frozenset({202, 250, 251, 252})
-
-
-def from_proto(message: Any) -> Expr:
-    """A `spark.connect.Expression` (or a bare `SortOrder`, as Sort and windows hold them) as an
-    `Expr`."""
-    if message.DESCRIPTOR.name == "SortOrder":
-        return from_proto(message.child)
-    kind = message.WhichOneof("expr_type")
-    if kind == "literal" or kind == "unresolved_named_lambda_variable":
-        return Lit()
-    if kind == "unresolved_attribute":
-        attribute = message.unresolved_attribute
-        if attribute.is_metadata_column:
-            return Opaque("a hidden metadata column")
-        return Attr(
-            split_name(attribute.unparsed_identifier),
-            attribute.plan_id if attribute.HasField("plan_id") else None,
-        )
-    if kind == "unresolved_function":
-        function = message.unresolved_function
-        args = tuple(from_proto(a) for a in function.arguments)
-        name = function.function_name.lower()
-        if name == "when":  # CaseWhen's branches, flattened as Spark's CaseWhen children are
-            return Call("when", args)
-        return Call(
-            name,
-            args,
-            user_defined=function.is_user_defined_function or function.is_internal,
-        )
-    if kind == "call_function":
-        call = message.call_function
-        return Call(call.function_name.lower(), tuple(from_proto(a) for a in call.arguments))
-    if kind == "expression_string":
-        return parse_expression(message.expression_string.expression)
-    if kind == "unresolved_star":
-        star = message.unresolved_star
-        target = split_name(star.unparsed_target)[:-1] if star.unparsed_target else ()
-        return Star(target, star.plan_id if star.HasField("plan_id") else None)
-    if kind == "alias":
-        return Alias(from_proto(message.alias.expr), tuple(message.alias.name))
-    if kind == "cast":
-        return Call(CAST, (from_proto(message.cast.expr),))
-    if kind == "sort_order":
-        return from_proto(message.sort_order.child)
-    if kind == "lambda_function":
-        return Call(LAMBDA, (from_proto(message.lambda_function.function),))
-    if kind == "window":
-        window = message.window
-        frame: tuple[Expr, ...] = ()
-        if window.HasField("frame_spec"):
-            frame = tuple(
-                from_proto(bound.value)
-                for bound in (window.frame_spec.lower, window.frame_spec.upper)
-                if bound.WhichOneof("boundary") == "value"
-            )
-        return Over(
-            from_proto(window.window_function),
-            tuple(from_proto(e) for e in window.partition_spec),
-            tuple(from_proto(e) for e in window.order_spec),
-            frame,
-        )
-    if kind == "unresolved_extract_value":
-        extract = message.unresolved_extract_value
-        return Call(EXTRACT, (from_proto(extract.child), from_proto(extract.extraction)))
-    if kind == "update_fields":
-        update = message.update_fields
-        fields = [from_proto(update.struct_expression)]
-        if update.HasField("value_expression"):
-            fields.append(from_proto(update.value_expression))
-        return Call(EXTRACT, tuple(fields))
-    if kind == "named_argument_expression":
-        return from_proto(message.named_argument_expression.value)
-    if kind == "common_inline_user_defined_function":
-        udf = message.common_inline_user_defined_function
-        aggregate = (
-            udf.python_udf.eval_type in _AGGREGATING_UDF_EVAL_TYPES
-            if udf.WhichOneof("function") == "python_udf"
-            else bool(udf.java_udf.aggregate)
-            if udf.WhichOneof("function") == "java_udf"
-            else False
-        )
-        return Call(
-            udf.function_name.lower() or "<udf>",
-            tuple(from_proto(a) for a in udf.arguments),
-            aggregate=aggregate,
-        )
-    if kind == "unresolved_regex":
-        return Opaque("a column regex (colRegex)")
-    return Opaque(f"a {kind or 'empty'} expression")
-
-
-# ------------------------------------------------------------------------------ SQL text
-
-
-class SqlSyntaxError(Exception):
-    """Text this parser does not follow (it may still be valid Spark SQL)."""
-
-
-_TOKEN = re.compile(
-    r"""
-    (?P<space>\s+|--[^\n]*|/\*.*?\*/)
-  | (?P<string>[rR]?'(?:[^'\\]|\\.)*'|[rR]?"(?:[^"\\]|\\.)*")
-  | (?P<quoted>`(?:[^`]|``)*`)
-  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?:BD|bd|[LSYDFlsydf])?(?![A-Za-z_]))
-  | (?P<word>[A-Za-z_][A-Za-z_0-9]*|\d+[A-Za-z_][A-Za-z_0-9]*)
-  | (?P<symbol><=>|>>>|<<|>>|\|\||<=|>=|<>|!=|==|::|->|=>|[-+*/%&|^~!=<>()\[\],.:?])
-    """,
-    re.VERBOSE | re.DOTALL,
+from dws_dagster.spark.connect.expressions import (
+    CAST,
+    EXTRACT,
+    LAMBDA,
+    OPERATOR,
+    ROW,
+    Alias,
+    Attr,
+    Call,
+    Expr,
+    Lit,
+    Opaque,
+    Over,
+    Star,
 )
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # string, number, word, quoted, symbol, end
-    text: str
-
-    @property
-    def upper(self) -> str:
-        return self.text.upper() if self.kind == "word" else ""
-
-
-def _tokens(text: str) -> list[_Token]:
-    found: list[_Token] = []
-    position = 0
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None:
-            raise SqlSyntaxError(f"unexpected {text[position]!r}")
-        position = match.end()
-        kind = match.lastgroup or ""
-        if kind == "space":
-            continue
-        value = match.group()
-        if kind == "quoted":
-            kind, value = "word_q", value[1:-1].replace("``", "`")
-        found.append(_Token(kind, value))
-    found.append(_Token("end", ""))
-    return found
-
-
-_BINARY_SYMBOLS = frozenset(
-    [
-        "+",
-        "-",
-        "*",
-        "/",
-        "%",
-        "||",
-        "&",
-        "|",
-        "^",
-        "=",
-        "==",
-        "!=",
-        "<>",
-        "<",
-        "<=",
-        ">",
-        ">=",
-        "<=>",
-        "<<",
-        ">>",
-        ">>>",
-    ]
-)
-_BINARY_WORDS = frozenset({"AND", "OR", "DIV", "LIKE", "ILIKE", "RLIKE", "REGEXP", "BETWEEN"})
-_TYPED_LITERALS = frozenset({"DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "TIME", "X"})
-_INTERVAL_UNITS = frozenset(
-    unit + suffix
-    for unit in (
-        [
-            "YEAR",
-            "MONTH",
-            "WEEK",
-            "DAY",
-            "HOUR",
-            "MINUTE",
-            "SECOND",
-            "MILLISECOND",
-            "MICROSECOND",
-            "NANOSECOND",
-        ]
-    )
-    for suffix in ("", "S")
-) | {"TO"}
-#: Keyword functions a column of the same name hides (Spark's grammar, without parentheses).
-_NILADIC = frozenset(
-    {"CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIME", "CURRENT_USER", "USER", "SESSION_USER"}
-)
-#: Functions whose first argument is a unit keyword, not a column (`timestampadd(HOUR, 1, t)`).
-_UNIT_FIRST = frozenset(
-    {"timestampadd", "dateadd", "date_add", "timestampdiff", "datediff", "date_diff", "time_diff"}
-)
-#: Words that end an operand list: they belong to the construct around it.
-_STOPS = frozenset(
-    {"AS", "THEN", "ELSE", "WHEN", "END", "FROM", "FOR", "IN", "PLACING", "ORDER", "PARTITION"}
-    | {"ROWS", "RANGE", "PRECEDING", "FOLLOWING", "ASC", "DESC", "NULLS", "DISTRIBUTE", "SORT"}
-    | {"CLUSTER", "BY", "ESCAPE", "IGNORE", "RESPECT", "WITHIN", "FILTER", "OVER"}
+from dws_dagster.spark.connect.sql_tokens import (
+    BINARY_SYMBOLS,
+    BINARY_WORDS,
+    INTERVAL_UNITS,
+    NILADIC,
+    STOPS,
+    TYPED_LITERALS,
+    UNIT_FIRST,
+    SqlSyntaxError,
+    Token,
+    tokenize,
 )
 
 
 class _Parser:
     def __init__(self, text: str) -> None:
-        self.tokens = _tokens(text)
+        self.tokens = tokenize(text)
         self.position = 0
         self.lambda_names: list[set[str]] = []
 
     # ---------------------------------------------------------------- tokens
 
-    def peek(self, ahead: int = 0) -> _Token:
+    def peek(self, ahead: int = 0) -> Token:
         index = min(self.position + ahead, len(self.tokens) - 1)
         return self.tokens[index]
 
-    def take(self) -> _Token:
+    def take(self) -> Token:
         token = self.peek()
         self.position = min(self.position + 1, len(self.tokens) - 1)
         return token
@@ -396,15 +96,15 @@ class _Parser:
         operands = [self.unary()]
         while True:
             token = self.peek()
-            if token.kind == "symbol" and token.text in _BINARY_SYMBOLS:
+            if token.kind == "symbol" and token.text in BINARY_SYMBOLS:
                 self.take()
                 operands.append(self.unary())
             elif token.upper == "NOT" and (
-                self.peek(1).upper in _BINARY_WORDS
+                self.peek(1).upper in BINARY_WORDS
                 or (self.peek(1).upper == "IN" and self.peek(2).text == "(")
             ):
                 self.take()
-            elif token.upper in _BINARY_WORDS:
+            elif token.upper in BINARY_WORDS:
                 self.take()
                 if self.at("ANY", "SOME", "ALL") and self.peek(1).text == "(":
                     self.take()
@@ -505,7 +205,7 @@ class _Parser:
             if word in ("TRUE", "FALSE", "NULL"):
                 self.take()
                 return Lit()
-            if word in _TYPED_LITERALS and self.peek(1).kind == "string":
+            if word in TYPED_LITERALS and self.peek(1).kind == "string":
                 self.take()
                 self.take()
                 return Lit()
@@ -517,14 +217,14 @@ class _Parser:
                 return self.cast()
         if self.peek(1).text == "(":
             return self.function()
-        if word in _STOPS or word in _BINARY_WORDS or word in ("IS", "NOT", "SELECT", "WHERE"):
+        if word in STOPS or word in BINARY_WORDS or word in ("IS", "NOT", "SELECT", "WHERE"):
             raise SqlSyntaxError(f"unexpected {token.text}")
         if self.peek(1).text == "->":
             return self.lambda_function([self.identifier()])
         self.take()
         if any(token.text.lower() in names for names in self.lambda_names):
             return Lit()
-        return Attr((token.text,), niladic=token.kind == "word" and word in _NILADIC)
+        return Attr((token.text,), niladic=token.kind == "word" and word in NILADIC)
 
     def parenthesis(self) -> Expr:
         # `(x, y) -> body`: a lambda's parameters
@@ -556,7 +256,7 @@ class _Parser:
             token = self.peek()
             if (
                 token.kind in ("number", "string")
-                or token.upper in _INTERVAL_UNITS
+                or token.upper in INTERVAL_UNITS
                 or (token.kind == "symbol" and token.text in ("-", "+"))
             ):
                 self.take()
@@ -594,7 +294,7 @@ class _Parser:
         `string collate utf8_lcase`)."""
         name = self.identifier().upper()
         if name == "INTERVAL":
-            while self.peek().upper in _INTERVAL_UNITS:
+            while self.peek().upper in INTERVAL_UNITS:
                 self.take()
         if self.at("("):
             self.skip_balanced("(", {")": 1})
@@ -626,7 +326,7 @@ class _Parser:
             self.identifier()  # the field (YEAR, ...)
             self.expect("FROM")
             args.append(self.expression())
-        elif name in _UNIT_FIRST and self.peek().kind == "word" and self.peek(1).text == ",":
+        elif name in UNIT_FIRST and self.peek().kind == "word" and self.peek(1).text == ",":
             self.take()
             self.expect(",")
             args.extend(self.arguments())
