@@ -3,9 +3,8 @@
 `history`, `rules`, `writes`, `snapshot_tables`, with its SQL in `statements`, the values it
 hands out in `ref_state` and its explanations in `messages`), on a database chosen by
 `settings` (SQLite by default, PostgreSQL across machines), with tables in `schema` migrated
-by Alembic (`migrations/`), engines and transactions in `database`, and the import of
-journal-format workspaces (`journal_format`, `journal_import`). `gc_pause` keeps the garbage
-collector off the large structures reads build.
+by Alembic (`migrations/`), engines and transactions in `database`. `gc_pause` keeps the
+garbage collector off the large structures reads build.
 
 Import rule: part of `workspace`, so neither dagster nor pyspark.
 """
