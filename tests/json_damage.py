@@ -1,6 +1,6 @@
 """Damage to parsed JSON for the fuzz tests: values of the wrong kind (names that would lead
 outside the workspace, wrong types, nesting), every path into a parsed file, and a copy of it
-with one path replaced, deleted or nested."""
+with one path replaced, deleted or nested (`mutated_json` draws one)."""
 
 from __future__ import annotations
 
@@ -97,3 +97,10 @@ def replaced(value: Any, path: tuple[Any, ...], new: Any, action: str) -> Any:
     else:
         copy[head] = new
     return copy
+
+
+def mutated_json(draw: st.DrawFn, parsed: Any) -> Any:
+    """`parsed` with one path replaced by another JSON value, deleted or nested in a list."""
+    path = draw(st.sampled_from(paths_in(parsed)))
+    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path else st.just("replace"))
+    return replaced(parsed, path, draw(json_values()), action)

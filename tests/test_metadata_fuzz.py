@@ -16,18 +16,16 @@ takes about a minute.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import shutil
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
@@ -41,7 +39,8 @@ from dws_dagster.workspace.store.database import StoreUnavailableError, forget_d
 from dws_dagster.workspace.swap import keep_copy
 
 from .conftest import run_step, tree_state, write
-from .json_damage import ABSOLUTE, json_values, paths_in, replaced
+from .json_damage import ABSOLUTE, mutated_json
+from .store_damage import STORE, Repair, query, row_damage
 
 RESULTS = "results/exp"
 
@@ -115,9 +114,6 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-STORE = "store.db"
-
-
 def metadata_files(ws_root: Path) -> list[str]:
     """The files under `.dataworkspace/` (the store's database aside: see `store_file`)."""
     meta = ws_root / ".dataworkspace"
@@ -126,15 +122,6 @@ def metadata_files(ws_root: Path) -> list[str]:
         for p in meta.rglob("*")
         if p.is_file() and not p.name.endswith("lock") and not p.name.startswith(STORE)
     )
-
-
-def query(root: Path, statement: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Rows of the copy's store read with a plain sqlite3 connection (not the code tested)."""
-    connection = sqlite3.connect(root / ".dataworkspace" / STORE)
-    try:
-        return connection.execute(statement, params).fetchall()
-    finally:
-        connection.close()
 
 
 def test_the_workspace_has_every_kind_of_file_and_row(pristine: Path) -> None:
@@ -265,9 +252,6 @@ def kept(root: Path) -> tuple[set[Any], set[Any], set[Any]]:
     )
 
 
-Repair = Callable[[], None]
-
-
 @contextlib.contextmanager
 def damaged_copy(pristine: Path, scratch: Path, damage: Callable[[Path], Repair]) -> Iterator[Path]:
     """A fresh copy of the pristine workspace, damaged by `damage(root)` (which returns how to
@@ -364,12 +348,6 @@ def test_a_store_whose_header_is_zeroed_is_named(pristine: Path, tmp_path: Path)
 # -------------------------------------------------------------- structural mutations
 
 
-def mutated_json(draw: st.DrawFn, parsed: Any) -> Any:
-    path = draw(st.sampled_from(paths_in(parsed)))
-    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path else st.just("replace"))
-    return replaced(parsed, path, draw(json_values()), action)
-
-
 @st.composite
 def structural(draw: st.DrawFn, names: list[str], pristine: Path) -> Callable[[Path], Repair]:
     name = draw(st.sampled_from(names))
@@ -397,115 +375,6 @@ def byte_damage(draw: st.DrawFn, names: list[str], pristine: Path) -> Callable[[
         else:
             data[where:where] = draw(st.sampled_from([b"\n", b'"', b"{", b"]", b"\xff", b"0"]))
     return file_damage(name, bytes(data))
-
-
-# ------------------------------------------------------------ damaged rows of the store
-
-#: The columns of the store's tables a hand edit may damage (the workspaces table and the
-#: migration version aside: they say which store this is, not what it holds).
-COLUMNS = {
-    "dws_records": ("ref", "version", "good", "body", "workspace_id"),
-    "dws_record_inputs": ("ref", "version", "record_id"),
-    "dws_refs": ("ref", "owner", "record_id", "attempt_id", "unknown"),
-    "dws_operations": ("op", "ref", "record_id", "detail", "at"),
-    "dws_snapshots": ("hash", "position", "message", "created", "metrics", "results"),
-    "dws_snapshot_tags": ("tag", "hash", "position"),
-    "dws_snapshot_refs": ("hash", "ref", "owner", "record_id", "attempt_id", "unknown"),
-}
-JSON_COLUMNS = {"body", "detail", "metrics", "results"}
-
-
-@functools.cache
-def pristine_rows(pristine: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """(rowid, columns...) of every damageable row of the pristine store."""
-    return {
-        table: query(pristine / "ws", f"SELECT rowid, {', '.join(columns)} FROM {table}")
-        for table, columns in COLUMNS.items()
-    }
-
-
-def cell_values(draw: st.DrawFn, column: str, value: Any, rows: Any) -> Any:
-    """Another value for a column: any SQLite type, a JSON text damaged in structure, another
-    row's id or one that names no row."""
-    kinds = ["null", "int", "text", "blob", "json"]
-    if column in JSON_COLUMNS and isinstance(value, str):
-        kinds.append("mutated")
-    if column.endswith("_id"):
-        kinds.append("id")
-    kind = draw(st.sampled_from(kinds))
-    if kind == "null":
-        return None
-    if kind == "int":
-        return draw(st.integers(-(2**63), 2**63 - 1))
-    if kind == "text":
-        return draw(
-            st.text(max_size=12)
-            | st.sampled_from(
-                [
-                    "..",
-                    "../../outside",
-                    ABSOLUTE,
-                    "inter/prep",
-                    "results/exp",
-                    "0" * 32,
-                    "v1",
-                    "record",
-                    "claim",
-                    "reset",
-                    "[]",
-                    "{}",
-                    "null",
-                    "x" * 5000,
-                ]
-            )
-        )
-    if kind == "blob":
-        return draw(st.binary(max_size=8))
-    if kind == "json":
-        return orjson.dumps(draw(json_values())).decode()
-    if kind == "mutated":
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value[: len(value) // 2]
-        return orjson.dumps(mutated_json(draw, parsed)).decode()
-    ids = [row[0] for row in rows["dws_records"]]
-    return draw(st.sampled_from([*ids, 0, -1, 10**9]))
-
-
-@st.composite
-def row_damage(draw: st.DrawFn, pristine: Path) -> Callable[[Path], Repair]:
-    rows = pristine_rows(pristine)
-    table = draw(st.sampled_from([t for t in COLUMNS if rows[t]]))
-    row = draw(st.sampled_from(rows[table]))
-    number = draw(st.integers(0, len(COLUMNS[table]) - 1))
-    column = COLUMNS[table][number]
-    old = row[1 + number]
-    new = cell_values(draw, column, old, rows)
-    statement = f"UPDATE {table} SET {column} = ? WHERE rowid = ?"
-
-    def damage(root: Path) -> Repair:
-        try:
-            edit(root, statement, new, row[0])
-        except sqlite3.IntegrityError:  # NOT NULL: SQLite refuses that edit itself
-            assume(False)
-
-        def repair() -> None:  # the row put back (replacing a row the battery made since)
-            edit(root, f"UPDATE OR REPLACE {table} SET {column} = ? WHERE rowid = ?", old, row[0])
-
-        return repair
-
-    return damage
-
-
-def edit(root: Path, statement: str, *params: Any) -> None:
-    """A hand edit of the store: a plain connection, foreign keys not enforced."""
-    connection = sqlite3.connect(root / ".dataworkspace" / STORE)
-    try:
-        with connection:
-            connection.execute(statement, params)
-    finally:
-        connection.close()
 
 
 FUZZ = settings(
