@@ -16,25 +16,22 @@ takes about a minute.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import shutil
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
 from dws_dagster.cli.main import main as cli_main
 from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.ol.transport.factory import make_transport
-from dws_dagster.workspace import formats, shapes
 from dws_dagster.workspace.snapshots.history import delete_snapshot, list_snapshots
 from dws_dagster.workspace.snapshots.restore import restore_snapshot
 from dws_dagster.workspace.snapshots.snapshots import take_snapshot
@@ -42,10 +39,10 @@ from dws_dagster.workspace.store.database import StoreUnavailableError, forget_d
 from dws_dagster.workspace.swap import keep_copy
 
 from .conftest import run_step, tree_state, write
+from .json_damage import ABSOLUTE, mutated_json
+from .store_damage import STORE, Repair, query, row_damage
 
 RESULTS = "results/exp"
-#: Stands for the absolute path of the sentinel folder beside the workspace in damaged files.
-ABSOLUTE = "/@sentinels@"
 
 
 def ol_event(run: int, kind: str) -> dict[str, Any]:
@@ -117,9 +114,6 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-STORE = "store.db"
-
-
 def metadata_files(ws_root: Path) -> list[str]:
     """The files under `.dataworkspace/` (the store's database aside: see `store_file`)."""
     meta = ws_root / ".dataworkspace"
@@ -128,15 +122,6 @@ def metadata_files(ws_root: Path) -> list[str]:
         for p in meta.rglob("*")
         if p.is_file() and not p.name.endswith("lock") and not p.name.startswith(STORE)
     )
-
-
-def query(root: Path, statement: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Rows of the copy's store read with a plain sqlite3 connection (not the code tested)."""
-    connection = sqlite3.connect(root / ".dataworkspace" / STORE)
-    try:
-        return connection.execute(statement, params).fetchall()
-    finally:
-        connection.close()
 
 
 def test_the_workspace_has_every_kind_of_file_and_row(pristine: Path) -> None:
@@ -267,9 +252,6 @@ def kept(root: Path) -> tuple[set[Any], set[Any], set[Any]]:
     )
 
 
-Repair = Callable[[], None]
-
-
 @contextlib.contextmanager
 def damaged_copy(pristine: Path, scratch: Path, damage: Callable[[Path], Repair]) -> Iterator[Path]:
     """A fresh copy of the pristine workspace, damaged by `damage(root)` (which returns how to
@@ -366,99 +348,6 @@ def test_a_store_whose_header_is_zeroed_is_named(pristine: Path, tmp_path: Path)
 # -------------------------------------------------------------- structural mutations
 
 
-def json_values(depth: int = 3) -> st.SearchStrategy[Any]:
-    leaves = (
-        st.none()
-        | st.booleans()
-        | st.integers(-5, 2**40)
-        | st.sampled_from(
-            [
-                "",
-                "..",
-                "../../outside",
-                ABSOLUTE,
-                "a/../b",
-                "results/exp",
-                "v1",
-                "0" * 32,
-                "ok",
-                "script",
-                "\x00",
-                "snapshots/../..",
-                "x" * 300,
-            ]
-        )
-    )
-    return st.recursive(
-        leaves,
-        lambda inner: (
-            st.lists(inner, max_size=3)
-            | st.dictionaries(
-                st.sampled_from(
-                    [
-                        "ref",
-                        "version",
-                        "hash",
-                        "tags",
-                        "folder",
-                        "record",
-                        "op",
-                        "position",
-                        "segment",
-                        "offset",
-                        "format",
-                        "refs",
-                        "x",
-                        "step",
-                        "name",
-                        "inputs",
-                        "provenance",
-                        "parameters",
-                        "metrics",
-                        "status",
-                    ]
-                ),
-                inner,
-                max_size=3,
-            )
-        ),
-        max_leaves=6,
-    )
-
-
-def paths_in(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += paths_in(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value[:4]):
-            found += paths_in(item, (*prefix, index))
-    return found
-
-
-def replaced(value: Any, path: tuple[Any, ...], new: Any, action: str) -> Any:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    if rest:
-        copy[head] = replaced(value[head], rest, new, action)
-    elif action == "delete":
-        del copy[head]
-    elif action == "nest":
-        copy[head] = [value[head]]
-    else:
-        copy[head] = new
-    return copy
-
-
-def mutated_json(draw: st.DrawFn, parsed: Any) -> Any:
-    path = draw(st.sampled_from(paths_in(parsed)))
-    action = draw(st.sampled_from(["replace", "delete", "nest"]) if path else st.just("replace"))
-    return replaced(parsed, path, draw(json_values()), action)
-
-
 @st.composite
 def structural(draw: st.DrawFn, names: list[str], pristine: Path) -> Callable[[Path], Repair]:
     name = draw(st.sampled_from(names))
@@ -486,115 +375,6 @@ def byte_damage(draw: st.DrawFn, names: list[str], pristine: Path) -> Callable[[
         else:
             data[where:where] = draw(st.sampled_from([b"\n", b'"', b"{", b"]", b"\xff", b"0"]))
     return file_damage(name, bytes(data))
-
-
-# ------------------------------------------------------------ damaged rows of the store
-
-#: The columns of the store's tables a hand edit may damage (the workspaces table and the
-#: migration version aside: they say which store this is, not what it holds).
-COLUMNS = {
-    "dws_records": ("ref", "version", "good", "body", "workspace_id"),
-    "dws_record_inputs": ("ref", "version", "record_id"),
-    "dws_refs": ("ref", "owner", "record_id", "attempt_id", "unknown"),
-    "dws_operations": ("op", "ref", "record_id", "detail", "at"),
-    "dws_snapshots": ("hash", "position", "message", "created", "metrics", "results"),
-    "dws_snapshot_tags": ("tag", "hash", "position"),
-    "dws_snapshot_refs": ("hash", "ref", "owner", "record_id", "attempt_id", "unknown"),
-}
-JSON_COLUMNS = {"body", "detail", "metrics", "results"}
-
-
-@functools.cache
-def pristine_rows(pristine: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """(rowid, columns...) of every damageable row of the pristine store."""
-    return {
-        table: query(pristine / "ws", f"SELECT rowid, {', '.join(columns)} FROM {table}")
-        for table, columns in COLUMNS.items()
-    }
-
-
-def cell_values(draw: st.DrawFn, column: str, value: Any, rows: Any) -> Any:
-    """Another value for a column: any SQLite type, a JSON text damaged in structure, another
-    row's id or one that names no row."""
-    kinds = ["null", "int", "text", "blob", "json"]
-    if column in JSON_COLUMNS and isinstance(value, str):
-        kinds.append("mutated")
-    if column.endswith("_id"):
-        kinds.append("id")
-    kind = draw(st.sampled_from(kinds))
-    if kind == "null":
-        return None
-    if kind == "int":
-        return draw(st.integers(-(2**63), 2**63 - 1))
-    if kind == "text":
-        return draw(
-            st.text(max_size=12)
-            | st.sampled_from(
-                [
-                    "..",
-                    "../../outside",
-                    ABSOLUTE,
-                    "inter/prep",
-                    "results/exp",
-                    "0" * 32,
-                    "v1",
-                    "record",
-                    "claim",
-                    "reset",
-                    "[]",
-                    "{}",
-                    "null",
-                    "x" * 5000,
-                ]
-            )
-        )
-    if kind == "blob":
-        return draw(st.binary(max_size=8))
-    if kind == "json":
-        return orjson.dumps(draw(json_values())).decode()
-    if kind == "mutated":
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value[: len(value) // 2]
-        return orjson.dumps(mutated_json(draw, parsed)).decode()
-    ids = [row[0] for row in rows["dws_records"]]
-    return draw(st.sampled_from([*ids, 0, -1, 10**9]))
-
-
-@st.composite
-def row_damage(draw: st.DrawFn, pristine: Path) -> Callable[[Path], Repair]:
-    rows = pristine_rows(pristine)
-    table = draw(st.sampled_from([t for t in COLUMNS if rows[t]]))
-    row = draw(st.sampled_from(rows[table]))
-    number = draw(st.integers(0, len(COLUMNS[table]) - 1))
-    column = COLUMNS[table][number]
-    old = row[1 + number]
-    new = cell_values(draw, column, old, rows)
-    statement = f"UPDATE {table} SET {column} = ? WHERE rowid = ?"
-
-    def damage(root: Path) -> Repair:
-        try:
-            edit(root, statement, new, row[0])
-        except sqlite3.IntegrityError:  # NOT NULL: SQLite refuses that edit itself
-            assume(False)
-
-        def repair() -> None:  # the row put back (replacing a row the battery made since)
-            edit(root, f"UPDATE OR REPLACE {table} SET {column} = ? WHERE rowid = ?", old, row[0])
-
-        return repair
-
-    return damage
-
-
-def edit(root: Path, statement: str, *params: Any) -> None:
-    """A hand edit of the store: a plain connection, foreign keys not enforced."""
-    connection = sqlite3.connect(root / ".dataworkspace" / STORE)
-    try:
-        with connection:
-            connection.execute(statement, params)
-    finally:
-        connection.close()
 
 
 FUZZ = settings(
@@ -639,117 +419,3 @@ def test_byte_damage(pristine: Path, tmp_path: Path, data: st.DataObject) -> Non
 def test_damaged_store_rows(pristine: Path, tmp_path: Path, data: st.DataObject) -> None:
     with damaged_copy(pristine, tmp_path / "w", data.draw(row_damage(pristine))) as root:
         battery(root)
-
-
-# --------------------------------------------- the quick checks agree with the schemas
-
-
-def kinds_of(name: str) -> list[tuple[str, Callable[[Any], Any]]]:
-    """(kind, part of the parsed data it checks) for a file under `.dataworkspace/`, or what
-    the store's rows hold (`store:...`)."""
-    whole = [
-        ("config", "config.json"),
-        ("resources", "resources.json"),
-        ("index", "store:index"),
-        ("record", "store:record"),
-        ("states", "store:states"),
-    ]
-    for kind, suffix in whole:
-        if name.endswith(suffix):
-            return [(kind, lambda data: data)]
-    return []
-
-
-def store_parts(root: Path) -> list[tuple[str, Any]]:
-    """The store's rows as the code reads them: records, the current lineage, the index."""
-    bodies = {
-        record_id: orjson.loads(body)
-        for record_id, body in query(root, "SELECT id, body FROM dws_records")
-    }
-    found: list[tuple[str, Any]] = [("store:record", body) for body in bodies.values()]
-    states: dict[str, Any] = {}
-    for ref, owner, record_id, attempt_id, unknown in query(
-        root, "SELECT ref, owner, record_id, attempt_id, unknown FROM dws_refs"
-    ):
-        state: dict[str, Any] = {"owner": owner, "record": bodies.get(record_id)}
-        if attempt_id is not None:
-            state["attempt"] = bodies[attempt_id]
-        if unknown:
-            state["unknown"] = True
-        states[ref] = state
-    found.append(("store:states", states))
-    tags: dict[str, list[str]] = {}
-    for digest, tag in query(root, "SELECT hash, tag FROM dws_snapshot_tags ORDER BY position"):
-        tags.setdefault(digest, []).append(tag)
-    found.append(
-        (
-            "store:index",
-            {
-                "format": 1,
-                "snapshots": [
-                    {
-                        "hash": digest,
-                        "tags": tags.get(digest, []),
-                        "message": message,
-                        "created": created,
-                        "metrics": None if metrics is None else orjson.loads(metrics),
-                        "results": orjson.loads(results),
-                    }
-                    for digest, message, created, metrics, results in query(
-                        root,
-                        "SELECT hash, message, created, metrics, results FROM dws_snapshots "
-                        "ORDER BY position",
-                    )
-                ],
-            },
-        )
-    )
-    return found
-
-
-@functools.cache
-def parsed_files(pristine: Path) -> list[tuple[str, Any, list[tuple[Any, ...]]]]:
-    meta = pristine / "ws/.dataworkspace"
-    found = [
-        (name, orjson.loads((meta / name).read_bytes()))
-        for name in metadata_files(pristine / "ws")
-        if kinds_of(name)
-    ]
-    found += store_parts(pristine / "ws")
-    return [(name, data, paths_in(data)) for name, data in found]
-
-
-@settings(
-    max_examples=300,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
-@given(data=st.data())
-def test_quick_checks_accept_only_what_the_schemas_accept(
-    pristine: Path, data: st.DataObject
-) -> None:
-    """Files and rows are checked by plain loops first (`shapes`), for speed; whatever they
-    accept, the schemas (`formats`) must accept too, or damage would get past both."""
-    name, parsed, paths = data.draw(st.sampled_from(parsed_files(pristine)))
-    path = data.draw(st.sampled_from(paths))
-    action = data.draw(
-        st.sampled_from(["replace", "delete", "nest"]) if path else st.just("replace")
-    )
-    mutated = replaced(parsed, path, data.draw(json_values()), action)
-    for kind, part in kinds_of(name):
-        piece = part(mutated)
-        quick, schema = shapes._KINDS[kind]
-        if quick(piece):
-            formats.check(getattr(formats, schema), piece, name)  # must not raise
-
-
-def test_checks_and_schemas_accept_what_dws_dagster_writes(pristine: Path) -> None:
-    names = set()
-    for name, parsed, _ in parsed_files(pristine):
-        for kind, part in kinds_of(name):
-            quick, schema = shapes._KINDS[kind]
-            assert quick(part(parsed)), (name, kind)
-            formats.check(getattr(formats, schema), part(parsed), name)
-            names.add(name)
-    assert {"store:record", "store:states", "store:index", "config.json"} <= names

@@ -20,13 +20,6 @@ from dws_dagster.workspace.workspace import Workspace
 
 FORMATS = ("parquet", "csv", "json", "orc")
 
-META_REF = keys.REF
-META_FORMAT = keys.FORMAT
-META_WRITE_OPTIONS = keys.WRITE_OPTIONS
-META_READ_OPTIONS = keys.READ_OPTIONS
-META_PARTITION_BY = keys.PARTITION_BY
-META_PARTITION_TEMPLATE = keys.PARTITION_TEMPLATE
-META_VERSIONING = keys.VERSIONING
 VERSIONINGS = ("rows", "files")
 
 
@@ -107,30 +100,30 @@ def dws_ref(
             def daily_trips(trips: DataFrame) -> DataFrame:
                 return trips.groupBy("zone").count()
     """
-    metadata: dict[str, Any] = {META_REF: str(ResourceRef(resource, subpath))}
+    metadata: dict[str, Any] = {keys.REF: str(ResourceRef(resource, subpath))}
     binding = binding_from_metadata(
         {
-            META_REF: metadata[META_REF],
-            META_FORMAT: format,
-            META_WRITE_OPTIONS: dict(write_options or {}),
-            META_READ_OPTIONS: dict(read_options or {}),
-            META_PARTITION_BY: list(partition_by or ()),
-            META_PARTITION_TEMPLATE: partition_template,
-            META_VERSIONING: versioning,
+            keys.REF: metadata[keys.REF],
+            keys.FORMAT: format,
+            keys.WRITE_OPTIONS: dict(write_options or {}),
+            keys.READ_OPTIONS: dict(read_options or {}),
+            keys.PARTITION_BY: list(partition_by or ()),
+            keys.PARTITION_TEMPLATE: partition_template,
+            keys.VERSIONING: versioning,
         },
         what=f"dws_ref({resource!r}, {subpath!r})",
     )
-    metadata[META_FORMAT] = binding.format
+    metadata[keys.FORMAT] = binding.format
     if binding.write_options:
-        metadata[META_WRITE_OPTIONS] = dict(binding.write_options)
+        metadata[keys.WRITE_OPTIONS] = dict(binding.write_options)
     if binding.read_options:
-        metadata[META_READ_OPTIONS] = dict(binding.read_options)
+        metadata[keys.READ_OPTIONS] = dict(binding.read_options)
     if binding.partition_by:
-        metadata[META_PARTITION_BY] = list(binding.partition_by)
+        metadata[keys.PARTITION_BY] = list(binding.partition_by)
     if binding.partition_template is not None:
-        metadata[META_PARTITION_TEMPLATE] = binding.partition_template
+        metadata[keys.PARTITION_TEMPLATE] = binding.partition_template
     if binding.versioning is not None:
-        metadata[META_VERSIONING] = binding.versioning
+        metadata[keys.VERSIONING] = binding.versioning
     return metadata
 
 
@@ -149,7 +142,7 @@ def binding_from_metadata(
     """The binding an asset's metadata declares, else the default ref (key path in the IO
     manager's default resource)."""
     metadata = metadata or {}
-    raw_ref = metadata_value(metadata.get(META_REF))
+    raw_ref = metadata_value(metadata.get(keys.REF))
     if raw_ref is None:
         if default_ref is None:
             raise BindingError(
@@ -161,22 +154,22 @@ def binding_from_metadata(
         try:
             ref, explicit = ResourceRef.parse(raw_ref), True
         except InvalidResourceRefError as exc:
-            raise BindingError(f"{what}: metadata {META_REF}: {exc}") from None
+            raise BindingError(f"{what}: metadata {keys.REF}: {exc}") from None
     else:
         raise BindingError(
-            f"{what}: metadata {META_REF} must be a string such as "
+            f"{what}: metadata {keys.REF} must be a string such as "
             f"'resource/subpath', got {type(raw_ref).__name__}"
         )
-    fmt = metadata_value(metadata.get(META_FORMAT)) or default_format
+    fmt = metadata_value(metadata.get(keys.FORMAT)) or default_format
     if fmt not in FORMATS:
         raise BindingError(f"{what}: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    template = metadata_value(metadata.get(META_PARTITION_TEMPLATE))
+    template = metadata_value(metadata.get(keys.PARTITION_TEMPLATE))
     if template is not None:
         _check_template(template, what)
-    partition_by = metadata_value(metadata.get(META_PARTITION_BY)) or ()
+    partition_by = metadata_value(metadata.get(keys.PARTITION_BY)) or ()
     if isinstance(partition_by, str) or not all(isinstance(c, str) for c in partition_by):
-        raise BindingError(f"{what}: {META_PARTITION_BY} must be a list of column names")
-    versioning = metadata_value(metadata.get(META_VERSIONING))
+        raise BindingError(f"{what}: {keys.PARTITION_BY} must be a list of column names")
+    versioning = metadata_value(metadata.get(keys.VERSIONING))
     if versioning is not None and versioning not in VERSIONINGS:
         raise BindingError(
             f"{what}: unknown versioning {versioning!r}; choose one of {', '.join(VERSIONINGS)}"
@@ -184,8 +177,8 @@ def binding_from_metadata(
     return Binding(
         ref=ref,
         format=fmt,
-        write_options=_options(metadata.get(META_WRITE_OPTIONS), what),
-        read_options=_options(metadata.get(META_READ_OPTIONS), what),
+        write_options=_options(metadata.get(keys.WRITE_OPTIONS), what),
+        read_options=_options(metadata.get(keys.READ_OPTIONS), what),
         partition_by=tuple(partition_by),
         partition_template=template,
         explicit=explicit,
@@ -224,7 +217,7 @@ def binding_in(
     checked against `ws` (the resource must exist); errors name the asset."""
     what = f"asset '{'/'.join(key_path)}'"
     default = None
-    if not metadata or META_REF not in metadata:
+    if not metadata or keys.REF not in metadata:
         default = default_ref(ws, default_resource, key_path)
     binding = binding_from_metadata(
         metadata, default_ref=default, default_format=default_format, what=what

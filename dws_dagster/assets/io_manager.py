@@ -27,7 +27,7 @@ from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.binding_config import RefBinding, bindings_by_asset, bound_metadata
 from dws_dagster.assets.bindings import Binding, binding_in, default_ref
 from dws_dagster.assets.input_versions import current_version, step_inputs
-from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
+from dws_dagster.assets.materialization import STEP_KIND, lineage_metadata
 from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
 from dws_dagster.assets.output_step import OutputStep
 from dws_dagster.assets.partition_range import write_partition_range
@@ -335,7 +335,7 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         )
         metadata.update(table_metadata(step.df, result, step.plan, step.direct, step.described, ws))
         if step.partition is not None:  # events name the asset by its root, the partition apart
-            metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
+            metadata[keys.REF_ROOT] = MetadataValue.text(str(binding.ref))
         if ws.replay_of is not None:
             metadata[keys.REPLAY_OF] = MetadataValue.text(ws.replay_of["snapshot"])
         context.add_output_metadata(metadata)

@@ -29,22 +29,6 @@ from dws_dagster.workspace.snapshots.remote import KEEP_VERSIONS_KEY
 
 STEP_KIND = "dagster-asset"
 
-# The keys (named in metadata_keys.py, the writer-reader contract) under their old names here.
-META_VERSION = keys.VERSION
-META_INPUTS = keys.INPUTS
-META_PROVENANCE = keys.PROVENANCE
-META_PARAMETERS = keys.PARAMETERS
-META_CODE_VERSION = keys.CODE_VERSION
-META_GIT_COMMIT = keys.GIT_COMMIT
-META_STARTED = keys.STARTED
-META_FINISHED = keys.FINISHED
-META_COLUMN_LINEAGE = keys.COLUMN_LINEAGE
-META_COLUMN_SOURCES = keys.COLUMN_SOURCES
-META_INPUT_SCHEMAS = keys.INPUT_SCHEMAS
-META_REF_ROOT = keys.REF_ROOT
-META_WORKSPACE = keys.WORKSPACE
-META_KEEP_VERSIONS = keys.KEEP_VERSIONS
-
 
 def lineage_metadata(
     record: LineageRecord, *, fmt: str, input_assets: Mapping[str, str], workspace: str
@@ -53,10 +37,10 @@ def lineage_metadata(
     step = record.step
     metadata: dict[str, Any] = {
         keys.REF: MetadataValue.text(record.ref),
-        META_VERSION: MetadataValue.text(record.version or ""),
+        keys.VERSION: MetadataValue.text(record.version or ""),
         keys.FORMAT: MetadataValue.text(fmt),
-        META_WORKSPACE: MetadataValue.text(workspace),
-        META_INPUTS: MetadataValue.json(
+        keys.WORKSPACE: MetadataValue.text(workspace),
+        keys.INPUTS: MetadataValue.json(
             [
                 {
                     "ref": ref,
@@ -66,21 +50,21 @@ def lineage_metadata(
                 for ref, version in record.inputs
             ]
         ),
-        META_PROVENANCE: MetadataValue.json(dict(sorted(record.provenance.items()))),
-        META_PARAMETERS: MetadataValue.json(dict(record.parameters)),
+        keys.PROVENANCE: MetadataValue.json(dict(sorted(record.provenance.items()))),
+        keys.PARAMETERS: MetadataValue.json(dict(record.parameters)),
     }
     if record.start_time:
-        metadata[META_STARTED] = MetadataValue.text(record.start_time)
+        metadata[keys.STARTED] = MetadataValue.text(record.start_time)
     if record.end_time:
-        metadata[META_FINISHED] = MetadataValue.text(record.end_time)
+        metadata[keys.FINISHED] = MetadataValue.text(record.end_time)
     if step is not None and step.code_version:
-        metadata[META_CODE_VERSION] = MetadataValue.text(step.code_version)
+        metadata[keys.CODE_VERSION] = MetadataValue.text(step.code_version)
     if step is not None and step.git_commit:
-        metadata[META_GIT_COMMIT] = MetadataValue.text(step.git_commit)
+        metadata[keys.GIT_COMMIT] = MetadataValue.text(step.git_commit)
     if COLUMN_LINEAGE_KEY in record.extra:
-        metadata[META_COLUMN_LINEAGE] = MetadataValue.json(record.extra[COLUMN_LINEAGE_KEY])
+        metadata[keys.COLUMN_LINEAGE] = MetadataValue.json(record.extra[COLUMN_LINEAGE_KEY])
     if KEEP_VERSIONS_KEY in record.extra:
-        metadata[META_KEEP_VERSIONS] = MetadataValue.int(record.extra[KEEP_VERSIONS_KEY])
+        metadata[keys.KEEP_VERSIONS] = MetadataValue.int(record.extra[KEEP_VERSIONS_KEY])
     return metadata
 
 
@@ -94,26 +78,26 @@ def record_from_metadata(
 ) -> LineageRecord | None:
     """The lineage record a materialization's metadata describes (None: not a dws asset)."""
     ref = metadata_value(metadata.get(keys.REF))
-    version = metadata_value(metadata.get(META_VERSION))
+    version = metadata_value(metadata.get(keys.VERSION))
     if not isinstance(ref, str) or not isinstance(version, str) or not version:
         return None
-    inputs = metadata_value(metadata.get(META_INPUTS)) or []
+    inputs = metadata_value(metadata.get(keys.INPUTS)) or []
     step = StepInfo(
         name=asset,
         kind=STEP_KIND,
         run_id=run_id,
         partition=partition,
-        code_version=metadata_value(metadata.get(META_CODE_VERSION)),
-        git_commit=metadata_value(metadata.get(META_GIT_COMMIT)),
+        code_version=metadata_value(metadata.get(keys.CODE_VERSION)),
+        git_commit=metadata_value(metadata.get(keys.GIT_COMMIT)),
     )
     extra: dict[str, Any] = {"format": metadata_value(metadata.get(keys.FORMAT))}
     rows = metadata_value(metadata.get("dagster/row_count"))
     if rows is not None:
         extra["rows"] = int(rows)
-    described = metadata_value(metadata.get(META_COLUMN_LINEAGE))
+    described = metadata_value(metadata.get(keys.COLUMN_LINEAGE))
     if isinstance(described, dict):
         extra[COLUMN_LINEAGE_KEY] = described
-    keep = metadata_value(metadata.get(META_KEEP_VERSIONS))
+    keep = metadata_value(metadata.get(keys.KEEP_VERSIONS))
     if type(keep) is int:
         extra[KEEP_VERSIONS_KEY] = keep
     return LineageRecord(
@@ -121,11 +105,11 @@ def record_from_metadata(
         version=version,
         status=status,
         step=step,
-        parameters=metadata_value(metadata.get(META_PARAMETERS)) or {},
+        parameters=metadata_value(metadata.get(keys.PARAMETERS)) or {},
         inputs=tuple((item["ref"], item["version"]) for item in inputs),
-        provenance=metadata_value(metadata.get(META_PROVENANCE)) or {},
-        start_time=metadata_value(metadata.get(META_STARTED)),
-        end_time=metadata_value(metadata.get(META_FINISHED)),
+        provenance=metadata_value(metadata.get(keys.PROVENANCE)) or {},
+        start_time=metadata_value(metadata.get(keys.STARTED)),
+        end_time=metadata_value(metadata.get(keys.FINISHED)),
         extra=extra,
     )
 
@@ -213,7 +197,7 @@ def column_lineage_table(
         left = len(rows) - (max_rows - 1)
         rows = [
             *rows[: max_rows - 1],
-            _lineage_row("…", "", "", f"{left} more rows in {META_COLUMN_LINEAGE}"),
+            _lineage_row("…", "", "", f"{left} more rows in {keys.COLUMN_LINEAGE}"),
         ]
     schema = TableSchema(
         columns=[
@@ -256,9 +240,6 @@ def _grouped_rows(
     return rows
 
 
-META_METRICS = keys.METRICS
-
-
 def dws_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Output metadata carrying a results asset's metrics, for `results.json` and snapshots.
 
@@ -286,13 +267,13 @@ def dws_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     from dws_dagster.workspace.records import sanitize_parameters
 
     clean = sanitize_parameters(metrics, what="metric")
-    return {META_METRICS: MetadataValue.json(clean)}
+    return {keys.METRICS: MetadataValue.json(clean)}
 
 
 def metrics_from_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A results asset's metrics: `dws/metrics` if the asset set it, else its numeric metadata
     (Dagster's `dagster/...` and dws_dagster's `dws/...` keys are bookkeeping, not metrics)."""
-    explicit = metadata_value(metadata.get(META_METRICS))
+    explicit = metadata_value(metadata.get(keys.METRICS))
     if isinstance(explicit, Mapping):
         return dict(explicit)
     found: dict[str, Any] = {}

@@ -13,8 +13,6 @@ from pyspark.sql import DataFrame
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.assets.materialization import (
-    META_COLUMN_SOURCES,
-    META_INPUT_SCHEMAS,
     STEP_KIND,
     column_lineage,
     column_lineage_table,
@@ -59,7 +57,7 @@ def table_metadata(
     if plan is not None and direct is not None and described is not None:
         metadata["dagster/column_lineage"] = column_lineage(direct)
         # Open-source Dagster shows column lineage only as JSON: a table beside it.
-        metadata[META_COLUMN_SOURCES] = column_lineage_table(
+        metadata[keys.COLUMN_SOURCES] = column_lineage_table(
             described,
             columns=[name for name, _, _ in fields],
             assets=writing_assets(ws, described) if writers is None else writers,
@@ -68,7 +66,7 @@ def table_metadata(
         if schemas is None:
             schemas = input_schemas(plan, ws)
         if schemas:
-            metadata[META_INPUT_SCHEMAS] = MetadataValue.json(schemas)
+            metadata[keys.INPUT_SCHEMAS] = MetadataValue.json(schemas)
     return metadata
 
 

@@ -35,7 +35,7 @@ from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets import range_inputs
 from dws_dagster.assets.bindings import Binding, metadata_value
-from dws_dagster.assets.materialization import META_REF_ROOT, STEP_KIND, lineage_metadata
+from dws_dagster.assets.materialization import STEP_KIND, lineage_metadata
 from dws_dagster.assets.output_metadata import (
     describe_lineage,
     input_schemas,
@@ -402,7 +402,7 @@ def write_partition_range(
         )
         if attribution is not None:
             metadata[keys.INPUTS_BY_PATH] = MetadataValue.json(attribution.describe(k))
-        metadata[META_REF_ROOT] = MetadataValue.text(str(binding.ref))
+        metadata[keys.REF_ROOT] = MetadataValue.text(str(binding.ref))
         if ws.replay_of is not None:
             metadata[keys.REPLAY_OF] = MetadataValue.text(ws.replay_of["snapshot"])
         dagster_compat.add_partition_metadata(context, k, metadata)

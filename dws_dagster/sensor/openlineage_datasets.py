@@ -17,11 +17,6 @@ from dagster import AssetKey, TableSchema
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.assets.bindings import metadata_value
-from dws_dagster.assets.materialization import (
-    META_COLUMN_LINEAGE,
-    META_INPUT_SCHEMAS,
-    META_REF_ROOT,
-)
 from dws_dagster.errors import DwsError
 from dws_dagster.ol.model import DatasetAbout, DatasetInfo, OutputInfo, PartitionInfo
 from dws_dagster.sensor.asset_catalog import AssetCatalog
@@ -156,7 +151,7 @@ class EventDatasets:
             columns = tuple((c.name, c.type, bool(c.constraints.nullable)) for c in schema.columns)
         rows = metadata_value(metadata.get("dagster/row_count"))
         size = metadata_value(metadata.get(keys.SIZE_BYTES))
-        lineage = metadata_value(metadata.get(META_COLUMN_LINEAGE))
+        lineage = metadata_value(metadata.get(keys.COLUMN_LINEAGE))
         root = root_from_metadata(metadata)
         if root is None and key is not None and partition is not None:
             root = self.catalog.partitioned_root(key)  # events recorded before dws/ref_root
@@ -183,7 +178,7 @@ def dataset_about(catalog: AssetCatalog, key: AssetKey) -> DatasetAbout:
 
 
 def root_from_metadata(metadata: Mapping[str, Any]) -> ResourceRef | None:
-    raw = metadata_value(metadata.get(META_REF_ROOT))
+    raw = metadata_value(metadata.get(keys.REF_ROOT))
     if not isinstance(raw, str) or not raw:
         return None
     try:
@@ -195,7 +190,7 @@ def root_from_metadata(metadata: Mapping[str, Any]) -> ResourceRef | None:
 def input_schemas(metadata: Mapping[str, Any]) -> dict[str, Schema]:
     """`dws/input_schemas` as the IO manager wrote it; anything malformed is left out (events
     of older versions have none: their inputs carry no schema)."""
-    raw = metadata_value(metadata.get(META_INPUT_SCHEMAS))
+    raw = metadata_value(metadata.get(keys.INPUT_SCHEMAS))
     if not isinstance(raw, Mapping):
         return {}
     found: dict[str, Schema] = {}

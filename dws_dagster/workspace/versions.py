@@ -32,6 +32,7 @@ import orjson
 import xxhash
 
 from dws_dagster.errors import DwsError
+from dws_dagster.workspace import formats
 
 CONTENT_PREFIX = ""
 #: Written beside Spark output by the storage layer: the version Spark computed for the data
@@ -561,23 +562,13 @@ def checked_marker(data: Any) -> dict[str, Any] | None:
     """A parsed `_dws_version.json` if it matches `formats.MarkerFile` and this scheme, else
     None: a damaged or foreign marker is ignored, so the data is versioned by its bytes. Its
     version names kept copies, so it must be a version as dws_dagster makes them."""
-    from dws_dagster.workspace import (
-        shapes,  # shapes -> snapshots -> ... -> versions: imported when needed
-    )
-
-    try:
-        marker = shapes.checked("marker", data, MARKER_NAME)
-    except DwsError:
+    if not formats.MARKER.ok(data) or data["scheme"] != MARKER_SCHEME:
         return None
-    if marker["scheme"] != MARKER_SCHEME:
-        return None
-    lineage = marker.get("lineage")
-    if lineage is not None and not shapes.record_ok(lineage):
-        try:
-            shapes.checked("record", lineage, MARKER_NAME)
-        except DwsError:  # a damaged record: the data's version still counts, the record not
-            return {**marker, "lineage": None}
-    return marker
+    lineage = data.get("lineage")
+    if lineage is not None and not formats.RECORD.ok(lineage):
+        # A damaged record: the data's version still counts, the record not.
+        return {**data, "lineage": None}
+    return data
 
 
 def listing_version(

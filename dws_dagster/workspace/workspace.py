@@ -20,7 +20,7 @@ from dws_dagster.errors import (
     WorkspaceConfigError,
     WorkspaceNotFoundError,
 )
-from dws_dagster.workspace import shapes
+from dws_dagster.workspace import formats
 from dws_dagster.workspace.files import atomic_write_json, read_json_file, writing
 from dws_dagster.workspace.refs import ResourceRef, as_ref
 from dws_dagster.workspace.resources import Resource, check_local_root, make_resource
@@ -148,8 +148,8 @@ class Workspace:
                     "run 'dws-dagster init' there"
                 )
         config_path = root / WORKSPACE_DIR / "config.json"
-        config = shapes.checked(
-            "config",
+        config = formats.check(
+            formats.CONFIG,
             _format_checked(read_json_file(config_path, what="workspace config"), config_path),
             config_path,
         )
@@ -164,8 +164,10 @@ class Workspace:
 
     def _load_resources(self) -> dict[str, Resource]:
         path = self.meta_dir / "resources.json"
-        data = shapes.checked(
-            "resources", _format_checked(read_json_file(path, what="resources file"), path), path
+        data = formats.check(
+            formats.RESOURCES,
+            _format_checked(read_json_file(path, what="resources file"), path),
+            path,
         )
         resources: dict[str, Resource] = {}
         for item in data["resources"]:

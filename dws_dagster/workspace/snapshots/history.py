@@ -1,17 +1,17 @@
-"""The snapshot index: which snapshots there are, finding one by name, checking a tag, and
-deleting a tag or a snapshot.
+"""The snapshot index: which snapshots there are, finding one by name, and deleting a tag or
+a snapshot.
 
-A snapshot is named by its tags, its hash or a unique prefix of it, and every command that
-takes a snapshot name goes through here; the index lives in the workspace store
-(`dws_snapshots`, `dws_snapshot_tags`), which anyone can edit or restore from elsewhere, so
-it is read as untrusted input like any file of the workspace. Adding an entry belongs to
-taking a snapshot (`snapshots`): it commits in the same transaction as the snapshot's rows.
+A snapshot is named by its tags (their rule is `shapes.validate_tag`), its hash or a unique
+prefix of it, and every command that takes a snapshot name goes through here; the index lives
+in the workspace store (`dws_snapshots`, `dws_snapshot_tags`), which anyone can edit or
+restore from elsewhere, so each row is read as untrusted input, checked against
+`formats.SnapshotRow` like any file of the workspace. Adding an entry belongs to taking a
+snapshot (`snapshots`): it commits in the same transaction as the snapshot's rows.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,17 +19,17 @@ from typing import Any
 import orjson
 from sqlalchemy import delete, select
 
-from dws_dagster.errors import SnapshotError, SnapshotNotFoundError, WorkspaceConfigError
-from dws_dagster.workspace import shapes
+from dws_dagster.errors import SnapshotNotFoundError, WorkspaceConfigError
+from dws_dagster.workspace import formats
 from dws_dagster.workspace.refs import as_ref
+from dws_dagster.workspace.shapes import CURRENT as CURRENT  # importable from here
+from dws_dagster.workspace.shapes import validate_tag as validate_tag
 from dws_dagster.workspace.snapshots import snapshot_data
 from dws_dagster.workspace.store import schema
 from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.workspace import Workspace
 
 INDEX_FORMAT = 1
-_HEXISH = re.compile(r"^[0-9a-f]{4,}$")  # as short as a usable hash prefix
-CURRENT = "current"
 
 
 @dataclass
@@ -62,17 +62,6 @@ class SnapshotInfo:
         if self.resources is not None:  # absent: a snapshot of lineage only (before 0002)
             data["resources"] = self.resources
         return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SnapshotInfo:
-        return cls(
-            hash=data["hash"],
-            tags=list(data.get("tags", [])),
-            message=data.get("message", ""),
-            created=data.get("created", ""),
-            metrics=data.get("metrics"),
-            results=list(data.get("results", [])),
-        )
 
 
 # ----------------------------------------------------------------------------- read
@@ -112,55 +101,34 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     for digest, tag in tag_rows:
         tags.setdefault(digest, []).append(tag)
     where = index_where(ws)
-    entries = [
-        {
-            "hash": digest,
-            "tags": tags.pop(digest, []),
-            "message": message,
-            "created": created,
-            "metrics": _json(metrics, where, digest, "metrics"),
-            "results": _json(results, where, digest, "results"),
-        }
-        for digest, message, created, metrics, results, _ in rows
+    infos = [
+        SnapshotInfo(
+            **formats.check(
+                formats.SNAPSHOT_ROW,
+                {
+                    "hash": digest,
+                    "tags": tags.pop(digest, []),
+                    "message": message,
+                    "created": created,
+                    "metrics": _json(metrics, where, digest, "metrics"),
+                    "results": _json(results, where, digest, "results"),
+                    "resources": _json(resources, where, digest, "resources"),
+                },
+                where,
+                what=f"snapshot {str(digest)[:12]} in",
+                advice="restore the store from a backup",
+                at=("snapshots", number),
+            )
+        )
+        for number, (digest, message, created, metrics, results, resources) in enumerate(rows)
     ]
-    states = {
-        digest: _resource_states(_json(raw, where, digest, "resources"), where, digest)
-        for digest, *_, raw in rows
-    }
     if tags:
         orphan = next(iter(tags))
         raise WorkspaceConfigError(
             f"{where} is corrupt: tag {tags[orphan][0]!r} names snapshot {orphan[:12]}, which "
             "is not in the index; restore the store from a backup"
         )
-    data = shapes.checked(
-        "index",
-        {"format": INDEX_FORMAT, "snapshots": entries},
-        where,
-        what="snapshot index",
-        advice="restore the store from a backup",
-    )
-    infos = [SnapshotInfo.from_json(item) for item in data["snapshots"]]
-    for info in infos:
-        info.resources = states[info.hash]
     return infos
-
-
-def _resource_states(value: Any, where: str, digest: str) -> dict[str, dict[str, Any]] | None:
-    if value is None:
-        return None
-    if type(value) is dict and all(
-        type(name) is str
-        and type(state) is dict
-        and type(state.get("git_commit")) is str
-        and type(state.get("dirty")) is bool
-        for name, state in value.items()
-    ):
-        return value
-    raise WorkspaceConfigError(
-        f"{where} is corrupt: snapshot {str(digest)[:12]}: resources is not what "
-        "dws_dagster writes; restore the store from a backup"
-    )
 
 
 def _json(text: Any, where: str, digest: str, column: str) -> Any:
@@ -207,36 +175,6 @@ def resolve_in(infos: list[SnapshotInfo], name: str) -> SnapshotInfo:
         f"no snapshot is tagged {name!r} or has a hash starting with it (recent: {known}); "
         "see 'dws-dagster history'"
     )
-
-
-def validate_tag(tag: str) -> str:
-    """Refuse a tag that cannot name a folder, be printed or be told from a hash, before
-    anything is written. A tag names a results folder, and its staging copy
-    `.dws-staging-<tag>-<32 hex>` too: file names hold 255 bytes, so a tag holds 200 (UTF-8)."""
-    max_bytes = 200
-    if (
-        not isinstance(tag, str)
-        or not tag
-        or len(tag) > 128
-        or any(c.isspace() or c in "/\\\x00" or not c.isprintable() for c in tag)
-        or tag in (".", "..", CURRENT)
-    ):
-        raise SnapshotError(
-            f"invalid tag {tag!r}: use 1-128 printable characters without "
-            f"spaces or slashes, other than '{CURRENT}'"
-        )
-    size = len(tag.encode("utf-8"))
-    if size > max_bytes:
-        raise SnapshotError(
-            f"tag {tag[:20]!r}... is {size} bytes in UTF-8; a tag names a folder, so it may "
-            f"hold at most {max_bytes} bytes: choose a shorter tag"
-        )
-    if _HEXISH.match(tag):
-        raise SnapshotError(
-            f"tag {tag!r} looks like a snapshot hash; choose a tag that does "
-            "not (for example 'v-{tag}')"
-        )
-    return tag
 
 
 # ---------------------------------------------------------------------------- delete

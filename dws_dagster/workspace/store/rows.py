@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from dws_dagster.errors import WorkspaceConfigError
-from dws_dagster.workspace import shapes
+from dws_dagster.workspace import formats, shapes
 from dws_dagster.workspace.store.ref_state import RefState
 from dws_dagster.workspace.store.statements import REFS, states_select
 from dws_dagster.workspace.store.transactions import StoreTransactions
@@ -50,12 +50,15 @@ class StoreRows:
     def checked_ref(self, ref: Any, where: str) -> str:
         """A ref read back. One no step could have written (a hand edit, a column of another
         type) is named as damage here, not refused later as a ref, elsewhere."""
-        if type(ref) is str and shapes.ref_ok(ref):
+        if type(ref) is str and shapes.ref_ok(ref):  # the rule of `formats.REF`, on every row
             return ref
-        shapes.check_states({ref: {}}, f"workspace store {self.shown}", what=where, advice=ADVICE)
-        # The schema coerces bytes to text: what it let through is still not a ref.
-        raise WorkspaceConfigError(
-            f"workspace store {self.shown}: {where}: {ref!r:.80} is not a ref; {ADVICE}"
+        return formats.check(
+            formats.REF,
+            ref,
+            f"workspace store {self.shown}",
+            what=where,
+            advice=ADVICE,
+            at=("refs",),
         )
 
     def owner(self, ref: str, owner: Any, where: str) -> str | None:
@@ -74,7 +77,7 @@ class StoreRows:
             data = orjson.loads(body)
         except (orjson.JSONDecodeError, TypeError):
             data = None
-        if shapes.record_ok(data) and data["ref"] == ref:
+        if formats.RECORD.ok(data) and data["ref"] == ref:
             return data
         prefix = f"workspace store {self.shown}: {where} of ref {ref} (record {record_id})"
         if data is None:
@@ -83,8 +86,13 @@ class StoreRows:
             raise WorkspaceConfigError(
                 f"{prefix} is the record of another ref ({str(data.get('ref'))[:80]!r}); {ADVICE}"
             )
-        shapes.check_states(
-            {ref: {"record": data}}, f"workspace store {self.shown}", what=where, advice=ADVICE
+        formats.check(
+            formats.RECORD,
+            data,
+            f"workspace store {self.shown}",
+            what=where,
+            advice=ADVICE,
+            at=("refs", ref, "record"),
         )
         raise WorkspaceConfigError(f"{prefix} is not a lineage record; {ADVICE}")
 

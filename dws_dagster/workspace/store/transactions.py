@@ -58,14 +58,9 @@ class StoreTransactions:
 
     @property
     def workspace_id(self) -> int:
-        """The workspace's row in the store, made (and journal files imported) at first use."""
+        """The workspace's row in the store, made at first use."""
         if self._workspace_id is None:
-            from dws_dagster.workspace.store.journal_import import import_journal_files
-
-            workspace_id = self.db.workspace_id(self.workspace.name)
-            # Set once the import succeeded: a failed one is tried again by the next call.
-            import_journal_files(self)
-            self._workspace_id = workspace_id
+            self._workspace_id = self.db.workspace_id(self.workspace.name)
         return self._workspace_id
 
     # ------------------------------------------------------------------ transactions
@@ -81,7 +76,7 @@ class StoreTransactions:
     @contextmanager
     def reading(self) -> Iterator[Connection]:
         """One consistent view for several reads (joins an open transaction)."""
-        self.workspace_id  # noqa: B018  (registers the workspace, imports journal files)
+        self.workspace_id  # noqa: B018  (registers the workspace)
         with self._guard("read"), self.db.transaction() as connection:
             yield connection
 
