@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -228,8 +229,6 @@ def _launch_connect_server() -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the early-launched server by its PID (also when no test got to use it)."""
-    import shutil
-
     from tests.connect_server import ConnectServer, stop_server
 
     server = _early_connect.pop("server", None)
@@ -291,15 +290,29 @@ def spark_session(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     return session
 
 
+@pytest.fixture(scope="session")
+def dagster_home_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DAGSTER_HOME whose SQLite storages Dagster created (the default run-sharded storage,
+    as `dagster dev` uses), telemetry off, and that no run has used: a copy of it is a new
+    instance's home without creating its schemas again (which takes about a second)."""
+    from dagster import DagsterInstance
+
+    home = tmp_path_factory.mktemp("dagster-home-template")
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.local_temp(str(home)) as inst:
+        inst.get_runs()  # every storage opened, so every database exists
+    return home
+
+
 @pytest.fixture
-def instance(tmp_path: Path):
+def instance(tmp_path: Path, dagster_home_template: Path):
     """A Dagster instance in a temporary SQLite home (the default run-sharded storage, as
-    `dagster dev` uses), telemetry off. Modules may override it (e.g. with an ephemeral one)."""
+    `dagster dev` uses), telemetry off: a copy of `dagster_home_template`. Modules may override
+    it (e.g. with an ephemeral one)."""
     from dagster import DagsterInstance
 
     home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    shutil.copytree(dagster_home_template, home)
     with DagsterInstance.local_temp(str(home)) as inst:
         yield inst
 
