@@ -28,6 +28,33 @@ def pytest_configure(config: pytest.Config) -> None:
         "both_stores: run the test on the SQLite store and on a PostgreSQL store "
         "(a throwaway server on 127.0.0.1; one schema per test)",
     )
+    _use_test_spark_conf()
+
+
+#: The Spark configuration folder made for this test run (tests/spark_jvm.py), if any.
+_spark_conf: dict[str, Path] = {}
+
+
+def _use_test_spark_conf() -> None:
+    """Every Spark driver of the run, this process's and its children's, starts with the
+    test run's JVM options (tests/spark_jvm.py), unless SPARK_CONF_DIR is set already."""
+    import tempfile
+
+    from tests.spark_jvm import write_conf_dir
+
+    if os.environ.get("SPARK_CONF_DIR"):
+        return
+    folder = write_conf_dir(Path(tempfile.mkdtemp(prefix="dws-test-spark-conf-")))
+    _spark_conf["folder"] = folder
+    os.environ["SPARK_CONF_DIR"] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = _spark_conf.pop("folder", None)
+    if folder is not None:
+        if os.environ.get("SPARK_CONF_DIR") == str(folder):
+            del os.environ["SPARK_CONF_DIR"]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
