@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -27,6 +28,33 @@ def pytest_configure(config: pytest.Config) -> None:
         "both_stores: run the test on the SQLite store and on a PostgreSQL store "
         "(a throwaway server on 127.0.0.1; one schema per test)",
     )
+    _use_test_spark_conf()
+
+
+#: The Spark configuration folder made for this test run (tests/spark_jvm.py), if any.
+_spark_conf: dict[str, Path] = {}
+
+
+def _use_test_spark_conf() -> None:
+    """Every Spark driver of the run, this process's and its children's, starts with the
+    test run's JVM options (tests/spark_jvm.py), unless SPARK_CONF_DIR is set already."""
+    import tempfile
+
+    from tests.spark_jvm import write_conf_dir
+
+    if os.environ.get("SPARK_CONF_DIR"):
+        return
+    folder = write_conf_dir(Path(tempfile.mkdtemp(prefix="dws-test-spark-conf-")))
+    _spark_conf["folder"] = folder
+    os.environ["SPARK_CONF_DIR"] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = _spark_conf.pop("folder", None)
+    if folder is not None:
+        if os.environ.get("SPARK_CONF_DIR") == str(folder):
+            del os.environ["SPARK_CONF_DIR"]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -228,8 +256,6 @@ def _launch_connect_server() -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the early-launched server by its PID (also when no test got to use it)."""
-    import shutil
-
     from tests.connect_server import ConnectServer, stop_server
 
     server = _early_connect.pop("server", None)
@@ -291,15 +317,29 @@ def spark_session(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     return session
 
 
+@pytest.fixture(scope="session")
+def dagster_home_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DAGSTER_HOME whose SQLite storages Dagster created (the default run-sharded storage,
+    as `dagster dev` uses), telemetry off, and that no run has used: a copy of it is a new
+    instance's home without creating its schemas again (which takes about a second)."""
+    from dagster import DagsterInstance
+
+    home = tmp_path_factory.mktemp("dagster-home-template")
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.local_temp(str(home)) as inst:
+        inst.get_runs()  # every storage opened, so every database exists
+    return home
+
+
 @pytest.fixture
-def instance(tmp_path: Path):
+def instance(tmp_path: Path, dagster_home_template: Path):
     """A Dagster instance in a temporary SQLite home (the default run-sharded storage, as
-    `dagster dev` uses), telemetry off. Modules may override it (e.g. with an ephemeral one)."""
+    `dagster dev` uses), telemetry off: a copy of `dagster_home_template`. Modules may override
+    it (e.g. with an ephemeral one)."""
     from dagster import DagsterInstance
 
     home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    shutil.copytree(dagster_home_template, home)
     with DagsterInstance.local_temp(str(home)) as inst:
         yield inst
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .spark_cluster import free_port, spark_home
+from .spark_jvm import CONF
 
 #: Generous: the JVM starts on a machine other tests load too. Not an assertion on speed.
 START_DEADLINE_SECONDS = 300
@@ -96,6 +97,7 @@ def launch_server(folder: Path) -> ConnectServer:
             *("--conf", "spark.sql.shuffle.partitions=2"),
             *("--conf", "spark.default.parallelism=2"),
             *("--conf", "spark.sql.session.timeZone=UTC"),
+            *(arg for key, value in CONF.items() for arg in ("--conf", f"{key}={value}")),
         ],
         env=_env(folder),
         stdin=subprocess.DEVNULL,

@@ -15,7 +15,6 @@ words and the replay's result in a banner. Screenshots are kept in
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -484,26 +483,15 @@ def test_a_large_graph_opens_with_the_focus_in_view(open_page: Any) -> None:
 
 
 def test_the_demos_own_page_as_a_person_sees_it(
-    browser: Any, artifacts: Path, tmp_path: Path
+    browser: Any, artifacts: Path, replay_demo: Path
 ) -> None:
     """The page `./dev demo` writes, from lineage the Spark IO manager recorded in real
     Dagster runs (not a graph built for the test): the forecast in view, partitions grouped,
-    a column of the forecast traced to its upstream columns across assets."""
-    import subprocess
-    import sys
-
+    a column of the forecast traced to its upstream columns across assets. The demo is the
+    test session's own (`replay_demo`, which the replay tests copy): its page is only read."""
     from playwright.sync_api import expect
 
-    target = tmp_path / "demo"
-    done = subprocess.run(
-        [sys.executable, "-m", "dws_dagster.cli", "demo", str(target), "--small"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    page = Page(browser, (target / "lineage.html").read_text(encoding="utf-8"), artifacts)
+    page = Page(browser, (replay_demo / "lineage.html").read_text(encoding="utf-8"), artifacts)
     p = page.page
     page.screenshot("01-open")
     focus = p.locator(".node.focus")
