@@ -1,8 +1,8 @@
-// ESLint for the lineage page's script (dws_dagster/workspace/views/page_assets/): `npm run
+// ESLint for the lineage page's script (dws_dagster/views/page/assets/): `npm run
 // lint`, run by `./dev test`, with no warning allowed. The page's modules are plain scripts
 // that lineage_page.py joins into one <script> element, so each declares what it defines
 // (`/* exported Name */`) and what it uses of the others (`/* global Name */`), and
-// tests/test_lineage_page_script.py checks that every name a module uses comes from one
+// tests/views/test_lineage_page_script.py checks that every name a module uses comes from one
 // joined before it. The vendored dagre is not ours and is not linted.
 import js from "@eslint/js";
 import globals from "globals";
@@ -29,7 +29,7 @@ export default [
   },
   js.configs.recommended,
   {
-    files: ["dws_dagster/workspace/views/page_assets/*.js"],
+    files: ["dws_dagster/views/page/assets/*.js"],
     languageOptions: {
       ecmaVersion: 2020,
       sourceType: "script",

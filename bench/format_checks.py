@@ -69,7 +69,7 @@ print(time.process_time() - start)
 OPEN = """
 import sys, time
 start = time.process_time()
-from dws_dagster.workspace.workspace import Workspace
+from dws_dagster.workspace.definition import Workspace
 Workspace.open(sys.argv[1]).store.get(sys.argv[2])
 print(time.process_time() - start)
 """
@@ -103,7 +103,7 @@ def worker(root: Path, repeats: int) -> None:
 
     import orjson
 
-    from dws_dagster.workspace.workspace import Workspace
+    from dws_dagster.workspace.definition import Workspace
 
     states = Workspace.open(root).store.state()
     pairs = [(ref, state.version) for ref, state in states.items() if state.version]

@@ -245,7 +245,7 @@ def main() -> None:
     if remote is not None:
         remote.stop()  # before its server: the client would retry releasing it for minutes
     if server is not None:
-        from tests.connect_server import stop_server
+        from tests.support.connect_server import stop_server
 
         stop_server(server)
     sys.exit(0)
@@ -272,7 +272,7 @@ def _connect_server(option: str, tmp: Path) -> tuple[Any, str]:
     if option != "start":
         return None, option
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.connect_server import start_server
+    from tests.support.connect_server import start_server
 
     server = start_server(tmp / "connect-server")
     return server, server.url

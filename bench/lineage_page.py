@@ -56,10 +56,10 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from dws_dagster.workspace.views.lineage_page import script_json
-    from dws_dagster.workspace.views.page_content import page_data
-    from dws_dagster.workspace.views.render_diagram import render_html
-    from tests.lineage_page_graphs import synthetic_graph
+    from dws_dagster.views.diagrams import render_html
+    from dws_dagster.views.page.content import page_data
+    from dws_dagster.views.page.document import script_json
+    from tests.views.lineage_page_graphs import synthetic_graph
 
     started = time.perf_counter()
     graph = synthetic_graph(args.assets, args.partitions, columns=args.columns)

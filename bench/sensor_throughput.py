@@ -316,7 +316,7 @@ def worker_dws(root: Path, per_run: int) -> dict[str, Any]:
 
     from dws_dagster import WorkspaceResource, lineage_sensor
     from dws_dagster.ol.outbox.outbox import Outbox
-    from dws_dagster.workspace.workspace import Workspace
+    from dws_dagster.workspace.definition import Workspace
 
     ws = Workspace.init(root / "ws", name=WORKSPACE_NAME)
     ws.add_resource(RESOURCE_SRC, "source-data", path="data/src")

@@ -48,9 +48,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dws_dagster.cli import main as cli
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
 from dws_dagster.workspace.swap import kept_version_path, staging_path, swap_into_place
-from dws_dagster.workspace.workspace import Workspace
 
 GROUP = 10
 #: (name, inputs as indexes into the group) in DAG order; index 0 is observed source data.

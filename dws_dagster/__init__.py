@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from dws_dagster._version import __version__ as __version__
 
 _EXPORTS = {
-    "Workspace": "dws_dagster.workspace.workspace",
+    "Workspace": "dws_dagster.workspace.definition",
     "Resource": "dws_dagster.workspace.resources",
     "ResourceRef": "dws_dagster.workspace.refs",
-    "LineageBuilder": "dws_dagster.workspace.lineage_api",
-    "Lineage": "dws_dagster.workspace.lineage_api",
-    "ResultsLineage": "dws_dagster.workspace.lineage_api",
+    "LineageBuilder": "dws_dagster.lineage_api.steps",
+    "Lineage": "dws_dagster.lineage_api.steps",
+    "ResultsLineage": "dws_dagster.lineage_api.steps",
     "LineageRecord": "dws_dagster.workspace.records",
     "DwsError": "dws_dagster.errors",
     "ConnectUnsupportedError": "dws_dagster.errors",
@@ -35,9 +35,9 @@ _EXPORTS = {
     "WorkspaceConfigError": "dws_dagster.errors",
     "WorkspaceNotFoundError": "dws_dagster.errors",
     "WorkspaceWriteError": "dws_dagster.workspace.files",
-    "StoreUnavailableError": "dws_dagster.workspace.store.database",
-    "StoreLockError": "dws_dagster.workspace.store.database",
-    "NoLineageError": "dws_dagster.workspace.views.graph",
+    "StoreUnavailableError": "dws_dagster.store.database",
+    "StoreLockError": "dws_dagster.store.database",
+    "NoLineageError": "dws_dagster.views.graph",
     "SpecialFileWarning": "dws_dagster.workspace.versions",
     "TransportConfigError": "dws_dagster.ol.transport.config",
     "OutboxError": "dws_dagster.ol.outbox.errors",
@@ -45,22 +45,22 @@ _EXPORTS = {
     "RangeWriteError": "dws_dagster.spark.range_write",
     "RowsOutsideRangeError": "dws_dagster.spark.range_write",
     "StorageError": "dws_dagster.spark.storage",
-    "ReplayEnvironmentError": "dws_dagster.workspace.snapshots.replay_env",
-    "ReplayScratchError": "dws_dagster.workspace.snapshots.replay_scratch",
+    "ReplayEnvironmentError": "dws_dagster.replay.env",
+    "ReplayScratchError": "dws_dagster.replay.scratch",
     "SparkWorkspaceIOManager": "dws_dagster.assets.io_manager",
     "OutputTypeError": "dws_dagster.assets.io_manager",
     "MissingPartitionError": "dws_dagster.assets.io_manager",
     "SchemaDriftError": "dws_dagster.assets.schema_drift",
-    "WorkspaceResource": "dws_dagster.assets.resources",
+    "WorkspaceResource": "dws_dagster.assets.workspace_resource",
     "dws_ref": "dws_dagster.assets.bindings",
     "BindingError": "dws_dagster.assets.bindings",
     "check_definitions": "dws_dagster.assets.definitions_check",
     "dws_source_asset": "dws_dagster.assets.source_assets",
     "dws_metrics": "dws_dagster.assets.materialization",
-    "lineage_sensor": "dws_dagster.sensor.definition",
-    "process_events": "dws_dagster.sensor.definition",
+    "lineage_sensor": "dws_dagster.sensor.lineage_sensor",
+    "process_events": "dws_dagster.sensor.lineage_sensor",
     "WorkspaceComponent": "dws_dagster.components.workspace_component.component",
-    "ComponentConfigError": "dws_dagster.components.workspace_component.model",
+    "ComponentConfigError": "dws_dagster.components.workspace_component.yaml_schema",
     "RefBinding": "dws_dagster.assets.binding_config",
     "dws_asset_checks": "dws_dagster.checks.asset_checks",
     "with_dws_checks": "dws_dagster.checks.asset_checks",
@@ -136,12 +136,12 @@ if TYPE_CHECKING:
     )
     from dws_dagster.assets.materialization import dws_metrics
     from dws_dagster.assets.partition_range import PartitionRangeError
-    from dws_dagster.assets.resources import WorkspaceResource
     from dws_dagster.assets.schema_drift import SchemaDriftError
     from dws_dagster.assets.source_assets import dws_source_asset
+    from dws_dagster.assets.workspace_resource import WorkspaceResource
     from dws_dagster.checks.asset_checks import CheckConfigError, dws_asset_checks, with_dws_checks
     from dws_dagster.components.workspace_component.component import WorkspaceComponent
-    from dws_dagster.components.workspace_component.model import ComponentConfigError
+    from dws_dagster.components.workspace_component.yaml_schema import ComponentConfigError
     from dws_dagster.errors import (
         ConnectUnsupportedError,
         DwsError,
@@ -159,22 +159,22 @@ if TYPE_CHECKING:
         WorkspaceConfigError,
         WorkspaceNotFoundError,
     )
+    from dws_dagster.lineage_api.steps import Lineage, LineageBuilder, ResultsLineage
     from dws_dagster.ol.outbox.errors import OutboxError
     from dws_dagster.ol.transport.config import TransportConfigError
-    from dws_dagster.sensor.definition import lineage_sensor, process_events
+    from dws_dagster.replay.env import ReplayEnvironmentError
+    from dws_dagster.replay.scratch import ReplayScratchError
+    from dws_dagster.sensor.lineage_sensor import lineage_sensor, process_events
     from dws_dagster.spark.range_write import RangeWriteError, RowsOutsideRangeError
     from dws_dagster.spark.storage import StorageError
+    from dws_dagster.store.database import StoreLockError, StoreUnavailableError
+    from dws_dagster.views.graph import NoLineageError
+    from dws_dagster.workspace.definition import Workspace
     from dws_dagster.workspace.files import WorkspaceWriteError
-    from dws_dagster.workspace.lineage_api import Lineage, LineageBuilder, ResultsLineage
     from dws_dagster.workspace.records import LineageRecord
     from dws_dagster.workspace.refs import ResourceRef
     from dws_dagster.workspace.resources import Resource
-    from dws_dagster.workspace.snapshots.replay_env import ReplayEnvironmentError
-    from dws_dagster.workspace.snapshots.replay_scratch import ReplayScratchError
-    from dws_dagster.workspace.store.database import StoreLockError, StoreUnavailableError
     from dws_dagster.workspace.versions import SpecialFileWarning
-    from dws_dagster.workspace.views.graph import NoLineageError
-    from dws_dagster.workspace.workspace import Workspace
 
 
 def __getattr__(name: str) -> Any:

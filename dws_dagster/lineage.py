@@ -5,13 +5,7 @@ from dws_dagster.lineage import LineageBuilder   # was: from dataworkspaces.line
 
 from __future__ import annotations
 
-from dws_dagster.workspace.lineage_api import (
-    Lineage,
-    LineageBuilder,
-    ResultsLineage,
-    infer_step_name,
-)
-from dws_dagster.workspace.lineage_params import (
+from dws_dagster.lineage_api.params import (
     BooleanParameter,
     ChoiceParameter,
     CmdLineParameter,
@@ -19,6 +13,12 @@ from dws_dagster.workspace.lineage_params import (
     LineageParameter,
     add_lineage_parameters_to_arg_parser,
     get_lineage_parameter_values,
+)
+from dws_dagster.lineage_api.steps import (
+    Lineage,
+    LineageBuilder,
+    ResultsLineage,
+    infer_step_name,
 )
 from dws_dagster.workspace.refs import ResourceRef
 

@@ -31,16 +31,16 @@ def pytest_configure(config: pytest.Config) -> None:
     _use_test_spark_conf()
 
 
-#: The Spark configuration folder made for this test run (tests/spark_jvm.py), if any.
+#: The Spark configuration folder made for this test run (tests/support/spark_jvm.py), if any.
 _spark_conf: dict[str, Path] = {}
 
 
 def _use_test_spark_conf() -> None:
     """Every Spark driver of the run, this process's and its children's, starts with the
-    test run's JVM options (tests/spark_jvm.py), unless SPARK_CONF_DIR is set already."""
+    test run's JVM options (tests/support/spark_jvm.py), unless SPARK_CONF_DIR is set already."""
     import tempfile
 
-    from tests.spark_jvm import write_conf_dir
+    from tests.support.spark_jvm import write_conf_dir
 
     if os.environ.get("SPARK_CONF_DIR"):
         return
@@ -69,7 +69,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def postgres_server() -> Iterator[object]:
     """A PostgreSQL server for the session, on 127.0.0.1 (skipped without PostgreSQL, unless
     CI is set: then a failure)."""
-    from tests.postgres_server import start_server, stop_server, unavailable_reason
+    from tests.support.postgres_server import start_server, stop_server, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
@@ -88,7 +88,7 @@ def postgres_server() -> Iterator[object]:
 def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which store the test's workspaces use: SQLite (the default), or with `both_stores` also
     PostgreSQL through DWS_STORE_URL, a fresh schema per test (subprocesses inherit it)."""
-    from dws_dagster.workspace.store.database import forget_databases
+    from dws_dagster.store.database import forget_databases
 
     kind = getattr(request, "param", "sqlite")
     monkeypatch.delenv("DWS_STORE_URL", raising=False)  # not the developer's own store
@@ -240,7 +240,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _launch_connect_server() -> None:
     import tempfile
 
-    from tests.connect_server import launch_server, unavailable_reason
+    from tests.support.connect_server import launch_server, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
@@ -256,7 +256,7 @@ def _launch_connect_server() -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the early-launched server by its PID (also when no test got to use it)."""
-    from tests.connect_server import ConnectServer, stop_server
+    from tests.support.connect_server import ConnectServer, stop_server
 
     server = _early_connect.pop("server", None)
     if isinstance(server, ConnectServer):
@@ -271,7 +271,7 @@ def connect_server() -> object:
     """One Spark Connect server for the test run, on 127.0.0.1, launched as soon as
     collection found a test that uses it (skipped without Java or the `connect` extra, unless
     CI is set: then a failure), stopped by its PID at the end of the run."""
-    from tests.connect_server import ConnectServer, wait_until_serving
+    from tests.support.connect_server import ConnectServer, wait_until_serving
 
     if not _early_connect:  # a test reached the server some other way: launch it now
         _launch_connect_server()
@@ -379,7 +379,7 @@ def script_pipeline_ws(ws: Workspace) -> Workspace:
 def git_ws(ws: Workspace) -> tuple[Workspace, str]:
     """`ws` in a git repository whose committed code is the replay tests' step scripts, and
     that commit."""
-    from .replay_steps import make_git_ws
+    from tests.replay.replay_steps import make_git_ws
 
     return make_git_ws(ws)
 
@@ -387,8 +387,8 @@ def git_ws(ws: Workspace) -> tuple[Workspace, str]:
 @pytest.fixture(scope="session")
 def replay_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example project's demo in a git repository with snapshot `replay-me`, built once
-    (tests/replay_example.py); tests replay copies of it."""
-    from .replay_example import build_demo
+    (tests/replay/replay_example.py); tests replay copies of it."""
+    from tests.replay.replay_example import build_demo
 
     root = tmp_path_factory.mktemp("replay-example") / "demo"
     build_demo(root)
@@ -399,7 +399,7 @@ def replay_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def dg_scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A `dg` project made by `create-dagster project` and `dg scaffold defs
     dws_dagster.WorkspaceComponent lineage` (the real commands), once for the test run; the
-    component tests copy it (tests/dg_project.py)."""
-    from tests.dg_project import scaffold_project
+    component tests copy it (tests/support/dg_project.py)."""
+    from tests.support.dg_project import scaffold_project
 
     return scaffold_project(tmp_path_factory.mktemp("dg-scaffolded"))

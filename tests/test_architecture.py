@@ -41,9 +41,9 @@ NOT_IMPORTED = {
         "dws_dagster.cli",
         "dws_dagster._compat",
     ],
-    "dws_dagster.workspace.store": [
-        "dws_dagster.workspace.snapshots",
-        "dws_dagster.workspace.views",
+    "dws_dagster.store": [
+        "dws_dagster.snapshots",
+        "dws_dagster.views",
     ],
     "dws_dagster.spark": [
         "dagster",

@@ -8,7 +8,7 @@ Each case checks what the example claims: an example catching an error must have
 `print` of the message is looked for), one building definitions must build and pass
 `check_definitions`. Examples that run an asset's Spark code use the session's Spark.
 Not run: the RangeWriteError example (it continues one about a range asset) and the console
-example of RetentionError (a file changing while a snapshot copies it; tests/test_snapshots.py
+example of RetentionError (a file changing while a snapshot copies it; tests/snapshots/test_snapshots.py
 makes that happen).
 """
 
@@ -27,10 +27,9 @@ import pytest
 
 from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.cli.main import main as cli_main
-from dws_dagster.workspace.store.database import forget_databases
-
-from .conftest import run_step, write
-from .docstring_examples import blocks_of, console_steps, public_names, shown_pattern
+from dws_dagster.store.database import forget_databases
+from tests.conftest import run_step, write
+from tests.support.docstring_examples import blocks_of, console_steps, public_names, shown_pattern
 
 RESOURCES = [
     ("source-data", "source-data", "data/source"),
@@ -384,7 +383,7 @@ def _attributes(text: str) -> Any:
     import yaml
     from dagster import ResolutionContext
 
-    from dws_dagster.components.workspace_component.model import parse_attributes
+    from dws_dagster.components.workspace_component.yaml_schema import parse_attributes
 
     document = yaml.safe_load(text)
     assert document["type"] == "dws_dagster.WorkspaceComponent"

@@ -20,8 +20,7 @@ from dagster import (
 from dws_dagster import Workspace, WorkspaceResource, dws_ref, lineage_sensor
 from dws_dagster.sensor import apply_lineage
 from dws_dagster.workspace import gitinfo
-
-from .conftest import run_python, run_step
+from tests.conftest import run_python, run_step
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -22,8 +22,12 @@ import yaml
 import dws_dagster
 import dws_dagster.lineage
 from dws_dagster.cli.main import build_parser
-
-from .docstring_examples import code_blocks, console_steps, examples_section, public_names
+from tests.support.docstring_examples import (
+    code_blocks,
+    console_steps,
+    examples_section,
+    public_names,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 INIT = ROOT / "dws_dagster" / "__init__.py"

@@ -2,7 +2,7 @@
 
 Dagster gives an IO manager no public way to set the data version of the materialization it is
 storing, nor to see which asset is consuming an input or the asset's run config. These
-functions reach into the step context for that; `tests/test_dagster_compat.py` exercises each
+functions reach into the step context for that; `tests/compat/test_dagster_compat.py` exercises each
 against the installed Dagster, so an upgrade that moves them fails loudly there rather than
 silently losing data versions.
 """

@@ -15,8 +15,8 @@ from typing import Any
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.errors import DwsError, InvalidResourceRefError
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 FORMATS = ("parquet", "csv", "json", "orc")
 

@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 from dws_dagster.assets.step_reads import StepReads
 from dws_dagster.spark import remote_data, row_version, storage, version_marker
+from dws_dagster.workspace.definition import RemoteDataError, Workspace
 from dws_dagster.workspace.records import LineageRecord
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import RemoteDataError, Workspace
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage

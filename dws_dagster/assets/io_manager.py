@@ -33,19 +33,19 @@ from dws_dagster.assets.output_step import OutputStep
 from dws_dagster.assets.partition_range import write_partition_range
 from dws_dagster.assets.partitions import is_hive_style, partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept, prune_remote_kept
-from dws_dagster.assets.resources import WorkspaceResource
 from dws_dagster.assets.schema_drift import check_one_schema
 from dws_dagster.assets.step_reads import LoadedInput, step_reads
+from dws_dagster.assets.workspace_resource import WorkspaceResource
 from dws_dagster.errors import DwsError
 from dws_dagster.spark import storage
 from dws_dagster.spark.locations import check_reachable, is_local
 from dws_dagster.spark.storage import WriteResult
 from dws_dagster.spark.version_marker import read_marker
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import StepInfo, now_iso, sanitize_parameters
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage

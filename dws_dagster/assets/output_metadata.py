@@ -20,9 +20,9 @@ from dws_dagster.assets.materialization import (
 )
 from dws_dagster.spark import locations, storage
 from dws_dagster.spark.lineage_model import LineageKind
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage

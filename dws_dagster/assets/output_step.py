@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 
 from dws_dagster.assets.bindings import Binding
+from dws_dagster.snapshots.remote import KEEP_VERSIONS_KEY
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.records import (
     COLUMN_LINEAGE_KEY,
     LineageRecord,
@@ -20,8 +22,6 @@ from dws_dagster.workspace.records import (
 )
 from dws_dagster.workspace.redaction import redact_text, secret_values
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.snapshots.remote import KEEP_VERSIONS_KEY
-from dws_dagster.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage

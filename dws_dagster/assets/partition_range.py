@@ -49,6 +49,7 @@ from dws_dagster.errors import DwsError
 from dws_dagster.spark import row_files
 from dws_dagster.spark.connect.read_paths import connect_read_paths
 from dws_dagster.spark.range_write import RangeTarget, RangeWriteError, write_range_atomic
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import (
     COLUMN_LINEAGE_KEY,
@@ -59,7 +60,6 @@ from dws_dagster.workspace.records import (
 )
 from dws_dagster.workspace.redaction import redact_text, secret_values
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 #: The asset metadata naming the column that holds each row's partition (Dagster's name).
 PARTITION_EXPR = "partition_expr"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dws_dagster.spark.row_files import under
-from dws_dagster.workspace.workspace import Workspace
+from dws_dagster.workspace.definition import Workspace
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage

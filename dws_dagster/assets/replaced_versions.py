@@ -15,14 +15,14 @@ from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from dws_dagster.errors import DwsError
+from dws_dagster.snapshots import snapshot_data
+from dws_dagster.snapshots.remote import kept_location, kept_versions, prunable
 from dws_dagster.spark import version_marker
 from dws_dagster.spark.remote_data import HadoopData
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.snapshots import snapshot_data
-from dws_dagster.workspace.snapshots.remote import kept_location, kept_versions, prunable
 from dws_dagster.workspace.swap import kept_version_path, prune_kept
-from dws_dagster.workspace.workspace import Workspace
 
 
 def keep_location(

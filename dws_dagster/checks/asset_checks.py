@@ -48,9 +48,9 @@ from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.binding_config import RefBinding, bindings_by_asset, bound_metadata
 from dws_dagster.assets.bindings import binding_in
 from dws_dagster.assets.partitions import partition_key_ref
-from dws_dagster.assets.resources import WorkspaceResource
+from dws_dagster.assets.workspace_resource import WorkspaceResource
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.views.ref_checks import (
+from dws_dagster.views.status.ref_checks import (
     Verdict,
     data_verdict,
     inputs_verdict,

@@ -24,9 +24,9 @@ from typing import Any
 from dws_dagster.cli.demo_progress import Progress
 from dws_dagster.cli.demo_report import FORECAST_REF, Iteration, print_report
 from dws_dagster.errors import DwsError
+from dws_dagster.views.diagrams import render_html
+from dws_dagster.views.graph import build_graph
 from dws_dagster.workspace.files import stderr_to
-from dws_dagster.workspace.views.graph import build_graph
-from dws_dagster.workspace.views.render_diagram import render_html
 
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 WORKSPACE_YAML = """\
@@ -123,9 +123,9 @@ def run_demo(
 ) -> int:
     """Build the example in `directory`, run all of it, and report its lineage and metrics."""
     project, setup = _example()
-    from dws_dagster.sensor.definition import process_events
-    from dws_dagster.workspace.snapshots.history import list_snapshots
-    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+    from dws_dagster.sensor.lineage_sensor import process_events
+    from dws_dagster.snapshots.index import list_snapshots
+    from dws_dagster.snapshots.take import take_snapshot
 
     if small:
         size = (

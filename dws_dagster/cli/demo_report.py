@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from dws_dagster.cli.output import say
+from dws_dagster.views.graph_model import GraphNode, LineageGraph
 from dws_dagster.workspace.versions import short
-from dws_dagster.workspace.views.graph_model import GraphNode, LineageGraph
 
 FORECAST_REF = "results/yellow_rides_hourly_forecast"
 #: Set by `./dev` to how it was invoked (e.g. `./dev`): the prefix of the commands printed.

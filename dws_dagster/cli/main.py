@@ -46,7 +46,7 @@ from dws_dagster.cli.commands import gc as gc_command
 from dws_dagster.cli.failures import one_line, os_error_message, show_warning
 from dws_dagster.cli.output import terminal_safe_output, utf8_tolerant_output
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.store.gc_pause import gc_paused
+from dws_dagster.store.gc_pause import gc_paused
 
 #: The commands, in the order `dws-dagster --help` lists them.
 COMMANDS = [

@@ -34,16 +34,16 @@ from dws_dagster.sensor.check_verdicts import CheckVerdict, read_verdict
 from dws_dagster.sensor.openlineage_events import OpenLineageEvents
 from dws_dagster.sensor.run_lookup import RunLookup, error_text
 from dws_dagster.sensor.stored_events import AssetEventRecord
+from dws_dagster.snapshots.index import list_snapshots
+from dws_dagster.snapshots.results_metrics import RESULTS_FILE
+from dws_dagster.snapshots.take import take_snapshot
 from dws_dagster.workspace import shapes
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.files import atomic_write_bytes, pretty_json
 from dws_dagster.workspace.records import LineageRecord, StepInfo, sanitize_parameters
 from dws_dagster.workspace.redaction import get_logger, redact_text
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.snapshots.history import list_snapshots
-from dws_dagster.workspace.snapshots.results_metrics import RESULTS_FILE
-from dws_dagster.workspace.snapshots.snapshots import take_snapshot
 from dws_dagster.workspace.versions import MARKER_NAME
-from dws_dagster.workspace.workspace import Workspace
 
 log = get_logger("dws_dagster.sensor")
 

@@ -25,9 +25,9 @@ from dws_dagster.assets.binding_config import RefBinding, bindings_by_asset, bou
 from dws_dagster.assets.bindings import Binding, binding_from_metadata
 from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.errors import DwsError
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.gitinfo import git_branch, git_commit, git_remote_url, git_toplevel
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")

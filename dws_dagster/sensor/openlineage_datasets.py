@@ -20,8 +20,8 @@ from dws_dagster.assets.bindings import metadata_value
 from dws_dagster.errors import DwsError
 from dws_dagster.ol.model import DatasetAbout, DatasetInfo, OutputInfo, PartitionInfo
 from dws_dagster.sensor.asset_catalog import AssetCatalog
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 Schema = tuple[tuple[str, str, bool], ...]
 

@@ -32,9 +32,9 @@ from dws_dagster.sensor.openlineage_facts import (
 )
 from dws_dagster.sensor.run_lookup import RunLookup
 from dws_dagster.sensor.stored_events import AssetEventRecord
+from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.records import LineageRecord
 from dws_dagster.workspace.refs import ResourceRef
-from dws_dagster.workspace.workspace import Workspace
 
 #: The OpenLineage event type of a Dagster run's end.
 _RUN_END_STATES: dict[DagsterEventType, Literal["COMPLETE", "FAIL", "ABORT"]] = {

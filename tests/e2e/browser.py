@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .dagster_server import DagsterServer
+    from tests.e2e.dagster_server import DagsterServer
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Screenshots, page copies and server logs, a folder per test.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .browser import ARTIFACTS
+from tests.e2e.browser import ARTIFACTS
 
 
 @pytest.fixture

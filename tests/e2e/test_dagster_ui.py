@@ -36,9 +36,8 @@ from dws_dagster import ResourceRef, Workspace
 from dws_dagster.ol.job_names import asset_job_name
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
-
-from .browser import ROOT, _browser, sync_playwright_or_skip
-from .dagster_server import DagsterServer, dg_dev, poll
+from tests.e2e.browser import ROOT, _browser, sync_playwright_or_skip
+from tests.e2e.dagster_server import DagsterServer, dg_dev, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """The dws asset checks in the Dagster UI, on a `dg` project using `dws_dagster.WorkspaceComponent`.
 
-A copy of the session's project made by `create-dagster project` (`tests/dg_project.py`) is
+A copy of the session's project made by `create-dagster project` (`tests/support/dg_project.py`) is
 materialized once, in this process on the session's Spark, into the instance `dg dev` then
 serves: its checks passed with it. Headless Chromium opens the `zones` asset's Checks tab and
 finds the dws checks with their verdicts. The data is then edited by hand, the checks run again
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
-from ..dg_project import DgProject, load_definitions, make_project
-from .browser import _browser, sync_playwright_or_skip
-from .dagster_server import DagsterServer, free_port, launch, poll
+from tests.e2e.browser import _browser, sync_playwright_or_skip
+from tests.e2e.dagster_server import DagsterServer, free_port, launch, poll
+from tests.support.dg_project import DgProject, load_definitions, make_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark]
 

@@ -1,7 +1,7 @@
 """The HTML lineage page in headless Chromium, as a person sees it.
 
 The page of a forecast whose lineage is recorded through the workspace's store the way the
-Spark IO manager records it (tests/lineage_page_graphs.py: a daily-partitioned asset of 62
+Spark IO manager records it (tests/views/lineage_page_graphs.py: a daily-partitioned asset of 62
 days and a monthly one feeding training data, the forecast with two runs, column lineage,
 one failed partition) is opened from a file: the forecast (the focus) must be in the window,
 each asset one node ("62 partitions", not 62 nodes), a column's upstream columns highlighted
@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from dws_dagster.workspace.views.graph import build_graph
-from dws_dagster.workspace.views.render_diagram import render_html
-from dws_dagster.workspace.workspace import Workspace
-
-from ..lineage_page_graphs import (
+from dws_dagster.views.diagrams import render_html
+from dws_dagster.views.graph import build_graph
+from dws_dagster.workspace.definition import Workspace
+from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
+from tests.views.lineage_page_graphs import (
     FAILED_DAY,
     FORECAST_DIFFERS,
     FORECAST_METRICS,
@@ -42,9 +42,8 @@ from ..lineage_page_graphs import (
     verdict,
     version_of,
 )
-from ..test_lineage_page import HOSTILE, hostile_graph
-from ..test_render import cycle, diamond, tricky
-from .browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
+from tests.views.test_lineage_page import HOSTILE, hostile_graph
+from tests.views.test_render import cycle, diamond, tricky
 
 pytestmark = [pytest.mark.e2e]
 

@@ -1,4 +1,4 @@
-"""A replay's Dagster runs in the Dagster UI: a copy of the example's demo (tests/replay_example.py)
+"""A replay's Dagster runs in the Dagster UI: a copy of the example's demo (tests/replay/replay_example.py)
 is replayed, one step's worth, from the command line; then `dagster-webserver` (on 127.0.0.1,
 the demo's own instance) must list the replay's runs under their tag `dws/replay_of`, each
 succeeded and materializing the replayed asset, and headless Chromium must show that tag on the
@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 
 from dws_dagster import metadata_keys as keys
-from dws_dagster.workspace.snapshots.history import resolve_snapshot
-from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
-from dws_dagster.workspace.store.database import forget_databases
-from dws_dagster.workspace.workspace import Workspace
-
-from ..replay_example import copy_demo, run
-from .browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
-from .dagster_server import free_port, launch
+from dws_dagster.replay.planning import DAGSTER_ASSET, plan_replay
+from dws_dagster.snapshots.index import resolve_snapshot
+from dws_dagster.store.database import forget_databases
+from dws_dagster.workspace.definition import Workspace
+from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
+from tests.e2e.dagster_server import free_port, launch
+from tests.replay.replay_example import copy_demo, run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

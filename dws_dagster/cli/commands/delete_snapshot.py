@@ -20,7 +20,7 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_delete_snapshot(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.history import delete_snapshot
+    from dws_dagster.snapshots.index import delete_snapshot
 
     ws = open_workspace(args)
     done = delete_snapshot(ws, args.snapshot, remove_results=args.remove_results)

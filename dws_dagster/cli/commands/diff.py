@@ -29,9 +29,9 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.diff import diff_lineage
-    from dws_dagster.workspace.snapshots.history import CURRENT, resolve_snapshot
-    from dws_dagster.workspace.views.diff_text import diff_text
+    from dws_dagster.snapshots.diff import diff_lineage
+    from dws_dagster.snapshots.index import CURRENT, resolve_snapshot
+    from dws_dagster.views.diff_text import diff_text
 
     ws = open_workspace(args)
     changes = diff_lineage(ws, args.a, args.b)

@@ -22,7 +22,7 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.garbage import collect_garbage
+    from dws_dagster.snapshots.garbage import collect_garbage
 
     ws = open_workspace(args)
     remote_uris = [str(res.uri) for res in ws.resources.values() if not res.is_local]

@@ -17,7 +17,7 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.history import list_snapshots
+    from dws_dagster.snapshots.index import list_snapshots
 
     ws = open_workspace(args)
     infos = list(reversed(list_snapshots(ws)))

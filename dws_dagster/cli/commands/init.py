@@ -9,7 +9,7 @@ from pathlib import Path
 from dws_dagster.cli.command import Parents, Subparsers, add_command
 from dws_dagster.cli.output import say
 from dws_dagster.errors import WorkspaceConfigError
-from dws_dagster.workspace.workspace import Workspace
+from dws_dagster.workspace.definition import Workspace
 
 
 def add_parser(subparsers: Subparsers, parents: Parents) -> None:
@@ -37,8 +37,8 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.store.database import database_for
-    from dws_dagster.workspace.store.settings import resolve, store_entry
+    from dws_dagster.store.database import database_for
+    from dws_dagster.store.settings import resolve, store_entry
 
     entry = None
     if args.store:

@@ -37,13 +37,13 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
+    from dws_dagster.replay.record import latest_replay
+    from dws_dagster.snapshots.index import resolve_snapshot, snapshot_manifest
+    from dws_dagster.views.diagrams import render_dot, render_html, render_mermaid
+    from dws_dagster.views.graph import SnapshotView, build_graph
+    from dws_dagster.views.lineage_text import grouped_text_lines, render_grouped_text
+    from dws_dagster.views.report import render_json, render_text, text_lines
     from dws_dagster.workspace.refs import ResourceRef
-    from dws_dagster.workspace.snapshots.history import resolve_snapshot, snapshot_manifest
-    from dws_dagster.workspace.snapshots.replay_record import latest_replay
-    from dws_dagster.workspace.views.graph import SnapshotView, build_graph
-    from dws_dagster.workspace.views.lineage_text import grouped_text_lines, render_grouped_text
-    from dws_dagster.workspace.views.render_diagram import render_dot, render_html, render_mermaid
-    from dws_dagster.workspace.views.render_report import render_json, render_text, text_lines
 
     ws = open_workspace(args)
     ref = ws.check_ref(ResourceRef.parse(args.ref))

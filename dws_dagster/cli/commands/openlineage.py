@@ -17,7 +17,7 @@ from dws_dagster.cli.command import Parents, Subparsers, add_command
 from dws_dagster.cli.context import open_workspace
 from dws_dagster.cli.output import print_json, progress_bar
 from dws_dagster.errors import DwsError
-from dws_dagster.workspace.workspace import Workspace
+from dws_dagster.workspace.definition import Workspace
 
 
 def add_parser(subparsers: Subparsers, parents: Parents) -> None:

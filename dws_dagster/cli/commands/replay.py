@@ -25,9 +25,9 @@ from dws_dagster.errors import DwsError
 from dws_dagster.workspace.versions import short
 
 if TYPE_CHECKING:
-    from dws_dagster.workspace.snapshots.replay_plan import ReplayStep
-    from dws_dagster.workspace.snapshots.replay_run import ReplayReport, StepRunner
-    from dws_dagster.workspace.snapshots.restore_plan import RestoreReport
+    from dws_dagster.replay.planning import ReplayStep
+    from dws_dagster.replay.run import ReplayReport, StepRunner
+    from dws_dagster.snapshots.restore_plan import RestoreReport
 
 
 def add_parser(subparsers: Subparsers, parents: Parents) -> None:
@@ -63,12 +63,12 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.replay_compare import name_differing_columns
-    from dws_dagster.workspace.snapshots.replay_in_place import ReplayNotLandedError, land_replay
-    from dws_dagster.workspace.snapshots.replay_plan import DAGSTER_ASSET, plan_replay
-    from dws_dagster.workspace.snapshots.replay_record import replays_dir, report_json, save_replay
-    from dws_dagster.workspace.snapshots.replay_run import DIFFERS, NON_DETERMINISTIC, run_plan
-    from dws_dagster.workspace.snapshots.replay_scratch import prepare_scratch
+    from dws_dagster.replay.compare import name_differing_columns
+    from dws_dagster.replay.in_place import ReplayNotLandedError, land_replay
+    from dws_dagster.replay.planning import DAGSTER_ASSET, plan_replay
+    from dws_dagster.replay.record import replays_dir, report_json, save_replay
+    from dws_dagster.replay.run import DIFFERS, NON_DETERMINISTIC, run_plan
+    from dws_dagster.replay.scratch import prepare_scratch
 
     ws = open_workspace(args)
     plan = plan_replay(ws, args.snapshot, args.refs)
@@ -79,7 +79,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if any(step.kind == DAGSTER_ASSET and step.replayable for step in plan.steps):
         definitions = args.definitions or definitions_of(ws.root)
         if definitions is not None:
-            from dws_dagster.assets.replay_runs import DagsterRunner
+            from dws_dagster.replay.dagster_runner import DagsterRunner
 
             runners[DAGSTER_ASSET] = DagsterRunner(definitions)
     scratch = prepare_scratch(ws, plan, into, chosen_by_replay=not args.into)
@@ -176,7 +176,7 @@ def _say_step(step: ReplayStep, total: int) -> None:
 
 
 def _print_table(report: ReplayReport, root: Path) -> None:
-    from dws_dagster.workspace.snapshots.replay_run import REPRODUCED
+    from dws_dagster.replay.run import REPRODUCED
 
     rows = [
         (

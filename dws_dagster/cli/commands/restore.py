@@ -38,7 +38,7 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.restore import restore_snapshot
+    from dws_dagster.snapshots.restore import restore_snapshot
 
     ws = open_workspace(args)
     bar = progress_bar(None, "restoring", unit="ref")

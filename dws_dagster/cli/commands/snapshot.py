@@ -28,8 +28,8 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.snapshots.retention import describe as describe_retention
-    from dws_dagster.workspace.snapshots.snapshots import take_snapshot
+    from dws_dagster.snapshots.retention import describe as describe_retention
+    from dws_dagster.snapshots.take import take_snapshot
 
     ws = open_workspace(args)
     outcome = take_snapshot(ws, args.tag, args.message or "", remote=remote_data())

@@ -16,7 +16,7 @@ from typing import Any
 from dws_dagster.cli.command import EXIT_ATTENTION, Parents, Subparsers, add_command
 from dws_dagster.cli.context import open_workspace, remote_data
 from dws_dagster.cli.output import print_json, progress_bar, say
-from dws_dagster.workspace.workspace import RESTORE_INTENT_FILE, Workspace
+from dws_dagster.workspace.definition import RESTORE_INTENT_FILE, Workspace
 
 
 def add_parser(subparsers: Subparsers, parents: Parents) -> None:
@@ -50,7 +50,7 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
-    from dws_dagster.workspace.views.status_rows import status_rows, verify_row
+    from dws_dagster.views.status.ref_rows import status_rows, verify_row
 
     rows = status_rows(ws)
     if verify:
@@ -65,11 +65,11 @@ def _status_rows(ws: Workspace, verify: bool) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from dws_dagster.workspace.views.status_report import StatusReport
+    from dws_dagster.views.status.summary import StatusReport
 
     ws = open_workspace(args)
     if (ws.meta_dir / RESTORE_INTENT_FILE).exists():
-        from dws_dagster.workspace.snapshots.restore import finish_interrupted_restore
+        from dws_dagster.snapshots.restore import finish_interrupted_restore
 
         if finish_interrupted_restore(ws, remote_data()):
             say(

@@ -36,17 +36,17 @@ from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.binding_config import RefBinding
 from dws_dagster.assets.definitions_check import check_definitions
 from dws_dagster.assets.io_manager import SparkWorkspaceIOManager
-from dws_dagster.assets.resources import WorkspaceResource
+from dws_dagster.assets.workspace_resource import WorkspaceResource
 from dws_dagster.checks.asset_checks import CheckTarget, dws_asset_checks
-from dws_dagster.components.workspace_component.model import (
+from dws_dagster.components.workspace_component.scaffolder import WorkspaceComponentScaffolder
+from dws_dagster.components.workspace_component.yaml_schema import (
     ComponentConfigError,
     ComponentSettings,
     WorkspaceComponentModel,
     parse_attributes,
 )
-from dws_dagster.components.workspace_component.scaffolder import WorkspaceComponentScaffolder
 from dws_dagster.errors import DwsError
-from dws_dagster.sensor.definition import lineage_sensor
+from dws_dagster.sensor.lineage_sensor import lineage_sensor
 
 #: The resource keys the component defines (the names a Python `Definitions` uses too).
 WORKSPACE_KEY, PYSPARK_KEY, IO_MANAGER_KEY = "workspace", "pyspark", "io_manager"

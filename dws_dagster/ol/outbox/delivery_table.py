@@ -23,7 +23,7 @@ from dws_dagster.ol.outbox.errors import OutboxError, damaged_delivery, quoted
 from dws_dagster.ol.outbox.event_table import mark_delivered
 from dws_dagster.ol.outbox.times import parse_time
 from dws_dagster.ol.timestamps import iso_or_none
-from dws_dagster.workspace.store import schema
+from dws_dagster.store import schema
 
 _DELIVERY = schema.ol_delivery
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from dws_dagster.ol.outbox.errors import damaged_event, quoted
 from dws_dagster.ol.outbox.event_rows import Key
 from dws_dagster.ol.outbox.times import time_key
-from dws_dagster.workspace.store import schema
+from dws_dagster.store import schema
 
 #: Events read per query while delivering or reading the archive.
 PAGE_SIZE = 500

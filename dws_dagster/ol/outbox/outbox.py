@@ -82,8 +82,8 @@ from dws_dagster.ol.transport.text import error_text, redact
 if TYPE_CHECKING:
     from openlineage.client.transport import Transport
 
-    from dws_dagster.workspace.store.database import Database
-    from dws_dagster.workspace.workspace import Workspace
+    from dws_dagster.store.database import Database
+    from dws_dagster.workspace.definition import Workspace
 
 BACKOFF_BASE_SECONDS = 1.0
 BACKOFF_CAP_SECONDS = 300.0

@@ -14,7 +14,7 @@ from dws_dagster.errors import DwsError
 from dws_dagster.ol.transport.text import error_text
 
 if TYPE_CHECKING:
-    from dws_dagster.workspace.workspace import Workspace
+    from dws_dagster.workspace.definition import Workspace
 
 CONFIG_FILE_NAME = "openlineage.yml"
 

@@ -49,7 +49,7 @@ from dws_dagster.ol.transport.http import CatalogAdapter
 from dws_dagster.ol.transport.text import describe, error_text, redact
 
 if TYPE_CHECKING:
-    from dws_dagster.workspace.workspace import Workspace
+    from dws_dagster.workspace.definition import Workspace
 
 #: Under the workspace's `.dataworkspace/`: where events go when nothing is configured.
 DEFAULT_EVENTS_FILE = Path("openlineage") / "events.jsonl"

@@ -1,7 +1,7 @@
 """The names of Spark's built-in functions, for telling a function of Spark's own from one it
 does not know (a UDF by name, a catalog function), whose kind the lineage cannot tell.
 
-They are Spark's function registry (`tests/test_connect_plan.py` checks them against the
+They are Spark's function registry (`tests/spark/test_connect_plan.py` checks them against the
 registry of the installed pyspark, so an upgrade that adds a function fails there first), as
 words: one list, searchable, without a line per name.
 """

@@ -4,7 +4,7 @@ lineage depends on it.
 The analyzed plan says by its structure what each function is (an aggregate is wrapped in an
 aggregate expression, `nvl2` is replaced by an `If`); a Connect plan names functions only. These
 tables give the same answers for Spark's built-in functions: they come from Spark's own function
-registry, and `tests/test_connect_plan.py` checks them against the registry of the installed
+registry, and `tests/spark/test_connect_plan.py` checks them against the registry of the installed
 pyspark, so an upgrade that adds or changes a function fails there first. A name not in the
 registry (a UDF by name, a catalog function) has no known kind: the lineage says it is
 incomplete rather than guess.
