@@ -15,7 +15,7 @@ _EXPORTS = {
     "Workspace": "dws_dagster.workspace.definition",
     "Resource": "dws_dagster.workspace.resources",
     "ResourceRef": "dws_dagster.workspace.refs",
-    "LineageBuilder": "dws_dagster.lineage_api.steps",
+    "LineageBuilder": "dws_dagster.lineage_api.builder",
     "Lineage": "dws_dagster.lineage_api.steps",
     "ResultsLineage": "dws_dagster.lineage_api.steps",
     "LineageRecord": "dws_dagster.workspace.records",
@@ -159,7 +159,8 @@ if TYPE_CHECKING:
         WorkspaceConfigError,
         WorkspaceNotFoundError,
     )
-    from dws_dagster.lineage_api.steps import Lineage, LineageBuilder, ResultsLineage
+    from dws_dagster.lineage_api.builder import LineageBuilder
+    from dws_dagster.lineage_api.steps import Lineage, ResultsLineage
     from dws_dagster.ol.outbox.errors import OutboxError
     from dws_dagster.ol.transport.config import TransportConfigError
     from dws_dagster.replay.env import ReplayEnvironmentError

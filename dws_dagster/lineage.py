@@ -5,6 +5,7 @@ from dws_dagster.lineage import LineageBuilder   # was: from dataworkspaces.line
 
 from __future__ import annotations
 
+from dws_dagster.lineage_api.builder import LineageBuilder
 from dws_dagster.lineage_api.params import (
     BooleanParameter,
     ChoiceParameter,
@@ -14,12 +15,7 @@ from dws_dagster.lineage_api.params import (
     add_lineage_parameters_to_arg_parser,
     get_lineage_parameter_values,
 )
-from dws_dagster.lineage_api.steps import (
-    Lineage,
-    LineageBuilder,
-    ResultsLineage,
-    infer_step_name,
-)
+from dws_dagster.lineage_api.steps import Lineage, ResultsLineage, infer_step_name
 from dws_dagster.workspace.refs import ResourceRef
 
 __all__ = [

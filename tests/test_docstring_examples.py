@@ -8,8 +8,8 @@ Each case checks what the example claims: an example catching an error must have
 `print` of the message is looked for), one building definitions must build and pass
 `check_definitions`. Examples that run an asset's Spark code use the session's Spark.
 Not run: the RangeWriteError example (it continues one about a range asset) and the console
-example of RetentionError (a file changing while a snapshot copies it; tests/snapshots/test_snapshots.py
-makes that happen).
+example of RetentionError (a file changing while a snapshot copies it;
+tests/snapshots/test_snapshots.py makes that happen).
 """
 
 from __future__ import annotations

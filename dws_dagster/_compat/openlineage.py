@@ -11,8 +11,9 @@ The client also logs to its own loggers (`openlineage.client...`) where it shoul
 nothing: an unknown transport type logs "not enough values to unpack" before raising, which
 Python's last-resort handler prints on stderr above the CLI's one-line error;
 `client_logs_kept` keeps those records from reaching any handler.
-`tests/compat/test_openlineage_compat.py` exercises each function against the installed client, so an upgrade
-that moves one fails there rather than silently retrying or writing elsewhere.
+`tests/compat/test_openlineage_compat.py` exercises each function against the installed
+client, so an upgrade that moves one fails there rather than silently retrying or writing
+elsewhere.
 """
 
 from __future__ import annotations

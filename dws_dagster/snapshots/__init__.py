@@ -1,7 +1,7 @@
 """Snapshots of the whole workspace, one job per module:
 
 - `snapshots`: taking a snapshot (its hash, the data it retains, its index entry);
-- `history`: the snapshot index: listing, finding one by tag or hash, checking tags, deleting;
+- `index`: the snapshot index: listing, finding one by tag or hash, checking tags, deleting;
 - `diff`: what changed between two snapshots, or a snapshot and the workspace now;
 - `results_archive`: the per-snapshot copies of results, each with its `lineage.json`;
 - `results_metrics`: the metrics a snapshot shows (from the lineage or a `results.json`);
@@ -11,14 +11,8 @@
   restore a crash interrupted;
 - `retention`, `objects`, `remote`, `file_hashes`, `snapshot_data`: what each snapshot
   captures of the data and how it is retained;
-- `garbage`: freeing what no snapshot needs;
-- `replay_plan`, `replay_scratch`, `replay_run`: replaying a snapshot: the steps behind its
-  results, the scratch workspace they run in, running them and judging what reproduced;
-  `replay_compare` (the columns that differ, compared by a caller's comparer),
-  `replay_record` (each replay's verdicts, kept for the lineage page) and `replay_in_place`
-  (landing a replay through restore).
+- `garbage`: freeing what no snapshot needs.
 
-Import rule: part of `workspace`, so neither dagster nor pyspark; remote data is reached only
-through the `remote.RemoteData` a caller passes in, steps other than scripts are replayed only
-through the runner a caller passes in, and data is compared only by the comparer it passes in.
+Import rule: `workspace` and `store`; neither dagster nor pyspark. Remote data is reached only
+through the `remote.RemoteData` a caller passes in. Replaying a snapshot is `replay`'s.
 """

@@ -17,7 +17,6 @@ import orjson
 from dws_dagster.snapshots import snapshot_data
 from dws_dagster.snapshots.file_hashes import FileHashCache
 from dws_dagster.snapshots.index import (
-    CURRENT,
     SnapshotInfo,
     list_snapshots,
     resolve_in,
@@ -37,6 +36,7 @@ from dws_dagster.snapshots.retention import (
 from dws_dagster.store.ref_state import RefState
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.files import canonical_json
+from dws_dagster.workspace.shapes import CURRENT
 from dws_dagster.workspace.versions import short
 
 

@@ -18,7 +18,7 @@ import xxhash
 from dws_dagster.errors import SnapshotError
 from dws_dagster.snapshots.index import INDEX_FORMAT, SnapshotInfo
 from dws_dagster.store.ref_state import RefState
-from dws_dagster.views.graph import prefetch_upstream, upstream_records
+from dws_dagster.store.upstream import prefetch_upstream, upstream_records
 from dws_dagster.workspace.definition import RESULTS_SNAPSHOT_DIR, Workspace
 from dws_dagster.workspace.files import pretty_json, writing
 from dws_dagster.workspace.refs import as_ref

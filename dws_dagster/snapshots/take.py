@@ -25,7 +25,6 @@ from dws_dagster.snapshots.index import (
     SnapshotInfo,
     index_where,
     list_snapshots,
-    validate_tag,
 )
 from dws_dagster.snapshots.objects import ObjectStore, Stored
 from dws_dagster.snapshots.remote import RemoteData
@@ -52,6 +51,7 @@ from dws_dagster.workspace.records import (
     record_identity as record_identity,  # re-exported: callers of the old home
 )
 from dws_dagster.workspace.redaction import redact_text
+from dws_dagster.workspace.shapes import validate_tag
 from dws_dagster.workspace.trees import remove_tree
 
 

@@ -7,5 +7,5 @@ database chosen by `settings` (SQLite by default, PostgreSQL across machines), w
 import of journal-format workspaces (`journal_format`, `journal_import`). `gc_pause` keeps the
 garbage collector off the large structures reads build.
 
-Import rule: part of `workspace`, so neither dagster nor pyspark.
+Import rule: `workspace` only; neither dagster nor pyspark, nor snapshots, replay or views.
 """

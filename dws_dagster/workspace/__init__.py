@@ -1,4 +1,9 @@
-"""The Data Workspaces model: resources, refs, versions, the lineage store and snapshots.
+"""The Data Workspaces model: a workspace's definition and resources (`definition`,
+`resources`), refs (`refs`), lineage records (`records`), content versions (`versions`),
+durable file writes and swaps (`files`, `swap`, `trees`), the schemas of files read from disk
+(`formats`, `shapes`), secrets redaction (`redaction`) and git state (`gitinfo`).
 
-This layer imports neither dagster nor pyspark, so scripts and the command line can use it alone.
+Import rule: the standard library, pydantic and `dws_dagster.errors` only — neither dagster,
+pyspark nor openlineage, and no other `dws_dagster` package: the store, snapshots, replay and
+views are built on this model, never the other way round.
 """

@@ -18,7 +18,8 @@ from dws_dagster.cli import main as cli_module
 from dws_dagster.cli.commands import history as history_command
 from dws_dagster.cli.commands import status as status_command
 from dws_dagster.errors import SnapshotError
-from dws_dagster.snapshots.index import list_snapshots, validate_tag
+from dws_dagster.snapshots.index import list_snapshots
+from dws_dagster.workspace.shapes import validate_tag
 from dws_dagster.workspace.swap import STAGING_PREFIX
 from tests.conftest import ROOT, write
 

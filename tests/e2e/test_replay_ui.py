@@ -1,8 +1,9 @@
-"""A replay's Dagster runs in the Dagster UI: a copy of the example's demo (tests/replay/replay_example.py)
-is replayed, one step's worth, from the command line; then `dagster-webserver` (on 127.0.0.1,
-the demo's own instance) must list the replay's runs under their tag `dws/replay_of`, each
-succeeded and materializing the replayed asset, and headless Chromium must show that tag on the
-run's page. Screenshots are kept in `test-artifacts/e2e/<test name>/`."""
+"""A replay's Dagster runs in the Dagster UI: a copy of the example's demo
+(tests/replay/replay_example.py) is replayed, one step's worth, from the command line; then
+`dagster-webserver` (on 127.0.0.1, the demo's own instance) must list the replay's runs under
+their tag `dws/replay_of`, each succeeded and materializing the replayed asset, and headless
+Chromium must show that tag on the run's page. Screenshots are kept in
+`test-artifacts/e2e/<test name>/`."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from dws_dagster.ol.custom_facets import schema_folder
 
 __all__ = ["spec_dir", "spec_registry", "validate_run_event"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHARED_DIR = PROJECT_ROOT.parent / "shared"
 RUN_EVENT_DEF = "#/$defs/RunEvent"
 #: formats the spec uses; jsonschema silently skips a format whose library is missing

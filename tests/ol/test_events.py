@@ -624,7 +624,7 @@ def test_the_metrics_facets_schema_is_packaged() -> None:
 
     from dws_dagster.ol import custom_facets
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.ol"]
     relative = METRICS_SCHEMA_FILE.relative_to(Path(custom_facets.__file__).parent)

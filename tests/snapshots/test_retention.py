@@ -209,7 +209,7 @@ def test_spark_data_is_linked_read_only_so_an_in_place_write_cannot_corrupt_it(
         done = _as_nobody(
             textwrap.dedent(f"""
             import sys
-            sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+            sys.path.insert(0, {str(Path(__file__).parents[2])!r})
             from pathlib import Path
             from tests.snapshots.test_retention import _linked_scenario
             _linked_scenario(Path({str(folder)!r}) / "ws", refused=True)
@@ -485,7 +485,7 @@ def _killed_at(ws: Workspace, target: str, count: int, action: str) -> subproces
     module, function = target.split(":")
     code = textwrap.dedent(f"""
         import os, signal, sys
-        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
         import importlib
         from dws_dagster import LineageBuilder, Workspace
         mod = importlib.import_module({module!r})
@@ -611,7 +611,7 @@ def _paused_at(
     code = textwrap.dedent(f"""
         import importlib, sys, time
         from pathlib import Path
-        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
         from dws_dagster import Workspace
         folder = Path({str(folder)!r})
         mod = importlib.import_module({module!r})
@@ -721,7 +721,7 @@ def test_gc_while_a_snapshot_is_stopped_at_any_phase_leaves_it_whole(
                 "from dws_dagster.snapshots.garbage import collect_garbage;"
                 "collect_garbage(Workspace.open(sys.argv[1]))",
                 str(ws.root),
-                str(Path(__file__).parent.parent),
+                str(Path(__file__).parents[2]),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

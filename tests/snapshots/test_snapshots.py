@@ -49,12 +49,12 @@ from dws_dagster.snapshots.take import (
     list_snapshots,
     snapshot_hash,
     take_snapshot,
-    validate_tag,
 )
 from dws_dagster.store.database import forget_databases
 from dws_dagster.store.ref_state import RefState
 from dws_dagster.workspace.files import atomic_write_bytes
 from dws_dagster.workspace.records import LineageRecord, StepInfo
+from dws_dagster.workspace.shapes import validate_tag
 from dws_dagster.workspace.swap import (
     is_staging_name,
     keep_copy,

@@ -460,7 +460,7 @@ def test_the_deployment_guide_says_which_files_of_the_workspace_folder_each_mach
     folder holds (the definition kept in git, or what is the machine's own)."""
     from dws_dagster.snapshots.take import take_snapshot
 
-    guide = (Path(__file__).resolve().parent.parent / "docs" / "deployment.md").read_text()
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
     assert not re.search(r"must (?:stay )?shared:? the workspace's `\.dataworkspace/`", guide)
     opening = guide.split("\n\n")[1]
     assert "`.dataworkspace/` folder\nitself is not shared" in opening, opening

@@ -38,7 +38,7 @@ from tests.views.lineage_page_graphs import (
 )
 from tests.views.test_render import cycle, diamond, tricky
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def roles(ws: Workspace) -> dict[str, str]:
@@ -473,10 +473,10 @@ def test_vendored_dagre_and_page_assets_are_packaged() -> None:
     assert "@dagrejs/dagre 3.1.3" in dagre and "var dagre=" in dagre and "layout:" in dagre
     assert "sourceMappingURL" not in dagre
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.views"]
+    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.views.page"]
     needed = {
-        "page_assets/lineage_page.js",
-        "page_assets/lineage_page.css",
+        "assets/lineage_page.js",
+        "assets/lineage_page.css",
         "_vendor/dagre.min.js",
         "_vendor/dagre.LICENSE",
     }

@@ -542,7 +542,7 @@ def test_dws_dagster_log_records_are_redacted(caplog: pytest.LogCaptureFixture) 
 def readme_uris() -> list[str]:
     import re
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     readme = "\n".join(
         path.read_text() for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
     )

@@ -3,7 +3,7 @@ the demo's `lineage.html`) that lays the graph out in the browser.
 
 `render_page(graph)` embeds the page's data (`page_content.page_data`) as JSON in a
 `<script type="application/json">` element, escaped so no value can close it, with the page's
-script and styles (`page_assets/`) and the vendored dagre layout library
+script and styles (`assets/`) and the vendored dagre layout library
 (`_vendor/dagre.min.js`, MIT) inlined: nothing is fetched when the page is viewed.
 
 The script is written as modules, one job each (`PAGE_MODULES`), and joined here rather than
@@ -29,7 +29,7 @@ from dws_dagster.views.page.content import page_data
 
 __all__ = ["PAGE_MODULES", "page_script", "render_page", "script_json"]
 
-_ASSETS = "page_assets"
+_ASSETS = "assets"
 _VENDOR = "_vendor"
 #: The page's script modules (in `page_assets/`), joined in this order: each uses only those
 #: before it (tests/views/test_lineage_page_script.py checks each module's `/* global */` names
