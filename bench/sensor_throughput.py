@@ -315,7 +315,7 @@ def worker_dws(root: Path, per_run: int) -> dict[str, Any]:
     from dagster import DagsterInstance
 
     from dws_dagster import WorkspaceResource, lineage_sensor
-    from dws_dagster.ol.outbox.outbox import Outbox
+    from dws_dagster.ol.outbox.durable import Outbox
     from dws_dagster.workspace.definition import Workspace
 
     ws = Workspace.init(root / "ws", name=WORKSPACE_NAME)

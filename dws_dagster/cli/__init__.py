@@ -8,8 +8,8 @@
 - `failures`: every failure as one line on stderr, never a traceback;
 - `output`: JSON on stdout, progress bars on stderr, streams that print any file name;
 - `context`: the workspace `--workspace` names, and remote data (Spark started on demand);
-- `demo`: the example project run end to end (for the `demo` command); `demo_progress`, its
-  progress on stderr; `demo_report`, what it prints when done.
+- `demo/`: the example project run end to end (for the `demo` command): `pipeline`, with its
+  progress on stderr (`progress`) and what it prints when done (`final_report`).
 
 Import rule: may import every other package, but imports Dagster and Spark only inside the
 commands that need them, so `status`, `lineage` or `diff` start no JVM and load no Dagster.

@@ -235,7 +235,7 @@ def _process_events(
     outbox = None
     transport = None
     if openlineage:
-        from dws_dagster.ol.outbox.outbox import Outbox
+        from dws_dagster.ol.outbox.durable import Outbox
 
         outbox = Outbox(ws)
         # A damaged delivery row or pending flag fails the tick before anything is applied

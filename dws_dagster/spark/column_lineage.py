@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from dws_dagster.spark.connect.lineage import connect_plan_lineage
+from dws_dagster.spark.connect.client_plan import connect_plan_lineage
 from dws_dagster.spark.lineage_model import PlanLineage
 from dws_dagster.spark.plan import analyzed_plan_lineage
 from dws_dagster.spark.session_kind import is_connect

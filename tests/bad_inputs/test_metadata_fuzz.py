@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
 from dws_dagster.cli.main import main as cli_main
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.snapshots.index import delete_snapshot, list_snapshots
 from dws_dagster.snapshots.restore import restore_snapshot

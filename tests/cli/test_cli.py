@@ -341,7 +341,7 @@ def test_commands_that_only_read_create_and_change_nothing(
 
     ws = script_pipeline_ws
     assert cli("snapshot", "s1", "-w", ws.root)[0] == 0
-    from dws_dagster.ol.outbox.outbox import Outbox
+    from dws_dagster.ol.outbox.durable import Outbox
 
     Outbox(ws).spool([_ol_event()])
     if damage == "data changed":

@@ -362,7 +362,7 @@ class _Catalog:
 def test_a_catalogs_status_text_is_shown_escaped(reason: bytes, tmp_path: Path) -> None:
     """`openlineage deliver` and `status` say why the catalog refused, in its words, escaped:
     the status line is reachable from the network."""
-    from dws_dagster.ol.outbox.outbox import Outbox
+    from dws_dagster.ol.outbox.durable import Outbox
 
     root = tmp_path / "w"
     ws = Workspace.init(root)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dws_dagster.cli import demo_report
+from dws_dagster.cli.demo import final_report as demo_report
 from dws_dagster.snapshots.take import list_snapshots
 from dws_dagster.workspace.definition import Workspace
 from example_project.setup_workspace import SMALL, ensure_workspace
@@ -181,7 +181,8 @@ def _check_commands_printed_under_a_virtualenv(
             sys.executable,
             "-c",
             "import sys; from pathlib import Path\n"
-            "from dws_dagster.cli.demo_report import Iteration, dg_dev_command, try_commands\n"
+            "from dws_dagster.cli.demo.final_report import (\n"
+            "    Iteration, dg_dev_command, try_commands)\n"
             "its = [Iteration(False, 'a', snapshot=sys.argv[2]),"
             " Iteration(True, 'b', snapshot=sys.argv[3])]\n"
             "print('\\n'.join(try_commands(Path(sys.argv[1]), its, pending=True)))\n"
@@ -285,8 +286,8 @@ def test_spark_start_up_output_stays_out_of_the_terminal(tmp_path):
     log = tmp_path / "spark.log"
     code = (
         "import sys\n"
-        "from dws_dagster.cli.demo import _start_spark\n"
-        "from dws_dagster.cli.demo_progress import Progress\n"
+        "from dws_dagster.cli.demo.pipeline import _start_spark\n"
+        "from dws_dagster.cli.demo.progress import Progress\n"
         "from example_project.project import SPARK_CONFIG\n"
         "progress = Progress(total=2)\n"
         "assert progress.interactive\n"

@@ -35,8 +35,8 @@ from dws_dagster import (
     dws_ref,
     process_events,
 )
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.outbox.event_rows import event_key
-from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.workspace.records import LineageRecord, StepInfo
 from tests.conftest import ROOT
 from tests.ol.ol_parents import check_parents

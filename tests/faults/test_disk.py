@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref
 from dws_dagster.errors import DwsError
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.snapshots.garbage import collect_garbage
 from dws_dagster.snapshots.index import list_snapshots
 from dws_dagster.snapshots.take import take_snapshot

@@ -26,8 +26,8 @@ import pytest
 from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from dws_dagster import Workspace, process_events
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.outbox.event_rows import event_key
-from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.store.database import forget_databases
 from tests.assets.test_io_manager import run
 from tests.conftest import ROOT
@@ -58,7 +58,7 @@ def stop_here(where):
 from dagster import DagsterInstance
 
 from dws_dagster import Workspace, process_events
-from dws_dagster.ol.outbox import outbox as outbox_module
+from dws_dagster.ol.outbox import durable as outbox_module
 from dws_dagster.store import lineage_store as store_module
 
 calls = {"spool": 0}

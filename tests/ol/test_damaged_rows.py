@@ -28,7 +28,7 @@ from sqlalchemy import func, select, type_coerce, update
 from sqlalchemy.types import NullType
 
 from dws_dagster import Workspace, WorkspaceConfigError, process_events
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.store import schema
 from tests.ol.test_outbox import runs

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from dws_dagster import Workspace, process_events
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 from tests.conftest import ROOT
 from tests.ol.ol_receiver import LINEAGE_PATH, Receiver

@@ -23,9 +23,9 @@ from sqlalchemy import select, update
 from dws_dagster import Workspace
 from dws_dagster._compat.openlineage import transport_types
 from dws_dagster.errors import DwsError
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.outbox.errors import OutboxError
 from dws_dagster.ol.outbox.event_rows import event_key
-from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.ol.transport.config import TransportConfigError
 from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.store import schema
@@ -355,7 +355,7 @@ def test_events_since_compares_instants_in_any_zone(ws: Workspace) -> None:
 SPOOLER = """
 import sys, uuid
 from dws_dagster import Workspace
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 
 root, tag = sys.argv[1], sys.argv[2]
 outbox = Outbox(Workspace.open(root))
@@ -420,7 +420,7 @@ DELIVERER = """
 import sys, time
 from pathlib import Path
 from dws_dagster import Workspace
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 
 root, go, lease = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
@@ -490,7 +490,7 @@ def test_two_deliverers_in_two_processes_send_each_event_once_in_order(
 KILLED_DELIVERER = """
 import sys
 from dws_dagster import Workspace
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 
 root, lease = sys.argv[1], float(sys.argv[2])

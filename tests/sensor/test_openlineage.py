@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame
 
 from dws_dagster import dws_ref, process_events
 from dws_dagster.ol.job_names import DAGSTER_JOB, asset_job_name
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.outbox.event_rows import event_key
-from dws_dagster.ol.outbox.outbox import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 from tests.assets.test_io_manager import run
 from tests.ol.ol_parents import check_parents, children_of, parent_events

@@ -432,7 +432,7 @@ def test_dagster_runs_on_machines_without_a_shared_folder_then_a_sensor_on_a_fou
         finally:
             instance.dispose()
         transport, _ = make_transport(ws)
-        from dws_dagster.ol.outbox.outbox import Outbox
+        from dws_dagster.ol.outbox.durable import Outbox
 
         Outbox(ws).deliver(transport, budget_seconds=60)
         keys = [(e["run"]["runId"], e["eventType"]) for e in receiver.events]

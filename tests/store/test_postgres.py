@@ -25,7 +25,7 @@ from dagster import (
 )
 
 from dws_dagster import Workspace, WorkspaceResource, lineage_sensor, process_events
-from dws_dagster.ol.outbox.outbox import Outbox
+from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.sensor.apply_lineage import EVENT_TYPES
 from dws_dagster.sensor.event_reader import EventReader, read_event_records
 from dws_dagster.sensor.lineage_sensor import parse_cursor

@@ -1,7 +1,7 @@
 """`demo`: the example NYC taxi forecast (Dagster + Spark) run end to end in a folder, then its
 lineage and metrics shown.
 
-The demo itself (`cli/demo.py`) is imported when the command runs: it loads the example
+The demo itself (`cli/demo/`) is imported when the command runs: it loads the example
 project, a progress bar and the lineage page, which no other command needs.
 """
 
@@ -39,7 +39,7 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from dws_dagster.cli.demo import run_demo
+    from dws_dagster.cli.demo.pipeline import run_demo
 
     return run_demo(
         Path(args.directory),

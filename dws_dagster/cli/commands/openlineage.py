@@ -82,7 +82,7 @@ def _when(value: Any) -> str:
 
 
 def cmd_ol_status(args: argparse.Namespace) -> int:
-    from dws_dagster.ol.outbox.outbox import Outbox
+    from dws_dagster.ol.outbox.durable import Outbox
 
     ws = open_workspace(args)
     try:
@@ -113,7 +113,7 @@ def cmd_ol_status(args: argparse.Namespace) -> int:
 
 
 def cmd_ol_deliver(args: argparse.Namespace) -> int:
-    from dws_dagster.ol.outbox.outbox import Outbox
+    from dws_dagster.ol.outbox.durable import Outbox
 
     ws = open_workspace(args)
     transport, description = _ol_transport(ws)
@@ -143,7 +143,7 @@ def cmd_ol_deliver(args: argparse.Namespace) -> int:
 
 
 def cmd_ol_replay(args: argparse.Namespace) -> int:
-    from dws_dagster.ol.outbox.outbox import Outbox
+    from dws_dagster.ol.outbox.durable import Outbox
     from dws_dagster.ol.outbox.times import parse_time
 
     since = parse_time(args.since, what="--since") if args.since else None

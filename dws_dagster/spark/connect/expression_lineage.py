@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from dws_dagster.spark.connect import functions
-from dws_dagster.spark.connect.columns import (
+from dws_dagster.spark.connect.column_resolution import (
     Col,
     Scope,
     UnknownNode,

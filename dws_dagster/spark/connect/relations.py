@@ -30,7 +30,7 @@ from pyspark.sql.types import (
     StringType,
 )
 
-from dws_dagster.spark.connect.columns import (
+from dws_dagster.spark.connect.column_resolution import (
     Col,
     Out,
     Scope,

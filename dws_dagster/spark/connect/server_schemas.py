@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark.sql.types import StructType
 
-from dws_dagster.spark.connect.columns import UnknownNode
+from dws_dagster.spark.connect.column_resolution import UnknownNode
 
 #: Parallel schema requests for the leaves of one plan (the server analyzes them at once).
 _SCHEMA_WORKERS = 4

@@ -66,7 +66,7 @@ from dws_dagster.ol.outbox.event_table import (
     pending_count,
     pending_page,
 )
-from dws_dagster.ol.outbox.report import (
+from dws_dagster.ol.outbox.status_report import (
     DeliveryReport,
     OutboxStatus,
     delivery_report,

@@ -5,7 +5,7 @@ a SQLite Dagster instance in `DIR/.dagster`, OpenLineage to its configured trans
 default the workspace's `events.jsonl`). It lands the synthetic data, materializes every
 partition through the example's own jobs, does the lineage sensor's work after each run
 (`process_events`: lineage, `results.json`, a snapshot per forecast run, OpenLineage events),
-then hands what it recorded to `demo_report`, with the progress shown by `demo_progress`.
+then hands what it recorded to `final_report`, with the progress shown by `progress`.
 
 Spark's own console output (its start-up warnings) goes to `DIR/.dagster/spark.log`, never
 into the progress bar; Dagster's and py4j's Python logging is kept down to warnings.
@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dws_dagster.cli.demo_progress import Progress
-from dws_dagster.cli.demo_report import FORECAST_REF, Iteration, print_report
+from dws_dagster.cli.demo.final_report import FORECAST_REF, Iteration, print_report
+from dws_dagster.cli.demo.progress import Progress
 from dws_dagster.errors import DwsError
 from dws_dagster.views.diagrams import render_html
 from dws_dagster.views.graph import build_graph
