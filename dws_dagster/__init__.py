@@ -34,37 +34,37 @@ _EXPORTS = {
     "LineageApiError": "dws_dagster.errors",
     "WorkspaceConfigError": "dws_dagster.errors",
     "WorkspaceNotFoundError": "dws_dagster.errors",
-    "WorkspaceWriteError": "dws_dagster.workspace.files",
-    "StoreUnavailableError": "dws_dagster.store.database",
-    "StoreLockError": "dws_dagster.store.database",
-    "NoLineageError": "dws_dagster.views.graph",
+    "WorkspaceWriteError": "dws_dagster.errors",
+    "StoreUnavailableError": "dws_dagster.errors",
+    "StoreLockError": "dws_dagster.errors",
+    "NoLineageError": "dws_dagster.errors",
     "SpecialFileWarning": "dws_dagster.workspace.versions",
-    "TransportConfigError": "dws_dagster.ol.transport.config",
-    "OutboxError": "dws_dagster.ol.outbox.errors",
-    "PartitionRangeError": "dws_dagster.assets.partition_range",
-    "RangeWriteError": "dws_dagster.spark.range_write",
-    "RowsOutsideRangeError": "dws_dagster.spark.range_write",
-    "StorageError": "dws_dagster.spark.storage",
-    "ReplayEnvironmentError": "dws_dagster.replay.env",
-    "ReplayScratchError": "dws_dagster.replay.scratch",
+    "TransportConfigError": "dws_dagster.errors",
+    "OutboxError": "dws_dagster.errors",
+    "PartitionRangeError": "dws_dagster.errors",
+    "RangeWriteError": "dws_dagster.errors",
+    "RowsOutsideRangeError": "dws_dagster.errors",
+    "StorageError": "dws_dagster.errors",
+    "ReplayEnvironmentError": "dws_dagster.errors",
+    "ReplayScratchError": "dws_dagster.errors",
     "SparkWorkspaceIOManager": "dws_dagster.assets.io_manager",
-    "OutputTypeError": "dws_dagster.assets.io_manager",
-    "MissingPartitionError": "dws_dagster.assets.io_manager",
-    "SchemaDriftError": "dws_dagster.assets.schema_drift",
+    "OutputTypeError": "dws_dagster.errors",
+    "MissingPartitionError": "dws_dagster.errors",
+    "SchemaDriftError": "dws_dagster.errors",
     "WorkspaceResource": "dws_dagster.assets.workspace_resource",
     "dws_ref": "dws_dagster.assets.bindings",
-    "BindingError": "dws_dagster.assets.bindings",
+    "BindingError": "dws_dagster.errors",
     "check_definitions": "dws_dagster.assets.definitions_check",
     "dws_source_asset": "dws_dagster.assets.source_assets",
     "dws_metrics": "dws_dagster.assets.materialization",
     "lineage_sensor": "dws_dagster.sensor.lineage_sensor",
     "process_events": "dws_dagster.sensor.lineage_sensor",
     "WorkspaceComponent": "dws_dagster.components.workspace_component.component",
-    "ComponentConfigError": "dws_dagster.components.workspace_component.yaml_schema",
+    "ComponentConfigError": "dws_dagster.errors",
     "RefBinding": "dws_dagster.assets.binding_config",
     "dws_asset_checks": "dws_dagster.checks.asset_checks",
     "with_dws_checks": "dws_dagster.checks.asset_checks",
-    "CheckConfigError": "dws_dagster.checks.asset_checks",
+    "CheckConfigError": "dws_dagster.errors",
 }
 
 #: Literal, for type checkers and readers; tests/test_public_api.py checks it against
@@ -127,22 +127,18 @@ __all__ = [
 
 if TYPE_CHECKING:
     from dws_dagster.assets.binding_config import RefBinding
-    from dws_dagster.assets.bindings import BindingError, dws_ref
+    from dws_dagster.assets.bindings import dws_ref
     from dws_dagster.assets.definitions_check import check_definitions
-    from dws_dagster.assets.io_manager import (
-        MissingPartitionError,
-        OutputTypeError,
-        SparkWorkspaceIOManager,
-    )
+    from dws_dagster.assets.io_manager import SparkWorkspaceIOManager
     from dws_dagster.assets.materialization import dws_metrics
-    from dws_dagster.assets.partition_range import PartitionRangeError
-    from dws_dagster.assets.schema_drift import SchemaDriftError
     from dws_dagster.assets.source_assets import dws_source_asset
     from dws_dagster.assets.workspace_resource import WorkspaceResource
-    from dws_dagster.checks.asset_checks import CheckConfigError, dws_asset_checks, with_dws_checks
+    from dws_dagster.checks.asset_checks import dws_asset_checks, with_dws_checks
     from dws_dagster.components.workspace_component.component import WorkspaceComponent
-    from dws_dagster.components.workspace_component.yaml_schema import ComponentConfigError
     from dws_dagster.errors import (
+        BindingError,
+        CheckConfigError,
+        ComponentConfigError,
         ConnectUnsupportedError,
         DwsError,
         InvalidParameterError,
@@ -150,28 +146,34 @@ if TYPE_CHECKING:
         LineageApiError,
         LineageConflictError,
         LineageConsistencyError,
+        MissingPartitionError,
+        NoLineageError,
+        OutboxError,
+        OutputTypeError,
+        PartitionRangeError,
+        RangeWriteError,
+        ReplayEnvironmentError,
+        ReplayScratchError,
         RetentionError,
+        RowsOutsideRangeError,
+        SchemaDriftError,
         SnapshotError,
         SnapshotNotFoundError,
         SnapshotRestoreError,
+        StorageError,
+        StoreLockError,
+        StoreUnavailableError,
+        TransportConfigError,
         UnknownRefStateError,
         UnknownResourceError,
         WorkspaceConfigError,
         WorkspaceNotFoundError,
+        WorkspaceWriteError,
     )
     from dws_dagster.lineage_api.builder import LineageBuilder
     from dws_dagster.lineage_api.steps import Lineage, ResultsLineage
-    from dws_dagster.ol.outbox.errors import OutboxError
-    from dws_dagster.ol.transport.config import TransportConfigError
-    from dws_dagster.replay.env import ReplayEnvironmentError
-    from dws_dagster.replay.scratch import ReplayScratchError
     from dws_dagster.sensor.lineage_sensor import lineage_sensor, process_events
-    from dws_dagster.spark.range_write import RangeWriteError, RowsOutsideRangeError
-    from dws_dagster.spark.storage import StorageError
-    from dws_dagster.store.database import StoreLockError, StoreUnavailableError
-    from dws_dagster.views.graph import NoLineageError
     from dws_dagster.workspace.definition import Workspace
-    from dws_dagster.workspace.files import WorkspaceWriteError
     from dws_dagster.workspace.records import LineageRecord
     from dws_dagster.workspace.refs import ResourceRef
     from dws_dagster.workspace.resources import Resource

@@ -16,11 +16,7 @@ from typing import Any
 
 from dagster import AssetKey, DagsterEventType, DataVersion, InputContext, OutputContext
 
-from dws_dagster.errors import DwsError
-
-
-class DagsterCompatibilityError(DwsError):
-    """The installed Dagster no longer offers an internal dws_dagster relies on."""
+from dws_dagster.errors import DagsterCompatibilityError
 
 
 def _step_context(context: InputContext | OutputContext) -> Any:

@@ -16,7 +16,8 @@ from dagster import Config
 from pydantic import Field
 
 from dws_dagster import metadata_keys as keys
-from dws_dagster.assets.bindings import BindingError, dws_ref
+from dws_dagster.assets.bindings import dws_ref
+from dws_dagster.errors import BindingError
 from dws_dagster.workspace.refs import ResourceRef
 
 

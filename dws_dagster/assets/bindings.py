@@ -14,28 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dws_dagster import metadata_keys as keys
-from dws_dagster.errors import DwsError, InvalidResourceRefError
+from dws_dagster.errors import BindingError, DwsError, InvalidResourceRefError
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.refs import ResourceRef
 
 FORMATS = ("parquet", "csv", "json", "orc")
 
 VERSIONINGS = ("rows", "files")
-
-
-class BindingError(DwsError):
-    """An asset's workspace binding (`dws_ref` metadata) is invalid.
-
-    Examples:
-        .. code-block:: python
-
-            from dws_dagster import BindingError, dws_ref
-
-            try:
-                dws_ref("intermediate-data", "hourly_actuals", format="xlsx")
-            except BindingError as exc:
-                print(exc)  # names the binding and the formats to choose from
-    """
 
 
 @dataclass(frozen=True)

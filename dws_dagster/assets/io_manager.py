@@ -36,7 +36,12 @@ from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept
 from dws_dagster.assets.schema_drift import check_one_schema
 from dws_dagster.assets.step_reads import LoadedInput, step_reads
 from dws_dagster.assets.workspace_resource import WorkspaceResource
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import (
+    DwsError,
+    MissingPartitionError,
+    OutputTypeError,
+    ReplayOutsideScratchError,
+)
 from dws_dagster.spark import storage
 from dws_dagster.spark.locations import check_reachable, is_local
 from dws_dagster.spark.storage import WriteResult
@@ -49,62 +54,6 @@ from dws_dagster.workspace.refs import ResourceRef
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage
-
-
-class OutputTypeError(DwsError):
-    """An asset handed the Spark IO manager something other than a DataFrame.
-
-    Examples:
-        .. code-block:: python
-
-            from dagster import asset, materialize
-
-            from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
-
-            @asset(metadata=dws_ref("intermediate-data", "zone_names"))
-            def zone_names() -> dict:
-                return {"1": "Newark Airport"}  # not a DataFrame
-
-            resources = {"io_manager": SparkWorkspaceIOManager(workspace=WorkspaceResource())}
-            result = materialize([zone_names], resources=resources, raise_on_error=False)
-            assert not result.success  # OutputTypeError: asset 'zone_names' returned builtins.dict
-    """
-
-
-class MissingPartitionError(DwsError):
-    """An input partition has never been materialized.
-
-    Examples:
-        .. code-block:: python
-
-            from dagster import DailyPartitionsDefinition, asset, materialize
-            from pyspark.sql import DataFrame
-
-            from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
-
-            daily = DailyPartitionsDefinition(start_date="2024-01-01")
-
-            @asset(partitions_def=daily, metadata=dws_ref("intermediate-data", "daily_trips"))
-            def daily_trips() -> DataFrame: ...  # never materialized for 2024-01-02
-
-            @asset(partitions_def=daily, metadata=dws_ref("intermediate-data", "daily_zones"))
-            def daily_zones(daily_trips: DataFrame) -> DataFrame:
-                return daily_trips.select("zone")
-
-            result = materialize(
-                [daily_trips, daily_zones],
-                selection=[daily_zones],
-                partition_key="2024-01-02",
-                resources={"io_manager": SparkWorkspaceIOManager(workspace=WorkspaceResource())},
-                raise_on_error=False,
-            )
-            assert not result.success  # MissingPartitionError: ... materialize 'daily_trips' first
-    """
-
-
-class ReplayOutsideScratchError(DwsError):
-    """A run tagged as a replay would write into a workspace that is not a replay's scratch
-    workspace (a replay run re-executed from the UI, a tag copied by hand)."""
 
 
 class SparkWorkspaceIOManager(ConfigurableIOManager):

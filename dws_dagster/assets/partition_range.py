@@ -45,10 +45,10 @@ from dws_dagster.assets.output_metadata import (
 from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept
 from dws_dagster.assets.step_reads import StepReads
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DwsError, PartitionRangeError, RangeWriteError
 from dws_dagster.spark import row_files
 from dws_dagster.spark.connect.read_paths import connect_read_paths
-from dws_dagster.spark.range_write import RangeTarget, RangeWriteError, write_range_atomic
+from dws_dagster.spark.range_write import RangeTarget, write_range_atomic
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import (
@@ -63,32 +63,6 @@ from dws_dagster.workspace.refs import ResourceRef
 
 #: The asset metadata naming the column that holds each row's partition (Dagster's name).
 PARTITION_EXPR = "partition_expr"
-
-
-class PartitionRangeError(DwsError):
-    """A step materializing several partitions cannot tell which rows belong to which.
-
-    Examples:
-        A range of days in one step needs `partition_expr`, the column telling each row's day:
-
-        .. code-block:: python
-
-            from dagster import BackfillPolicy, DailyPartitionsDefinition, asset
-            from pyspark.sql import DataFrame
-
-            from dws_dagster import dws_ref
-
-            @asset(
-                partitions_def=DailyPartitionsDefinition(start_date="2024-01-01"),
-                backfill_policy=BackfillPolicy.single_run(),
-                metadata={**dws_ref("intermediate-data", "daily_trips"), "partition_expr": "day"},
-            )
-            def daily_trips(trips: DataFrame) -> DataFrame:
-                return trips.groupBy("day", "zone").count()
-
-        Without `partition_expr`, a backfill of several days fails with `PartitionRangeError`
-        before anything is written; `BackfillPolicy.multi_run(1)` runs one day per run instead.
-    """
 
 
 def partition_column(metadata: Mapping[str, Any] | None, df: DataFrame, asset: str, n: int) -> str:

@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 from dagster import MultiPartitionsDefinition, TimeWindowPartitionsDefinition
 
-from dws_dagster.assets.bindings import Binding, BindingError
-from dws_dagster.errors import InvalidResourceRefError
+from dws_dagster.assets.bindings import Binding
+from dws_dagster.errors import BindingError, InvalidResourceRefError
 from dws_dagster.workspace.refs import ResourceRef
 
 #: `{partition}` is the partition key made path-safe; multi-dimensional keys default to

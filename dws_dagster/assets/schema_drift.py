@@ -12,35 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import SchemaDriftError
 
 _SHOWN = 5
-
-
-class SchemaDriftError(DwsError):
-    """Partitions read together have different schemas.
-
-    Examples:
-        A column added to `hourly_actuals` from one day on makes a read of all its days refused
-        before the body runs, naming the partitions on each side and the columns that differ:
-
-        .. code-block:: python
-
-            from dagster import AllPartitionMapping, AssetIn, asset
-            from pyspark.sql import DataFrame
-
-            from dws_dagster import dws_ref
-
-            @asset(
-                ins={"hourly_actuals": AssetIn(partition_mapping=AllPartitionMapping())},
-                metadata=dws_ref("results", "yearly_summary"),
-            )
-            def yearly_summary(hourly_actuals: DataFrame) -> DataFrame:  # SchemaDriftError
-                return hourly_actuals.groupBy("zone").count()
-
-        Re-materialize the older partitions with the new schema (a backfill), then read them
-        together.
-    """
 
 
 def check_one_schema(

@@ -49,7 +49,7 @@ from dws_dagster.assets.binding_config import RefBinding, bindings_by_asset, bou
 from dws_dagster.assets.bindings import binding_in
 from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.assets.workspace_resource import WorkspaceResource
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import CheckConfigError
 from dws_dagster.views.status.ref_checks import (
     Verdict,
     data_verdict,
@@ -79,21 +79,6 @@ CHECKS: dict[str, tuple[str, str]] = {
     ),
 }
 DEFAULT_CHECKS: tuple[str, ...] = tuple(CHECKS)
-
-
-class CheckConfigError(DwsError):
-    """dws asset checks were asked with settings they do not know.
-
-    Examples:
-        .. code-block:: python
-
-            from dws_dagster import CheckConfigError, dws_asset_checks
-
-            try:
-                dws_asset_checks(["hourly_actuals"], checks=["freshness"])
-            except CheckConfigError as exc:
-                print(exc)  # dws asset checks: unknown check(s) 'freshness'; choose among ...
-    """
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dws_dagster.errors import InvalidParameterError, LineageApiError
+from dws_dagster.errors import DataNotFoundError, InvalidParameterError, LineageApiError
 from dws_dagster.replay.env import in_scratch, replay_workspace
 from dws_dagster.snapshots.results_metrics import RESULTS_FILE
 from dws_dagster.store.lineage_store import LineageStore
@@ -42,11 +42,7 @@ from dws_dagster.workspace.redaction import (
     secret_values,
 )
 from dws_dagster.workspace.refs import ResourceRef, as_ref
-from dws_dagster.workspace.versions import (
-    RUN_TIMING_KEYS,
-    VERSION_LEAVES_OUT,
-    DataNotFoundError,
-)
+from dws_dagster.workspace.versions import RUN_TIMING_KEYS, VERSION_LEAVES_OUT
 
 log = get_logger("dws_dagster.lineage")
 

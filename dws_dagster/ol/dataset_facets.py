@@ -35,13 +35,13 @@ from typing import Any
 
 import orjson
 
+from dws_dagster.errors import EventBuildError
 from dws_dagster.ol.custom_facets import METRICS_FACET
 from dws_dagster.ol.facets import TAG_SOURCE, SchemaURL, facet, owner_entry
 from dws_dagster.ol.model import (
     Assertion,
     DatasetAbout,
     DatasetInfo,
-    EventBuildError,
     JobInfo,
     OutputInfo,
     PartitionInfo,

@@ -26,6 +26,7 @@ import orjson
 from openlineage.client.uuid import generate_static_uuid
 
 from dws_dagster._version import __version__
+from dws_dagster.errors import EventBuildError
 from dws_dagster.ol.dataset_facets import SourceNames, input_dataset, output_dataset
 from dws_dagster.ol.facets import (
     INTEGRATION,
@@ -36,7 +37,7 @@ from dws_dagster.ol.facets import (
     owner_entry,
 )
 from dws_dagster.ol.job_names import DAGSTER_JOB, asset_job_name, checks_job_name
-from dws_dagster.ol.model import AssetRunEvent, EventBuildError, JobInfo, RunInfo
+from dws_dagster.ol.model import AssetRunEvent, JobInfo, RunInfo
 from dws_dagster.ol.source_urls import forge_file_url, path_uri, repo_uri
 from dws_dagster.ol.timestamps import iso_utc, require_aware
 from dws_dagster.workspace.redaction import redact_text

@@ -14,13 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dws_dagster.errors import DwsError
-
 EventKind = Literal["START", "COMPLETE", "FAIL", "ABORT"]
-
-
-class EventBuildError(DwsError, ValueError):
-    """The data given for an asset's run cannot become a valid OpenLineage event."""
 
 
 @dataclass(frozen=True)

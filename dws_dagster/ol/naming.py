@@ -30,7 +30,7 @@ from openlineage.client.naming.dataset import (
     RemoteFileSystem,
 )
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import InvalidLocationError
 from dws_dagster.workspace.redaction import redact_text, without_credentials
 
 __all__ = ["InvalidLocationError", "dataset_name"]
@@ -41,10 +41,6 @@ _AZURE_SCHEMES = frozenset({"abfs", "abfss", "wasb", "wasbs"})
 _AZURE_DFS_SUFFIX = ".dfs.core.windows.net"
 _LOCAL_HOSTS = frozenset({"", "localhost"})
 _SLASHES = re.compile(r"/{2,}")
-
-
-class InvalidLocationError(DwsError, ValueError):
-    """A dataset location cannot be given an OpenLineage namespace and name."""
 
 
 def dataset_name(location: str) -> tuple[str, str]:

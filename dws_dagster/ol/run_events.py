@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dws_dagster._version import __version__
+from dws_dagster.errors import EventBuildError
 from dws_dagster.ol.events import DAGSTER_JOB_TAG, dagster_run_ol_id
 from dws_dagster.ol.facets import INTEGRATION, PRODUCER, TAG_SOURCE, SchemaURL, facet
 from dws_dagster.ol.job_names import DAGSTER_JOB
-from dws_dagster.ol.model import EventBuildError
 from dws_dagster.ol.timestamps import iso_utc
 from dws_dagster.workspace.redaction import redact_text
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from dws_dagster.ol.model import EventBuildError
+from dws_dagster.errors import EventBuildError
 
 __all__ = ["assume_utc", "iso_or_none", "iso_utc", "require_aware", "utc_now"]
 

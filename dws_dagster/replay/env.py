@@ -14,40 +14,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import ReplayEnvironmentError
 from dws_dagster.workspace.definition import Workspace
 
 #: Set in the environment of the steps a replay runs (scripts and the Dagster worker): the
 #: scratch workspace, opened in place of the workspace it replays.
 REPLAY_WORKSPACE_ENV = "DWS_REPLAY_WORKSPACE"
-
-
-class ReplayEnvironmentError(DwsError):
-    """A step run by a replay opened a workspace that is neither the replayed one nor its
-    replay, or the environment names a folder that is not a replay's scratch workspace.
-
-    Examples:
-        A step that `dws-dagster replay` runs may write only the replay's scratch workspace
-        (named in its environment, `DWS_REPLAY_WORKSPACE`) or the workspace replayed (given
-        the scratch one in its place):
-
-        .. code-block:: python
-
-            from dws_dagster import ReplayEnvironmentError
-            from dws_dagster.lineage import LineageBuilder
-
-            builder = (
-                LineageBuilder()
-                .with_step_name("train")
-                .with_parameters({})
-                .with_no_inputs()
-                .with_workspace_directory("../another-workspace")
-            )
-            try:
-                builder.eval()
-            except ReplayEnvironmentError as exc:
-                print(exc)  # ... a replay writes only into its scratch workspace. Open the ...
-    """
 
 
 def replay_scratch() -> Workspace | None:

@@ -11,17 +11,13 @@ versions, so landing a replay can be undone like any restore.
 
 from __future__ import annotations
 
-from dws_dagster.errors import SnapshotRestoreError
+from dws_dagster.errors import ReplayNotLandedError
 from dws_dagster.replay.run import REPRODUCED, ReplayReport
 from dws_dagster.snapshots.remote import RemoteData
 from dws_dagster.snapshots.restore import restore_snapshot
 from dws_dagster.snapshots.restore_plan import RestoreReport
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.refs import as_ref
-
-
-class ReplayNotLandedError(SnapshotRestoreError):
-    """A replay in place did not reproduce every ref: the workspace was left as it was."""
 
 
 def land_replay(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dws_dagster.errors import SnapshotError
+from dws_dagster.errors import ReplayScratchError
 from dws_dagster.replay.planning import ReplayPlan
 from dws_dagster.snapshots import snapshot_data
 from dws_dagster.snapshots.objects import ObjectStore
@@ -27,20 +27,6 @@ from dws_dagster.workspace.trees import remove_tree
 
 #: Seconds a clone or checkout may take (a large repository, a slow disk).
 _SLOW = 60
-
-
-class ReplayScratchError(SnapshotError):
-    """The scratch workspace for a replay cannot be made where it was asked for.
-
-    Examples:
-        Met through the command line, which prints its message and exits 1:
-
-        .. code-block:: console
-
-            $ dws-dagster replay v1 --into ~/scratch  # a folder that holds files
-            error: --into .../scratch is not an empty folder: replay into a new folder (it is ...
-            $ dws-dagster replay v1 --into ~/scratch/replay-v1  # created
-    """
 
 
 def prepare_scratch(

@@ -30,7 +30,7 @@ from dagster import (
 
 from dws_dagster.assets.binding_config import RefBinding
 from dws_dagster.assets.workspace_resource import WorkspaceResource
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import SensorConfigError
 from dws_dagster.sensor.apply_lineage import EVENT_TYPES, ApplyReport, EventApplier
 from dws_dagster.sensor.asset_catalog import AssetCatalog
 from dws_dagster.sensor.event_reader import EventReader
@@ -44,10 +44,6 @@ APPLY_SHARE = 0.7
 #: Share of the time budget one OpenLineage event may take to be sent and answered, however
 #: slowly a catalog answers: a tick lasts at most its budget and this share of it.
 DEADLINE_SHARE = 0.5
-
-
-class SensorConfigError(DwsError):
-    """The lineage sensor was configured with values it cannot work with."""
 
 
 @dataclass

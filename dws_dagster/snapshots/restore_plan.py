@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dws_dagster.errors import (
+    DataNotFoundError,
     DwsError,
     InvalidResourceRefError,
     RetentionError,
@@ -44,7 +45,7 @@ from dws_dagster.workspace.files import write_error
 from dws_dagster.workspace.refs import as_ref
 from dws_dagster.workspace.swap import copy_data, kept_version_path, staging_path
 from dws_dagster.workspace.trees import make_folders, remove_path
-from dws_dagster.workspace.versions import DataNotFoundError, short
+from dws_dagster.workspace.versions import short
 
 
 @dataclass

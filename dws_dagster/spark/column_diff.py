@@ -16,10 +16,10 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from dws_dagster.errors import StorageError
 from dws_dagster.spark.remote_data import configured_connect
 from dws_dagster.spark.row_version import exact_sum, hash_inputs, limb_sums
 from dws_dagster.spark.session_kind import sql_column
-from dws_dagster.spark.storage import StorageError
 from dws_dagster.workspace.files import stderr_to
 
 _SALT = "dws-dagster/columns"

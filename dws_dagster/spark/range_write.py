@@ -37,6 +37,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from dws_dagster.errors import RangeWriteError, RowsOutsideRangeError, StorageError
 from dws_dagster.spark import locations, row_files, row_version, storage, version_marker
 from dws_dagster.spark.session_kind import new_observation, sql_column
 from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
@@ -56,75 +57,6 @@ _HASH_COLUMNS = ("__dws_row_hash", "__dws_row_rehash")
 #: Spark lists up to this many paths on the driver; more, and it runs a Spark job to list them
 #: (`spark.sql.sources.parallelPartitionDiscovery.threshold`, whose default this is).
 _LISTED_ON_DRIVER = 32
-
-
-class RangeWriteError(storage.StorageError):
-    """A range write failed; `written` holds the partitions already swapped in (new data, whole),
-    every other partition still holds its previous data.
-
-    Examples:
-        Which days a failed range step swapped in (each whole; the others keep their data):
-
-        .. code-block:: python
-
-            from dagster import materialize
-
-            from dws_dagster import RangeWriteError
-
-            # daily_trips: a range asset (BackfillPolicy.single_run()); resources: its IO manager
-            try:
-                materialize(
-                    [daily_trips],
-                    resources=resources,
-                    tags={
-                        "dagster/asset_partition_range_start": "2024-01-01",
-                        "dagster/asset_partition_range_end": "2024-01-31",
-                    },
-                )
-            except Exception as exc:  # Dagster wraps the step's error
-                cause = exc
-                while cause is not None and not isinstance(cause, RangeWriteError):
-                    cause = cause.__cause__
-                if cause is not None:
-                    print(sorted(cause.written))  # the new days; re-run the others
-    """
-
-    def __init__(self, message: str, written: Mapping[str, storage.WriteResult]) -> None:
-        super().__init__(message)
-        self.written = dict(written)
-
-
-class RowsOutsideRangeError(storage.StorageError):
-    """Rows of a range write belong to no partition of the range.
-
-    Examples:
-        A range step returns only the rows of its own partitions:
-
-        .. code-block:: python
-
-            from dagster import (
-                AssetExecutionContext,
-                BackfillPolicy,
-                DailyPartitionsDefinition,
-                asset,
-            )
-            from pyspark.sql import DataFrame
-            from pyspark.sql import functions as F
-
-            from dws_dagster import dws_ref
-
-            @asset(
-                partitions_def=DailyPartitionsDefinition(start_date="2024-01-01"),
-                backfill_policy=BackfillPolicy.single_run(),
-                metadata={**dws_ref("intermediate-data", "daily_trips"), "partition_expr": "day"},
-            )
-            def daily_trips(context: AssetExecutionContext, trips: DataFrame) -> DataFrame:
-                start, end = context.partition_time_window
-                day = F.col("day")
-                in_range = (day >= F.lit(start.date())) & (day < F.lit(end.date()))
-                # without the filter, a day outside the run: RowsOutsideRangeError, nothing written
-                return trips.where(in_range).groupBy("day", "zone").count()
-    """
 
 
 @dataclass(frozen=True)
@@ -164,20 +96,20 @@ def write_range_atomic(
     caller checks first that `df`'s rows can be traced (`row_files.untraceable`). Local
     locations only."""
     if versioning not in storage.VERSIONINGS:
-        raise storage.StorageError(
+        raise StorageError(
             f"{what}: unknown versioning {versioning!r}; choose one of "
             f"{', '.join(storage.VERSIONINGS)}"
         )
     remote = [t.location for t in targets if not locations.is_local(t.location)]
     if remote or not locations.is_local(staging_parent):
-        raise storage.StorageError(
+        raise StorageError(
             f"{what}: a range of partitions is written in one step to local or mounted storage "
             f"only ({(remote or [staging_parent])[0]} is remote); give the asset "
             "BackfillPolicy.multi_run(1) to write one partition per run"
         )
     for reserved in (INDEX_COLUMN, row_files.FILE_COLUMN, *_HASH_COLUMNS):
         if reserved in df.columns:
-            raise storage.StorageError(f"{what}: column {reserved} is reserved; rename it")
+            raise StorageError(f"{what}: column {reserved} is reserved; rename it")
     parent = locations.local_path(staging_parent)
     parent.mkdir(parents=True, exist_ok=True)
     recover(parent / "range")  # stale staging folders of crashed range writes
@@ -261,7 +193,7 @@ def write_range_atomic(
         remove_tree(staging, ignore_errors=True)
         problem = storage.disk_problem(exc)
         if problem is not None:
-            raise storage.StorageError(
+            raise StorageError(
                 f"{what}: writing the range failed: {problem}; the previous data is unchanged. "
                 f"Free space or make {parent} writable, then re-run"
             ) from exc

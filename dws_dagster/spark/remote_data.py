@@ -20,9 +20,8 @@ import xxhash
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
-from dws_dagster.errors import ConnectUnsupportedError
+from dws_dagster.errors import ConnectUnsupportedError, StorageError
 from dws_dagster.spark.locations import hadoop_fs
-from dws_dagster.spark.storage import StorageError
 from dws_dagster.spark.version_marker import read_marker
 from dws_dagster.workspace.versions import LISTING_PREFIX
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import StorageError
 from dws_dagster.spark.locations import (
     check_reachable,
     hadoop_fs,
@@ -47,38 +47,6 @@ from dws_dagster.workspace.versions import (
 
 FORMATS = ("parquet", "csv", "json", "orc")
 VERSIONINGS = ("rows", "files")
-
-
-class StorageError(DwsError):
-    """A DataFrame could not be written or read at a location.
-
-    Examples:
-        .. code-block:: python
-
-            from dagster import asset, materialize
-            from pyspark.sql import DataFrame, SparkSession
-
-            from dws_dagster import (
-                SparkWorkspaceIOManager,
-                StorageError,
-                WorkspaceResource,
-                dws_ref,
-            )
-
-            @asset(metadata=dws_ref("intermediate-data", "zones"))
-            def zones() -> DataFrame:
-                spark = SparkSession.builder.getOrCreate()
-                return spark.createDataFrame([(1, "Newark Airport")], ["zone", "name"])
-
-            io_manager = SparkWorkspaceIOManager(workspace=WorkspaceResource())
-            try:
-                materialize([zones], resources={"io_manager": io_manager})
-            except Exception as exc:  # Dagster wraps the step's error
-                cause = exc
-                while cause is not None and not isinstance(cause, StorageError):
-                    cause = cause.__cause__
-                print(cause)  # ... writing ... failed: ...; the previous data is unchanged. ...
-    """
 
 
 @dataclass(frozen=True)

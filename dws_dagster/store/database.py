@@ -33,7 +33,7 @@ from sqlalchemy.engine import Connection, Engine, create_engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DwsError, StoreLockError, StoreUnavailableError
 from dws_dagster.store import schema
 from dws_dagster.store.settings import StoreSettings
 from dws_dagster.workspace.records import now_iso
@@ -53,39 +53,6 @@ _LOCK_WORKSPACE = (
     .where(schema.workspaces.c.id == bindparam("workspace"))
     .values(generation=schema.workspaces.c.generation + 1)
 )
-
-
-class StoreUnavailableError(DwsError):
-    """The workspace store's database cannot be reached or read (it names the store, never its
-    password).
-
-    Examples:
-        .. code-block:: python
-
-            from dws_dagster import StoreUnavailableError, Workspace
-
-            try:  # DWS_STORE_URL=postgresql://dws@db.internal:5432/lineage, a server that is down
-                Workspace.open().store.get("intermediate-data/hourly_actuals")
-            except StoreUnavailableError as exc:
-                print(exc)  # workspace store postgresql://dws@db.internal:5432/lineage: ...
-    """
-
-
-class StoreLockError(DwsError):
-    """The workspace store's write lock could not be taken in time.
-
-    Examples:
-        .. code-block:: python
-
-            from dws_dagster import StoreLockError
-            from dws_dagster.lineage import LineageBuilder
-
-            builder = LineageBuilder().with_step_name("clean").with_parameters({}).with_no_inputs()
-            try:
-                lineage = builder.eval()  # the step's claims, under the store's write lock
-            except StoreLockError as exc:
-                print(exc)  # ... another process holds it (a long snapshot or restore?); wait ...
-    """
 
 
 @dataclass

@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import NoLineageError
 from dws_dagster.store.gc_pause import gc_paused
 from dws_dagster.store.lineage_store import LineageStore
 from dws_dagster.store.ref_state import RefState
@@ -15,20 +15,6 @@ from dws_dagster.views.graph_model import GraphEdge, GraphNode, LastRun, Lineage
 from dws_dagster.workspace.records import LineageRecord
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef, as_ref
-
-
-class NoLineageError(DwsError, LookupError):
-    """A ref has no recorded lineage to show.
-
-    Examples:
-        Met through the command line, which prints its message and exits 1:
-
-        .. code-block:: console
-
-            $ dws-dagster lineage intermediate-data/hourly_actual
-            error: ref intermediate-data/hourly_actual has no lineage: no step has written ...
-            $ dws-dagster status  # the refs that have lineage
-    """
 
 
 class SnapshotView:

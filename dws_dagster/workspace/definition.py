@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from filelock import FileLock
 
 from dws_dagster.errors import (
+    DataNotFoundError,
     InvalidResourceRefError,
     RemoteDataError,
     UnknownResourceError,
@@ -25,12 +26,7 @@ from dws_dagster.workspace.files import atomic_write_json, read_json_file, writi
 from dws_dagster.workspace.refs import ResourceRef, as_ref
 from dws_dagster.workspace.resources import Resource, check_local_root, make_resource
 from dws_dagster.workspace.trees import make_folders
-from dws_dagster.workspace.versions import (
-    DataNotFoundError,
-    SkipReporter,
-    effective_version,
-    listing_version,
-)
+from dws_dagster.workspace.versions import SkipReporter, effective_version, listing_version
 
 if TYPE_CHECKING:
     from dws_dagster.store.lineage_store import LineageStore

@@ -20,37 +20,8 @@ from typing import Any
 
 import orjson
 
-from dws_dagster.errors import DwsError, WorkspaceConfigError
+from dws_dagster.errors import WorkspaceConfigError, WorkspaceWriteError
 from dws_dagster.workspace.trees import make_folders
-
-
-class WorkspaceWriteError(DwsError, OSError):
-    """A file cannot be written (read-only or full disk, no permission, a file where a folder
-    should be). Also an OSError with the cause's errno, so code that sorts disk faults by
-    errno (the Spark storage layer) still can.
-
-    Examples:
-        .. code-block:: python
-
-            import errno
-            from pathlib import Path
-
-            from dws_dagster import Workspace, WorkspaceWriteError
-
-            Path("notes.txt").write_text("a file, not a folder")
-            try:
-                Workspace.init("notes.txt/forecast")
-            except WorkspaceWriteError as exc:  # a DwsError, and an OSError with the cause's errno
-                print(exc)  # names the file and what to do (on a full disk: the free space)
-                disk_full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    """
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.errno = code
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 def _free_space(path: Path) -> str | None:

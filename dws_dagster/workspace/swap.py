@@ -22,7 +22,7 @@ from pathlib import Path
 
 import xxhash
 
-from dws_dagster.errors import DwsError, InvalidResourceRefError
+from dws_dagster.errors import InvalidResourceRefError, SwapError
 from dws_dagster.workspace.files import fsync_dir, write_error, writing
 from dws_dagster.workspace.shapes import VERSION_PATTERN
 from dws_dagster.workspace.trees import copy_tree, make_folders, remove_tree
@@ -38,10 +38,6 @@ KEPT_MARK = "@"
 _VERSION = re.compile(VERSION_PATTERN)
 #: The random id that ends staging and set-aside names.
 _ID = re.compile(r"-[0-9a-f]{32}")
-
-
-class SwapError(DwsError):
-    """Data could not be put in place; the previous data is still there."""
 
 
 def name_tag(name: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import orjson
 import xxhash
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DataNotFoundError, DataReadError
 from dws_dagster.workspace import formats
 
 CONTENT_PREFIX = ""
@@ -68,14 +68,6 @@ _SPARK_PART = re.compile(
     r"^part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:_\d+)?(?:[.-]c\d{3,})?"
     r"(?P<ext>\..*)?$"
 )
-
-
-class DataNotFoundError(DwsError, FileNotFoundError):
-    """A ref names data that does not exist, so it has no version."""
-
-
-class DataReadError(DwsError, OSError):
-    """A data file cannot be read (no permission, an I/O error), so the data has no version."""
 
 
 class SpecialFileWarning(UserWarning):

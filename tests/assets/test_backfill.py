@@ -25,9 +25,8 @@ from pyspark.sql import functions as F
 
 from dws_dagster import Workspace, dws_ref, process_events
 from dws_dagster.assets.materialization import record_from_metadata
-from dws_dagster.assets.partition_range import PartitionRangeError
+from dws_dagster.errors import PartitionRangeError, RangeWriteError, RowsOutsideRangeError
 from dws_dagster.spark import range_write
-from dws_dagster.spark.range_write import RowsOutsideRangeError
 from dws_dagster.spark.version_marker import read_marker
 from tests.assets.test_io_manager import root_cause
 from tests.support.pipeline import io_manager, make_workspace
@@ -353,7 +352,7 @@ def test_a_failure_part_way_leaves_each_partition_old_or_new(
                 selection=["events"],
                 tags=RANGE_TAGS,
             )
-        error = in_chain(info.value, range_write.RangeWriteError)
+        error = in_chain(info.value, RangeWriteError)
         assert f"{failing} of {len(KEYS)} partitions hold the new data" in str(error)
         assert not list(ws.local_path("intermediate-data/events").glob(".dws-staging-*"))
         for i, key in enumerate(KEYS):

@@ -8,9 +8,8 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, asset, materi
 from pyspark.sql import DataFrame
 
 from dws_dagster import Workspace, dws_ref
-from dws_dagster.assets.bindings import BindingError
+from dws_dagster.errors import BindingError, StorageError
 from dws_dagster.spark import storage, version_marker
-from dws_dagster.spark.storage import StorageError
 from dws_dagster.workspace.versions import MARKER_NAME, content_version
 from tests.conftest import tree_state
 from tests.support.pipeline import io_manager

@@ -43,8 +43,8 @@ from dws_dagster import (
     dws_ref,
     process_events,
 )
+from dws_dagster.errors import TransportConfigError
 from dws_dagster.ol.job_names import asset_job_name
-from dws_dagster.ol.transport.config import TransportConfigError
 from dws_dagster.workspace.records import REDACTED
 from tests.assets.test_io_manager import latest, root_cause, run
 from tests.conftest import tree_state

@@ -30,12 +30,13 @@ from hypothesis import strategies as st
 
 from dws_dagster import DwsError, LineageBuilder, Workspace, WorkspaceConfigError
 from dws_dagster.cli.main import main as cli_main
+from dws_dagster.errors import StoreUnavailableError
 from dws_dagster.ol.outbox.durable import Outbox
 from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.snapshots.index import delete_snapshot, list_snapshots
 from dws_dagster.snapshots.restore import restore_snapshot
 from dws_dagster.snapshots.take import take_snapshot
-from dws_dagster.store.database import StoreUnavailableError, forget_databases
+from dws_dagster.store.database import forget_databases
 from dws_dagster.workspace.swap import keep_copy
 from tests.bad_inputs.json_damage import ABSOLUTE, mutated_json
 from tests.bad_inputs.store_damage import STORE, Repair, query, row_damage

@@ -541,10 +541,8 @@ def test_in_a_replay_the_replayed_workspace_is_never_written(
     """A step a replay runs (DWS_REPLAY_WORKSPACE names the scratch workspace) that opens the
     workspace replayed, by its folder or absolute paths into it, writes the scratch one; a
     third workspace is refused; the variable naming what is not a replay is refused."""
-    from dws_dagster.replay.env import (
-        REPLAY_WORKSPACE_ENV,
-        ReplayEnvironmentError,
-    )
+    from dws_dagster.errors import ReplayEnvironmentError
+    from dws_dagster.replay.env import REPLAY_WORKSPACE_ENV
 
     write(ws.root / "data/src/trips.csv", "a\n1\n")
     scratch = Workspace.init(

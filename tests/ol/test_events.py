@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from dws_dagster import DwsError, __version__
+from dws_dagster.errors import EventBuildError, InvalidLocationError
 from dws_dagster.ol.custom_facets import METRICS_FACET, METRICS_SCHEMA_FILE
 from dws_dagster.ol.dataset_facets import workspace_namespace
 from dws_dagster.ol.events import PARTITION_TAG, build_run_event, ol_run_id
@@ -27,14 +28,13 @@ from dws_dagster.ol.model import (
     AssetRunEvent,
     DatasetAbout,
     DatasetInfo,
-    EventBuildError,
     EventKind,
     JobInfo,
     OutputInfo,
     PartitionInfo,
     RunInfo,
 )
-from dws_dagster.ol.naming import InvalidLocationError, dataset_name
+from dws_dagster.ol.naming import dataset_name
 from dws_dagster.ol.spark_types import spark_type_fields
 from tests.ol import ol_spec
 from tests.ol.ol_client import NotTheClientsShape, check_client_roundtrip

@@ -22,11 +22,9 @@ from sqlalchemy import select, update
 
 from dws_dagster import Workspace
 from dws_dagster._compat.openlineage import transport_types
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DwsError, OutboxError, TransportConfigError
 from dws_dagster.ol.outbox.durable import Outbox
-from dws_dagster.ol.outbox.errors import OutboxError
 from dws_dagster.ol.outbox.event_rows import event_key
-from dws_dagster.ol.transport.config import TransportConfigError
 from dws_dagster.ol.transport.factory import make_transport
 from dws_dagster.store import schema
 from tests.conftest import ROOT

@@ -296,10 +296,8 @@ def test_in_a_replay_run_the_workspace_resource_opens_the_scratch_workspace(
     it, an absolute root naming the workspace replayed is given it instead, and any other
     workspace is refused, saying which resource and what to do."""
     from dws_dagster import WorkspaceResource
-    from dws_dagster.replay.env import (
-        REPLAY_WORKSPACE_ENV,
-        ReplayEnvironmentError,
-    )
+    from dws_dagster.errors import ReplayEnvironmentError
+    from dws_dagster.replay.env import REPLAY_WORKSPACE_ENV
     from dws_dagster.workspace.definition import Workspace
 
     scratch = Workspace.init(

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dws_dagster.errors import SnapshotError, WorkspaceConfigError
+from dws_dagster.errors import ReplayScratchError, SnapshotError, WorkspaceConfigError
 from dws_dagster.replay.planning import SCRIPT, plan_replay
-from dws_dagster.replay.scratch import ReplayScratchError, prepare_scratch
+from dws_dagster.replay.scratch import prepare_scratch
 from dws_dagster.snapshots.take import take_snapshot
 from dws_dagster.workspace import formats
 from dws_dagster.workspace.definition import Workspace

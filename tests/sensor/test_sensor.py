@@ -23,7 +23,8 @@ from dagster import (
 from pyspark.sql import DataFrame
 
 from dws_dagster import WorkspaceResource, dws_metrics, dws_ref, lineage_sensor, process_events
-from dws_dagster.sensor.lineage_sensor import SensorConfigError, parse_cursor
+from dws_dagster.errors import SensorConfigError
+from dws_dagster.sensor.lineage_sensor import parse_cursor
 from tests.assets.test_io_manager import run
 from tests.support.pipeline import build_assets, io_manager, make_workspace
 from tests.support.sensor_ticks import tick_sensors

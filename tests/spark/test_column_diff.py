@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dws_dagster.errors import StorageError
 from dws_dagster.spark.column_diff import differing_columns
-from dws_dagster.spark.storage import StorageError
 
 
 def _write(spark, rows: list[tuple], schema: str, path: Path, fmt: str = "parquet") -> Path:

@@ -9,9 +9,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from dws_dagster import Workspace
+from dws_dagster.errors import StorageError
 from dws_dagster.spark import write_stats
 from dws_dagster.spark.row_version import dataframe_version
-from dws_dagster.spark.storage import StorageError, read, write_atomic
+from dws_dagster.spark.storage import read, write_atomic
 from dws_dagster.workspace.versions import MARKER_NAME, content_version, effective_version
 from tests.conftest import ROOT, run_python
 

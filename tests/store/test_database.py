@@ -13,15 +13,16 @@ import pytest
 from sqlalchemy import inspect, text, update
 
 from dws_dagster import Workspace
-from dws_dagster.errors import DwsError, LineageConflictError, WorkspaceConfigError
-from dws_dagster.store import schema
-from dws_dagster.store import settings as store_settings
-from dws_dagster.store.database import (
-    HEAD_REVISION,
+from dws_dagster.errors import (
+    DwsError,
+    LineageConflictError,
     StoreLockError,
     StoreUnavailableError,
-    database_for,
+    WorkspaceConfigError,
 )
+from dws_dagster.store import schema
+from dws_dagster.store import settings as store_settings
+from dws_dagster.store.database import HEAD_REVISION, database_for
 from dws_dagster.workspace.records import LineageRecord, StepInfo, now_iso
 from dws_dagster.workspace.refs import as_ref
 from tests.conftest import run_python

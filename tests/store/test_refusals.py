@@ -31,9 +31,9 @@ from dws_dagster import (
     UnknownResourceError,
     Workspace,
 )
+from dws_dagster.errors import DataNotFoundError
 from dws_dagster.workspace.definition import Workspace as WorkspaceClass
 from dws_dagster.workspace.records import LineageRecord, StepInfo
-from dws_dagster.workspace.versions import DataNotFoundError
 from tests.conftest import run_step, tree_state, write
 
 GOOD = "inter/good"

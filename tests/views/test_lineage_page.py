@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from dws_dagster.errors import PageAssetError
 from dws_dagster.snapshots.index import snapshot_manifest
 from dws_dagster.snapshots.take import take_snapshot
 from dws_dagster.views.diagrams import render_html
@@ -20,7 +21,7 @@ from dws_dagster.views.graph import SnapshotView, build_graph
 from dws_dagster.views.graph_model import GraphEdge, GraphNode, LastRun, LineageGraph
 from dws_dagster.views.page import document as lineage_page
 from dws_dagster.views.page.content import page_data
-from dws_dagster.views.page.document import PageAssetError, render_page, script_json
+from dws_dagster.views.page.document import render_page, script_json
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
 from tests.conftest import run_python

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from dws_dagster import LineageBuilder, Workspace
+from dws_dagster.errors import DataNotFoundError, DataReadError
 from dws_dagster.workspace import versions
 from dws_dagster.workspace.versions import (
-    DataNotFoundError,
     SpecialFileWarning,
     content_version,
     data_size,
@@ -219,7 +219,7 @@ def test_an_unreadable_data_file_is_a_clear_error(tmp_path: Path) -> None:
         pytest.skip("root reads every file")
     folder = _data_folder(tmp_path)
     (folder / "part-0.csv").chmod(0)
-    with pytest.raises(versions.DataReadError, match="part-0.csv"):
+    with pytest.raises(DataReadError, match="part-0.csv"):
         content_version(folder)
 
 

@@ -12,13 +12,12 @@ import pytest
 import xxhash
 
 from dws_dagster import Workspace
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DataNotFoundError, DwsError
 from dws_dagster.workspace import versions
 from dws_dagster.workspace.versions import (
     LISTING_PREFIX,
     MARKER_NAME,
     MARKER_SCHEME,
-    DataNotFoundError,
     content_manifest,
     content_version,
     data_size,

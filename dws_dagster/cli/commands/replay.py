@@ -63,8 +63,9 @@ def add_parser(subparsers: Subparsers, parents: Parents) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from dws_dagster.errors import ReplayNotLandedError
     from dws_dagster.replay.compare import name_differing_columns
-    from dws_dagster.replay.in_place import ReplayNotLandedError, land_replay
+    from dws_dagster.replay.in_place import land_replay
     from dws_dagster.replay.planning import DAGSTER_ASSET, plan_replay
     from dws_dagster.replay.record import replays_dir, report_json, save_replay
     from dws_dagster.replay.run import DIFFERS, NON_DETERMINISTIC, run_plan

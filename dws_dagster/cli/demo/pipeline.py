@@ -23,7 +23,7 @@ from typing import Any
 
 from dws_dagster.cli.demo.final_report import FORECAST_REF, Iteration, print_report
 from dws_dagster.cli.demo.progress import Progress
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DemoError, DwsError
 from dws_dagster.views.diagrams import render_html
 from dws_dagster.views.graph import build_graph
 from dws_dagster.workspace.files import stderr_to
@@ -36,10 +36,6 @@ load_from:
       module_name: example_project.definitions
       working_directory: {directory}
 """
-
-
-class DemoError(DwsError):
-    """The demo cannot run as asked."""
 
 
 def _example() -> Any:

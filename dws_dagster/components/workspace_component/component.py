@@ -40,12 +40,11 @@ from dws_dagster.assets.workspace_resource import WorkspaceResource
 from dws_dagster.checks.asset_checks import CheckTarget, dws_asset_checks
 from dws_dagster.components.workspace_component.scaffolder import WorkspaceComponentScaffolder
 from dws_dagster.components.workspace_component.yaml_schema import (
-    ComponentConfigError,
     ComponentSettings,
     WorkspaceComponentModel,
     parse_attributes,
 )
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import ComponentConfigError, DwsError
 from dws_dagster.sensor.lineage_sensor import lineage_sensor
 
 #: The resource keys the component defines (the names a Python `Definitions` uses too).

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dws_dagster.assets.bindings import FORMATS, VERSIONINGS
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import ComponentConfigError, DwsError
 from dws_dagster.workspace.redaction import is_secret_name, redact_text
 from dws_dagster.workspace.refs import ResourceRef
 
@@ -36,36 +36,6 @@ _ENV_TEMPLATE = re.compile(
 )
 SEVERITIES = ("blocking", "warning")
 CHECK_KINDS = ("data_version", "inputs", "reproduced")
-
-
-class ComponentConfigError(DwsError):
-    """A `WorkspaceComponent`'s `defs.yaml` says something it cannot use: an unknown key, a
-    ref that leaves its resource, a credential written in the file, a value of the wrong
-    kind. The message names the file and the key.
-
-    Examples:
-        Raised when the definitions load (`dg check defs`, `dg dev`, a run), naming the file and the
-        key. A `defs.yaml` with a misspelt key:
-
-        .. code-block:: yaml
-
-            type: dws_dagster.WorkspaceComponent
-
-            attributes:
-              io_manager:
-                formt: csv  # ComponentConfigError: .../defs.yaml: attributes.io_manager.formt: ...
-
-        and one with a credential, which would be shown in the UI as resource configuration:
-
-        .. code-block:: yaml
-
-            type: dws_dagster.WorkspaceComponent
-
-            attributes:
-              pyspark:
-                spark_config:
-                  spark.hadoop.fs.s3a.secret.key: "{{ env.S3_SECRET }}"  # ComponentConfigError
-    """
 
 
 # ------------------------------------------------------------------------------- schema

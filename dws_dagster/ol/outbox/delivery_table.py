@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
-from dws_dagster.ol.outbox.errors import OutboxError, damaged_delivery, quoted
+from dws_dagster.errors import OutboxError
+from dws_dagster.ol.outbox.damaged_rows import damaged_delivery, quoted
 from dws_dagster.ol.outbox.event_table import mark_delivered
 from dws_dagster.ol.outbox.times import parse_time
 from dws_dagster.ol.timestamps import iso_or_none

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from dws_dagster.errors import WorkspaceConfigError
+from dws_dagster.errors import OutboxError, WorkspaceConfigError
 from dws_dagster.ol.outbox.delivery_table import (
     DeliveryState,
     read_state,
@@ -55,7 +55,6 @@ from dws_dagster.ol.outbox.delivery_table import (
     release_lease,
     take_lease,
 )
-from dws_dagster.ol.outbox.errors import OutboxError
 from dws_dagster.ol.outbox.event_rows import checked_event, describe_event, event_row
 from dws_dagster.ol.outbox.event_table import (
     PAGE_SIZE,

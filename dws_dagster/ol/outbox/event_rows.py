@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from dws_dagster.ol.outbox.errors import OutboxError, damaged_event, quoted
+from dws_dagster.errors import OutboxError
+from dws_dagster.ol.outbox.damaged_rows import damaged_event, quoted
 from dws_dagster.ol.outbox.times import parse_time, time_key
 
 #: `dws_ol_events.event_type` is a String(16): OpenLineage's types are at most 8 characters.

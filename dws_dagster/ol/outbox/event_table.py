@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Integer, and_, func, insert, select, type_coerce, update
 from sqlalchemy.engine import Connection
 
-from dws_dagster.ol.outbox.errors import damaged_event, quoted
+from dws_dagster.ol.outbox.damaged_rows import damaged_event, quoted
 from dws_dagster.ol.outbox.event_rows import Key
 from dws_dagster.ol.outbox.times import time_key
 from dws_dagster.store import schema

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from dws_dagster.ol.outbox.errors import OutboxError
+from dws_dagster.errors import OutboxError
 from dws_dagster.ol.timestamps import assume_utc
 
 

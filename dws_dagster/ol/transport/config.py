@@ -10,38 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import TransportConfigError
 from dws_dagster.ol.transport.text import error_text
 
 if TYPE_CHECKING:
     from dws_dagster.workspace.definition import Workspace
 
 CONFIG_FILE_NAME = "openlineage.yml"
-
-
-class TransportConfigError(DwsError):
-    """The OpenLineage transport configuration cannot be read or used.
-
-    Examples:
-        With `OPENLINEAGE_CONFIG` naming a file that is not there, the lineage sensor's tick fails
-        before it applies anything (its cursor stays), as a call of `process_events` does:
-
-        .. code-block:: python
-
-            from dagster import DagsterInstance
-
-            from dws_dagster import TransportConfigError, Workspace, process_events
-
-            with DagsterInstance.get() as instance:
-                try:
-                    process_events(instance, Workspace.open())
-                except TransportConfigError as exc:
-                    print(exc)  # OPENLINEAGE_CONFIG names ..., which is not a readable file; ...
-
-        .. code-block:: console
-
-            $ dws-dagster openlineage status  # the transport, or why it is not usable
-    """
 
 
 def config_file(workspace: Workspace) -> str | None:

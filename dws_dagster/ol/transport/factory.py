@@ -44,7 +44,8 @@ from dws_dagster._compat.openlineage import (
     set_http_retry,
     transport_types,
 )
-from dws_dagster.ol.transport.config import TransportConfigError, config_file, read_config_file
+from dws_dagster.errors import TransportConfigError
+from dws_dagster.ol.transport.config import config_file, read_config_file
 from dws_dagster.ol.transport.http import CatalogAdapter
 from dws_dagster.ol.transport.text import describe, error_text, redact
 

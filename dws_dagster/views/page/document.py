@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import PageAssetError
 from dws_dagster.views.graph_model import LineageGraph
 from dws_dagster.views.page.content import page_data
 
@@ -58,11 +58,6 @@ PAGE_MODULES = (
     "actions.js",
     "lineage_page.js",
 )
-
-
-class PageAssetError(DwsError):
-    """A file the page inlines is missing from the installation, or could end the element
-    it is inlined in (a packaging fault)."""
 
 
 def script_json(data: Any) -> str:

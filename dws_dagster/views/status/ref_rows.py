@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dws_dagster.errors import DwsError
+from dws_dagster.errors import DataNotFoundError, DwsError
 from dws_dagster.snapshots.file_hashes import FileHashCache
 from dws_dagster.store.messages import attention_note
 from dws_dagster.store.ref_state import RefState
 from dws_dagster.views.status.summary import source_rows
 from dws_dagster.workspace.definition import RemoteDataError, Workspace
-from dws_dagster.workspace.versions import DataNotFoundError
 
 Row = dict[str, Any]
 

@@ -1,33 +1,9 @@
-"""One error hierarchy, so callers can catch everything dws_dagster refuses with one clause.
-
-Every message names the ref, asset, step or file concerned and says what to do about it.
-"""
+"""Refusals of the workspace's own layers: the model, the lineage store, snapshots, replay
+and the views (no Dagster, no Spark needed to meet them)."""
 
 from __future__ import annotations
 
-
-class DwsError(Exception):
-    """Base class of every error dws_dagster raises on purpose.
-
-    Examples:
-        .. code-block:: python
-
-            from dws_dagster import DwsError
-            from dws_dagster.lineage import LineageBuilder
-
-            builder = (
-                LineageBuilder()
-                .with_step_name("clean")
-                .with_parameters({})
-                .with_input_ref("source-data/trips")
-                .with_output_ref("intermediate-data/clean")
-            )
-            try:
-                with builder.eval():
-                    pass  # the step's work
-            except DwsError as exc:  # whatever dws_dagster refused
-                print(f"refused: {exc}")  # names the ref, asset or file, and what to do
-    """
+from dws_dagster.errors.base import DwsError
 
 
 class InvalidResourceRefError(DwsError, ValueError):
@@ -236,30 +212,6 @@ class SnapshotError(DwsError):
     """
 
 
-class ConnectUnsupportedError(DwsError):
-    """A feature that needs the Spark driver's JVM in this process was asked of a Spark
-    Connect session (no JVM on the client): the message names the feature and what works
-    instead (docs/spark-connect.md).
-
-    Examples:
-        A resource on a Hadoop filesystem needs a classic session; on Spark Connect a step writing
-        it fails before anything is written:
-
-        .. code-block:: python
-
-            from dagster_pyspark import PySparkResource
-
-            from dws_dagster import SparkWorkspaceIOManager, Workspace, WorkspaceResource
-
-            Workspace.open().add_resource("lake", "intermediate-data", uri="s3a://bucket/lake")
-            pyspark = PySparkResource(spark_config={"spark.remote": "sc://spark-connect:15002"})
-            workspace = WorkspaceResource(root=".")
-            io_manager = SparkWorkspaceIOManager(workspace=workspace, pyspark=pyspark)
-            # An asset bound to dws_ref("lake", ...) now fails with ConnectUnsupportedError:
-            # use a classic session with the filesystem's Hadoop settings for that resource.
-    """
-
-
 class SnapshotRestoreError(SnapshotError):
     """A restore would leave some ref's data disagreeing with its restored lineage.
 
@@ -286,3 +238,142 @@ class RetentionError(SnapshotError):
             error: .../part-0.parquet changed while it was being retained (...); nothing was ...
             $ dws-dagster snapshot v2  # again, once nothing writes there
     """
+
+
+class ReplayEnvironmentError(DwsError):
+    """A step run by a replay opened a workspace that is neither the replayed one nor its
+    replay, or the environment names a folder that is not a replay's scratch workspace.
+
+    Examples:
+        A step that `dws-dagster replay` runs may write only the replay's scratch workspace
+        (named in its environment, `DWS_REPLAY_WORKSPACE`) or the workspace replayed (given
+        the scratch one in its place):
+
+        .. code-block:: python
+
+            from dws_dagster import ReplayEnvironmentError
+            from dws_dagster.lineage import LineageBuilder
+
+            builder = (
+                LineageBuilder()
+                .with_step_name("train")
+                .with_parameters({})
+                .with_no_inputs()
+                .with_workspace_directory("../another-workspace")
+            )
+            try:
+                builder.eval()
+            except ReplayEnvironmentError as exc:
+                print(exc)  # ... a replay writes only into its scratch workspace. Open the ...
+    """
+
+
+class ReplayNotLandedError(SnapshotRestoreError):
+    """A replay in place did not reproduce every ref: the workspace was left as it was."""
+
+
+class ReplayScratchError(SnapshotError):
+    """The scratch workspace for a replay cannot be made where it was asked for.
+
+    Examples:
+        Met through the command line, which prints its message and exits 1:
+
+        .. code-block:: console
+
+            $ dws-dagster replay v1 --into ~/scratch  # a folder that holds files
+            error: --into .../scratch is not an empty folder: replay into a new folder (it is ...
+            $ dws-dagster replay v1 --into ~/scratch/replay-v1  # created
+    """
+
+
+class StoreUnavailableError(DwsError):
+    """The workspace store's database cannot be reached or read (it names the store, never its
+    password).
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import StoreUnavailableError, Workspace
+
+            try:  # DWS_STORE_URL=postgresql://dws@db.internal:5432/lineage, a server that is down
+                Workspace.open().store.get("intermediate-data/hourly_actuals")
+            except StoreUnavailableError as exc:
+                print(exc)  # workspace store postgresql://dws@db.internal:5432/lineage: ...
+    """
+
+
+class StoreLockError(DwsError):
+    """The workspace store's write lock could not be taken in time.
+
+    Examples:
+        .. code-block:: python
+
+            from dws_dagster import StoreLockError
+            from dws_dagster.lineage import LineageBuilder
+
+            builder = LineageBuilder().with_step_name("clean").with_parameters({}).with_no_inputs()
+            try:
+                lineage = builder.eval()  # the step's claims, under the store's write lock
+            except StoreLockError as exc:
+                print(exc)  # ... another process holds it (a long snapshot or restore?); wait ...
+    """
+
+
+class NoLineageError(DwsError, LookupError):
+    """A ref has no recorded lineage to show.
+
+    Examples:
+        Met through the command line, which prints its message and exits 1:
+
+        .. code-block:: console
+
+            $ dws-dagster lineage intermediate-data/hourly_actual
+            error: ref intermediate-data/hourly_actual has no lineage: no step has written ...
+            $ dws-dagster status  # the refs that have lineage
+    """
+
+
+class PageAssetError(DwsError):
+    """A file the page inlines is missing from the installation, or could end the element
+    it is inlined in (a packaging fault)."""
+
+
+class WorkspaceWriteError(DwsError, OSError):
+    """A file cannot be written (read-only or full disk, no permission, a file where a folder
+    should be). Also an OSError with the cause's errno, so code that sorts disk faults by
+    errno (the Spark storage layer) still can.
+
+    Examples:
+        .. code-block:: python
+
+            import errno
+            from pathlib import Path
+
+            from dws_dagster import Workspace, WorkspaceWriteError
+
+            Path("notes.txt").write_text("a file, not a folder")
+            try:
+                Workspace.init("notes.txt/forecast")
+            except WorkspaceWriteError as exc:  # a DwsError, and an OSError with the cause's errno
+                print(exc)  # names the file and what to do (on a full disk: the free space)
+                disk_full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    """
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = code
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class SwapError(DwsError):
+    """Data could not be put in place; the previous data is still there."""
+
+
+class DataNotFoundError(DwsError, FileNotFoundError):
+    """A ref names data that does not exist, so it has no version."""
+
+
+class DataReadError(DwsError, OSError):
+    """A data file cannot be read (no permission, an I/O error), so the data has no version."""

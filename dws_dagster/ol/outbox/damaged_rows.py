@@ -1,30 +1,14 @@
-"""What the outbox refuses, and how it names damage to its own rows: a caller's mistake is an
-`OutboxError`; a row no spooler or deliverer could have written (the database edited by hand,
-or restored from another version) is a `WorkspaceConfigError` naming the row and how to
-recover, as for any damaged data of the workspace.
+"""How the outbox names damage to its own rows: a row no spooler or deliverer could have
+written (the database edited by hand, or restored from another version) is a
+`WorkspaceConfigError` naming the row and how to recover, as for any damaged data of the
+workspace (a caller's mistake is an `OutboxError`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dws_dagster.errors import DwsError, WorkspaceConfigError
-
-
-class OutboxError(DwsError):
-    """The OpenLineage outbox cannot take or send events as asked (events that are not
-    RunEvents, a transport that is disabled, ...). Damage to the outbox's own rows is a
-    `WorkspaceConfigError`, as for any damaged data of the workspace.
-
-    Examples:
-        Met through the command line, which prints its message and exits 1:
-
-        .. code-block:: console
-
-            $ OPENLINEAGE_DISABLED=true dws-dagster openlineage replay
-            error: OpenLineage is disabled (noop transport): a replay would reach no catalog; ...
-    """
-
+from dws_dagster.errors import WorkspaceConfigError
 
 #: How to recover from a damaged row of `dws_ol_events`, said with every such damage found.
 EVENT_ADVICE = (
