@@ -40,8 +40,8 @@ from pathlib import Path
 
 import xxhash
 
+from dws_dagster.workspace.data_files import iter_data_files
 from dws_dagster.workspace.definition import Workspace
-from dws_dagster.workspace.versions import iter_data_files
 
 _CHUNK = 1 << 20
 

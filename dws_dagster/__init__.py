@@ -38,7 +38,7 @@ _EXPORTS = {
     "StoreUnavailableError": "dws_dagster.errors",
     "StoreLockError": "dws_dagster.errors",
     "NoLineageError": "dws_dagster.errors",
-    "SpecialFileWarning": "dws_dagster.workspace.versions",
+    "SpecialFileWarning": "dws_dagster.workspace.data_files",
     "TransportConfigError": "dws_dagster.errors",
     "OutboxError": "dws_dagster.errors",
     "PartitionRangeError": "dws_dagster.errors",
@@ -173,11 +173,11 @@ if TYPE_CHECKING:
     from dws_dagster.lineage_api.builder import LineageBuilder
     from dws_dagster.lineage_api.steps import Lineage, ResultsLineage
     from dws_dagster.sensor.lineage_sensor import lineage_sensor, process_events
+    from dws_dagster.workspace.data_files import SpecialFileWarning
     from dws_dagster.workspace.definition import Workspace
     from dws_dagster.workspace.records import LineageRecord
     from dws_dagster.workspace.refs import ResourceRef
     from dws_dagster.workspace.resources import Resource
-    from dws_dagster.workspace.versions import SpecialFileWarning
 
 
 def __getattr__(name: str) -> Any:

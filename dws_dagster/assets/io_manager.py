@@ -29,7 +29,11 @@ from dws_dagster.assets.bindings import Binding, binding_in, default_ref
 from dws_dagster.assets.input_versions import current_version, step_inputs
 from dws_dagster.assets.materialization import STEP_KIND, lineage_metadata
 from dws_dagster.assets.output_metadata import describe_lineage, table_metadata
-from dws_dagster.assets.output_step import OutputStep
+from dws_dagster.assets.output_step import (
+    OutputStep,
+    check_dataframe,
+    refuse_replay_outside_scratch,
+)
 from dws_dagster.assets.partition_range import write_partition_range
 from dws_dagster.assets.partitions import is_hive_style, partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept, prune_remote_kept
@@ -39,8 +43,6 @@ from dws_dagster.assets.workspace_resource import WorkspaceResource
 from dws_dagster.errors import (
     DwsError,
     MissingPartitionError,
-    OutputTypeError,
-    ReplayOutsideScratchError,
 )
 from dws_dagster.spark import storage
 from dws_dagster.spark.locations import check_reachable, is_local
@@ -147,9 +149,9 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
         and its output claimed in the store), write the data atomically with its lineage
         record, commit the record, and describe the materialization."""
         asset = context.asset_key.to_user_string()
-        _check_dataframe(obj, asset)
+        check_dataframe(obj, asset)
         ws = self._workspace()
-        _refuse_replay_outside_scratch(context, ws, asset)
+        refuse_replay_outside_scratch(context, ws, asset)
         binding = self.binding_for(context.definition_metadata, context.asset_key.path)
         partition_keys = _output_partitions(context)
         if len(partition_keys) > 1:  # a range in one step (BackfillPolicy.single_run())
@@ -464,30 +466,6 @@ class SparkWorkspaceIOManager(ConfigurableIOManager):
             return self.pyspark.spark_session
         active = SparkSession.getActiveSession()
         return active if active is not None else SparkSession.builder.getOrCreate()
-
-
-def _check_dataframe(obj: Any, asset: str) -> None:
-    if not isinstance(obj, DataFrame):
-        raise OutputTypeError(
-            f"asset '{asset}' returned {type(obj).__module__}.{type(obj).__qualname__}; "
-            "SparkWorkspaceIOManager stores pyspark.sql.DataFrame only: return a DataFrame, "
-            "or give this asset another io_manager_key"
-        )
-
-
-def _refuse_replay_outside_scratch(context: OutputContext, ws: Workspace, asset: str) -> None:
-    """The lineage sensor leaves replay runs alone: a replay's write outside its scratch
-    workspace would replace the workspace's data with no snapshot or OpenLineage event to say
-    so."""
-    replaying = dagster_compat.run_tags(context).get(keys.REPLAY_OF)
-    if replaying is not None and ws.replay_of is None:
-        raise ReplayOutsideScratchError(
-            f"asset '{asset}': run {context.run_id} is tagged {keys.REPLAY_OF}="
-            f"{replaying}, a replay of a snapshot, but writes to workspace "
-            f"'{ws.name}' ({ws.root}) itself, not to a replay's scratch workspace; nothing "
-            "was written. Replays run through 'dws-dagster replay'; to materialize the "
-            f"asset here, launch a new run without the {keys.REPLAY_OF} tag"
-        )
 
 
 def _output_partitions(context: OutputContext) -> list[str]:

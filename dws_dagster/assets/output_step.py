@@ -9,9 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dagster import OutputContext
 from pyspark.sql import DataFrame
 
+from dws_dagster import metadata_keys as keys
+from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.bindings import Binding
+from dws_dagster.errors import OutputTypeError, ReplayOutsideScratchError
 from dws_dagster.snapshots.remote import KEEP_VERSIONS_KEY
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.records import (
@@ -93,4 +97,28 @@ class OutputStep:
             start_time=self.started,
             end_time=now_iso(),
             error=redact_text(f"{type(exc).__name__}: {exc}", secret_values(self.config)),
+        )
+
+
+def check_dataframe(obj: Any, asset: str) -> None:
+    if not isinstance(obj, DataFrame):
+        raise OutputTypeError(
+            f"asset '{asset}' returned {type(obj).__module__}.{type(obj).__qualname__}; "
+            "SparkWorkspaceIOManager stores pyspark.sql.DataFrame only: return a DataFrame, "
+            "or give this asset another io_manager_key"
+        )
+
+
+def refuse_replay_outside_scratch(context: OutputContext, ws: Workspace, asset: str) -> None:
+    """The lineage sensor leaves replay runs alone: a replay's write outside its scratch
+    workspace would replace the workspace's data with no snapshot or OpenLineage event to say
+    so."""
+    replaying = dagster_compat.run_tags(context).get(keys.REPLAY_OF)
+    if replaying is not None and ws.replay_of is None:
+        raise ReplayOutsideScratchError(
+            f"asset '{asset}': run {context.run_id} is tagged {keys.REPLAY_OF}="
+            f"{replaying}, a replay of a snapshot, but writes to workspace "
+            f"'{ws.name}' ({ws.root}) itself, not to a replay's scratch workspace; nothing "
+            "was written. Replays run through 'dws-dagster replay'; to materialize the "
+            f"asset here, launch a new run without the {keys.REPLAY_OF} tag"
         )

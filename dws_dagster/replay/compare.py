@@ -25,9 +25,9 @@ from dws_dagster.replay.run import (
 from dws_dagster.snapshots.index import SnapshotInfo
 from dws_dagster.snapshots.objects import ObjectStore
 from dws_dagster.snapshots.restore_plan import kept_copies, remove_path, stage_copy
+from dws_dagster.workspace.data_files import iter_data_files
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.refs import as_ref
-from dws_dagster.workspace.versions import iter_data_files
 
 #: Compares the data at two paths in one format; the columns that differ (added, removed,
 #: retyped or holding other values), in the recorded data's column order.

@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from dws_dagster.errors import RetentionError
+from dws_dagster.workspace.data_files import printable_path
 from dws_dagster.workspace.files import write_error
 from dws_dagster.workspace.trees import make_folders
-from dws_dagster.workspace.versions import hash_file, printable_path
+from dws_dagster.workspace.versions import hash_file
 
 OBJECTS_DIR = "objects"
 _TMP = "tmp"

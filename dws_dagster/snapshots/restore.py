@@ -47,6 +47,7 @@ from dws_dagster.snapshots.restore_plan import (
 )
 from dws_dagster.store.gc_pause import gc_paused
 from dws_dagster.store.ref_state import RefState
+from dws_dagster.workspace.data_files import is_ignored_name
 from dws_dagster.workspace.definition import RESTORE_INTENT_FILE, RESULTS_SNAPSHOT_DIR, Workspace
 from dws_dagster.workspace.files import atomic_write_json, fsync_dir
 from dws_dagster.workspace.refs import as_ref
@@ -58,7 +59,6 @@ from dws_dagster.workspace.swap import (
     swap_into_place,
 )
 from dws_dagster.workspace.trees import make_folders
-from dws_dagster.workspace.versions import is_ignored_name
 
 INTENT_FILE = RESTORE_INTENT_FILE
 _VERSION = re.compile(VERSION_PATTERN)

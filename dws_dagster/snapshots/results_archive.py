@@ -19,12 +19,13 @@ from dws_dagster.errors import SnapshotError
 from dws_dagster.snapshots.index import INDEX_FORMAT, SnapshotInfo
 from dws_dagster.store.ref_state import RefState
 from dws_dagster.store.upstream import prefetch_upstream, upstream_records
+from dws_dagster.workspace.data_files import is_ignored_name, special_names
 from dws_dagster.workspace.definition import RESULTS_SNAPSHOT_DIR, Workspace
 from dws_dagster.workspace.files import pretty_json, writing
 from dws_dagster.workspace.refs import as_ref
 from dws_dagster.workspace.swap import staging_path
 from dws_dagster.workspace.trees import copy_tree, make_folders, remove_tree
-from dws_dagster.workspace.versions import is_ignored_name, short, special_names
+from dws_dagster.workspace.versions import short
 
 
 def folder_name(info: SnapshotInfo, infos: list[SnapshotInfo]) -> str:

@@ -28,6 +28,14 @@ import xxhash
 from dws_dagster.errors import WorkspaceConfigError
 from dws_dagster.snapshots.file_hashes import FileHashCache, stamp_of
 from dws_dagster.snapshots.objects import ObjectStore, Stored
+from dws_dagster.workspace.data_files import (
+    FileEntry,
+    SkipReporter,
+    data_file_entries,
+    describe_special,
+    file_kind,
+    report_skipped,
+)
 from dws_dagster.workspace.definition import RESULTS_SNAPSHOT_DIR, Workspace
 from dws_dagster.workspace.gitinfo import git_state
 from dws_dagster.workspace.refs import ResourceRef
@@ -36,13 +44,7 @@ from dws_dagster.workspace.versions import (
     DESCRIPTION_FILES,
     LISTING_PREFIX,
     MARKER_NAME,
-    FileEntry,
-    SkipReporter,
-    _data_files,
-    _describe_special,
-    _hash_and_size,
-    _kind,
-    _report_skipped,
+    hash_and_size,
     marked_version,
     untimed_entry,
     version_of_manifest,
@@ -115,7 +117,7 @@ def scan(
     resource = ws.resource(parsed.name)
     root = os.fspath(ws.resource_root(resource))
     where = root if parsed.subpath is None else f"{root}{os.sep}{parsed.subpath}"
-    kind = _kind(where)
+    kind = file_kind(where)
     if kind not in ("file", "dir"):
         return DataScan(str(parsed), Path(where), None)
     hashes.load(where if kind == "dir" else os.path.dirname(where))
@@ -125,7 +127,7 @@ def scan(
     )
     skipped: list[tuple[str, str]] = []
     sidecars: list[tuple[str, str]] = []
-    data = _data_files(where, exclude, kind, skipped=skipped, sidecars=sidecars)
+    data = data_file_entries(where, exclude, kind, skipped=skipped, sidecars=sidecars)
     marker = kind == "dir" and any(rel == MARKER_NAME for rel, _ in sidecars)
     results = resource.role == "results" and not marker
     if marker and not listing:
@@ -139,7 +141,7 @@ def scan(
     for rel, absolute in data:
         found = _hashed(absolute, hashes)
         if found is None:
-            skipped.append((rel, _describe_special(absolute)))
+            skipped.append((rel, describe_special(absolute)))
             continue
         info, digest, size = found
         entry = FileEntry(rel, size, digest)
@@ -158,7 +160,7 @@ def scan(
             files.append(
                 RetainedFile(rel, size, digest, info.st_mtime_ns, stat.S_IMODE(info.st_mode))
             )
-    _report_skipped(path, skipped, on_skip)
+    report_skipped(path, skipped, on_skip)
     if listing:
         version = LISTING_PREFIX + xxhash.xxh3_128_hexdigest(b"listing\n" + b"".join(listing_lines))
     else:
@@ -191,7 +193,7 @@ def _hashed(absolute: str, hashes: FileHashCache) -> tuple[os.stat_result, str, 
     if digest is not None:
         return info, digest, info.st_size
     started = time.time()
-    got = _hash_and_size(absolute, None)
+    got = hash_and_size(absolute, None)
     if got is None:
         return None
     try:

@@ -22,11 +22,12 @@ from dws_dagster.errors import (
     WorkspaceNotFoundError,
 )
 from dws_dagster.workspace import formats
+from dws_dagster.workspace.data_files import SkipReporter
 from dws_dagster.workspace.files import atomic_write_json, read_json_file, writing
 from dws_dagster.workspace.refs import ResourceRef, as_ref
 from dws_dagster.workspace.resources import Resource, check_local_root, make_resource
 from dws_dagster.workspace.trees import make_folders
-from dws_dagster.workspace.versions import SkipReporter, effective_version, listing_version
+from dws_dagster.workspace.versions import effective_version, listing_version
 
 if TYPE_CHECKING:
     from dws_dagster.store.lineage_store import LineageStore

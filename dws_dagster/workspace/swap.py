@@ -23,10 +23,10 @@ from pathlib import Path
 import xxhash
 
 from dws_dagster.errors import InvalidResourceRefError, SwapError
+from dws_dagster.workspace.data_files import special_names
 from dws_dagster.workspace.files import fsync_dir, write_error, writing
 from dws_dagster.workspace.shapes import VERSION_PATTERN
 from dws_dagster.workspace.trees import copy_tree, make_folders, remove_tree
-from dws_dagster.workspace.versions import special_names
 
 OLD_PREFIX = ".dws-old-"
 STAGING_PREFIX = ".dws-staging-"

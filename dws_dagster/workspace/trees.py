@@ -3,7 +3,7 @@
 A data folder may be nested deeper than Python's recursion limit (about a thousand frames):
 `shutil.copytree`, `shutil.rmtree` (before Python 3.12), `os.walk` and `Path.rglob` recurse
 once per level and fail with `RecursionError` there, which no caller expects. Every walk over a
-workspace's data goes through an explicit stack instead (`versions._walk` for versions, these
+workspace's data goes through an explicit stack instead (`data_files.walk` for versions, these
 for copies and removals), so depth costs memory, not stack frames.
 
 Symlinked folders are neither entered nor copied, as versions do not enter them (they are not

@@ -21,18 +21,29 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
-import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 import xxhash
 
-from dws_dagster.errors import DataNotFoundError, DataReadError
+from dws_dagster.errors import DataNotFoundError
 from dws_dagster.workspace import formats
+from dws_dagster.workspace.data_files import (
+    MISSING_ERRNOS,
+    FileEntry,
+    SkipReporter,
+    data_file_entries,
+    describe_special,
+    file_kind,
+    open_data,
+    open_regular,
+    read_error,
+    report_skipped,
+    stable_name,
+)
 
 CONTENT_PREFIX = ""
 #: Written beside Spark output by the storage layer: the version Spark computed for the data
@@ -54,287 +65,10 @@ VERSION_LEAVES_OUT = "version_leaves_out"
 #: Results files larger than this are versioned by their bytes (metrics are small).
 _MAX_TIMED_RESULTS_BYTES = 1 << 20
 LISTING_PREFIX = "ls-"
-#: dws_dagster's own bookkeeping beside data (`.dws/`, `.dws-old-*`, `.dws-staging-*`).
-BOOKKEEPING_PREFIX = ".dws"
 _CHUNK = 1 << 20
-#: Non-blocking: a file swapped for a named pipe after it was checked must not block the open.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-#: Names shown in one skip warning; the rest are counted.
-_SHOWN_SKIPPED = 10
-#: What `Path.is_file()` treats as "not there" rather than an error.
-_MISSING_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
-#: Spark: part-00000-<uuid>[_00000][-c000].<ext>; the UUID changes on every write.
-_SPARK_PART = re.compile(
-    r"^part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:_\d+)?(?:[.-]c\d{3,})?"
-    r"(?P<ext>\..*)?$"
-)
 
 
-class SpecialFileWarning(UserWarning):
-    """Versioning skipped files under a ref that are not data: pipes, sockets, devices,
-    dangling symlinks, symlink loops.
-
-    Examples:
-        .. code-block:: python
-
-            import warnings
-
-            from dws_dagster import SpecialFileWarning, Workspace
-
-            ws = Workspace.open()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", SpecialFileWarning)
-                version = ws.version_of("source-data/trips")  # a named pipe there is skipped
-            skipped = [w for w in caught if issubclass(w.category, SpecialFileWarning)]
-
-        To refuse such folders instead, make it an error:
-        `warnings.simplefilter("error", SpecialFileWarning)`.
-    """
-
-
-#: Told what versioning skipped (one message naming the files); default: a SpecialFileWarning.
-SkipReporter = Callable[[str], None]
-
-
-def warn_skipped(message: str) -> None:
-    """The default `SkipReporter`: Python's warnings, shown once per message by default."""
-    warnings.warn(SpecialFileWarning(message), stacklevel=4)
-
-
-def _report_skipped(
-    path: Path, skipped: list[tuple[str, str]], on_skip: SkipReporter | None
-) -> None:
-    if not skipped:
-        return
-    shown = ", ".join(
-        f"{printable_path(rel or path.name)} ({what})" for rel, what in skipped[:_SHOWN_SKIPPED]
-    )
-    more = len(skipped) - _SHOWN_SKIPPED
-    message = (
-        f"skipped {len(skipped)} file(s) under {printable_path(path)} that are not data: {shown}"
-        f"{f' and {more} more' if more > 0 else ''}; they are not part of its version "
-        "(move or delete them to silence this)"
-    )
-    (on_skip or warn_skipped)(message)
-
-
-def printable_path(path: str | os.PathLike[str]) -> str:
-    """A path for a message: a name that is not UTF-8 (bytes on POSIX) shown with its bytes
-    escaped (`\\xe9`), so the message can be printed, logged and put in JSON as it is."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
-def _special_kind(mode: int) -> str:
-    """What a non-regular, non-folder file is, for a message."""
-    if stat.S_ISFIFO(mode):
-        return "named pipe"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    return "special file"
-
-
-def _describe_special(path: str) -> str:
-    """Why `path` (not a regular file nor a folder, following links) is not data."""
-    try:
-        link = stat.S_ISLNK(os.lstat(path).st_mode)
-    except OSError:
-        return "vanished"
-    try:
-        kind = _special_kind(os.stat(path).st_mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "symlink loop"
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return "dangling symlink" if link else "vanished"
-        return f"unreadable: {exc.strerror or exc}"
-    return f"symlink to a {kind}" if link else kind
-
-
-def special_names(folder: str | os.PathLike[str]) -> set[str]:
-    """Names in `folder` that are neither regular files nor folders (following links): what
-    versions skip as not data. From the listing's file types: no call per plain file."""
-    found = set()
-    try:
-        with os.scandir(folder) as scan:
-            for entry in scan:
-                try:
-                    if entry.is_file() or entry.is_dir():
-                        continue
-                except OSError:
-                    pass
-                found.add(entry.name)
-    except OSError:
-        pass
-    return found
-
-
-def _read_error(path: str, exc: OSError) -> DataReadError:
-    return DataReadError(
-        f"cannot read data file {printable_path(path)}: {exc.strerror or exc}; fix its "
-        "permissions or move it out of the data folder, then re-run"
-    )
-
-
-class FileEntry(NamedTuple):
-    """One data file of a ref: its path relative to the ref and what the version hashes
-    (a named tuple: made once per file, and a frozen dataclass takes twice as long)."""
-
-    relpath: str
-    size: int
-    digest: str
-
-
-def is_ignored_name(name: str) -> bool:
-    """Files and folders Spark and Hadoop ignore when reading, so versions ignore them too."""
-    return name.startswith((".", "_")) or name.endswith(".crc")
-
-
-def stable_name(name: str) -> str:
-    """Spark's part-file name without its per-write UUID and part number."""
-    if not name.startswith("part-"):
-        return name
-    match = _SPARK_PART.match(name)
-    return f"part-*{match.group('ext') or ''}" if match else name
-
-
-def iter_data_files(
-    path: Path, *, exclude_top: Iterable[str] = (), on_skip: SkipReporter | None = None
-) -> list[tuple[str, Path]]:
-    """(relative path, absolute path) of every data file under `path`, sorted, symlinks followed
-    only for files."""
-    skipped: list[tuple[str, str]] = []
-    found = _data_files(path, exclude_top, skipped=skipped)
-    _report_skipped(path, skipped, on_skip)
-    return [(rel, Path(absolute)) for rel, absolute in found]
-
-
-def _kind(path: str | os.PathLike[str]) -> str | None:
-    """'file', 'dir', 'other' or None (missing) from one stat call, following symlinks, where
-    `is_file()` then `is_dir()` took two (versioning many small refs is bound by such calls)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        if exc.errno in _MISSING_ERRNOS:
-            return None
-        raise
-    except ValueError:
-        return None
-    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
-
-
-def _data_files(
-    path: str | os.PathLike[str],
-    exclude_top: Iterable[str],
-    kind: str | None = "?",
-    *,
-    skipped: list[tuple[str, str]],
-    sidecars: list[tuple[str, str]] | None = None,
-) -> list[tuple[str, str]]:
-    """`iter_data_files` on plain strings: a walk of many small files spends its time on
-    per-file overhead, so no Path object is made per file. `kind` is `_kind(path)` if known.
-    What is not data is added to `skipped` as (relative path, what it is); `sidecars`, if
-    given, collects the files versions skip by name (`_SUCCESS`, `.crc`, `_dws_version.json`)
-    in the folders they do enter: not data, but part of what a restore must bring back."""
-    if kind == "?":
-        kind = _kind(path)
-    if kind == "file":
-        return [("", str(path))]
-    if kind == "other":
-        raise DataNotFoundError(
-            f"{path} is a {_describe_special(os.fspath(path))}, not a data file or folder, so "
-            "it has no version; replace it with the data"
-        )
-    if kind != "dir":
-        raise DataNotFoundError(f"{path} does not exist, so it has no version")
-    found: list[tuple[str, str]] = []
-    _walk(os.fspath(path), "", frozenset(exclude_top), found, skipped, sidecars)
-    return found
-
-
-def _walk(
-    folder: str,
-    prefix: str,
-    excluded: frozenset[str],
-    found: list[tuple[str, str]],
-    skipped: list[tuple[str, str]],
-    sidecars: list[tuple[str, str]] | None = None,
-) -> None:
-    """Files of `folder` (sorted), then its subfolders in name order, as `os.walk` visits
-    them: unreadable folders are skipped and symlinked folders are not entered; what is
-    neither a regular file nor a folder (following links) goes to `skipped`. Entries of a
-    plain folder know their type from the listing, so this costs no call per file.
-
-    An explicit stack, not recursion: data nested deeper than Python's recursion limit is
-    versioned like any other (see `trees`)."""
-    pending = [(folder, prefix)]
-    while pending:
-        folder, prefix = pending.pop()
-        try:
-            with os.scandir(folder) as scan:
-                entries = list(scan)
-        except OSError:
-            continue
-        files: list[str] = []
-        folders: list[str] = []
-        for entry in entries:
-            name = entry.name
-            if is_ignored_name(name) or (not prefix and name in excluded):
-                if sidecars is not None and not name.startswith(BOOKKEEPING_PREFIX):
-                    try:
-                        if entry.is_file(follow_symlinks=False):
-                            sidecars.append((prefix + name, entry.path))
-                    except OSError:
-                        pass
-                continue
-            try:
-                if entry.is_file():
-                    files.append(name)
-                    continue
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                skipped.append((prefix + name, _describe_special(entry.path)))
-            elif not entry.is_symlink():
-                folders.append(name)
-        base = folder + os.sep
-        for name in sorted(files):
-            found.append((prefix + name, base + name))
-        # Pushed last-first, so the first subfolder (by name) is walked next, whole.
-        pending.extend((base + name, f"{prefix}{name}/") for name in sorted(folders, reverse=True))
-
-
-def _open_data(path: str) -> int | None:
-    """A non-blocking descriptor of the file at `path`, None if it is gone (or a broken link)."""
-    try:
-        return os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        if exc.errno in _MISSING_ERRNOS:
-            return None
-        raise _read_error(path, exc) from None
-
-
-def _open_regular(path: str) -> int | None:
-    """A descriptor of the regular file at `path`, or None if it is no longer one (swapped for
-    a pipe or a device since it was checked: opened non-blocking, so that cannot hang)."""
-    fd = _open_data(path)
-    if fd is None:
-        return None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    except OSError:
-        regular = False
-    if not regular:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[str, int] | None:
+def hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[str, int] | None:
     """xxh3-128 of a file's bytes and how many bytes that was, in one pass; None if `path` is
     not a regular file when opened.
 
@@ -351,7 +85,7 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[s
     `fstat` before it is read further. A small file read whole needs no check: the check would
     cost a fifth of versioning many tiny files, and such bytes are data whatever held them.
     """
-    fd = _open_data(path)
+    fd = open_data(path)
     if fd is None:
         return None
     try:
@@ -378,15 +112,15 @@ def _hash_and_size(path: str, progress: Callable[[int], None] | None) -> tuple[s
     except BlockingIOError:  # only a pipe, socket or device would block, never a data file
         return None
     except OSError as exc:
-        raise _read_error(path, exc) from None
+        raise read_error(path, exc) from None
     finally:
         os.close(fd)
     return hasher.hexdigest(), size
 
 
 def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """xxh3-128 of a file's bytes (as `_hash_and_size` reads them)."""
-    got = _hash_and_size(os.fspath(path), progress)
+    """xxh3-128 of a file's bytes (as `hash_and_size` reads them)."""
+    got = hash_and_size(os.fspath(path), progress)
     if got is None:
         raise DataNotFoundError(f"{path} is not a regular file, so it has no hash")
     return got[0]
@@ -406,14 +140,14 @@ def content_manifest(
     their run timing (`untimed_entry`)."""
     entries = []
     skipped: list[tuple[str, str]] = []
-    for rel, absolute in _data_files(path, exclude_top, kind, skipped=skipped):
-        got = _hash_and_size(absolute, progress)
+    for rel, absolute in data_file_entries(path, exclude_top, kind, skipped=skipped):
+        got = hash_and_size(absolute, progress)
         if got is None:
-            skipped.append((rel, _describe_special(absolute)))
+            skipped.append((rel, describe_special(absolute)))
             continue
         entry = FileEntry(rel, got[1], got[0])
         entries.append(untimed_entry(entry, absolute) if results else entry)
-    _report_skipped(path, skipped, on_skip)
+    report_skipped(path, skipped, on_skip)
     return entries
 
 
@@ -464,7 +198,7 @@ def content_version(
 ) -> str:
     """The content version of the file or folder at `path`."""
     target = Path(path)
-    kind = _kind(target)
+    kind = file_kind(target)
     entries = content_manifest(
         target, exclude_top=exclude_top, progress=progress, kind=kind, on_skip=on_skip
     )
@@ -483,9 +217,9 @@ def effective_version(
     are byte for byte those the marker describes, else the byte content version (`results`:
     data of a results resource, its results files without their run timing)."""
     target = Path(path)
-    kind = _kind(target)
+    kind = file_kind(target)
     marker = target / MARKER_NAME
-    has_marker = kind == "dir" and _kind(marker) == "file"
+    has_marker = kind == "dir" and file_kind(marker) == "file"
     if has_marker:
         # results.json / lineage.json describe Spark-written data (the lineage sensor and
         # snapshots put them beside it); they are not part of it.
@@ -517,7 +251,7 @@ def marked_version(folder: Path, content: str) -> str:
 
 def _read_regular(path: str) -> bytes:
     """The bytes of a small regular file; OSError if it is not one (never blocks)."""
-    fd = _open_regular(path)
+    fd = open_regular(path)
     if fd is None:
         raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
     try:
@@ -534,19 +268,19 @@ def _stat_files(
     since the listing is skipped like any other non-data file."""
     skipped: list[tuple[str, str]] = []
     stats = []
-    for rel, absolute in _data_files(path, exclude_top, skipped=skipped):
+    for rel, absolute in data_file_entries(path, exclude_top, skipped=skipped):
         try:
             info = os.stat(absolute)
         except OSError as exc:
-            if exc.errno not in _MISSING_ERRNOS:
-                raise _read_error(absolute, exc) from None
-            skipped.append((rel, _describe_special(absolute)))
+            if exc.errno not in MISSING_ERRNOS:
+                raise read_error(absolute, exc) from None
+            skipped.append((rel, describe_special(absolute)))
             continue
         if not stat.S_ISREG(info.st_mode):
-            skipped.append((rel, _describe_special(absolute)))
+            skipped.append((rel, describe_special(absolute)))
             continue
         stats.append((rel, info))
-    _report_skipped(path, skipped, on_skip)
+    report_skipped(path, skipped, on_skip)
     return stats
 
 

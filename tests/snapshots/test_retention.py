@@ -117,7 +117,7 @@ def test_a_scan_versions_any_tree_as_version_of_does_and_keeps_every_file(
         cache.save()
         # Again from the cache: the same version, and no file read.
         with mock.patch.object(
-            retention, "_hash_and_size", side_effect=AssertionError("read a cached file")
+            retention, "hash_and_size", side_effect=AssertionError("read a cached file")
         ):
             again = retention.scan(ws, "src/d", FileHashCache.of_workspace(ws.meta_dir))
         assert again.version == expected and again.files == found.files

@@ -21,9 +21,9 @@ import pytest
 
 from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.errors import DataNotFoundError, DataReadError
-from dws_dagster.workspace import versions
+from dws_dagster.workspace import data_files, versions
+from dws_dagster.workspace.data_files import SpecialFileWarning
 from dws_dagster.workspace.versions import (
-    SpecialFileWarning,
     content_version,
     data_size,
     effective_version,
@@ -176,14 +176,14 @@ def test_a_file_swapped_after_listing_is_skipped_not_read(
         if swapped_in == "pipe with a writer":  # held open, some bytes in it, never closed
             writer = os.open(late, os.O_RDWR | os.O_NONBLOCK)
             os.write(writer, b"x" * 1000)
-    real = versions._data_files
+    real = data_files.data_file_entries
 
     def listing_before_the_swap(path, exclude_top, kind="?", *, skipped):
         found = real(path, exclude_top, kind, skipped=skipped)
         skipped.clear()  # the listing saw a regular file
         return sorted([*found, ("late", str(late))])
 
-    monkeypatch.setattr(versions, "_data_files", listing_before_the_swap)
+    monkeypatch.setattr(data_files, "data_file_entries", listing_before_the_swap)
     try:
         with pytest.warns(
             SpecialFileWarning,

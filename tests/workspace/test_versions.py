@@ -14,6 +14,7 @@ import xxhash
 from dws_dagster import Workspace
 from dws_dagster.errors import DataNotFoundError, DwsError
 from dws_dagster.workspace import versions
+from dws_dagster.workspace.data_files import stable_name
 from dws_dagster.workspace.versions import (
     LISTING_PREFIX,
     MARKER_NAME,
@@ -23,7 +24,6 @@ from dws_dagster.workspace.versions import (
     data_size,
     effective_version,
     listing_version,
-    stable_name,
 )
 
 ROWS_A = b"id,value\n1,alpha\n2,beta\n"

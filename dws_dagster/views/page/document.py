@@ -31,7 +31,7 @@ __all__ = ["PAGE_MODULES", "page_script", "render_page", "script_json"]
 
 _ASSETS = "assets"
 _VENDOR = "_vendor"
-#: The page's script modules (in `page_assets/`), joined in this order: each uses only those
+#: The page's script modules (in `assets/`), joined in this order: each uses only those
 #: before it (tests/views/test_lineage_page_script.py checks each module's `/* global */` names
 #: against it), and the last, the entry point, starts the page.
 PAGE_MODULES = (
