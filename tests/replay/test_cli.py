@@ -313,7 +313,7 @@ if "--workspace" in sys.argv:
 elif "--pwd" in sys.argv:
     root = Path(os.environ["PWD"])
 else:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
 builder = LineageBuilder().as_script_step().with_parameters({}).with_workspace_directory(root)
 with builder.with_input_paths([root / "data/src/trips.csv"]).eval() as lineage:
     lineage.add_output_path(root / "results/located")
