@@ -33,6 +33,9 @@ DAGSTER_YAML = """\
 # Written by tests/e2e/dagster_server.py for one test instance.
 telemetry:
   enabled: false
+# A queued run starts within a second (Dagster's default: within 5 s).
+run_queue:
+  dequeue_interval_seconds: 1
 """
 
 
