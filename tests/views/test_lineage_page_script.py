@@ -1,7 +1,7 @@
 """The lineage page's script as front-end code: its modules joined in the declared order (each
 using only the modules before it), the npm tooling that checks them pinned, and the typed
 contract between `page_content.page_data` and the script, the JSDoc typedefs of
-`page_assets/data.js`, checked against the data of real pages so that neither can drift.
+`views/page/assets/data.js`, checked against the data of real pages so that neither can drift.
 ESLint and the type check themselves run in `./dev test` (`npm run check`)."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dws_dagster.workspace.records import LineageRecord, StepInfo
 from tests.views.lineage_page_graphs import FORECAST_REF, replayed_forecast, version_of
 from tests.views.test_render import tricky
 
-ROOT = Path(__file__).resolve().parent.parent
-ASSETS = Path(lineage_page.__file__).parent / "page_assets"
+ROOT = Path(__file__).resolve().parents[2]
+ASSETS = Path(lineage_page.__file__).parent / "assets"
 ENTRY = "lineage_page.js"
 
 
@@ -65,7 +65,7 @@ def test_each_module_uses_only_modules_joined_before_it() -> None:
 
 def test_the_page_joins_every_module_once_in_order() -> None:
     script = page_script()
-    markers = [script.index(f"// ---- page_assets/{module}\n") for module in PAGE_MODULES]
+    markers = [script.index(f"// ---- assets/{module}\n") for module in PAGE_MODULES]
     assert markers == sorted(markers)
     for module in PAGE_MODULES:
         assert script.count((ASSETS / module).read_text(encoding="utf-8")) == 1, module
@@ -76,9 +76,9 @@ def test_the_page_joins_every_module_once_in_order() -> None:
 
 def test_every_module_is_packaged() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.views"]
+    patterns = config["tool"]["setuptools"]["package-data"]["dws_dagster.views.page"]
     for module in PAGE_MODULES:
-        assert any(Path("page_assets", module).match(p) for p in patterns), module
+        assert any(Path("assets", module).match(p) for p in patterns), module
 
 
 def test_the_npm_tools_are_pinned_and_dagres_types_are_the_vendored_version() -> None:
