@@ -24,8 +24,8 @@ from dagster import (
 
 from dws_dagster import metadata_keys as keys
 from dws_dagster.assets.bindings import metadata_value
-from dws_dagster.snapshots.remote import KEEP_VERSIONS_KEY
 from dws_dagster.workspace.records import COLUMN_LINEAGE_KEY, LineageRecord, StepInfo
+from dws_dagster.workspace.remote_versions import KEEP_VERSIONS_KEY
 
 STEP_KIND = "dagster-asset"
 

@@ -16,7 +16,6 @@ from dws_dagster import metadata_keys as keys
 from dws_dagster._compat import dagster as dagster_compat
 from dws_dagster.assets.bindings import Binding
 from dws_dagster.errors import OutputTypeError, ReplayOutsideScratchError
-from dws_dagster.snapshots.remote import KEEP_VERSIONS_KEY
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.records import (
     COLUMN_LINEAGE_KEY,
@@ -26,6 +25,7 @@ from dws_dagster.workspace.records import (
 )
 from dws_dagster.workspace.redaction import redact_text, secret_values
 from dws_dagster.workspace.refs import ResourceRef
+from dws_dagster.workspace.remote_versions import KEEP_VERSIONS_KEY
 
 if TYPE_CHECKING:
     from dws_dagster.spark.lineage_model import PlanLineage

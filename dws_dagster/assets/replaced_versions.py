@@ -15,13 +15,13 @@ from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from dws_dagster.errors import DwsError
-from dws_dagster.snapshots import snapshot_data
-from dws_dagster.snapshots.remote import kept_location, kept_versions, prunable
 from dws_dagster.spark import version_marker
 from dws_dagster.spark.remote_data import HadoopData
+from dws_dagster.store.retained import referenced_versions
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.redaction import redact_text
 from dws_dagster.workspace.refs import ResourceRef
+from dws_dagster.workspace.remote_versions import kept_location, kept_versions, prunable
 from dws_dagster.workspace.swap import kept_version_path, prune_kept
 
 
@@ -64,7 +64,7 @@ def prune_remote_kept(
     try:
         doomed = prunable(
             kept_versions(remote, uri, ref.subpath),
-            snapshot_data.referenced(ws, str(ref)).get(str(ref), ()),
+            referenced_versions(ws.store, str(ref)).get(str(ref), ()),
             keep_versions,
         )
         for version in doomed:

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 
 from dws_dagster.errors import WorkspaceNotFoundError
-from dws_dagster.snapshots.remote import LazyRemoteData, RemoteData
 from dws_dagster.workspace.definition import WORKSPACE_DIR, Workspace
+from dws_dagster.workspace.remote_versions import LazyRemoteData, RemoteData
 
 
 def open_workspace(args: argparse.Namespace) -> Workspace:

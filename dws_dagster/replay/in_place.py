@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dws_dagster.errors import ReplayNotLandedError
 from dws_dagster.replay.run import REPRODUCED, ReplayReport
-from dws_dagster.snapshots.remote import RemoteData
 from dws_dagster.snapshots.restore import restore_snapshot
 from dws_dagster.snapshots.restore_plan import RestoreReport
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.refs import as_ref
+from dws_dagster.workspace.remote_versions import RemoteData
 
 
 def land_replay(

@@ -9,10 +9,11 @@
   checked, touching nothing the workspace reads;
 - `restore`: restoring, step 3: the intent file and the swap into place, and finishing a
   restore a crash interrupted;
-- `retention`, `objects`, `remote`, `file_hashes`, `snapshot_data`: what each snapshot
-  captures of the data and how it is retained;
+- `retention`, `objects`, `file_hashes`, `snapshot_data`: what each snapshot captures of the
+  data and how it is retained (remote data's kept versions: `workspace.remote_versions`);
 - `garbage`: freeing what no snapshot needs.
 
 Import rule: `workspace` and `store`; neither dagster nor pyspark. Remote data is reached only
-through the `remote.RemoteData` a caller passes in. Replaying a snapshot is `replay`'s.
+through the `RemoteData` (`workspace.remote_versions`) a caller passes in. Replaying a
+snapshot is `replay`'s.
 """

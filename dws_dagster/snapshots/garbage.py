@@ -27,7 +27,11 @@ from dws_dagster.errors import InvalidResourceRefError
 from dws_dagster.snapshots import snapshot_data
 from dws_dagster.snapshots.index import list_snapshots
 from dws_dagster.snapshots.objects import ObjectStore
-from dws_dagster.snapshots.remote import (
+from dws_dagster.snapshots.restore import finish_interrupted_restore
+from dws_dagster.store.gc_pause import gc_paused
+from dws_dagster.workspace.definition import RESULTS_SNAPSHOT_DIR, Workspace
+from dws_dagster.workspace.refs import ResourceRef
+from dws_dagster.workspace.remote_versions import (
     KEEP_VERSIONS_KEY,
     RemoteData,
     kept_folder,
@@ -35,10 +39,6 @@ from dws_dagster.snapshots.remote import (
     prunable,
     versions_in,
 )
-from dws_dagster.snapshots.restore import finish_interrupted_restore
-from dws_dagster.store.gc_pause import gc_paused
-from dws_dagster.workspace.definition import RESULTS_SNAPSHOT_DIR, Workspace
-from dws_dagster.workspace.refs import ResourceRef
 from dws_dagster.workspace.swap import KEPT_MARK, STAGING_PREFIX
 from dws_dagster.workspace.trees import remove_tree
 

@@ -35,7 +35,6 @@ from dws_dagster.snapshots import snapshot_data
 from dws_dagster.snapshots.file_hashes import FileHashCache
 from dws_dagster.snapshots.index import resolve_snapshot, snapshot_manifest
 from dws_dagster.snapshots.objects import ObjectStore
-from dws_dagster.snapshots.remote import RemoteData, kept_location
 from dws_dagster.snapshots.restore_plan import (
     Plan,
     RestoreReport,
@@ -51,6 +50,7 @@ from dws_dagster.workspace.data_files import is_ignored_name
 from dws_dagster.workspace.definition import RESTORE_INTENT_FILE, RESULTS_SNAPSHOT_DIR, Workspace
 from dws_dagster.workspace.files import atomic_write_json, fsync_dir
 from dws_dagster.workspace.refs import as_ref
+from dws_dagster.workspace.remote_versions import RemoteData, kept_location
 from dws_dagster.workspace.shapes import VERSION_PATTERN
 from dws_dagster.workspace.swap import (
     STAGING_PREFIX,

@@ -24,7 +24,6 @@ from dws_dagster.snapshots import snapshot_data
 from dws_dagster.snapshots.file_hashes import FileHashCache
 from dws_dagster.snapshots.index import SnapshotInfo, results_folder
 from dws_dagster.snapshots.objects import ObjectStore
-from dws_dagster.snapshots.remote import RemoteData, kept_location
 from dws_dagster.snapshots.retention import (
     CODE,
     LINEAGE,
@@ -43,6 +42,7 @@ from dws_dagster.store.ref_state import RefState
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.files import write_error
 from dws_dagster.workspace.refs import as_ref
+from dws_dagster.workspace.remote_versions import RemoteData, kept_location
 from dws_dagster.workspace.swap import copy_data, kept_version_path, staging_path
 from dws_dagster.workspace.trees import make_folders, remove_path
 from dws_dagster.workspace.versions import short

@@ -23,6 +23,7 @@ from dws_dagster.snapshots.retention import (
     manifest_files,
 )
 from dws_dagster.store import schema
+from dws_dagster.store.retained import referenced_versions
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.shapes import VERSION_PATTERN
 
@@ -133,17 +134,7 @@ def retained(ws: Workspace, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, 
 def referenced(ws: Workspace, ref: str | None = None) -> dict[str, set[str]]:
     """The versions some snapshot's data rows name, by ref (of `ref` only, when given): what
     must stay retained, locally or where remote data keeps its versions."""
-    store = ws.store
-    query = select(_DATA.c.ref, _DATA.c.version).where(
-        _DATA.c.workspace_id == store.workspace_id, _DATA.c.version.is_not(None)
-    )
-    if ref is not None:
-        query = query.where(_DATA.c.ref == ref)
-    found: dict[str, set[str]] = {}
-    with store.reading() as connection:
-        for row_ref, version in connection.execute(query.distinct()):
-            found.setdefault(row_ref, set()).add(version)
-    return found
+    return referenced_versions(ws.store, ref)
 
 
 def save_manifests(ws: Workspace, manifests: Sequence[tuple[str, str, bool, list[Any]]]) -> None:

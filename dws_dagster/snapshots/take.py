@@ -27,7 +27,6 @@ from dws_dagster.snapshots.index import (
     list_snapshots,
 )
 from dws_dagster.snapshots.objects import ObjectStore, Stored
-from dws_dagster.snapshots.remote import RemoteData
 from dws_dagster.snapshots.restore import finish_interrupted_restore
 from dws_dagster.snapshots.results_archive import archive_results, folder_name
 from dws_dagster.snapshots.results_metrics import snapshot_metrics
@@ -51,6 +50,7 @@ from dws_dagster.workspace.records import (
     record_identity as record_identity,  # re-exported: callers of the old home
 )
 from dws_dagster.workspace.redaction import redact_text
+from dws_dagster.workspace.remote_versions import RemoteData
 from dws_dagster.workspace.shapes import validate_tag
 from dws_dagster.workspace.trees import remove_tree
 

@@ -25,12 +25,12 @@ from dws_dagster.assets.materialization import record_from_metadata
 from dws_dagster.errors import SnapshotRestoreError, WorkspaceConfigError
 from dws_dagster.snapshots.garbage import collect_garbage
 from dws_dagster.snapshots.index import delete_snapshot
-from dws_dagster.snapshots.remote import LazyRemoteData, kept_versions
 from dws_dagster.snapshots.restore import finish_interrupted_restore, restore_snapshot
 from dws_dagster.snapshots.take import take_snapshot
 from dws_dagster.spark.remote_data import HadoopData
 from dws_dagster.store.database import forget_databases
 from dws_dagster.workspace.definition import RESTORE_INTENT_FILE
+from dws_dagster.workspace.remote_versions import LazyRemoteData, kept_versions
 from dws_dagster.workspace.versions import MARKER_NAME
 from tests.conftest import tree_state
 from tests.support.pipeline import io_manager
