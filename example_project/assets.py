@@ -22,13 +22,13 @@ from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     BackfillPolicy,
+    BetaWarning,
     Config,
     DailyPartitionsDefinition,
     MetadataValue,
     MonthlyPartitionsDefinition,
     asset,
 )
-from dagster._utils.warnings import BetaWarning
 from dagster_pyspark import PySparkResource
 from pydantic import Field
 from pyspark.sql import Column, DataFrame, SparkSession, Window

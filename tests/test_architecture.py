@@ -481,3 +481,17 @@ def test_every_error_is_declared_in_the_errors_package() -> None:
             ):
                 elsewhere.append(f"{module}.{name}")
     assert elsewhere == []
+
+
+def test_the_example_project_uses_no_library_internals() -> None:
+    """The example is what users copy: public Dagster and OpenLineage API only."""
+    offending = []
+    for path in sorted((PACKAGE.parent / "example_project").rglob("*.py")):
+        for imported in _imports(path):
+            parts = imported.split(".")
+            private = parts[0] == "dagster_shared" or any(
+                part.startswith("_") and not part.endswith("__") for part in parts[1:]
+            )
+            if parts[0] in INTERNALS and private:
+                offending.append(f"{path.name} imports {imported}")
+    assert offending == []
