@@ -1,6 +1,6 @@
 """One Dagster event → the workspace's lineage: records, failures, observations, check verdicts,
 `results.json` files and snapshots; the OpenLineage events it implies are collected on the side
-(`openlineage_events`).
+(`catalog_events.asset_events`).
 
 Every handler is idempotent: the store skips what it already holds (`LineageStore.apply`,
 `apply_failure`, `observe`) and the outbox skips events it already spooled (keyed by run id and
@@ -30,8 +30,8 @@ from dws_dagster.assets.materialization import (
 )
 from dws_dagster.errors import DwsError, SnapshotError, WorkspaceConfigError
 from dws_dagster.sensor.asset_catalog import AssetCatalog
+from dws_dagster.sensor.catalog_events.asset_events import OpenLineageEvents
 from dws_dagster.sensor.check_verdicts import CheckVerdict, read_verdict
-from dws_dagster.sensor.openlineage_events import OpenLineageEvents
 from dws_dagster.sensor.run_lookup import RunLookup, error_text
 from dws_dagster.sensor.stored_events import AssetEventRecord
 from dws_dagster.snapshots.index import list_snapshots

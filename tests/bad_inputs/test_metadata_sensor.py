@@ -112,7 +112,7 @@ def test_a_corrupt_workspace_store_fails_the_tick_and_keeps_its_cursor(
 )
 def test_malformed_input_schemas_give_inputs_no_schema(raw):
     """`dws/input_schemas` is read from the event log: untrusted; bad entries are left out."""
-    from dws_dagster.sensor.openlineage_datasets import input_schemas
+    from dws_dagster.sensor.catalog_events.datasets import input_schemas
 
     assert input_schemas({"dws/input_schemas": raw}) == {}
 
@@ -120,7 +120,7 @@ def test_malformed_input_schemas_give_inputs_no_schema(raw):
 def test_input_schemas_and_ref_root_are_read_back():
     from dagster import MetadataValue
 
-    from dws_dagster.sensor.openlineage_datasets import input_schemas, root_from_metadata
+    from dws_dagster.sensor.catalog_events.datasets import input_schemas, root_from_metadata
 
     metadata = {
         "dws/input_schemas": MetadataValue.json({"src/a": [["c", "int", False]]}),

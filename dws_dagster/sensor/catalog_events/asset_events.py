@@ -20,9 +20,8 @@ from dagster import AssetKey, DagsterEventType
 from dws_dagster.ol.model import AssetRunEvent, DatasetInfo, OutputInfo, RunInfo
 from dws_dagster.ol.run_events import DagsterRunEvent
 from dws_dagster.sensor.asset_catalog import AssetCatalog
-from dws_dagster.sensor.check_verdicts import CheckVerdict
-from dws_dagster.sensor.openlineage_datasets import EventDatasets, input_schemas
-from dws_dagster.sensor.openlineage_facts import (
+from dws_dagster.sensor.catalog_events.datasets import EventDatasets, input_schemas
+from dws_dagster.sensor.catalog_events.facts import (
     assertion,
     checks_job_info,
     dagster_version,
@@ -30,6 +29,7 @@ from dws_dagster.sensor.openlineage_facts import (
     kept_dependencies,
     run_info,
 )
+from dws_dagster.sensor.check_verdicts import CheckVerdict
 from dws_dagster.sensor.run_lookup import RunLookup
 from dws_dagster.sensor.stored_events import AssetEventRecord
 from dws_dagster.workspace.definition import Workspace
