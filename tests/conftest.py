@@ -10,11 +10,21 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dws_dagster import LineageBuilder, Workspace
 from dws_dagster.cli.main import main as cli_main
+from tests.support.run_services import (
+    WORKER_INPUT_KEY,
+    is_controller,
+    made_once,
+    made_so_far,
+    make_run_folder,
+    remove_run_folder,
+    run_folder,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The database on the session's PostgreSQL server that holds the stores of `both_stores` tests
@@ -29,6 +39,22 @@ def pytest_configure(config: pytest.Config) -> None:
         "(a throwaway server on 127.0.0.1; one schema per test)",
     )
     _use_test_spark_conf()
+    if is_controller(config):
+        make_run_folder(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, in the controller: each worker learns the run's shared folder."""
+    node.workerinput[WORKER_INPUT_KEY] = str(run_folder(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: a worker per core, at most four. Each worker has a Spark driver of its own
+    (two local cores), and the slowest tests start Dagster runs in processes of their own, so
+    more workers than that wait on each other rather than finish sooner."""
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 #: The Spark configuration folder made for this test run (tests/support/spark_jvm.py), if any.
@@ -50,11 +76,22 @@ def _use_test_spark_conf() -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if is_controller(config):  # every worker is done: stop what the run shared
+        _stop_run_services(config)
+        remove_run_folder(config)
     folder = _spark_conf.pop("folder", None)
     if folder is not None:
         if os.environ.get("SPARK_CONF_DIR") == str(folder):
             del os.environ["SPARK_CONF_DIR"]
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with slow tests run first: pytest-xdist hands out whole files in this order (see
+    `--dist` in pyproject.toml), so the longest start early rather than keep one worker busy
+    after the others are done."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -66,22 +103,63 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[object]:
-    """A PostgreSQL server for the session, on 127.0.0.1 (skipped without PostgreSQL, unless
-    CI is set: then a failure)."""
-    from tests.support.postgres_server import start_server, stop_server, unavailable_reason
+def postgres_server(pytestconfig: pytest.Config) -> object:
+    """The run's PostgreSQL server, on 127.0.0.1, started by the first worker that needs it and
+    stopped at the end of the run (skipped without PostgreSQL, unless CI is set: then a
+    failure)."""
+    from tests.support.postgres_server import PostgresServer, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI is set, so the PostgreSQL store tests must run)")
         pytest.skip(reason)
+    made = made_once(pytestconfig, "postgres", _start_postgres)
+    return PostgresServer(
+        bindir=Path(made["bindir"]),
+        folder=Path(made["folder"]),
+        port=int(made["port"]),
+        password=str(made["password"]),
+    )
+
+
+def _start_postgres(_folder: Path) -> dict[str, Any]:
+    from tests.support.postgres_server import start_server, stop_server
+
     server = start_server()
-    server.create_database_named(STORE_DATABASE)
     try:
-        yield server
-    finally:
+        server.create_database_named(STORE_DATABASE)
+    except BaseException:
         stop_server(server)
+        raise
+    return {
+        "bindir": str(server.bindir),
+        "folder": str(server.folder),
+        "port": server.port,
+        "password": server.password,
+    }
+
+
+def _stop_run_services(config: pytest.Config) -> None:
+    """Stop the run's servers by their PIDs, whether or not a test got to use them."""
+    from tests.support.connect_server import ConnectServer
+    from tests.support.connect_server import stop_server as stop_connect
+    from tests.support.postgres_server import PostgresServer
+    from tests.support.postgres_server import stop_server as stop_postgres
+
+    connect = made_so_far(config, "spark-connect")
+    if connect is not None and "pid" in connect:
+        stop_connect(ConnectServer(Path(connect["folder"]), connect["port"], connect["pid"]))
+    postgres = made_so_far(config, "postgres")
+    if postgres is not None:
+        stop_postgres(
+            PostgresServer(
+                bindir=Path(postgres["bindir"]),
+                folder=Path(postgres["folder"]),
+                port=int(postgres["port"]),
+                password=str(postgres["password"]),
+            )
+        )
 
 
 @pytest.fixture
@@ -222,67 +300,52 @@ def spark():
     session.stop()
 
 
-#: The Spark Connect server launched when collection found tests that use one (or why it
-#: could not be), before any test runs: its JVM boots (about a minute) while other tests run.
-_early_connect: dict[str, object] = {}
-
-
 #: Fixtures through which a test reaches the Connect server (`spark_session` asks for it by
 #: name in its "connect" case, which the fixture closure does not show).
 _CONNECT_FIXTURES = frozenset({"connect_server", "connect_session", "spark_session"})
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """Launch the run's Spark Connect server as soon as collection finds a test that uses it:
+    its JVM boots (about a minute) while other tests run."""
     if any(_CONNECT_FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
-        _launch_connect_server()
+        _launch_connect_server(session.config)
 
 
-def _launch_connect_server() -> None:
-    import tempfile
+def _launch_connect_server(config: pytest.Config) -> dict[str, Any]:
+    """How to reach the run's server (its port, PID and folder), or why there is none."""
+    return made_once(config, "spark-connect", _launch_connect_server_in)
 
+
+def _launch_connect_server_in(folder: Path) -> dict[str, Any]:
     from tests.support.connect_server import launch_server, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
-        _early_connect["reason"] = reason
-        return
-    folder = Path(tempfile.mkdtemp(prefix="dws-spark-connect-"))
-    _early_connect["folder"] = folder
+        return {"reason": reason}
     try:
-        _early_connect["server"] = launch_server(folder)
+        server = launch_server(folder)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        _early_connect["reason"] = f"the Spark Connect server did not start: {exc}"
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the early-launched server by its PID (also when no test got to use it)."""
-    from tests.support.connect_server import ConnectServer, stop_server
-
-    server = _early_connect.pop("server", None)
-    if isinstance(server, ConnectServer):
-        stop_server(server)
-    folder = _early_connect.pop("folder", None)
-    if isinstance(folder, Path):
-        shutil.rmtree(folder, ignore_errors=True)
+        return {"reason": f"the Spark Connect server did not start: {exc}"}
+    return {"folder": str(server.folder), "port": server.port, "pid": server.pid}
 
 
 @pytest.fixture(scope="session")
-def connect_server() -> object:
-    """One Spark Connect server for the test run, on 127.0.0.1, launched as soon as
-    collection found a test that uses it (skipped without Java or the `connect` extra, unless
-    CI is set: then a failure), stopped by its PID at the end of the run."""
+def connect_server(pytestconfig: pytest.Config) -> object:
+    """The run's Spark Connect server, on 127.0.0.1, launched as soon as collection found a
+    test that uses it (skipped without Java or the `connect` extra, unless CI is set: then a
+    failure), stopped by its PID at the end of the run."""
     from tests.support.connect_server import ConnectServer, wait_until_serving
 
-    if not _early_connect:  # a test reached the server some other way: launch it now
-        _launch_connect_server()
-    reason = _early_connect.get("reason")
-    server = _early_connect.get("server")
-    if reason is None and isinstance(server, ConnectServer):
+    made = _launch_connect_server(pytestconfig)  # at collection already, as a rule
+    reason = made.get("reason")
+    server = None
+    if reason is None:
+        server = ConnectServer(Path(made["folder"]), int(made["port"]), int(made["pid"]))
         try:
             server = wait_until_serving(server)
         except (OSError, RuntimeError) as exc:
-            _early_connect.pop("server", None)  # stopped by wait_until_serving
-            reason = _early_connect["reason"] = f"the Spark Connect server did not start: {exc}"
+            reason = f"the Spark Connect server did not start: {exc}"
     if reason is not None:
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI is set, so the Spark Connect tests must run)")
@@ -385,21 +448,26 @@ def git_ws(ws: Workspace) -> tuple[Workspace, str]:
 
 
 @pytest.fixture(scope="session")
-def replay_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def replay_demo(pytestconfig: pytest.Config) -> Path:
     """The example project's demo in a git repository with snapshot `replay-me`, built once
-    (tests/replay/replay_example.py); tests replay copies of it."""
+    for the run (tests/replay/replay_example.py); tests replay copies of it."""
     from tests.replay.replay_example import build_demo
 
-    root = tmp_path_factory.mktemp("replay-example") / "demo"
-    build_demo(root)
-    return root
+    def build(folder: Path) -> dict[str, Any]:
+        build_demo(folder / "demo")
+        return {"root": str(folder / "demo")}
+
+    return Path(made_once(pytestconfig, "replay-demo", build)["root"])
 
 
 @pytest.fixture(scope="session")
-def dg_scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dg_scaffolded(pytestconfig: pytest.Config) -> Path:
     """A `dg` project made by `create-dagster project` and `dg scaffold defs
     dws_dagster.WorkspaceComponent lineage` (the real commands), once for the test run; the
     component tests copy it (tests/support/dg_project.py)."""
     from tests.support.dg_project import scaffold_project
 
-    return scaffold_project(tmp_path_factory.mktemp("dg-scaffolded"))
+    def scaffold(folder: Path) -> dict[str, Any]:
+        return {"root": str(scaffold_project(folder))}
+
+    return Path(made_once(pytestconfig, "dg-scaffolded", scaffold)["root"])

@@ -95,7 +95,7 @@ class Evidence:
 
 
 @contextlib.contextmanager
-def _browser(
+def browser_page(
     sync_playwright: Any, server: DagsterServer, artifacts: Path, trace: str
 ) -> Iterator[tuple[Any, Evidence]]:
     """A page of headless Chromium on the server, the first-visit dialog dismissed when it

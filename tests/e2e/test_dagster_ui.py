@@ -36,7 +36,7 @@ from dws_dagster import ResourceRef, Workspace
 from dws_dagster.ol.job_names import asset_job_name
 from example_project.project import FORECAST_ASSET
 from example_project.setup_workspace import SMALL, ensure_workspace
-from tests.e2e.browser import ROOT, _browser, sync_playwright_or_skip
+from tests.e2e.browser import ROOT, browser_page, sync_playwright_or_skip
 from tests.e2e.dagster_server import DagsterServer, dg_dev, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -272,7 +272,10 @@ def _drive_the_ui(
     selected = [n for n in nodes if n["groupName"] in SELECTED_GROUPS]
     assert FORECAST_ASSET in {"/".join(n["assetKey"]["path"]) for n in selected}
 
-    with _browser(sync_playwright, server, artifacts, "playwright-trace.zip") as (page, evidence):
+    with browser_page(sync_playwright, server, artifacts, "playwright-trace.zip") as (
+        page,
+        evidence,
+    ):
         # -- the asset graph, with the forecast and its upstream taxi assets selected
         with evidence.step("asset-graph"):
             query = urllib.parse.quote(SELECTION, safe="")
@@ -495,7 +498,7 @@ def _check_sensor_ticks(sync_playwright: Any, server: DagsterServer, artifacts: 
         f"{repository['location']['name']}/sensors/{SENSOR}"
     )
     with (
-        _browser(sync_playwright, server, artifacts, "playwright-trace-ticks.zip") as (
+        browser_page(sync_playwright, server, artifacts, "playwright-trace-ticks.zip") as (
             page,
             evidence,
         ),

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
-from tests.e2e.browser import _browser, sync_playwright_or_skip
+from tests.e2e.browser import browser_page, sync_playwright_or_skip
 from tests.e2e.dagster_server import DagsterServer, free_port, launch, poll
 from tests.support.dg_project import DgProject, load_definitions, make_project
 
@@ -128,7 +128,7 @@ def test_the_checks_tab_shows_dws_verdicts_and_a_failure_after_a_hand_edit(
     assert before["dws_data_version"][0] == "SUCCEEDED", before
     assert before["dws_inputs_consistent"][0] == "SUCCEEDED", before
     sync_playwright = sync_playwright_or_skip()
-    with _browser(sync_playwright, server, artifacts, "trace-checks.zip") as (page, evidence):
+    with browser_page(sync_playwright, server, artifacts, "trace-checks.zip") as (page, evidence):
         with evidence.step("checks-passed"):
             evidence.goto(f"{server.url}/assets/zones?view=checks")
             for name in CHECKS:

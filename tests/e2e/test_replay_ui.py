@@ -19,8 +19,8 @@ from dws_dagster.replay.planning import DAGSTER_ASSET, plan_replay
 from dws_dagster.snapshots.index import resolve_snapshot
 from dws_dagster.store.database import forget_databases
 from dws_dagster.workspace.definition import Workspace
-from tests.e2e.browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright_or_skip
-from tests.e2e.dagster_server import free_port, launch
+from tests.e2e.browser import browser_page, sync_playwright_or_skip
+from tests.e2e.dagster_server import DagsterServer, free_port, launch
 from tests.replay.replay_example import copy_demo, run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -87,32 +87,25 @@ def test_replay_runs_are_listed_in_the_ui_under_their_tag(
         assert {r["status"] for r in runs} == {"SUCCESS"}
         for replayed in runs:
             assert {"key": keys.REPLAY_OF, "value": snapshot} in replayed["tags"]
-        _show_run_page(sync_playwright, server.url, runs[0]["runId"], snapshot, artifacts)
+        _show_run_page(sync_playwright, server, runs[0]["runId"], snapshot, artifacts)
 
 
 def _show_run_page(
-    sync_playwright: Any, url: str, run_id: str, snapshot: str, artifacts: Path
+    sync_playwright: Any, server: DagsterServer, run_id: str, snapshot: str, artifacts: Path
 ) -> None:
+    """The run's page and its tags dialog, the first visitor's greeting dismissed when the
+    instance says it will show (it shows after a second: a fixed wait for it was a race)."""
     from playwright.sync_api import expect
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
-            page.set_default_timeout(30_000)
-            page.goto(f"{url}/runs/{run_id}")
-            skip = page.get_by_role("button", name="Skip")  # a fresh visitor's greeting
-            try:
-                skip.click(timeout=5_000)
-            except Exception:  # Playwright's TimeoutError: no greeting on this instance
-                pass
+    with browser_page(sync_playwright, server, artifacts, "trace-replay.zip") as (page, evidence):
+        with evidence.step("run-page"):
+            evidence.goto(f"{server.url}/runs/{run_id}")
             expect(page.get_by_text("RUN_SUCCESS").first).to_be_visible()
-            page.screenshot(path=str(artifacts / "01-replay-run.png"), animations="disabled")
+            evidence.screenshot("01-replay-run")
+        with evidence.step("run-tags"):
             # The run's tags, where the UI shows them: the snapshot it replays.
             page.get_by_role("button", name="View tags and config").click()
             dialog = page.get_by_role("dialog")
             expect(dialog.get_by_text(keys.REPLAY_OF).first).to_be_visible()
             expect(dialog.get_by_text(snapshot).first).to_be_visible()
-            page.screenshot(path=str(artifacts / "02-replay-run-tags.png"), animations="disabled")
-        finally:
-            browser.close()
+            evidence.screenshot("02-replay-run-tags")

@@ -29,6 +29,8 @@ from dws_dagster.spark.column_diff import differing_columns
 from tests.conftest import tree_state, write
 from tests.replay.replay_steps import git
 
+pytestmark = [pytest.mark.slow]
+
 #: A code location: source data read by path, a configured step, and (with REPLAY_TEST_RANDOM
 #: set when it runs) a column Spark fills at random.
 DEFINITIONS = """\

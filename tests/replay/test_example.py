@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from dagster import DagsterInstance
 
 from dws_dagster import metadata_keys as keys
@@ -18,6 +19,8 @@ from dws_dagster.workspace.definition import Workspace
 from tests.conftest import tree_state
 from tests.replay.replay_example import DRAWN_REF, FORECAST_REF, REPORT_REF, commit, copy_demo, run
 from tests.replay.replay_steps import git
+
+pytestmark = [pytest.mark.slow]
 
 
 def _data_and_lineage(root: Path) -> dict[str, str]:

@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,7 +73,6 @@ class PostgresServer:
     host: str = "127.0.0.1"
     user: str = DB_USER
     password: str = field(default_factory=lambda: secrets.token_urlsafe(16), repr=False)
-    _databases: int = 0
 
     @property
     def data_dir(self) -> Path:
@@ -189,9 +189,9 @@ telemetry:
 """
 
     def create_database(self, prefix: str = "dagster") -> str:
-        """A new empty database (one per Dagster instance keeps tests independent)."""
-        self._databases += 1
-        name = re.sub(r"\W", "_", f"{prefix}_{self._databases}").lower()
+        """A new empty database (one per Dagster instance keeps tests independent), named
+        apart from those of the run's other processes, which share the server."""
+        name = re.sub(r"\W", "_", f"{prefix}_{uuid.uuid4().hex[:12]}").lower()
         self.create_database_named(name)
         return name
 
