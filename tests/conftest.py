@@ -114,13 +114,7 @@ def postgres_server(pytestconfig: pytest.Config) -> object:
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI is set, so the PostgreSQL store tests must run)")
         pytest.skip(reason)
-    made = made_once(pytestconfig, "postgres", _start_postgres)
-    return PostgresServer(
-        bindir=Path(made["bindir"]),
-        folder=Path(made["folder"]),
-        port=int(made["port"]),
-        password=str(made["password"]),
-    )
+    return PostgresServer.from_record(made_once(pytestconfig, "postgres", _start_postgres))
 
 
 def _start_postgres(_folder: Path) -> dict[str, Any]:
@@ -132,12 +126,7 @@ def _start_postgres(_folder: Path) -> dict[str, Any]:
     except BaseException:
         stop_server(server)
         raise
-    return {
-        "bindir": str(server.bindir),
-        "folder": str(server.folder),
-        "port": server.port,
-        "password": server.password,
-    }
+    return server.record()
 
 
 def _stop_run_services(config: pytest.Config) -> None:
@@ -149,17 +138,10 @@ def _stop_run_services(config: pytest.Config) -> None:
 
     connect = made_so_far(config, "spark-connect")
     if connect is not None and "pid" in connect:
-        stop_connect(ConnectServer(Path(connect["folder"]), connect["port"], connect["pid"]))
+        stop_connect(ConnectServer.from_record(connect))
     postgres = made_so_far(config, "postgres")
     if postgres is not None:
-        stop_postgres(
-            PostgresServer(
-                bindir=Path(postgres["bindir"]),
-                folder=Path(postgres["folder"]),
-                port=int(postgres["port"]),
-                password=str(postgres["password"]),
-            )
-        )
+        stop_postgres(PostgresServer.from_record(postgres))
 
 
 @pytest.fixture
@@ -327,7 +309,7 @@ def _launch_connect_server_in(folder: Path) -> dict[str, Any]:
         server = launch_server(folder)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         return {"reason": f"the Spark Connect server did not start: {exc}"}
-    return {"folder": str(server.folder), "port": server.port, "pid": server.pid}
+    return server.record()
 
 
 @pytest.fixture(scope="session")
@@ -341,7 +323,7 @@ def connect_server(pytestconfig: pytest.Config) -> object:
     reason = made.get("reason")
     server = None
     if reason is None:
-        server = ConnectServer(Path(made["folder"]), int(made["port"]), int(made["pid"]))
+        server = ConnectServer.from_record(made)
         try:
             server = wait_until_serving(server)
         except (OSError, RuntimeError) as exc:

@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.support.spark_cluster import free_port, spark_home
 from tests.support.spark_jvm import CONF
@@ -44,6 +45,14 @@ class ConnectServer:
         return "".join(
             path.read_text(errors="replace") for path in sorted(self.folder.glob("*.out"))
         )
+
+    def record(self) -> dict[str, Any]:
+        """What another process of the test run needs to reach it (`from_record`)."""
+        return {"folder": str(self.folder), "port": self.port, "pid": self.pid}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ConnectServer:
+        return cls(Path(record["folder"]), int(record["port"]), int(record["pid"]))
 
 
 def unavailable_reason() -> str | None:

@@ -19,6 +19,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SERVER_USER = "postgres"  # the OS user Debian's package creates, used when we are root
 DB_USER = "dagster"
@@ -73,6 +74,24 @@ class PostgresServer:
     host: str = "127.0.0.1"
     user: str = DB_USER
     password: str = field(default_factory=lambda: secrets.token_urlsafe(16), repr=False)
+
+    def record(self) -> dict[str, Any]:
+        """What another process of the test run needs to reach it (`from_record`)."""
+        return {
+            "bindir": str(self.bindir),
+            "folder": str(self.folder),
+            "port": self.port,
+            "password": self.password,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> PostgresServer:
+        return cls(
+            bindir=Path(record["bindir"]),
+            folder=Path(record["folder"]),
+            port=int(record["port"]),
+            password=str(record["password"]),
+        )
 
     @property
     def data_dir(self) -> Path:
