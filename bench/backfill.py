@@ -49,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from backfill_defs import frame as rows
-    from backfill_defs import session
+    from backfill_defs import range_assets, session
     from dagster import (
         BackfillPolicy,
         DagsterInstance,
@@ -59,7 +59,7 @@ def main() -> None:
     )
     from pyspark.sql import DataFrame
 
-    from dws_dagster import SparkWorkspaceIOManager, Workspace, WorkspaceResource, dws_ref
+    from dws_dagster import SparkWorkspaceIOManager, Workspace, WorkspaceResource
 
     spark = session(args.master)
     tmp = Path(tempfile.mkdtemp(prefix="dws-bench-backfill-"))
@@ -75,28 +75,11 @@ def main() -> None:
     def frame(start: dt.date, end: dt.date) -> DataFrame:
         return rows(spark, start, end, args.rows_per_day)
 
+    trips_one_run, trips_per_partition = range_assets(
+        days, args.rows_per_day, args.master, "trips", "trips_per_partition"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-
-        @asset(
-            name="trips",
-            partitions_def=days,
-            backfill_policy=BackfillPolicy.single_run(),
-            metadata={**dws_ref("inter", "trips"), "partition_expr": "day"},
-        )
-        def trips_one_run(context) -> DataFrame:
-            window = context.partition_time_window
-            return frame(window.start.date(), window.end.date())
-
-        @asset(
-            name="trips_per_partition",
-            partitions_def=days,
-            backfill_policy=BackfillPolicy.multi_run(1),
-            metadata=dws_ref("inter", "trips_per_partition"),
-        )
-        def trips_per_partition(context) -> DataFrame:
-            window = context.partition_time_window
-            return frame(window.start.date(), window.end.date())
 
         @asset(
             name="trips_dagster_only",

@@ -1,9 +1,10 @@
 """The backfill bench's rows, and its code location for runs launched as Dagster launches them.
 
-`bench/backfill.py` imports `frame` for its in-process cases. With `--launched` it also runs
-`dagster asset materialize -f bench/backfill_defs.py ...` once for the whole range and once per
-partition: each run a process of its own that imports Dagster, loads these definitions and
-starts a Spark session, as the default run launcher (and, on Kubernetes, a pod per run) does.
+`bench/backfill.py` imports `frame`, `session` and `range_assets` for its in-process cases.
+With `--launched` it also runs `dagster asset materialize -f bench/backfill_defs.py ...` once
+for the whole range and once per partition: each run a process of its own that imports
+Dagster, loads these definitions and starts a Spark session, as the default run launcher (and,
+on Kubernetes, a pod per run) does.
 The environment says what to build: `BENCH_WORKSPACE` (the workspace root), `BENCH_FIRST_DAY`,
 `BENCH_DAYS`, `BENCH_ROWS_PER_DAY`, `BENCH_MASTER`.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -45,50 +47,63 @@ def session(master: str) -> SparkSession:
     return spark
 
 
-def _definitions():  # -> dagster.Definitions, built only where Dagster loads this file
+def range_assets(days: Any, rows_per_day: int, master: str, one_run: str, per_partition: str):
+    """Two daily assets of the same rows in `inter`: `one_run` backfills a range in one run
+    (`BackfillPolicy.single_run()`, its partition column named for the IO manager),
+    `per_partition` one run per partition (`BackfillPolicy.multi_run(1)`)."""
     import warnings
 
-    from dagster import BackfillPolicy, DailyPartitionsDefinition, Definitions, asset
+    from dagster import BackfillPolicy, asset
 
-    from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource, dws_ref
+    from dws_dagster import dws_ref
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # backfill_policy is a beta parameter
+
+        @asset(
+            name=one_run,
+            partitions_def=days,
+            backfill_policy=BackfillPolicy.single_run(),
+            metadata={**dws_ref("inter", one_run), "partition_expr": "day"},
+        )
+        def range_in_one_run(context) -> DataFrame:
+            window = context.partition_time_window
+            return frame(session(master), window.start.date(), window.end.date(), rows_per_day)
+
+        @asset(
+            name=per_partition,
+            partitions_def=days,
+            backfill_policy=BackfillPolicy.multi_run(1),
+            metadata=dws_ref("inter", per_partition),
+        )
+        def run_per_partition(context) -> DataFrame:
+            window = context.partition_time_window
+            return frame(session(master), window.start.date(), window.end.date(), rows_per_day)
+
+    return range_in_one_run, run_per_partition
+
+
+def _definitions():  # -> dagster.Definitions, built only where Dagster loads this file
+    from dagster import DailyPartitionsDefinition, Definitions
+
+    from dws_dagster import SparkWorkspaceIOManager, WorkspaceResource
 
     first = dt.date.fromisoformat(os.environ["BENCH_FIRST_DAY"])
     days = DailyPartitionsDefinition(
         start_date=first.isoformat(),
         end_date=(first + dt.timedelta(days=int(os.environ["BENCH_DAYS"]))).isoformat(),
     )
-    rows_per_day = int(os.environ["BENCH_ROWS_PER_DAY"])
-    master = os.environ["BENCH_MASTER"]
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # backfill_policy is a beta parameter
-
-        @asset(
-            name="launched_one_run",
-            partitions_def=days,
-            backfill_policy=BackfillPolicy.single_run(),
-            metadata={**dws_ref("inter", "launched_one_run"), "partition_expr": "day"},
-        )
-        def launched_one_run(context) -> DataFrame:
-            window = context.partition_time_window
-            return frame(session(master), window.start.date(), window.end.date(), rows_per_day)
-
-        @asset(
-            name="launched_per_partition",
-            partitions_def=days,
-            backfill_policy=BackfillPolicy.multi_run(1),
-            metadata=dws_ref("inter", "launched_per_partition"),
-        )
-        def launched_per_partition(context) -> DataFrame:
-            window = context.partition_time_window
-            return frame(session(master), window.start.date(), window.end.date(), rows_per_day)
-
+    assets = range_assets(
+        days,
+        int(os.environ["BENCH_ROWS_PER_DAY"]),
+        os.environ["BENCH_MASTER"],
+        "launched_one_run",
+        "launched_per_partition",
+    )
     manager = SparkWorkspaceIOManager(
         workspace=WorkspaceResource(root=os.environ["BENCH_WORKSPACE"])
     )
-    return Definitions(
-        assets=[launched_one_run, launched_per_partition], resources={"io_manager": manager}
-    )
+    return Definitions(assets=list(assets), resources={"io_manager": manager})
 
 
 if "BENCH_WORKSPACE" in os.environ:
