@@ -140,29 +140,21 @@ def materializations(result: Any, name: str) -> dict[str, dict[str, Any]]:
     return found
 
 
-def rows_by_partition(spark: Any, ws: Workspace, name: str) -> dict[str, list[Any]]:
-    """{partition key: its rows, sorted} of a daily asset, read in one scan."""
+def rows_by_partition(
+    spark: Any, ws: Workspace, name: str, columns: list[str] | None = None
+) -> dict[str, list[Any]]:
+    """{partition key: its rows (of `columns`, all by default), sorted} of a daily asset, read
+    in one scan."""
     root = ws.local_path(f"intermediate-data/{name}")
     data = spark.read.option("recursiveFileLookup", "true").parquet(str(root))
     keyed = data.select(
         F.regexp_extract(F.input_file_name(), r"/(\d{4}-\d\d-\d\d)/[^/]*$", 1).alias("_key"),
-        *data.columns,
+        *(columns or data.columns),
     )
     found: dict[str, list[Any]] = {}
     for row in keyed.collect():
         found.setdefault(row["_key"], []).append(tuple(row)[1:])
     return {key: sorted(rows) for key, rows in found.items()}
-
-
-def values_by_partition(spark: Any, ws: Workspace, name: str, column: str) -> dict[str, list]:
-    """{partition key: the values of `column` in it} of a daily asset, read in one scan."""
-    root = ws.local_path(f"intermediate-data/{name}")
-    data = spark.read.option("recursiveFileLookup", "true").parquet(str(root))
-    key = F.regexp_extract(F.input_file_name(), r"/(\d{4}-\d\d-\d\d)/[^/]*$", 1)
-    found: dict[str, list] = {}
-    for row in data.select(key.alias("_key"), column).collect():
-        found.setdefault(row["_key"], []).append(row[column])
-    return found
 
 
 def warnings_of(instance: DagsterInstance, run_id: str) -> list[str]:
@@ -366,7 +358,7 @@ def test_a_failure_part_way_leaves_each_partition_old_or_new(
         error = in_chain(info.value, RangeWriteError)
         assert f"{failing} of {len(KEYS)} partitions hold the new data" in str(error)
         assert not list(ws.local_path("intermediate-data/events").glob(".dws-staging-*"))
-        values = values_by_partition(spark, ws, "events", "value")  # no rows: no key
+        values = rows_by_partition(spark, ws, "events", ["value"])  # no rows: no key
         for i, key in enumerate(KEYS):
             ref = f"intermediate-data/events/{key}"
             state = ws.store.get(ref)
@@ -374,13 +366,13 @@ def test_a_failure_part_way_leaves_each_partition_old_or_new(
             if i < failing:
                 assert state.version == on_disk and state.attempt is None
                 assert state.record["step"]["run_id"] != first.run_id
-                assert all(value % 7 == 1 for value in values.get(key, [])), key
+                assert all(value % 7 == 1 for (value,) in values.get(key, [])), key
             else:
                 assert state.version == on_disk == old[key], key
                 assert state.record["step"]["run_id"] == first.run_id
                 assert state.attempt is not None and state.attempt["status"] == "failed"
                 assert "injected" in state.attempt["error"]
-                assert all(value % 7 == 0 for value in values.get(key, [])), key
+                assert all(value % 7 == 0 for (value,) in values.get(key, [])), key
 
 
 def test_a_range_needs_its_partition_column_and_refuses_rows_outside_it(spark, tmp_path: Path):
