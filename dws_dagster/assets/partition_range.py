@@ -16,8 +16,7 @@ cannot tell).
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -46,7 +45,7 @@ from dws_dagster.assets.partitions import partition_key_ref
 from dws_dagster.assets.replaced_versions import keep_location, prune_local_kept
 from dws_dagster.assets.step_reads import StepReads
 from dws_dagster.errors import DwsError, PartitionRangeError, RangeWriteError
-from dws_dagster.spark import row_files
+from dws_dagster.spark import key_index, row_files, window_index
 from dws_dagster.spark.connect.read_paths import connect_read_paths
 from dws_dagster.spark.range_write import RangeTarget, write_range_atomic
 from dws_dagster.workspace.definition import Workspace
@@ -97,63 +96,34 @@ def partition_index(
         kind, StringType
     ):
         windows = [partitions_def.time_window_for_partition_key(k) for k in partition_keys]
-        literal: Callable[[dt.datetime], str]
+        bounds: list[tuple[object, object]]
         if isinstance(kind, DateType):
-            literal = _date_literal
+            column_kind: window_index.Kind = "date"
+            bounds = [(w.start.date(), w.end.date()) for w in windows]
         elif isinstance(kind, TimestampType):
-            literal = _timestamp_literal
+            column_kind = "timestamp"
+            bounds = [(w.start, w.end) for w in windows]
         elif isinstance(kind, TimestampNTZType):
-            literal = _wall_time_literal
+            column_kind = "timestamp_ntz"
+            bounds = [(w.start.replace(tzinfo=None), w.end.replace(tzinfo=None)) for w in windows]
         else:
             raise PartitionRangeError(
                 f"asset '{asset}': {PARTITION_EXPR} column '{column}' is {kind.simpleString()}; "
                 "a time-window partition's column must be a date, a timestamp or the "
                 "partition key as a string; nothing was written"
             )
-        starts = [literal(w.start) for w in windows]
-        ends = [literal(w.end) for w in windows]
         # SQL text: one call into Spark, where Column objects take one per operation.
-        return F.expr(_bisect(_quoted(column), starts, ends, 0, len(windows)))
+        return F.expr(window_index.window_index_sql(_quoted(column), column_kind, bounds))
     if not isinstance(kind, StringType):
         raise PartitionRangeError(
             f"asset '{asset}': {PARTITION_EXPR} column '{column}' is {kind.simpleString()}; "
             "it must hold the partition key as a string; nothing was written"
         )
-    pairs = ", ".join(f"{_string_literal(k)}, {i}" for i, k in enumerate(partition_keys))
-    return F.expr(f"map({pairs})[{_quoted(column)}]")
-
-
-def _string_literal(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return F.expr(key_index.key_index_sql(_quoted(column), partition_keys))
 
 
 def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
-
-
-def _date_literal(moment: dt.datetime) -> str:
-    return f"DATE'{moment.date().isoformat()}'"
-
-
-def _timestamp_literal(moment: dt.datetime) -> str:
-    """An instant: the window's bound with its offset, whatever the session time zone."""
-    return f"TIMESTAMP'{moment.isoformat()}'"
-
-
-def _wall_time_literal(moment: dt.datetime) -> str:
-    return f"TIMESTAMP_NTZ'{moment.replace(tzinfo=None).isoformat(sep=' ')}'"
-
-
-def _bisect(value: str, starts: list[str], ends: list[str], lo: int, hi: int) -> str:
-    """The index of the window holding `value` among windows lo..hi-1 (sorted, disjoint): a
-    balanced tree of comparisons, so each row costs log2(n) of them, not n."""
-    if hi - lo == 1:
-        return f"CASE WHEN {value} >= {starts[lo]} AND {value} < {ends[lo]} THEN {lo} END"
-    mid = (lo + hi) // 2
-    return (
-        f"CASE WHEN {value} < {starts[mid]} THEN {_bisect(value, starts, ends, lo, mid)} "
-        f"ELSE {_bisect(value, starts, ends, mid, hi)} END"
-    )
 
 
 def other_partitions(context: OutputContext, reads: StepReads, partition: str) -> set[str]:
