@@ -164,3 +164,24 @@ def test_any_window_layout_gives_the_trees_answer(spark, layout) -> None:
     as_dates = [(origin + dt.timedelta(s), origin + dt.timedelta(e)) for s, e in windows]
     days = [origin + dt.timedelta(v) for v in values]
     assert spark_indexes(spark, "date", days, as_dates) == expected_indexes("date", days, as_dates)
+
+
+def test_years_of_days_across_daylight_saving_changes_stay_on_the_grid(spark) -> None:
+    """Four years of Paris days make an hourly grid of 35,064 cells: still one lookup a row (not
+    the tree, whose code the JVM would leave uncompiled), and right on each change's day."""
+    paris = DailyPartitionsDefinition(start_date="2020-01-01", timezone="Europe/Paris")
+    keys = paris.get_partition_keys(current_time=dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+    aware = [paris.time_window_for_partition_key(k) for k in keys]
+    windows: list[tuple[Any, Any]] = [(w.start, w.end) for w in aware]
+    sql = window_index_sql("c", "timestamp", windows)
+    assert sql.count("CASE") == 1 and "element_at(array(" in sql
+    length = [
+        (w.end.astimezone(dt.UTC) - w.start.astimezone(dt.UTC)).total_seconds() for w in aware
+    ]
+    changes = [w for w, seconds in zip(aware, length, strict=True) if seconds != 86_400]
+    assert len(changes) == 8  # two a year
+    moments = probes([(w.start.astimezone(dt.UTC), w.end.astimezone(dt.UTC)) for w in changes])
+    expected = [keys.index(w.start.strftime("%Y-%m-%d")) for w in aware if w in changes]
+    found = spark_indexes(spark, "timestamp", [instant(m) for m in moments], windows)
+    assert found[1::5] == expected  # each change's day from its first instant
+    assert found == expected_indexes("timestamp", moments, windows)
