@@ -48,6 +48,7 @@ from dws_dagster.errors import DwsError, PartitionRangeError, RangeWriteError
 from dws_dagster.spark import key_index, row_files, window_index
 from dws_dagster.spark.connect.read_paths import connect_read_paths
 from dws_dagster.spark.range_write import RangeTarget, write_range_atomic
+from dws_dagster.spark.sql_quoting import quoted_name
 from dws_dagster.workspace.definition import Workspace
 from dws_dagster.workspace.gitinfo import git_commit
 from dws_dagster.workspace.records import (
@@ -113,17 +114,13 @@ def partition_index(
                 "partition key as a string; nothing was written"
             )
         # SQL text: one call into Spark, where Column objects take one per operation.
-        return F.expr(window_index.window_index_sql(_quoted(column), column_kind, bounds))
+        return F.expr(window_index.window_index_sql(quoted_name(column), column_kind, bounds))
     if not isinstance(kind, StringType):
         raise PartitionRangeError(
             f"asset '{asset}': {PARTITION_EXPR} column '{column}' is {kind.simpleString()}; "
             "it must hold the partition key as a string; nothing was written"
         )
-    return F.expr(key_index.key_index_sql(_quoted(column), partition_keys))
-
-
-def _quoted(column: str) -> str:
-    return "`" + column.replace("`", "``") + "`"
+    return F.expr(key_index.key_index_sql(quoted_name(column), partition_keys))
 
 
 def other_partitions(context: OutputContext, reads: StepReads, partition: str) -> set[str]:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import xxhash
 
+from dws_dagster.spark.sql_quoting import string_literal
+
 #: Up to this many keys, the literal map's scan is as cheap as a hash.
 MAP_UP_TO = 8
 #: Spark's `xxhash64` seed.
@@ -47,8 +49,3 @@ def spark_xxhash64(text: str) -> int:
     """Spark's `xxhash64` of a string: XXH64 of its UTF-8 bytes with seed 42, as a signed long."""
     value = xxhash.xxh64_intdigest(text.encode("utf-8"), seed=_SPARK_SEED)
     return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def string_literal(text: str) -> str:
-    """A Spark SQL string literal of `text`."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

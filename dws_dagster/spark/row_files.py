@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 from pyspark.sql import DataFrame
 
 from dws_dagster.spark.session_kind import is_connect, sql_column
+from dws_dagster.spark.sql_quoting import quoted_name
 
 #: The derived column holding each row's file while it is written (never in the files).
 FILE_COLUMN = "__dws_input_file"
@@ -95,8 +96,8 @@ def with_files(df: DataFrame) -> DataFrame:
 def files_aggregate_sql(key_column: str) -> str:
     """The set of (key, file) pairs of the rows, as SQL of an aggregate for observed metrics
     over a DataFrame `with_files` (named `dws_files`)."""
-    key = "`" + key_column.replace("`", "``") + "`"
-    return f"collect_set(named_struct('k', {key}, 'f', `{FILE_COLUMN}`)) AS dws_files"
+    key, file = quoted_name(key_column), quoted_name(FILE_COLUMN)
+    return f"collect_set(named_struct('k', {key}, 'f', {file})) AS dws_files"
 
 
 def files_by_key(observed: Iterable[Any] | None) -> dict[int, set[str]]:

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql.types import MapType
 
 from dws_dagster.spark.session_kind import new_observation, sql_column
+from dws_dagster.spark.sql_quoting import quoted_name
 from dws_dagster.workspace.files import canonical_json
 from dws_dagster.workspace.versions import MARKER_SCHEME
 
@@ -32,7 +33,7 @@ def hash_inputs(df: DataFrame) -> list[str]:
     another through Spark Connect, and one logical map must have one version."""
     inputs = []
     for field in df.schema.fields:
-        quoted = "`" + field.name.replace("`", "``") + "`"
+        quoted = quoted_name(field.name)
         inputs.append(_sorted_map_json(quoted) if isinstance(field.dataType, MapType) else quoted)
     return inputs
 
