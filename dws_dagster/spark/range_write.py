@@ -40,6 +40,7 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from dws_dagster.errors import RangeWriteError, RowsOutsideRangeError, StorageError
 from dws_dagster.spark import locations, row_files, row_version, storage, version_marker
 from dws_dagster.spark.session_kind import new_observation, sql_column
+from dws_dagster.spark.sql_quoting import quoted_name
 from dws_dagster.workspace.swap import STAGING_PREFIX, copy_data, recover, swap_into_place
 from dws_dagster.workspace.trees import remove_tree
 from dws_dagster.workspace.versions import content_version, data_size
@@ -285,7 +286,7 @@ def _read_written(df: DataFrame, staging: Path, fmt: str, folders: Sequence[Path
         for start in range(0, len(paths), _LISTED_ON_DRIVER)
     ]
     written = functools.reduce(DataFrame.unionAll, parts)
-    return written.select(*[F.col(f"`{c}`") for c in df.columns], INDEX_COLUMN)
+    return written.select(*[F.col(quoted_name(c)) for c in df.columns], INDEX_COLUMN)
 
 
 def _write_empty(

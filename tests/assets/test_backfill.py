@@ -685,3 +685,24 @@ def test_the_partitions_of_a_short_range_have_the_versions_of_their_rows_written
         assert result.results[key].version == alone.version, key
         assert result.results[key].row_count == alone.row_count
     assert result.results[keys[1]].row_count == 0
+
+
+def test_a_long_range_versions_columns_whatever_their_names(spark_session, tmp_path: Path):
+    """Past the partitions observed in the write pass, the written files are read back by
+    column name: names with a backtick, a dot or a space are read as themselves, and each
+    partition's version is the one its rows written alone get."""
+    spark = spark_session
+    from dws_dagster.spark import storage
+
+    keys = KEYS[: range_write._OBSERVED_PARTITIONS + 2]
+    rows = [(key, n, f"v{n}") for n, key in enumerate(keys)]
+    df = spark.createDataFrame(rows, "day string, `a``b` int, `c.d e` string")
+    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
+    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
+    result = range_write.write_range_atomic(
+        df, targets, index, staging_parent=str(tmp_path / "out")
+    )
+    for key in keys:
+        alone = storage.write_atomic(df.where(F.col("day") == key), str(tmp_path / "alone" / key))
+        assert result.results[key].version == alone.version, key
+        assert result.results[key].row_count == 1
