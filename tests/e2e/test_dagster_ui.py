@@ -510,12 +510,27 @@ def _check_sensor_ticks(sync_playwright: Any, server: DagsterServer, artifacts: 
         )
         expect(rows.first).to_be_visible()
         tooltip = page.get_by_role("tooltip")
+
+        def status_text(row: Any) -> str:
+            """The tooltip of a tick's status tag. The list refreshes live and a tick that
+            started after the page loaded re-renders it, which can drop the tooltip under a
+            hover; the row is found and hovered again, at most three times."""
+            for attempt in range(3):
+                row.locator("td").nth(1).get_by_text("0 runs requested").hover()
+                try:
+                    expect(tooltip).to_be_visible()
+                except AssertionError:
+                    if attempt == 2:
+                        raise
+                    page.mouse.move(0, 0)
+                    continue
+                return tooltip.inner_text().strip()
+            raise AssertionError("unreachable")
+
         found = None
         for index in range(rows.count()):
             row = rows.nth(index)
-            row.locator("td").nth(1).get_by_text("0 runs requested").hover()
-            expect(tooltip).to_be_visible()
-            text = tooltip.inner_text().strip()
+            text = status_text(row)
             assert APPLIED_TICK.fullmatch(text) or IDLE_TICK.fullmatch(text), text
             if APPLIED_TICK.fullmatch(text):
                 # The element with the role is a hidden copy for screen readers, inside the
