@@ -54,7 +54,9 @@ def sync_playwright_or_skip() -> Any:
     return sync_playwright
 
 
-#: Waits of the UI, in milliseconds.
+#: Waits of the UI, in milliseconds: Playwright's actions and its `expect` assertions alike
+#: (`expect` keeps its own default of 5 s, which a loaded CI machine outlasts while the
+#: webserver answers a page's queries).
 UI_TIMEOUT_MS = 30_000
 SHOULD_SHOW_NUX_QUERY = "query E2EShouldShowNux { shouldShowNux }"
 
@@ -100,6 +102,9 @@ def browser_page(
 ) -> Iterator[tuple[Any, Evidence]]:
     """A page of headless Chromium on the server, the first-visit dialog dismissed when it
     shows; a failure leaves a screenshot and the Playwright trace `trace`."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=UI_TIMEOUT_MS)
     show_nux = server.graphql(SHOULD_SHOW_NUX_QUERY)["shouldShowNux"]
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

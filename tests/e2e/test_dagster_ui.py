@@ -53,6 +53,9 @@ SELECTED_GROUPS = ("taxi", "forecast")
 BACKFILL_TIMEOUT = 300.0
 SENSOR_TIMEOUT = 30 + 90.0
 
+#: A hover's tooltip shows at once; one that has not shown in this time was dropped by a
+#: re-render of the live tick list, and the row is hovered again.
+TOOLTIP_TIMEOUT_MS = 10_000
 RUN_FAILED = {"FAILURE", "CANCELED", "CANCELING"}
 BACKFILL_FAILED = {"FAILED", "FAILING", "CANCELED", "CANCELING", "COMPLETED_FAILED"}
 
@@ -518,7 +521,7 @@ def _check_sensor_ticks(sync_playwright: Any, server: DagsterServer, artifacts: 
             for attempt in range(3):
                 row.locator("td").nth(1).get_by_text("0 runs requested").hover()
                 try:
-                    expect(tooltip).to_be_visible()
+                    expect(tooltip).to_be_visible(timeout=TOOLTIP_TIMEOUT_MS)
                 except AssertionError:
                     if attempt == 2:
                         raise
