@@ -10,14 +10,17 @@ rows gives (`row_version.version_of_metrics`: the DataFrame's schema, the row co
 row-hash sums). For a range of a few partitions the sums are observed in the write pass, one
 set per partition; observed metrics have no grouping, so each row feeds every partition's sums,
 which stops paying beyond a few. Larger ranges are versioned by one grouped aggregation over
-what was written (Parquet and ORC give back exactly the values written; other formats, and
-writes Spark partitions further, aggregate the DataFrame itself): the written files are read
-with the DataFrame's schema, in groups of folders Spark lists on the driver (more at once and
-Spark lists them with a job of its own). A partition with no row becomes what a one-partition
-write of an empty DataFrame gives: a dataset with the schema and no rows.
+the rows written. Parquet and ORC give back exactly the values written, so their files are read
+back with the DataFrame's schema, in groups of folders Spark lists on the driver (more at once
+and Spark lists them with a job of its own). Other formats, and writes Spark partitions
+further, do not; their rows are computed once and kept (`localCheckpoint`) for the write and
+the aggregation both, since a second run of the plan may give other rows. A partition with no
+row becomes what a one-partition write of an empty DataFrame gives: a dataset with the schema
+and no rows.
 
-When asked (`read_files`), the write also observes the file each row was read from
-(`row_files`), so the caller can tell each partition the files its rows came from.
+When asked (`read_files`), the file each row was read from is collected too (`row_files`), by
+the job that reads the DataFrame's sources, so the caller can tell each partition the files
+its rows came from.
 
 Each partition's folder gets its marker (version, lineage record) and is then swapped into
 place, one atomic rename each: a failure or crash part-way leaves every partition whole, old or
@@ -118,15 +121,35 @@ def write_range_atomic(
     result = RangeResult()
     try:
         keyed = df.withColumn(INDEX_COLUMN, index)
-        written_df, observed = _observed(df, keyed, len(targets), read_files is not None)
+        kept = None
+        if len(targets) > _OBSERVED_PARTITIONS and not _exact(fmt, partition_by):
+            kept = _kept_rows(keyed, read_files is not None)
+            written_df, observed = kept.drop(row_files.FILE_COLUMN), None
+        else:
+            written_df, observed = _observed(df, keyed, len(targets), read_files is not None)
         writer = storage.dataframe_writer(
             written_df, fmt, options, [INDEX_COLUMN, *(partition_by or ())]
         )
         writer.save(str(staging))
         folders = _partition_folders(staging, len(targets), what)
         got = observed.get if observed is not None else {}
+        kept_files: dict[int, set[str]] = {}
+        if len(targets) <= _OBSERVED_PARTITIONS:
+            metrics = {i: row_version.keyed_metrics(got, i) for i in folders}
+        elif kept is None:
+            read_back = _read_written(df, staging, fmt, _in_order(folders)) if folders else None
+            metrics = _metrics(df, read_back) if read_back is not None else {}
+        else:
+            metrics = _metrics(df, kept, with_files=read_files is not None)
+            kept_files = {i: m.pop("dws_files") for i, m in metrics.items() if "dws_files" in m}
         if read_files is not None:
-            found = row_files.files_by_key(got.get("dws_files"))
+            found = (
+                row_files.files_by_key(got.get("dws_files"))
+                if kept is None
+                else row_files.files_by_key(
+                    {"k": i, "f": uri} for i, uris in kept_files.items() for uri in uris
+                )
+            )
             read_files(
                 {
                     target.key: frozenset(found.get(i, ()))
@@ -134,10 +157,6 @@ def write_range_atomic(
                     if i in folders
                 }
             )
-        if len(targets) <= _OBSERVED_PARTITIONS:
-            metrics = {i: row_version.keyed_metrics(got, i) for i in folders}
-        else:
-            metrics = _metrics(df, keyed, staging, fmt, partition_by, folders)
         empty = [i for i in range(len(targets)) if i not in folders]
         if empty:
             _write_empty(df, staging, fmt, options, partition_by, folders, empty)
@@ -253,23 +272,34 @@ def _partition_folders(staging: Path, count: int, what: str) -> dict[int, Path]:
     return folders
 
 
-def _metrics(
-    df: DataFrame,
-    keyed: DataFrame,
-    staging: Path,
-    fmt: str,
-    partition_by: Sequence[str] | None,
-    folders: Mapping[int, Path],
-) -> dict[int, dict[str, Any]]:
-    """The version aggregates of each partition, by index: from the written files where they
-    hold exactly the DataFrame's values, else from the DataFrame."""
-    if not folders:
-        return {}
-    if fmt in _EXACT_FORMATS and not partition_by:
-        source = _read_written(df, staging, fmt, [folders[i] for i in sorted(folders)])
-    else:
-        source = keyed
-    aggregates = row_version.version_aggregates(source.drop(INDEX_COLUMN))
+def _exact(fmt: str, partition_by: Sequence[str] | None) -> bool:
+    """Whether the written files give back exactly the values written."""
+    return fmt in _EXACT_FORMATS and not partition_by
+
+
+def _kept_rows(keyed: DataFrame, with_files: bool) -> DataFrame:
+    """The rows of `keyed` (and the file each was read from, when asked) computed once and
+    kept by Spark for the write and the versions both: a second run of the DataFrame's plan
+    may give other rows (a clock read per query, `uuid()`, a source changed in between), and
+    a version must be the version of the rows written. Lineage cut (`localCheckpoint`): if
+    Spark loses the kept rows it fails the write, which leaves the range as it was, rather
+    than computing different ones."""
+    rows = row_files.with_files(keyed) if with_files else keyed
+    return rows.localCheckpoint(eager=True)
+
+
+def _in_order(folders: Mapping[int, Path]) -> list[Path]:
+    return [folders[i] for i in sorted(folders)]
+
+
+def _metrics(df: DataFrame, source: DataFrame, *, with_files: bool = False) -> dict[int, dict]:
+    """The version aggregates of each partition, by index, grouped from `source` (the rows
+    written, with their index); with `with_files`, each partition's set of files too
+    (`dws_files`)."""
+    aggregates = row_version.version_aggregates(df)
+    if with_files:
+        file = quoted_name(row_files.FILE_COLUMN)
+        aggregates.append(sql_column(df, f"collect_set({file}) AS dws_files"))
     rows = source.groupBy(INDEX_COLUMN).agg(*aggregates).collect()
     return {int(row[INDEX_COLUMN]): row.asDict() for row in rows}
 

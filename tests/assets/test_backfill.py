@@ -706,3 +706,72 @@ def test_a_long_range_versions_columns_whatever_their_names(spark_session, tmp_p
         alone = storage.write_atomic(df.where(F.col("day") == key), str(tmp_path / "alone" / key))
         assert result.results[key].version == alone.version, key
         assert result.results[key].row_count == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "partition_by"), [("json", None), ("csv", None), ("parquet", ["bucket"])]
+)
+def test_a_long_range_its_files_cannot_version_is_versioned_from_the_rows_it_wrote(
+    spark_session, tmp_path: Path, fmt: str, partition_by: list[str] | None
+):
+    """Where the written files do not give back the exact values (text formats, folders Spark
+    partitions further), a long range cannot version its partitions from its files; it must
+    not version them from a second run of the DataFrame's plan either, which may give other
+    rows (a clock read per query, a source changed in between). Each partition's version is
+    the version of the rows it holds: read back here, where these columns round-trip."""
+    spark = spark_session
+    from dws_dagster.spark import row_version
+
+    keys = KEYS[: range_write._OBSERVED_PARTITIONS + 2]
+    rows = [(key, n % 2) for n, key in enumerate(keys) for _ in range(3)]
+    df = spark.createDataFrame(rows, "day string, bucket int").selectExpr(
+        "day", "bucket", "unix_micros(current_timestamp()) AS loaded_at"
+    )
+    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
+    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
+    options = {"header": "true"} if fmt == "csv" else None
+    result = range_write.write_range_atomic(
+        df,
+        targets,
+        index,
+        staging_parent=str(tmp_path / "out"),
+        fmt=fmt,
+        options=options,
+        partition_by=partition_by,
+    )
+    for key in keys:
+        reader = spark.read.format(fmt).schema(df.schema).options(**(options or {}))
+        written = reader.load(str(tmp_path / "out" / key)).select(*df.columns)
+        # Files read back are nullable whatever was written; the version has the written schema.
+        metrics = written.agg(*row_version.version_aggregates(written)).collect()[0].asDict()
+        version, count = row_version.version_of_metrics(df.schema.json(), metrics)
+        assert (result.results[key].version, count) == (version, 3), key
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_a_long_range_tells_each_partition_the_files_its_rows_came_from(
+    spark_session, tmp_path: Path, fmt: str
+):
+    """Past the partitions observed in the write pass, in a format versioned from the files
+    written (Parquet) and in one versioned from rows kept once for the write (JSON): each
+    partition is told the files its rows were read from, and only those."""
+    spark = spark_session
+    keys = KEYS[: range_write._OBSERVED_PARTITIONS + 2]
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for n, key in enumerate(keys[:-1]):  # the last partition gets no row
+        (sources / f"day {key}.csv").write_text(f"day,reading\n{key},{n}\n{key},{n + 1}\n")
+    df = spark.read.csv(str(sources), header=True, schema="day string, reading int")
+    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
+    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
+    told: dict[str, frozenset[str]] = {}
+    result = range_write.write_range_atomic(
+        df,
+        targets,
+        index,
+        staging_parent=str(tmp_path / "out"),
+        fmt=fmt,
+        read_files=told.update,
+    )
+    assert told == {key: frozenset({str(sources / f"day {key}.csv")}) for key in keys[:-1]}
+    assert [result.results[key].row_count for key in keys] == [2] * (len(keys) - 1) + [0]
