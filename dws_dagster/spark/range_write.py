@@ -13,8 +13,8 @@ which stops paying beyond a few. Larger ranges are versioned by one grouped aggr
 the rows written. Parquet and ORC give back exactly the values written, so their files are read
 back with the DataFrame's schema, in groups of folders Spark lists on the driver (more at once
 and Spark lists them with a job of its own). Other formats, and writes Spark partitions
-further, do not; their rows are computed once and kept (`localCheckpoint`) for the write and
-the aggregation both, since a second run of the plan may give other rows. A partition with no
+further, do not; their rows are computed once and cached for the write and the aggregation
+both, since a second run of the plan may give other rows. A partition with no
 row becomes what a one-partition write of an empty DataFrame gives: a dataset with the schema
 and no rows.
 
@@ -29,6 +29,7 @@ new. `RangeWriteError.written` tells the caller which partitions are new.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
@@ -119,9 +121,9 @@ def write_range_atomic(
     recover(parent / "range")  # stale staging folders of crashed range writes
     staging = parent / f"{STAGING_PREFIX}range-{uuid.uuid4().hex}"
     result = RangeResult()
+    kept: DataFrame | None = None
     try:
         keyed = df.withColumn(INDEX_COLUMN, index)
-        kept = None
         if len(targets) > _OBSERVED_PARTITIONS and not _exact(fmt, partition_by):
             kept = _kept_rows(keyed, read_files is not None)
             written_df, observed = kept.drop(row_files.FILE_COLUMN), None
@@ -142,6 +144,7 @@ def write_range_atomic(
         else:
             metrics = _metrics(df, kept, with_files=read_files is not None)
             kept_files = {i: m.pop("dws_files") for i, m in metrics.items() if "dws_files" in m}
+            _release(kept)
         if read_files is not None:
             found = (
                 row_files.files_by_key(got.get("dws_files"))
@@ -210,6 +213,7 @@ def write_range_atomic(
         remove_tree(staging, ignore_errors=True)
         raise
     except BaseException as exc:
+        _release(kept)
         remove_tree(staging, ignore_errors=True)
         problem = storage.disk_problem(exc)
         if problem is not None:
@@ -279,13 +283,22 @@ def _exact(fmt: str, partition_by: Sequence[str] | None) -> bool:
 
 def _kept_rows(keyed: DataFrame, with_files: bool) -> DataFrame:
     """The rows of `keyed` (and the file each was read from, when asked) computed once and
-    kept by Spark for the write and the versions both: a second run of the DataFrame's plan
-    may give other rows (a clock read per query, `uuid()`, a source changed in between), and
-    a version must be the version of the rows written. Lineage cut (`localCheckpoint`): if
-    Spark loses the kept rows it fails the write, which leaves the range as it was, rather
-    than computing different ones."""
+    cached by Spark, then written and aggregated from the cache: a second run of the
+    DataFrame's plan may give other rows (`current_timestamp()` is read once per query,
+    `uuid()`, a source changed in between), and a version must be the version of the rows
+    written. The cache holds the optimized plan too, so a block Spark loses is computed again
+    with the same clock and seeds. The caller unpersists it (`_release`)."""
     rows = row_files.with_files(keyed) if with_files else keyed
-    return rows.localCheckpoint(eager=True)
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    rows.count()  # every row cached before the write reads them
+    return rows
+
+
+def _release(kept: DataFrame | None) -> None:
+    """Drop the cached rows of `_kept_rows` (a failure to do so is Spark's to clean up)."""
+    if kept is not None:
+        with contextlib.suppress(Exception):
+            kept.unpersist()
 
 
 def _in_order(folders: Mapping[int, Path]) -> list[Path]:

@@ -27,6 +27,7 @@ from dws_dagster import Workspace, dws_ref, process_events
 from dws_dagster.assets.materialization import record_from_metadata
 from dws_dagster.errors import PartitionRangeError, RangeWriteError, RowsOutsideRangeError
 from dws_dagster.spark import range_write
+from dws_dagster.spark.session_kind import is_connect
 from dws_dagster.spark.version_marker import read_marker
 from tests.assets.test_io_manager import root_cause
 from tests.support.pipeline import io_manager, make_workspace
@@ -730,6 +731,8 @@ def test_a_long_range_its_files_cannot_version_is_versioned_from_the_rows_it_wro
     index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
     targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
     options = {"header": "true"} if fmt == "csv" else None
+    classic = not is_connect(spark)
+    cached = spark.sparkContext._jsc.getPersistentRDDs().size() if classic else None
     result = range_write.write_range_atomic(
         df,
         targets,
@@ -746,6 +749,8 @@ def test_a_long_range_its_files_cannot_version_is_versioned_from_the_rows_it_wro
         metrics = written.agg(*row_version.version_aggregates(written)).collect()[0].asDict()
         version, count = row_version.version_of_metrics(df.schema.json(), metrics)
         assert (result.results[key].version, count) == (version, 3), key
+    if classic:  # the rows were cached for the write and the versions, then released
+        assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "json"])
