@@ -135,24 +135,22 @@ def write_range_atomic(
         writer.save(str(staging))
         folders = _partition_folders(staging, len(targets), what)
         got = observed.get if observed is not None else {}
-        kept_files: dict[int, set[str]] = {}
-        if len(targets) <= _OBSERVED_PARTITIONS:
-            metrics = {i: row_version.keyed_metrics(got, i) for i in folders}
-        elif kept is None:
-            read_back = _read_written(df, staging, fmt, _in_order(folders)) if folders else None
-            metrics = _metrics(df, read_back) if read_back is not None else {}
-        else:
+        if kept is not None:
             metrics = _metrics(df, kept, with_files=read_files is not None)
-            kept_files = {i: m.pop("dws_files") for i, m in metrics.items() if "dws_files" in m}
             _release(kept)
+            file_pairs: Any = [
+                {"k": i, "f": uri} for i, m in metrics.items() for uri in m.pop("dws_files", ())
+            ]
+        else:
+            if len(targets) <= _OBSERVED_PARTITIONS:
+                metrics = {i: row_version.keyed_metrics(got, i) for i in folders}
+            elif folders:
+                metrics = _metrics(df, _read_written(df, staging, fmt, folders))
+            else:
+                metrics = {}
+            file_pairs = got.get("dws_files")
         if read_files is not None:
-            found = (
-                row_files.files_by_key(got.get("dws_files"))
-                if kept is None
-                else row_files.files_by_key(
-                    {"k": i, "f": uri} for i, uris in kept_files.items() for uri in uris
-                )
-            )
+            found = row_files.files_by_key(file_pairs)
             read_files(
                 {
                     target.key: frozenset(found.get(i, ()))
@@ -301,10 +299,6 @@ def _release(kept: DataFrame | None) -> None:
             kept.unpersist()
 
 
-def _in_order(folders: Mapping[int, Path]) -> list[Path]:
-    return [folders[i] for i in sorted(folders)]
-
-
 def _metrics(df: DataFrame, source: DataFrame, *, with_files: bool = False) -> dict[int, dict]:
     """The version aggregates of each partition, by index, grouped from `source` (the rows
     written, with their index); with `with_files`, each partition's set of files too
@@ -317,13 +311,13 @@ def _metrics(df: DataFrame, source: DataFrame, *, with_files: bool = False) -> d
     return {int(row[INDEX_COLUMN]): row.asDict() for row in rows}
 
 
-def _read_written(df: DataFrame, staging: Path, fmt: str, folders: Sequence[Path]) -> DataFrame:
+def _read_written(df: DataFrame, staging: Path, fmt: str, folders: Mapping[int, Path]) -> DataFrame:
     """The written files with their partition index, as one DataFrame: read with the
     DataFrame's own schema (no schema inference, which reads files), in groups of folders Spark
     lists on the driver."""
     schema = StructType([*df.schema.fields, StructField(INDEX_COLUMN, IntegerType())])
     reader = df.sparkSession.read.format(fmt).schema(schema).option("basePath", str(staging))
-    paths = [str(folder) for folder in folders]
+    paths = [str(folders[i]) for i in sorted(folders)]
     parts = [
         reader.load(paths[start : start + _LISTED_ON_DRIVER])
         for start in range(0, len(paths), _LISTED_ON_DRIVER)
