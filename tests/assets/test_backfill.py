@@ -658,6 +658,16 @@ def test_a_range_on_spark_connect_records_what_classic_records(
         }
 
 
+def write_keyed_range(
+    df: DataFrame, keys: list[str], out: Path, **options: Any
+) -> range_write.RangeResult:
+    """`write_range_atomic` of `df`'s rows to the partitions `keys`, a row's partition by its
+    `day` column, each partition to `out/<key>`."""
+    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
+    targets = [range_write.RangeTarget(k, str(out / k)) for k in keys]
+    return range_write.write_range_atomic(df, targets, index, staging_parent=str(out), **options)
+
+
 def test_the_partitions_of_a_short_range_have_the_versions_of_their_rows_written_alone(
     spark_session, tmp_path: Path
 ):
@@ -676,11 +686,7 @@ def test_the_partitions_of_a_short_range_have_the_versions_of_their_rows_written
         for i in range(n + 2)
     ]
     df = spark.createDataFrame(rows, "day string, i int, s string, m map<string,int>")
-    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
-    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
-    result = range_write.write_range_atomic(
-        df, targets, index, staging_parent=str(tmp_path / "out")
-    )
+    result = write_keyed_range(df, keys, tmp_path / "out")
     for key in keys:
         alone = storage.write_atomic(df.where(F.col("day") == key), str(tmp_path / "alone" / key))
         assert result.results[key].version == alone.version, key
@@ -698,11 +704,7 @@ def test_a_long_range_versions_columns_whatever_their_names(spark_session, tmp_p
     keys = KEYS[: range_write._OBSERVED_PARTITIONS + 2]
     rows = [(key, n, f"v{n}") for n, key in enumerate(keys)]
     df = spark.createDataFrame(rows, "day string, `a``b` int, `c.d e` string")
-    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
-    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
-    result = range_write.write_range_atomic(
-        df, targets, index, staging_parent=str(tmp_path / "out")
-    )
+    result = write_keyed_range(df, keys, tmp_path / "out")
     for key in keys:
         alone = storage.write_atomic(df.where(F.col("day") == key), str(tmp_path / "alone" / key))
         assert result.results[key].version == alone.version, key
@@ -728,19 +730,11 @@ def test_a_long_range_its_files_cannot_version_is_versioned_from_the_rows_it_wro
     df = spark.createDataFrame(rows, "day string, bucket int").selectExpr(
         "day", "bucket", "unix_micros(current_timestamp()) AS loaded_at"
     )
-    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
-    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
     options = {"header": "true"} if fmt == "csv" else None
     classic = not is_connect(spark)
     cached = spark.sparkContext._jsc.getPersistentRDDs().size() if classic else None
-    result = range_write.write_range_atomic(
-        df,
-        targets,
-        index,
-        staging_parent=str(tmp_path / "out"),
-        fmt=fmt,
-        options=options,
-        partition_by=partition_by,
+    result = write_keyed_range(
+        df, keys, tmp_path / "out", fmt=fmt, options=options, partition_by=partition_by
     )
     for key in keys:
         reader = spark.read.format(fmt).schema(df.schema).options(**(options or {}))
@@ -767,16 +761,7 @@ def test_a_long_range_tells_each_partition_the_files_its_rows_came_from(
     for n, key in enumerate(keys[:-1]):  # the last partition gets no row
         (sources / f"day {key}.csv").write_text(f"day,reading\n{key},{n}\n{key},{n + 1}\n")
     df = spark.read.csv(str(sources), header=True, schema="day string, reading int")
-    index = F.expr("map(" + ", ".join(f"'{k}', {n}" for n, k in enumerate(keys)) + ")[day]")
-    targets = [range_write.RangeTarget(k, str(tmp_path / "out" / k)) for k in keys]
     told: dict[str, frozenset[str]] = {}
-    result = range_write.write_range_atomic(
-        df,
-        targets,
-        index,
-        staging_parent=str(tmp_path / "out"),
-        fmt=fmt,
-        read_files=told.update,
-    )
+    result = write_keyed_range(df, keys, tmp_path / "out", fmt=fmt, read_files=told.update)
     assert told == {key: frozenset({str(sources / f"day {key}.csv")}) for key in keys[:-1]}
     assert [result.results[key].row_count for key in keys] == [2] * (len(keys) - 1) + [0]
